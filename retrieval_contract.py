@@ -1,0 +1,299 @@
+"""retrieval_contract — the v1 JSON envelope shared by RAG, search and GraphRAG.
+
+Every docs-qa answer, whatever tool produced it and whatever transport carries it
+(CLI --json, HTTP, MCP), is one JSON object with the common fields below plus the
+tool's own fields. This module owns those definitions; it does no I/O and imports
+neither docs_qa nor graph_store.
+
+Public API
+    STATUSES, REASONS        -- the allowed statuses and reason codes (reason -> HTTP status)
+    Source                   -- one cited document: source_id S1.., path, url, title (+ tool fields)
+    Envelope                 -- the response: common fields + tool-specific `extra`
+    ContractError            -- root of the typed exceptions; each carries reason + http_status
+      InvalidQueryError (400), UnauthorizedError (401), NotFoundError (404),
+      MethodNotAllowedError (405), InvalidRequestError (422),
+      RetrievalUnavailableError (503), InternalError (500)
+    error_result(exc)        -- the one place any exception becomes an error envelope
+    envelope_schema(extra)   -- JSON Schema of an envelope (common fields + given extras)
+    error_schema()           -- JSON Schema of the error envelope
+    source_schema(extra)     -- JSON Schema of a source
+    schema_errors(value, schema) -- a small JSON Schema checker (the subset used here)
+
+Invariants
+    * `index_version` is None after an error; `complete` is False for errors and ambiguity.
+    * An error envelope carries a fixed, safe `detail` and the names (never the values)
+      of offending fields; never exception text, secrets or internal paths.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+__all__ = [
+    "CONTRACT_VERSION", "STATUSES", "REASONS", "ERROR_DETAILS",
+    "Source", "Envelope",
+    "ContractError", "InvalidQueryError", "UnauthorizedError", "NotFoundError",
+    "MethodNotAllowedError", "InvalidRequestError", "RetrievalUnavailableError",
+    "InternalError",
+    "error_result", "envelope_schema", "error_schema", "source_schema", "schema_errors",
+]
+
+CONTRACT_VERSION = "v1"
+STATUSES = ("ok", "no_answer", "ambiguous", "error")
+
+# reason -> HTTP status. Non-error reasons answer 200: they are results, not failures.
+REASONS: dict[str, int] = {
+    "no_matching_sources": 200,
+    "no_matching_facts": 200,
+    "unknown_person": 200,
+    "unknown_keyword": 200,
+    "unknown_title": 200,
+    "ambiguous_person": 200,
+    "invalid_query": 400,
+    "unauthorized": 401,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "invalid_request": 422,
+    "retrieval_unavailable": 503,
+    "internal_error": 500,
+}
+
+# The only texts an error envelope may carry: fixed, written here, free of values and paths.
+ERROR_DETAILS: dict[str, str] = {
+    "invalid_query": "The question is missing, empty, too long or not valid JSON.",
+    "unauthorized": "A valid bearer token is required.",
+    "not_found": "No such endpoint.",
+    "method_not_allowed": "This endpoint does not accept that method.",
+    "invalid_request": "The request has invalid, missing or unknown fields.",
+    "retrieval_unavailable": "The search index, graph or model is not available right now.",
+    "internal_error": "The tool failed unexpectedly.",
+}
+
+
+# === Errors — typed exceptions; transports turn them into envelopes via error_result() ===
+
+class ContractError(Exception):
+    """Root of docs-qa's typed errors; `reason` and `http_status` drive the envelope.
+
+    `message` is for the user's terminal (it may name the user's own input, such as a
+    folder they typed); it never enters an envelope. `field_names` lists offending
+    request fields by name only.
+    """
+
+    reason = "internal_error"
+
+    def __init__(self, message: str = "", field_names: tuple[str, ...] | list[str] = ()):
+        super().__init__(message or ERROR_DETAILS[self.reason])
+        self.message = message or ERROR_DETAILS[self.reason]
+        self.field_names = tuple(field_names)
+
+    @property
+    def http_status(self) -> int:
+        return REASONS[self.reason]
+
+
+class InvalidQueryError(ContractError):
+    reason = "invalid_query"
+
+
+class UnauthorizedError(ContractError):
+    reason = "unauthorized"
+
+
+class NotFoundError(ContractError):
+    reason = "not_found"
+
+
+class MethodNotAllowedError(ContractError):
+    reason = "method_not_allowed"
+
+
+class InvalidRequestError(ContractError):
+    reason = "invalid_request"
+
+
+class RetrievalUnavailableError(ContractError):
+    reason = "retrieval_unavailable"
+
+
+class InternalError(ContractError):
+    reason = "internal_error"
+
+
+# === Types — the envelope and its sources; JSON Schemas come from the same field metadata ===
+
+def _schema(json_schema: dict) -> dict:
+    """Return dataclass field metadata holding the field's JSON Schema."""
+    return {"schema": json_schema}
+
+
+_NULLABLE_STRING = {"type": ["string", "null"]}
+
+
+@dataclass
+class Source:
+    """One source document of a response; `extra` holds tool fields (text, lines, ...)."""
+
+    source_id: str = field(metadata=_schema({"type": "string", "pattern": "^S[1-9][0-9]*$"}))
+    document_path: str = field(metadata=_schema({"type": "string"}))
+    source_url: str | None = field(default=None, metadata=_schema(_NULLABLE_STRING))
+    title: str | None = field(default=None, metadata=_schema(_NULLABLE_STRING))
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON-ready dict: common fields first, then the tool's fields."""
+        return _merge_common_and_extra(self)
+
+
+@dataclass
+class Envelope:
+    """The v1 response. `complete` is True/False/None (unknown); see DESIGN.md."""
+
+    status: str = field(metadata=_schema({"enum": list(STATUSES)}))
+    reason: str | None = field(default=None, metadata=_schema(
+        {"enum": [None, *REASONS]}))
+    sources: list[Source] = field(default_factory=list, metadata=_schema(
+        {"type": "array", "items": {"$source": True}}))
+    index_version: str | None = field(default=None, metadata=_schema(_NULLABLE_STRING))
+    complete: bool | None = field(default=None, metadata=_schema({"type": ["boolean", "null"]}))
+    truncated: bool = field(default=False, metadata=_schema({"type": "boolean"}))
+    truncation_reasons: list[str] = field(default_factory=list, metadata=_schema(
+        {"type": "array", "items": {"type": "string"}}))
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown status {self.status!r}")
+        if self.reason is not None and self.reason not in REASONS:
+            raise ValueError(f"unknown reason {self.reason!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON-ready dict of the envelope."""
+        return _merge_common_and_extra(self)
+
+
+def _merge_common_and_extra(obj: Source | Envelope) -> dict[str, Any]:
+    """Return obj's common fields followed by its `extra` (extras never override)."""
+    out: dict[str, Any] = {}
+    for f in fields(obj):
+        if f.name == "extra":
+            continue
+        value = getattr(obj, f.name)
+        if f.name == "sources":
+            value = [s.to_dict() for s in value]
+        out[f.name] = value
+    for key, value in obj.extra.items():
+        if key in out:
+            raise ValueError(f"extra field {key!r} would override a common field")
+        out[key] = value
+    return out
+
+
+# === error_result — the one conversion from any exception to an error envelope ===
+
+def error_result(exc: BaseException) -> Envelope:
+    """Return the error envelope for exc: its reason if typed, else internal_error.
+
+    Only fixed texts from ERROR_DETAILS and the offending field names are carried;
+    the exception's own text never is.
+    """
+    reason = exc.reason if isinstance(exc, ContractError) else "internal_error"
+    field_names = list(exc.field_names) if isinstance(exc, ContractError) else []
+    return Envelope(
+        status="error", reason=reason, sources=[], index_version=None,
+        complete=False, truncated=False, truncation_reasons=[],
+        extra={"detail": ERROR_DETAILS[reason], "fields": sorted(set(field_names))},
+    )
+
+
+# === Schemas — JSON Schema (2020-12 subset) built from the dataclass metadata ===
+
+def source_schema(extra_properties: dict | None = None) -> dict:
+    """Return the JSON Schema of a source with the given tool-specific properties."""
+    return _object_schema(Source, extra_properties or {}, {})
+
+
+def envelope_schema(extra_properties: dict | None = None,
+                    source_extra: dict | None = None) -> dict:
+    """Return the JSON Schema of an envelope with the given tool-specific properties."""
+    return _object_schema(Envelope, extra_properties or {}, source_extra or {})
+
+
+def error_schema() -> dict:
+    """Return the JSON Schema of the error envelope error_result() produces."""
+    schema = envelope_schema({
+        "detail": {"type": "string"},
+        "fields": {"type": "array", "items": {"type": "string"}},
+    })
+    schema["properties"]["status"] = {"const": "error"}
+    schema["properties"]["index_version"] = {"type": "null"}
+    return schema
+
+
+def _object_schema(cls: type, extra_properties: dict, source_extra: dict) -> dict:
+    """Return a closed object schema: every field required, nothing undeclared allowed."""
+    properties: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name == "extra":
+            continue
+        spec = dict(f.metadata["schema"])
+        if spec.get("items") == {"$source": True}:
+            spec["items"] = source_schema(source_extra)
+        properties[f.name] = spec
+    properties.update(extra_properties)
+    return {"type": "object", "properties": properties,
+            "required": list(properties), "additionalProperties": False}
+
+
+_JSON_TYPES = {
+    "object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
+}
+
+
+def _is_type(value: Any, type_name: str) -> bool:
+    """Return True when value is of the JSON type type_name (bool is not a number)."""
+    if type_name == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if type_name == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, _JSON_TYPES[type_name])
+
+
+def schema_errors(value: Any, schema: dict, where: str = "$") -> list[str]:
+    """Return the places where value breaks schema (type, enum, const, properties,
+    required, additionalProperties, items, minimum, maximum, minLength, maxLength)."""
+    if "const" in schema and value != schema["const"]:
+        return [where]
+    if "enum" in schema and value not in schema["enum"]:
+        return [where]
+    types = schema.get("type")
+    if types is not None:
+        names = [types] if isinstance(types, str) else types
+        if not any(_is_type(value, t) for t in names):
+            return [where]
+    problems: list[str] = []
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        problems += [f"{where}.{k}" for k in schema.get("required", []) if k not in value]
+        for key, item in value.items():
+            if key in props:
+                problems += schema_errors(item, props[key], f"{where}.{key}")
+            elif schema.get("additionalProperties") is False:
+                problems.append(f"{where}.{key}")
+            elif isinstance(schema.get("additionalProperties"), dict):
+                problems += schema_errors(item, schema["additionalProperties"], f"{where}.{key}")
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            problems += schema_errors(item, schema["items"], f"{where}[{i}]")
+    if _is_type(value, "number"):
+        if "minimum" in schema and value < schema["minimum"]:
+            problems.append(where)
+        if "maximum" in schema and value > schema["maximum"]:
+            problems.append(where)
+    if isinstance(value, str):
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            problems.append(where)
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            problems.append(where)
+    return problems
