@@ -1,0 +1,222 @@
+"""Shared test helpers: corpus builders, a CLI runner, and a real OpenAI-compatible
+stand-in server on 127.0.0.1 that can also misbehave on purpose."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+import docs_qa  # noqa: E402
+
+
+def write_files(root: str, files: dict[str, str | bytes]) -> str:
+    """Write {relative path: text or bytes} under root; return root."""
+    for rel, content in files.items():
+        path = os.path.join(root, *rel.split("/"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        mode = "wb" if isinstance(content, bytes) else "w"
+        with open(path, mode, **({} if mode == "wb" else {"encoding": "utf-8", "newline": ""})) as fh:
+            fh.write(content)
+    return root
+
+
+TAX_CORPUS = {
+    "jpk.md": "# JPK\n\n## Termin\n\nPlik JPK_V7M składa się do 25. dnia miesiąca następującego "
+              "po okresie rozliczeniowym.\n\n## Kara\n\nZa spóźnienie grozi kara z kodeksu karnego "
+              "skarbowego dla podatnika.\n",
+    "faktury/korekta.md": "# Faktura korygująca\n\nFakturę korygującą wystawia się, gdy po "
+                          "wystawieniu faktury udzielono rabatu lub zwrócono towar.\n",
+    "notes.txt": "Biała lista podatników VAT pozwala sprawdzić rachunek kontrahenta.\n\n"
+                 "Mechanizm podzielonej płatności dotyczy faktur powyżej 15 000 zł.\n",
+}
+
+
+class TempDirTest(unittest.TestCase):
+    """A test with its own docs folder and cache folder, removed afterwards."""
+
+    def setUp(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = self._tmp.name
+        self.docs = os.path.join(self.tmp, "docs")
+        self.cache = os.path.join(self.tmp, "cache")
+        os.makedirs(self.docs)
+        self.addCleanup(self._tmp.cleanup)
+
+    def settings(self, **overrides) -> "docs_qa.Settings":
+        values = {"docs_dir": self.docs, "cache_dir": self.cache, "embed_mock": True}
+        values.update(overrides)
+        return docs_qa.Settings(**values)
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60,
+            stdin: str | None = None) -> subprocess.CompletedProcess:
+    """Run docs_qa.py (or another script given as args[0] ending in .py) as a subprocess."""
+    script = args[0] if args and args[0].endswith(".py") else "docs_qa.py"
+    rest = args[1:] if script == args[0] else args
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("DOCS_QA_")}
+    full_env.setdefault("EMBED_MOCK", "1")
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, os.path.join(REPO, script), *rest], cwd=REPO,
+                          env=full_env, capture_output=True, text=True, timeout=timeout,
+                          input=stdin)
+
+
+def assert_clean_failure_output(test: unittest.TestCase, proc: subprocess.CompletedProcess) -> None:
+    """Assert no traceback and no absolute path or exception text leaked."""
+    test.assertNotIn("Traceback", proc.stderr)
+    test.assertNotIn("Traceback", proc.stdout)
+
+
+class StubModelServer:
+    """A real OpenAI-compatible server on 127.0.0.1:0 for /embeddings and /chat/completions.
+
+    Set `embed_fault` / `chat_fault` to one of FAULTS to make it misbehave, `chat_reply`
+    to the text the chat model answers, `dim` for vector size. Counts requests and
+    embedded texts and keeps the request bodies.
+    """
+
+    FAULTS = ("refuse_body", "hang", "http_400", "http_404", "http_429", "http_500", "http_503",
+              "html", "truncated_json", "wrong_count", "wrong_dim", "changing_dim", "nan",
+              "empty_choices", "huge", "no_content")
+
+    def __init__(self) -> None:
+        self.embed_fault: str | None = None
+        self.chat_fault: str | None = None
+        self.chat_reply = "OK"
+        self.dim = 8
+        self.hang_s = 3.0
+        self.embed_requests = 0
+        self.embedded_texts = 0
+        self.chat_requests = 0
+        self.bodies: list[tuple[str, dict]] = []
+        self.headers_seen: list[dict[str, str]] = []
+        self._lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with stub._lock:
+                    stub.bodies.append((self.path, body))
+                    stub.headers_seen.append(dict(self.headers))
+                if self.path.endswith("/embeddings"):
+                    stub._embeddings(self, body)
+                elif self.path.endswith("/chat/completions"):
+                    stub._chat(self, body)
+                else:
+                    stub._send(self, 404, {"error": "not found"})
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> "StubModelServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    # -- replies -------------------------------------------------------------------
+    @staticmethod
+    def _send(handler, status: int, payload, raw: bytes | None = None,
+              content_type: str = "application/json", headers: dict | None = None) -> None:
+        data = raw if raw is not None else json.dumps(payload).encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            handler.send_header(key, value)
+        handler.end_headers()
+        try:
+            handler.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _common_fault(self, handler, fault: str | None) -> bool:
+        """Send the reply for a fault shared by both endpoints; return True if sent."""
+        if fault is None:
+            return False
+        if fault == "hang":
+            time.sleep(self.hang_s)
+            self._send(handler, 200, {})
+        elif fault.startswith("http_"):
+            code = int(fault[5:])
+            self._send(handler, code, {"error": {"message": "stub fault"}},
+                       headers={"Retry-After": "0"} if code == 429 else None)
+        elif fault == "html":
+            self._send(handler, 200, None, raw=b"<html><body>Bad gateway</body></html>",
+                       content_type="text/html")
+        elif fault == "truncated_json":
+            self._send(handler, 200, None, raw=b'{"data": [{"index": 0, "embedding": [0.1, ')
+        elif fault == "huge":
+            self._send(handler, 200, None, raw=b'{"pad": "' + b"x" * (5 * 1024 * 1024) + b'"}')
+        elif fault == "refuse_body":
+            handler.send_response(200)
+            handler.send_header("Content-Length", "1000")
+            handler.end_headers()
+            handler.wfile.write(b'{"data": ')
+            handler.wfile.flush()
+            time.sleep(self.hang_s)
+        else:
+            return False
+        return True
+
+    def _embeddings(self, handler, body: dict) -> None:
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        with self._lock:
+            self.embed_requests += 1
+            self.embedded_texts += len(texts)
+            count = self.embed_requests
+        fault = self.embed_fault
+        if self._common_fault(handler, fault):
+            return
+        vectors = [docs_qa.embed_mock_vector(t, self.dim) for t in texts]
+        if fault == "wrong_count":
+            vectors = vectors[:-1] if len(vectors) > 1 else vectors * 2
+        elif fault == "wrong_dim":
+            vectors = [v[:-1] if i == 0 else v for i, v in enumerate(vectors)] if len(vectors) > 1 \
+                else [v + [0.0] for v in vectors]
+        elif fault == "changing_dim":
+            vectors = [v + [0.0] * (count % 2) for v in vectors]
+        elif fault == "nan":
+            vectors = [[math.nan] + v[1:] for v in vectors]
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+        raw = json.dumps({"object": "list", "data": data, "model": body.get("model")}).replace(
+            "NaN", "NaN").encode()
+        self._send(handler, 200, None, raw=raw)
+
+    def _chat(self, handler, body: dict) -> None:
+        with self._lock:
+            self.chat_requests += 1
+        fault = self.chat_fault
+        if self._common_fault(handler, fault):
+            return
+        if fault == "empty_choices":
+            self._send(handler, 200, {"choices": []})
+        elif fault == "no_content":
+            self._send(handler, 200, {"choices": [{"message": {"role": "assistant"}}]})
+        else:
+            self._send(handler, 200, {"choices": [{"index": 0, "message": {
+                "role": "assistant", "content": self.chat_reply}}]})
