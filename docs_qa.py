@@ -53,7 +53,7 @@ from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequest
 
 __all__ = [
     "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats",
-    "settings_from_env", "search", "answer", "index_folder", "index_refresh",
+    "settings_from_env", "search", "search_rankings", "answer", "index_folder", "index_refresh",
     "text_fold", "text_tokens", "text_stem",
     "corpus_walk", "corpus_read",
     "chunk_text",
@@ -1252,6 +1252,29 @@ def _apply_limits(conn: sqlite3.Connection, fused: list[tuple[int, float]],
 def _score_or_none(scores: dict[int, float], cid: int, ranked: dict[int, int]) -> float | None:
     """Return the method's score for cid when the method returned it, else None."""
     return round(scores[cid], 6) if cid in ranked else None
+
+
+def search_rankings(question: str, settings: Settings, depth: int,
+                    progress: ProgressFn | None = None) -> dict[str, list[Chunk]]:
+    """Return each method's ranked chunks for evaluation: 'bm25' and 'dense' (depth deep,
+    'dense' only when embeddings are on) and 'rrf' (fused from settings.candidate_limit per
+    method, as search() does, before per-document and result limits); raise BackendError
+    when the embedding server fails, so a report never mistakes BM25 for hybrid."""
+    question = _validate_question(question)
+
+    def work(conn: sqlite3.Connection, notes: list[Note]) -> dict[str, list[Chunk]]:
+        index_refresh(conn, settings, progress)
+        pool = settings.candidate_limit
+        bm25_top, _ = _bm25_ranking(conn, question, settings, max(depth, pool))
+        ids = {"bm25": [cid for cid, _ in bm25_top[:max(depth, pool)]]}
+        if settings.use_embeddings:
+            dense_top = _dense_ranking(conn, question, settings, max(depth, pool), progress)
+            ids["dense"] = [cid for cid, _ in dense_top[:max(depth, pool)]]
+        fused = rrf_fuse({m: ranked[:pool] for m, ranked in ids.items()}, settings.rrf_k)
+        ids["rrf"] = [cid for cid, _ in fused] if bm25_top or "dense" not in ids else []
+        meta = _cache_chunks(conn, sorted({cid for ranked in ids.values() for cid in ranked}))
+        return {m: [meta[cid][0] for cid in ranked[:depth]] for m, ranked in ids.items()}
+    return _with_index(settings, work)
 
 
 def index_folder(settings: Settings, progress: ProgressFn | None = None) -> IndexStats:
