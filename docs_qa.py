@@ -54,7 +54,7 @@ from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequest
 __all__ = [
     "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats",
     "settings_from_env", "search", "search_rankings", "answer", "index_folder", "index_refresh",
-    "text_fold", "text_tokens", "text_stem",
+    "text_fold", "text_tokens", "text_stem", "text_stem_english", "text_language",
     "corpus_walk", "corpus_read",
     "chunk_text",
     "bm25_idf", "bm25_scores",
@@ -90,7 +90,7 @@ NOMIC_PREFIXES = {"document": "search_document: ", "query": "search_query: "}
 MOCK_DIM = 256
 CACHE_SCHEMA_VERSION = 1
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
-TOKENIZER_VERSION = "t1"
+TOKENIZER_VERSION = "t2"
 CACHE_COMMIT_EVERY = 2000          # files per transaction while indexing (resumable)
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
@@ -209,23 +209,33 @@ _EXTRA_FOLDS = str.maketrans({"ł": "l", "đ": "d", "ø": "o", "æ": "ae", "œ":
 _COMBINING_MARKS = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 _TOKEN_RE = re.compile(r"[^\W_]+")
 
-# Function words of English, Polish and Slovak, folded (no diacritics).
-STOP_WORDS = frozenset("""
-a an and are as at be but by for from has have how i if in into is it its of on or
-that the their there these this to was were what when where which who why will with
-do does did can could should would may not no so than then they we you your our
-aby albo ale bo by byc czy dla do gdy gdzie i ich jak jaki jakie jest jestem jesli
+# Function words, folded (no diacritics). English is the classic SMART-style core
+# (measured on Cranfield in reports/hybrid-vs-single.md); Polish and Slovak are kept
+# apart so text_language() can tell a text's language from them.
+_STOP_EN = frozenset("""
+a about above after again against all also am an and any are as at be because been
+before being below between both but by can could did do does doing down during each
+few for from further had has have having he her here hers herself him himself his how
+i if in into is it its itself just me more most my myself no nor not now of off on
+once only or other our ours ourselves out over own same she should so some such than
+that the their theirs them themselves then there these they this those through to too
+under until up upon very was we were what when where which while who whom why will
+with would you your yours yourself yourselves may must shall might can't cannot
+""".split())
+_STOP_SLAVIC = frozenset("""
+a aby albo ale bo by byc czy dla do gdy gdzie i ich jak jaki jakie jest jestem jesli
 juz kiedy ktora ktore ktory mi mnie na nad nie nim o od oraz po pod przez przy sa
 sie tak tam te tego tej ten to tu tym w we z za ze co czym jaka jego jej
 aj ak ako alebo ale by bol bola bolo co do este i ich je ja jej ho ku len ma na nad
 nie od po pod pre pri sa si so su sme tak tam ten tie to tu uz v vo z za ze ktory
 ktora ktore kde kedy aky aka ake preco kto
 """.split())
+STOP_WORDS = _STOP_EN | _STOP_SLAVIC
 
-# Inflectional endings stripped by text_stem (longest first). English plural/verb
-# endings and the commonest Polish/Slovak case endings; measured in reports/.
+# Inflectional endings stripped by text_stem (longest first): the commonest Polish and
+# Slovak case endings, plus English plural/verb endings for texts not judged English.
 _SUFFIXES = tuple(sorted(set("""
-ami ach ach ych ich ymi imi owi ow om em ego emu ej ie iu ou ov ami ia
+ami ach ych ich ymi imi owi ow om em ego emu ej ie iu ou ov ia eho och
 y a e i u o
 ing ed es s
 """.split()), key=len, reverse=True))
@@ -251,19 +261,143 @@ def text_stem(token: str) -> str:
     return token
 
 
+def text_language(words: list[str]) -> str:
+    """Return 'en' when folded words hold more English than Polish/Slovak stop words, else 'other'."""
+    english = sum(1 for w in words if w in _STOP_EN and w not in _STOP_SLAVIC)
+    slavic = sum(1 for w in words if w in _STOP_SLAVIC and w not in _STOP_EN)
+    return "en" if english > slavic else "other"
+
+
+# --- Porter stemmer (M. F. Porter, "An algorithm for suffix stripping", Program 14(3),
+# 1980), written from the paper's description; used for texts judged English.
+
+_VOWELS = frozenset("aeiou")
+
+
+def _is_consonant(word: str, i: int) -> bool:
+    """Return True when word[i] is a consonant in Porter's sense (y after a consonant is a vowel)."""
+    ch = word[i]
+    if ch in _VOWELS:
+        return False
+    if ch == "y":
+        return i == 0 or not _is_consonant(word, i - 1)
+    return True
+
+
+def _measure(stem: str) -> int:
+    """Return m, the number of vowel-consonant sequences in [C](VC)^m[V]."""
+    m, prev_vowel = 0, False
+    for i in range(len(stem)):
+        vowel = not _is_consonant(stem, i)
+        if prev_vowel and not vowel:
+            m += 1
+        prev_vowel = vowel
+    return m
+
+
+def _has_vowel(stem: str) -> bool:
+    return any(not _is_consonant(stem, i) for i in range(len(stem)))
+
+
+def _double_consonant(word: str) -> bool:
+    return len(word) >= 2 and word[-1] == word[-2] and _is_consonant(word, len(word) - 1)
+
+
+def _cvc(word: str) -> bool:
+    """Return True when word ends consonant-vowel-consonant and the last is not w, x or y."""
+    return (len(word) >= 3 and _is_consonant(word, len(word) - 3)
+            and not _is_consonant(word, len(word) - 2) and _is_consonant(word, len(word) - 1)
+            and word[-1] not in "wxy")
+
+
+_STEP2 = (("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"),
+          ("izer", "ize"), ("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"),
+          ("ousli", "ous"), ("ization", "ize"), ("ation", "ate"), ("ator", "ate"),
+          ("alism", "al"), ("iveness", "ive"), ("fulness", "ful"), ("ousness", "ous"),
+          ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"), ("logi", "log"))
+_STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"),
+          ("ful", ""), ("ness", ""))
+_STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent",
+          "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize")
+
+
+def _replace_longest(word: str, rules: tuple, min_m: int) -> str:
+    """Apply the rule with the longest matching suffix when its stem's m > min_m."""
+    best = max((r for r in rules if word.endswith(r[0])), key=lambda r: len(r[0]), default=None)
+    if best is None:
+        return word
+    stem = word[: -len(best[0])]
+    return stem + best[1] if _measure(stem) > min_m else word
+
+
+def _porter_step1(word: str) -> str:
+    """Return word after Porter's steps 1a-1c (plurals, -ed/-ing, y -> i)."""
+    if word.endswith("sses") or word.endswith("ies"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    if word.endswith("eed"):
+        if _measure(word[:-3]) > 0:
+            word = word[:-1]
+    else:
+        for suffix in ("ed", "ing"):
+            if word.endswith(suffix) and _has_vowel(word[: -len(suffix)]):
+                word = _porter_step1b_tidy(word[: -len(suffix)])
+                break
+    if word.endswith("y") and _has_vowel(word[:-1]):
+        word = word[:-1] + "i"
+    return word
+
+
+def _porter_step1b_tidy(word: str) -> str:
+    """Return a stem just stripped of -ed/-ing with Porter's e-restoring and undoubling."""
+    if word.endswith(("at", "bl", "iz")):
+        return word + "e"
+    if _double_consonant(word) and word[-1] not in "lsz":
+        return word[:-1]
+    if _measure(word) == 1 and _cvc(word):
+        return word + "e"
+    return word
+
+
+def text_stem_english(word: str) -> str:
+    """Return the Porter (1980) stem of an English word; words with digits or <= 2 letters as is."""
+    if len(word) <= 2 or not word.isalpha() or not word.isascii():
+        return word
+    word = _porter_step1(word)
+    word = _replace_longest(word, _STEP2, 0)
+    word = _replace_longest(word, _STEP3, 0)
+    best = max((s for s in _STEP4 if word.endswith(s)), key=len, default=None)
+    if best is not None:
+        stem = word[: -len(best)]
+        if _measure(stem) > 1 and (best != "ion" or stem.endswith(("s", "t"))):
+            word = stem
+    if word.endswith("e"):
+        stem = word[:-1]
+        if _measure(stem) > 1 or (_measure(stem) == 1 and not _cvc(stem)):
+            word = stem
+    if word.endswith("ll") and _measure(word) > 1:
+        word = word[:-1]
+    return word
+
+
 class _Tokenizer:
-    """Folds, splits, drops stop words and stems, memoising the stem of each word."""
+    """Folds, splits, drops stop words and stems each text with its language's stemmer,
+    memoising the stem of each word per language."""
 
     def __init__(self) -> None:
-        self._memo: dict[str, str | None] = {}
+        self._memo: dict[str, dict[str, str | None]] = {"en": {}, "other": {}}
 
     def tokens(self, text: str) -> list[str]:
-        memo = self._memo
+        words = _TOKEN_RE.findall(text_fold(text))
+        language = text_language(words)
+        memo = self._memo[language]
+        stem = text_stem_english if language == "en" else text_stem
         out = []
-        for word in _TOKEN_RE.findall(text_fold(text)):
+        for word in words:
             term = memo.get(word, "")
             if term == "":
-                term = None if word in STOP_WORDS else text_stem(word)
+                term = None if word in STOP_WORDS else stem(word)
                 memo[word] = term
             if term is not None:
                 out.append(term)
