@@ -322,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
               f"- settings: k1={settings.k1} b={settings.b} rrf_k={settings.rrf_k} "
               f"pool={settings.candidate_limit}/method (limit {settings.limit} x pool_factor "
               f"{settings.pool_factor}) chunk_chars={settings.chunk_chars} "
-              f"tokenizer={docs_qa.TOKENIZER_VERSION}", ""]
+              f"tokenizer={docs_qa.TOKENIZER_VERSION}", "", ""]
     text = "\n".join(header) + body + "\n"
     if args.out:
         with open(args.out, "a", encoding="utf-8") as fh:
