@@ -157,10 +157,11 @@ def bm25s_rankings(docs_dir: str, queries: list[dict]) -> tuple[str, dict[str, l
         import bm25s  # optional anchor, never a dependency
     except ImportError:
         return None
+    from importlib.metadata import version
     try:
-        import Stemmer  # PyStemmer, optional
+        import Stemmer  # PyStemmer (Snowball), optional
         stemmer = Stemmer.Stemmer("english")
-        stem_label = f"+ PyStemmer {getattr(Stemmer, '__version__', '?')} english"
+        stem_label = f"+ PyStemmer {version('PyStemmer')} Snowball english"
     except ImportError:
         stemmer, stem_label = None, "(no stemmer)"
     names = sorted(os.listdir(docs_dir))
@@ -177,7 +178,7 @@ def bm25s_rankings(docs_dir: str, queries: list[dict]) -> tuple[str, dict[str, l
         tokens = bm25s.tokenize([q["query"]], stopwords="en", stemmer=stemmer, show_progress=False)
         docs, _ = retriever.retrieve(tokens, k=min(DEPTH, len(ids)), show_progress=False)
         out[q["id"]] = [ids[i] for i in docs[0]]
-    return f"bm25s {bm25s.__version__} {stem_label}", out
+    return f"bm25s {version('bm25s')} {stem_label}, stopwords=en", out
 
 
 # === Summaries ===
@@ -292,7 +293,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     started = time.time()
-    methods = ["bm25", "dense", "rrf"] if args.embeddings != "off" else ["bm25", "rrf"]
+    methods = ["bm25", "dense", "rrf"] if args.embeddings != "off" else ["bm25"]
     model = {"mock": "EMBED_MOCK (not semantic)", "off": "none",
              "live": f"{args.embed_model} at {args.base_url}"}[args.embeddings]
     if args.queries:
