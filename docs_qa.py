@@ -2064,6 +2064,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 HTTP_MAX_BODY_BYTES = 1024 * 1024  # larger bodies: 413 invalid_query, never read
 HTTP_TIMEOUT_S = 10.0              # per socket operation, so a stuck client frees its thread
+HTTP_LISTEN_BACKLOG = 128
 _JSON_TYPE = "application/json; charset=utf-8"
 _OPEN_PATHS = ("/health",)         # answered without a token
 
@@ -2216,6 +2217,7 @@ class _HttpHandler(BaseHTTPRequestHandler):
     server_version = "docs-qa"
     protocol_version = "HTTP/1.1"
     timeout = HTTP_TIMEOUT_S
+    disable_nagle_algorithm = True   # headers and body are two writes: no 40 ms delayed-ACK stall
 
     def _serve(self) -> None:
         headers = dict(self.headers.items())
@@ -2246,6 +2248,7 @@ class _HttpHandler(BaseHTTPRequestHandler):
 
 class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = HTTP_LISTEN_BACKLOG   # the default 5 drops SYNs under a burst: 1 s retries
 
     def __init__(self, address: tuple[str, int], ctx: ServerContext) -> None:
         if ":" in address[0]:
