@@ -1145,7 +1145,7 @@ def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, 
                    progress: ProgressFn | None) -> list[tuple[int, float]]:
     """Return the top pool+1 (chunk id, cosine) after embedding any new chunks; raise BackendError."""
     model = _model_tag(settings)
-    query_vec = embed_texts([question], settings, "query")[0]
+    query_vec = _query_vector(conn, question, settings, model)
     _embed_missing(conn, settings, progress, len(query_vec))
     query = array.array("f", query_vec)
     scores = {}
@@ -1154,6 +1154,17 @@ def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, 
             raise BackendError("inconsistent_dimensions")
         scores[chunk_id] = _dot(query, vec)
     return _top(scores, pool + 1)
+
+
+def _query_vector(conn: sqlite3.Connection, question: str, settings: Settings, model: str) -> list[float]:
+    """Return the question's vector, from the cache when this question was asked before."""
+    key = "query:" + _file_sha(question)
+    row = conn.execute("SELECT data FROM vectors WHERE text_sha=? AND model=?", (key, model)).fetchone()
+    if row:
+        return list(_unpack(row[0]))
+    vector = embed_texts([question], settings, "query")[0]
+    _cache_put_vectors(conn, model, [(key, vector)])
+    return vector
 
 
 def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: ProgressFn | None,
@@ -1500,7 +1511,9 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None
 
     Every citation is validated; invalid ones are removed. A sentence is kept only if
     it has a valid citation whose lines support it (citation_support >= threshold).
-    Exhaustive claims are flagged when completeness is not guaranteed.
+    Exhaustive claims ("all", "wszystkie", "všetky", ...) are flagged when the evidence
+    is proven partial (complete is False); RAG can never prove completeness, so a
+    null `complete` (nothing was cut) does not flag them.
     """
     chunks = [h.chunk for h in result.hits]
     citations = citation_validate(citation_parse(reply), chunks)
@@ -1519,7 +1532,7 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None
             unsupported.append({"sentence": sentence, "problem": "not_supported_by_cited_lines",
                                 "support": round(support, 2)})
             continue
-        if complete is not True and _EXHAUSTIVE_RE.search(text_fold(sentence)):
+        if complete is False and _EXHAUSTIVE_RE.search(text_fold(sentence)):
             unsupported.append({"sentence": sentence, "problem": "exhaustive_claim"})
             caveat = True
         kept.append(sentence + " " + " ".join(f"[{c.path}:{c.start_line}-{c.end_line}]" for c in valid))
@@ -1593,7 +1606,10 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     scored.sort()
     best = [s for s in scored if s[0] < 0][:EXTRACTIVE_UNITS] or scored[:1]
     best.sort(key=lambda s: (s[1], s[2]))
-    return "\n".join(f"- {s[5]} [{s[6]}:{s[3]}-{s[4]}]" for s in best)
+    return "\n".join(f"- {_LIST_MARK.sub('', s[5])} [{s[6]}:{s[3]}-{s[4]}]" for s in best)
+
+
+_LIST_MARK = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 
 
 def answer(question: str, settings: Settings, extractive: bool = False,
