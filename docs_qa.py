@@ -67,7 +67,12 @@ __all__ = [
     "embed_texts", "embed_mock_vector", "embed_cosine",
     "cache_path", "cache_open",
     "rrf_fuse",
-    "to_envelope", "main",
+    "to_envelope", "envelope_open_schema",
+    "SEARCH_FIELDS_SCHEMA", "RAG_FIELDS_SCHEMA", "SOURCE_FIELDS_SCHEMA",
+    "OPERATIONS", "Operation", "OperationContext", "operation_validate", "operation_run",
+    "ServerContext", "handle_request", "http_server", "http_openapi", "http_is_loopback",
+    "mcp_tools", "mcp_handle", "mcp_serve",
+    "main",
 ]
 
 # === 1. Constants — defaults and limits in one place ===
@@ -2191,7 +2196,7 @@ def _http_dispatch(method: str, path: str, headers: dict[str, str], body: bytes,
     route = _http_routes().get(path)
     if route is None:
         raise rc.NotFoundError()
-    if method != route[0]:
+    if method != route[0] and (method, route[0]) != ("HEAD", "GET"):
         raise rc.MethodNotAllowedError()
     target = route[1]
     if target == "health":
@@ -2247,7 +2252,7 @@ class _HttpHandler(BaseHTTPRequestHandler):
             self.close_connection = True
         self._write_reply(status, reply_headers, data)
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _serve
+    do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _serve
 
     def _write_reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
         """The one writer of replies: status line, headers, Content-Length and the body."""
@@ -2256,7 +2261,8 @@ class _HttpHandler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD":
+            self.wfile.write(data)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
         self.server.ctx.log_line(f"{self.address_string()} - {format % args}")
