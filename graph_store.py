@@ -212,6 +212,8 @@ class Graph:
     out_edges[a][t] lists targets b of edges a -t-> b; in_edges[b][t] lists sources a.
     Both keep file order. token_index[node_type][key] is the set of node ids whose
     label or alias contains that word key (text_key); year_index[y] lists thesis ids.
+    name_variants[id] holds the key sets of a node's label and aliases (a thesis: its
+    title's content keys only), so matching never re-stems a name.
     """
 
     nodes: dict[str, Node]
@@ -219,6 +221,7 @@ class Graph:
     in_edges: dict[str, dict[str, list[str]]]
     token_index: dict[str, dict[str, set[str]]]
     year_index: dict[int, list[str]]
+    name_variants: dict[str, tuple[frozenset[str], ...]]   # label keys, then each alias's
     edge_count: int
     index_version: str | None = None
 
@@ -246,7 +249,7 @@ class Intent:
 
     kind: str
     language: str
-    keys: tuple[str, ...]        # word keys of the question (text_keys), stop words removed
+    keys: tuple[str, ...]        # keys of every word of the question except a year
     name_keys: tuple[str, ...] = ()  # keys of capitalised words after the first: likely names
     year: int | None = None
     subject: str = PERSON       # for year questions: count persons or theses
@@ -344,16 +347,6 @@ def text_keys(text: str) -> list[str]:
     return [text_key(w) for w in text_words(text) if text_fold(w) not in STOP_WORDS]
 
 
-def _content_keys(text: str) -> set[str]:
-    """Return the keys of text's words long enough to identify a title or keyword."""
-    return {k for k in text_keys(text) if len(k) >= MIN_CONTENT_CHARS or k.isdigit()}
-
-
-def _name_keys(text: str) -> set[str]:
-    """Return the keys of a person's name words (initials such as 'J.' are skipped)."""
-    return {text_key(w) for w in text_words(text) if len(w) > 1}
-
-
 # === 5. Load/validate — the only file I/O; graph_build is pure ===
 
 def graph_load(path: str) -> Graph:
@@ -409,9 +402,8 @@ def graph_build(data: Any, index_version: str | None = None) -> Graph:
             raise GraphFormatError(f"node #{i}: duplicate id {node.node_id!r}")
         nodes[node.node_id] = node
     graph = Graph(nodes=nodes, out_edges={}, in_edges={}, token_index={}, year_index={},
-                  edge_count=0, index_version=index_version)
-    for i, raw in enumerate(data["edges"]):
-        _edge_add(graph, i, raw)
+                  name_variants={}, edge_count=0, index_version=index_version)
+    _edges_index(graph, data["edges"])
     _index_tokens(graph)
     return graph
 
@@ -455,36 +447,92 @@ def _node_check_required(where: str, node_type: str, raw: dict) -> None:
             raise GraphFormatError(f"{where}: a thesis needs an integer 'year'")
 
 
-def _edge_add(graph: Graph, i: int, raw: Any) -> None:
-    """Validate the i-th raw edge and add it to both adjacency maps."""
+def _edges_index(graph: Graph, raw_edges: list) -> None:
+    """Validate every raw edge and add it to both adjacency maps (a hot loop: kept lean)."""
+    nodes, out_edges, in_edges = graph.nodes, graph.out_edges, graph.in_edges
+    for i, raw in enumerate(raw_edges):
+        src, dst, edge_type = _edge_check(nodes, i, raw)
+        _adjacency_append(out_edges, src, edge_type, dst)
+        _adjacency_append(in_edges, dst, edge_type, src)
+    graph.edge_count = len(raw_edges)
+
+
+def _edge_check(nodes: dict[str, Node], i: int, raw: Any) -> tuple[str, str, str]:
+    """Return (source, target, type) of the i-th raw edge; raise GraphFormatError naming it."""
+    if isinstance(raw, dict):
+        src, dst, edge_type = raw.get("source"), raw.get("target"), raw.get("type")
+        src_node = nodes.get(src) if isinstance(src, str) else None
+        dst_node = nodes.get(dst) if isinstance(dst, str) else None
+        if src_node and dst_node and isinstance(edge_type, str) and edge_type.strip():
+            ends = EDGE_ENDS.get(edge_type)
+            if not ends or (src_node.node_type, dst_node.node_type) == ends:
+                return src, dst, edge_type
+    raise GraphFormatError(_edge_problem(nodes, i, raw))
+
+
+def _edge_problem(nodes: dict[str, Node], i: int, raw: Any) -> str:
+    """Return the message naming what is wrong with the i-th raw edge (the slow path)."""
     if not isinstance(raw, dict):
-        raise GraphFormatError(f"edge #{i}: must be an object")
+        return f"edge #{i}: must be an object"
     src, dst, edge_type = raw.get("source"), raw.get("target"), raw.get("type")
     for key, value in (("source", src), ("target", dst), ("type", edge_type)):
         if not isinstance(value, str) or not value.strip():
-            raise GraphFormatError(f"edge #{i}: '{key}' must be a non-empty string")
+            return f"edge #{i}: '{key}' must be a non-empty string"
     where = f"edge #{i} ({src} -{edge_type}-> {dst})"
     for key, value in (("source", src), ("target", dst)):
-        if value not in graph.nodes:
-            raise GraphFormatError(f"{where}: {key} {value!r} is not a node id (dangling edge)")
-    ends = EDGE_ENDS.get(edge_type)
-    if ends and (graph.nodes[src].node_type, graph.nodes[dst].node_type) != ends:
-        raise GraphFormatError(f"{where}: a '{edge_type}' edge must go {ends[0]} -> {ends[1]}")
-    graph.out_edges.setdefault(src, {}).setdefault(edge_type, []).append(dst)
-    graph.in_edges.setdefault(dst, {}).setdefault(edge_type, []).append(src)
-    graph.edge_count += 1
+        if value not in nodes:
+            return f"{where}: {key} {value!r} is not a node id (dangling edge)"
+    ends = EDGE_ENDS[edge_type]
+    return f"{where}: a '{edge_type}' edge must go {ends[0]} -> {ends[1]}"
+
+
+def _adjacency_append(adjacency: dict[str, dict[str, list[str]]], a: str, edge_type: str,
+                      b: str) -> None:
+    """Append b to adjacency[a][edge_type] without building throw-away containers."""
+    by_type = adjacency.get(a)
+    if by_type is None:
+        adjacency[a] = {edge_type: [b]}
+        return
+    targets = by_type.get(edge_type)
+    if targets is None:
+        by_type[edge_type] = [b]
+    else:
+        targets.append(b)
 
 
 def _index_tokens(graph: Graph) -> None:
-    """Fill the token index (name/title words by node type) and the thesis year index."""
+    """Fill the token index, each node's name-variant keys and the thesis year index.
+
+    Word keys are memoised per build (names and title words repeat a lot).
+    """
+    memo: dict[str, str] = {}
+
+    def keys_of(text: str, min_chars: int, drop_stop: bool) -> frozenset[str]:
+        out = set()
+        for word in _WORD_RE.findall(unicodedata.normalize("NFKC", text).casefold()):
+            key = memo.get(word)
+            if key is None:
+                key = memo[word] = text_key(word)
+            if drop_stop and text_fold(word) in STOP_WORDS:
+                continue
+            if len(key) >= min_chars or key.isdigit():
+                out.add(key)
+        return frozenset(out)
+
     for node in graph.nodes.values():
         index = graph.token_index.setdefault(node.node_type, {})
-        keys = (_content_keys(node.label) if node.node_type == THESIS
-                else _name_keys(node.label))
-        for alias in node.aliases:
-            keys |= _name_keys(alias)
-        for key in keys:
-            index.setdefault(key, set()).add(node.node_id)
+        if node.node_type == THESIS:
+            variants = (keys_of(node.label, MIN_CONTENT_CHARS, True),)
+        else:   # names keep every word: a surname may look like a stop word (Malá)
+            variants = ((keys_of(node.label, MIN_STEM_CHARS, False),)
+                        + tuple(keys_of(a, MIN_STEM_CHARS, False) for a in node.aliases))
+        graph.name_variants[node.node_id] = variants
+        for key in frozenset().union(*variants):
+            ids = index.get(key)
+            if ids is None:
+                index[key] = {node.node_id}
+            else:
+                ids.add(node.node_id)
         if node.node_type == THESIS and node.year is not None:
             graph.year_index.setdefault(node.year, []).append(node.node_id)
 
@@ -506,11 +554,10 @@ class _Match:
     rejected: list[dict]
 
 
-def _name_variants(node: Node) -> list[set[str]]:
-    """Return the key sets of a node's label and each alias with at least two words."""
-    variants = [_name_keys(node.label)]
-    variants += [k for k in (_name_keys(a) for a in node.aliases) if len(k) >= 2]
-    return variants
+def _full_name_variants(graph: Graph, node_id: str) -> list[frozenset[str]]:
+    """Return the key sets that name a person fully: the label, and aliases of 2+ words."""
+    label, *aliases = graph.name_variants[node_id]
+    return [label] + [a for a in aliases if len(a) >= 2]
 
 
 def _hits(graph: Graph, node_type: str, keys: Iterable[str]) -> dict[str, set[str]]:
@@ -535,34 +582,27 @@ def _match_persons(graph: Graph, keys: Iterable[str], name_keys: Iterable[str] =
     name_keys = set(name_keys)
     full, partial = [], []
     for node_id in sorted(hits):
-        node, matched = graph.nodes[node_id], hits[node_id]
-        if any(v and v <= matched for v in _name_variants(node)):
+        if any(v and v <= hits[node_id] for v in _full_name_variants(graph, node_id)):
             full.append(node_id)
         else:
             partial.append(node_id)
     def why(node_id: str, kind: str) -> dict:
         return {"id": node_id, "name": graph.nodes[node_id].label,
                 "matched_keys": sorted(hits[node_id]), "why": kind}
+    partial.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
     if full:
         return _Match(full, [why(n, "full name matches") for n in full],
-                     [why(n, "only part of the name matches; a full-name match exists")
-                      for n in partial])
-    unexplained = [n for n in partial if name_keys - _name_keys_all(graph.nodes[n])]
+                      [why(n, "only part of the name matches; a full-name match exists")
+                       for n in partial])
+    unexplained = {n for n in partial if name_keys - frozenset().union(*graph.name_variants[n])}
+    rejected = [why(n, "the question names a word this person's name lacks")
+                for n in partial if n in unexplained]
     partial = [n for n in partial if n not in unexplained]
     best = max((len(hits[n]) for n in partial), default=0)
     chosen = [n for n in partial if len(hits[n]) == best]
-    rejected = [why(n, "the question names a word this person's name lacks") for n in unexplained]
     rejected += [why(n, "fewer name words match than the best candidate")
                  for n in partial if len(hits[n]) < best]
     return _Match(chosen, [why(n, _partial_why(graph.nodes[n], hits[n])) for n in chosen], rejected)
-
-
-def _name_keys_all(node: Node) -> set[str]:
-    """Return the keys of every word of a node's label and aliases."""
-    keys = _name_keys(node.label)
-    for alias in node.aliases:
-        keys |= _name_keys(alias)
-    return keys
 
 
 def _partial_why(node: Node, matched: set[str]) -> str:
@@ -583,7 +623,7 @@ def _match_keywords(graph: Graph, keys: Iterable[str]) -> _Match:
     rejected = []
     for node_id in sorted(hits):
         node = graph.nodes[node_id]
-        variants = [_name_keys(node.label)] + [_name_keys(a) for a in node.aliases]
+        variants = graph.name_variants[node_id]
         size = max((len(v) for v in variants if v and v <= hits[node_id]), default=0)
         if size:
             full.append((size, node_id))
@@ -604,7 +644,7 @@ def _match_titles(graph: Graph, keys: Iterable[str]) -> _Match:
     hits = _hits(graph, THESIS, set(keys))
     scored = []
     for node_id, matched in hits.items():
-        title_keys = _content_keys(graph.nodes[node_id].label)
+        title_keys = graph.name_variants[node_id][0]
         scored.append((len(matched) / max(len(title_keys), 1), node_id))
     best = max((s for s, _ in scored if s >= TITLE_MIN_COVERAGE), default=0.0)
     chosen = sorted(n for s, n in scored if best and s == best)
@@ -668,7 +708,7 @@ def graph_parse_question(question: str, graph: Graph) -> Intent | None:
     kind = _kind(folded, year)
     if kind is None:
         return None
-    keys = tuple(k for k in text_keys(question) if not RE_YEAR.fullmatch(k))
+    keys = tuple(text_key(w) for w in text_words(question) if not RE_YEAR.fullmatch(w))
     name_keys = _capitalised_keys(question)
     if kind == "about" and not _about_target(graph, keys, name_keys)[0]:
         return None      # "what is known about X" with no graph entity: leave it to RAG
@@ -683,7 +723,8 @@ def _capitalised_keys(question: str) -> tuple[str, ...]:
     """Return the keys of capitalised non-stop words after the first word (likely names)."""
     words = _WORD_RE.findall(unicodedata.normalize("NFKC", question))[1:]
     return tuple(text_key(w) for w in words
-                 if w[:1].isupper() and len(w) > 1 and text_fold(w.casefold()) not in STOP_WORDS)
+                 if w[:1].isupper() and len(w) > 1 and text_fold(w.casefold()) not in STOP_WORDS
+                 and not w.isupper())     # an all-caps question has no name signal
 
 
 # === 8. Question kinds — one function each; lists are proven by one item past the limit ===
@@ -757,11 +798,12 @@ def _finish(graph: Graph, intent: Intent, limits: GraphLimits, evidence: _Eviden
         answer = ANSWERS[(intent.kind, lang)].format(name=name, items=items)
     if facts_cut or paths_cut:
         answer += ANSWERS[("partial", lang)]
+    shown_rejected, more = _rejected_shown(rejected or [], limits)
     return GraphResult(
         status="ok", reason=None, intent=intent.kind, language=lang, answer=answer,
         entities=shown_entities, facts=facts, paths=paths,
         documents=[graph.nodes[d] for d in documents], aggregation=aggregation,
-        rejected_candidates=rejected or [], truncation_reasons=cut, limits=limits,
+        reasons=more, rejected_candidates=shown_rejected, truncation_reasons=cut, limits=limits,
         index_version=graph.index_version)
 
 
@@ -780,14 +822,27 @@ def _fact_item(graph: Graph, kind: str, fact: Fact) -> str:
     return fact.text
 
 
+def _rejected_shown(rejected: list[dict], limits: GraphLimits) -> tuple[list[dict], list[str]]:
+    """Return the rejected candidates within entity_limit and a reason line for the rest.
+
+    Rejected candidates are diagnostics, not evidence, so leaving some out is said in
+    `reasons` and does not mark the answer truncated.
+    """
+    shown = rejected[:limits.entity_limit]
+    more = len(rejected) - len(shown)
+    return shown, ([f"{more} further rejected candidates are not listed (entity_limit)"]
+                   if more else [])
+
+
 def _no_answer(intent: Intent, limits: GraphLimits, reason: str, reasons: list[str],
                rejected: list[dict], entities: list[dict] | None = None,
                graph: Graph | None = None) -> GraphResult:
     """Return a no_answer GraphResult with the detailed reasons and rejected candidates."""
+    shown, more = _rejected_shown(rejected, limits)
     return GraphResult(status="no_answer", reason=reason, intent=intent.kind,
                        language=intent.language, answer=ANSWERS[(reason, intent.language)],
-                       entities=entities or [], reasons=reasons,
-                       rejected_candidates=rejected[:limits.entity_limit], limits=limits,
+                       entities=entities or [], reasons=reasons + more,
+                       rejected_candidates=shown, limits=limits,
                        index_version=graph.index_version if graph else None)
 
 
@@ -797,12 +852,14 @@ def _ambiguous(graph: Graph, intent: Intent, limits: GraphLimits, match: _Match)
     entities = [dict(_entity(graph, c["id"], c["why"]), matched_keys=c.get("matched_keys", []))
                 for c in shown]
     names = ", ".join(c["name"] for c in shown)
+    rejected, more = _rejected_shown(match.rejected, limits)
     return GraphResult(
         status="ambiguous", reason="ambiguous_person", intent=intent.kind,
         language=intent.language,
         answer=ANSWERS[("ambiguous_person", intent.language)].format(items=names),
-        entities=entities, reasons=[f"{len(match.candidates)} persons fit the name in the question"],
-        rejected_candidates=match.rejected[:limits.entity_limit],
+        entities=entities,
+        reasons=[f"{len(match.candidates)} persons fit the name in the question"] + more,
+        rejected_candidates=rejected,
         truncation_reasons=["entity_limit"] if cut else [], limits=limits,
         index_version=graph.index_version)
 
