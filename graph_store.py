@@ -30,6 +30,7 @@ Public API
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import itertools
 import json
@@ -356,6 +357,19 @@ def graph_load(path: str) -> Graph:
             raw = handle.read()
     except OSError as exc:
         raise GraphFormatError(f"cannot read the graph file {path}: {exc.strerror}") from None
+    # Parsing and indexing create millions of acyclic objects; the cyclic GC would rescan
+    # them again and again (about 40% of load time at 500k edges), so pause it meanwhile.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _graph_parse(path, raw)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _graph_parse(path: str, raw: bytes) -> Graph:
+    """Return the Graph of the raw file bytes; raise GraphFormatError naming the problem."""
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError:
