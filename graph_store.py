@@ -101,6 +101,7 @@ PL_LETTERS = set("łąęśżźćń")
 RE_YEAR = re.compile(r"\b(19[5-9]\d|20\d\d)\b")
 RE_COUNT = re.compile(r"\b(kolko|how many|ile|number of|pocet|count)\b")
 RE_WHO_LIST = re.compile(r"^\s*(kto|ktori|ktore|ktorych|who|which|list|wymien|vymenuj)\b")
+RE_WHO = re.compile(r"^\s*(kto|ktori|who|kim)\b")   # asks for persons
 RE_THESIS_WORD = re.compile(r"\b(prac\w*|thes[ie]s|diplom\w*|bakalar\w*|dissertation)\b")
 RE_PERSON_WORD = re.compile(r"\b(osob\w*|persons?|people|students?|student\w*|autor\w*|"
                             r"authors?|ludi|ludzi)\b")
@@ -114,6 +115,7 @@ RE_SUPERVISE = re.compile(r"\b(veduc\w*|skolitel\w*|supervis\w*|viedol|viedla|ve
 RE_SUPERVISED_BY = re.compile(r"(^\s*(ktore|ktorych|ake|which|what|list|jakie|vymenuj)\b)|"
                               r"\b(supervised by|pod vedenim|theses of supervisor)\b")
 RE_KEYWORD = re.compile(r"\b(klucov\w*|keywords?|kluczow\w*|tagom|tag)\b")
+RE_WROTE = re.compile(r"\b(napisal|napisala|wrote|write|written|obhajil|obhajila)\b")
 RE_TITLE = re.compile(r"\b(nazov|nazvom|title|titled|tytul\w*|tema|temu|temat\w*)\b")
 
 # Words of the question that are never part of an entity's name.
@@ -690,10 +692,24 @@ def _language(question: str) -> str:
 
 
 def _kind(folded: str, year: int | None) -> str | None:
-    """Return the intent kind of a folded, lower-case question, or None."""
-    if year is not None and (RE_COUNT.search(folded) or RE_WHO_LIST.search(folded)) \
-            and (RE_THESIS_WORD.search(folded) or RE_PERSON_WORD.search(folded)):
+    """Return the intent kind of a folded, lower-case question, or None.
+
+    "How many ... in YEAR" wins over everything; "who/which ... in YEAR" only when no
+    other kind claims the question (so "Kto je vedúci práce X v roku 2024?" asks for a
+    supervisor, not a list).
+    """
+    about_year = year is not None and bool(RE_THESIS_WORD.search(folded)
+                                           or RE_PERSON_WORD.search(folded))
+    if about_year and RE_COUNT.search(folded):
         return "count_year"
+    kind = _kind_by_words(folded)
+    if kind is None and about_year and RE_WHO_LIST.search(folded):
+        return "count_year"
+    return kind
+
+
+def _kind_by_words(folded: str) -> str | None:
+    """Return the intent kind named by the question's words (no year rules), or None."""
     if RE_AUTHOR_OF.search(folded):
         return "author_of_title"
     if RE_ABOUT.search(folded):
@@ -702,7 +718,7 @@ def _kind(folded: str, year: int | None) -> str | None:
         return "supervised_by" if RE_SUPERVISED_BY.search(folded) else "supervisor_of"
     if RE_KEYWORD.search(folded):
         return "keyword_theses"
-    if RE_TITLE.search(folded) and RE_THESIS_WORD.search(folded):
+    if (RE_TITLE.search(folded) or RE_WROTE.search(folded)) and RE_THESIS_WORD.search(folded):
         return "thesis_title"
     return None
 
@@ -727,7 +743,8 @@ def graph_parse_question(question: str, graph: Graph) -> Intent | None:
     if kind == "about" and not _about_target(graph, keys, name_keys)[0]:
         return None      # "what is known about X" with no graph entity: leave it to RAG
     subject = PERSON
-    if kind == "count_year" and RE_THESIS_WORD.search(folded) and not RE_PERSON_WORD.search(folded):
+    if (kind == "count_year" and RE_THESIS_WORD.search(folded)
+            and not RE_PERSON_WORD.search(folded) and not RE_WHO.search(folded)):
         subject = THESIS
     return Intent(kind=kind, language=_language(question), keys=keys, name_keys=name_keys,
                   year=year, subject=subject)
@@ -1170,15 +1187,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"graph_store: {exc.message}", file=sys.stderr)
         else:
             print("graph_store: internal error (run with --debug for the traceback)", file=sys.stderr)
-        env = rc.error_result(exc)
         if args.json:
-            print(json.dumps(env.to_dict(), ensure_ascii=False, indent=2))
+            _emit(json.dumps(rc.error_result(exc).to_dict(), ensure_ascii=False, indent=2))
         return 1
-    if args.json:
-        print(json.dumps(env.to_dict(), ensure_ascii=False, indent=2))
-    else:
-        print(format_answer_text(env.to_dict()))
-    return 0
+    text = (json.dumps(env.to_dict(), ensure_ascii=False, indent=2) if args.json
+            else format_answer_text(env.to_dict()))
+    return 0 if _emit(text) else 1
+
+
+def _emit(text: str) -> bool:
+    """Print text to stdout; return False when the reader went away (e.g. `| head`)."""
+    try:
+        print(text, flush=True)
+        return True
+    except BrokenPipeError:
+        # Point stdout at devnull so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return False
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ The fixture graph (FIXTURE) is small enough to work every expected value out by 
     2022: t4 by Eva Malá (no document)
     every thesis is supervised by Peter Novák; t1 has keyword k-mt, t2 and t3 have k-web.
 """
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -198,6 +200,11 @@ class QuestionTest(unittest.TestCase):
             "Ktoré práce majú kľúčové slovo strojový preklad?": "keyword_theses",
             "Kto napísal prácu Webové rezervácie učební?": "author_of_title",
             "Čo vieme o Jánovi Holpovi?": "about",
+            "Akú prácu napísal Ján Holp?": "thesis_title",
+            "What thesis did Jan Holp write?": "thesis_title",
+            "Kto je vedúci práce Jána Holpa v roku 2024?": "supervisor_of",
+            "Kto má prácu v roku 2024?": "count_year",
+            "Kto był promotorem pracy Jana Holpa?": "supervisor_of",
         }
         for question, kind in cases.items():
             self.assertEqual(gs.graph_parse_question(question, g).kind, kind, question)
@@ -218,6 +225,7 @@ class QuestionTest(unittest.TestCase):
         g = graph()
         self.assertEqual(gs.graph_parse_question("Koľko osôb má prácu v roku 2024?", g).subject, "person")
         self.assertEqual(gs.graph_parse_question("Koľko prác je z roku 2024?", g).subject, "thesis")
+        self.assertEqual(gs.graph_parse_question("Kto má prácu v roku 2024?", g).subject, "person")
 
     def test_empty_question_is_invalid_query(self):
         for question in ("", "   \n"):
@@ -369,6 +377,29 @@ class KindsTest(unittest.TestCase):
                          ("no_answer", "no_matching_facts", None))
 
 
+class _NoScanDict(dict):
+    """A dict that fails any whole-collection walk: lookups by key only."""
+
+    def _refuse(self, *args):
+        raise AssertionError("a query scanned a whole index")
+
+    __iter__ = keys = values = items = _refuse
+
+
+class IndexOnlyTest(unittest.TestCase):
+    def test_queries_use_indexes_not_whole_graph_scans(self):
+        g = graph()
+        g.nodes = _NoScanDict(g.nodes)
+        g.out_edges, g.in_edges = _NoScanDict(g.out_edges), _NoScanDict(g.in_edges)
+        g.token_index = _NoScanDict({t: _NoScanDict(ix) for t, ix in g.token_index.items()})
+        g.year_index = _NoScanDict(g.year_index)
+        for question in ("Koľko osôb má prácu v roku 2024?", "Aký názov práce má Jána Holpa?",
+                         "Kto je vedúci práce Jána Holpa?", "Ktoré práce viedol Peter Novák?",
+                         "Which theses have the keyword machine translation?",
+                         "Kto napísal prácu Webové rezervácie učební?", "Čo vieme o Jánovi Holpovi?"):
+            self.assertEqual(gs.ask(question, g, gs.GraphLimits()).status, "ok", question)
+
+
 # === Envelope ===
 
 class EnvelopeTest(unittest.TestCase):
@@ -467,6 +498,24 @@ class CliTest(unittest.TestCase):
     def test_usage_errors_exit_2(self):
         self.assertEqual(run_cli("Koľko osôb?").returncode, 2)
         self.assertEqual(run_cli("q", "--graph", self.path, "--limit", "0").returncode, 2)
+
+    def test_unexpected_exception_becomes_internal_error_and_debug_reraises(self):
+        def broken(*args, **kwargs):
+            raise RuntimeError("secret /srv/path detail")
+        original = gs.ask
+        gs.ask = broken
+        try:
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = gs.main(["Koľko osôb má prácu v roku 2024?", "--graph", self.path, "--json"])
+            self.assertEqual(code, 1)
+            env = json.loads(out.getvalue())
+            self.assertEqual(env["reason"], "internal_error")
+            self.assertNotIn("secret", out.getvalue() + err.getvalue())
+            with self.assertRaises(RuntimeError), contextlib.redirect_stdout(io.StringIO()):
+                gs.main(["Koľko osôb?", "--graph", self.path, "--debug"])
+        finally:
+            gs.ask = original
 
     def test_import_is_inert(self):
         done = subprocess.run([sys.executable, "-c", "import graph_store"], cwd=REPO,
