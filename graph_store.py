@@ -740,6 +740,9 @@ def graph_parse_question(question: str, graph: Graph) -> Intent | None:
         return None
     keys = tuple(text_key(w) for w in text_words(question) if not RE_YEAR.fullmatch(w))
     name_keys = _capitalised_keys(question)
+    if kind == "count_year" and (RE_KEYWORD.search(folded) or RE_SUPERVISE.search(folded)
+                                 or _hits(graph, PERSON, name_keys)):
+        return None      # a count narrowed by keyword/supervisor/person is not supported
     if kind == "about" and not _about_target(graph, keys, name_keys)[0]:
         return None      # "what is known about X" with no graph entity: leave it to RAG
     subject = PERSON

@@ -218,6 +218,9 @@ class QuestionTest(unittest.TestCase):
     def test_unrelated_questions_are_not_claimed(self):
         g = graph()
         for question in ("do kiedy składam JPK", "What is the VAT rate?",
+                         "Koľko prác viedol Peter Novák v roku 2024?",
+                         "Koľko prác s kľúčovým slovom webové aplikácie je z roku 2024?",
+                         "How many theses did Jan Holp write in 2024?",
                          "What is known about the weather?", "Aký je termín podania?"):
             self.assertIsNone(gs.graph_parse_question(question, g), question)
 
