@@ -898,16 +898,17 @@ def _ambiguous(graph: Graph, intent: Intent, limits: GraphLimits, match: _Match)
         index_version=graph.index_version)
 
 
-def _one_person(graph: Graph, intent: Intent, limits: GraphLimits) -> tuple[str | None, GraphResult | None]:
-    """Return (person id, None), or (None, the unknown/ambiguous result)."""
+def _one_person(graph: Graph, intent: Intent,
+                limits: GraphLimits) -> tuple[str | None, GraphResult | None, list[dict]]:
+    """Return (person id, None, rejected candidates), or (None, the unknown/ambiguous result, [])."""
     match = _match_persons(graph, intent.keys, intent.name_keys)
     if not match.chosen:
         return None, _no_answer(intent, limits, "unknown_person",
                                 ["no person's name fits the words of the question"],
-                                match.rejected, graph=graph)
+                                match.rejected, graph=graph), []
     if len(match.chosen) > 1:
-        return None, _ambiguous(graph, intent, limits, match)
-    return match.chosen[0], None
+        return None, _ambiguous(graph, intent, limits, match), []
+    return match.chosen[0], None, match.rejected
 
 
 def _kind_count_year(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
@@ -931,19 +932,19 @@ def _kind_count_year(graph: Graph, intent: Intent, limits: GraphLimits) -> Graph
 
 def _kind_thesis_title(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the titles of the theses a person authored."""
-    person, failed = _one_person(graph, intent, limits)
+    person, failed, rejected = _one_person(graph, intent, limits)
     if failed:
         return failed
     theses = _neighbours(graph, person, AUTHORED)
     evidence = _Evidence(facts=(_fact(graph, person, AUTHORED, t) for t in theses),
                          paths=(_path(graph, [person, t], [(AUTHORED, "out")]) for t in theses))
     return _finish(graph, intent, limits, evidence, [_entity(graph, person, "person named")],
-                   graph.nodes[person].label, rejected=_match_persons(graph, intent.keys, intent.name_keys).rejected)
+                   graph.nodes[person].label, rejected=rejected)
 
 
 def _kind_supervisor_of(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the supervisors of a person's theses (person -> thesis -> supervisor)."""
-    person, failed = _one_person(graph, intent, limits)
+    person, failed, rejected = _one_person(graph, intent, limits)
     if failed:
         return failed
     pairs = [(t, s) for t in _neighbours(graph, person, AUTHORED)
@@ -953,19 +954,19 @@ def _kind_supervisor_of(graph: Graph, intent: Intent, limits: GraphLimits) -> Gr
         paths=(_path(graph, [person, t, s], [(AUTHORED, "out"), (SUPERVISED_BY, "out")])
                for t, s in pairs))
     return _finish(graph, intent, limits, evidence, [_entity(graph, person, "person named")],
-                   graph.nodes[person].label, rejected=_match_persons(graph, intent.keys, intent.name_keys).rejected)
+                   graph.nodes[person].label, rejected=rejected)
 
 
 def _kind_supervised_by(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the theses a person supervised."""
-    person, failed = _one_person(graph, intent, limits)
+    person, failed, rejected = _one_person(graph, intent, limits)
     if failed:
         return failed
     theses = _neighbours(graph, person, SUPERVISED_BY, outgoing=False)
     evidence = _Evidence(facts=(_fact(graph, t, SUPERVISED_BY, person) for t in theses),
                          paths=(_path(graph, [person, t], [(SUPERVISED_BY, "in")]) for t in theses))
     return _finish(graph, intent, limits, evidence, [_entity(graph, person, "person named")],
-                   graph.nodes[person].label, rejected=_match_persons(graph, intent.keys, intent.name_keys).rejected)
+                   graph.nodes[person].label, rejected=rejected)
 
 
 def _kind_keyword_theses(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
