@@ -664,9 +664,10 @@ def _match_titles(graph: Graph, keys: Iterable[str]) -> _Match:
         scored.append((len(matched) / max(len(title_keys), 1), node_id))
     best = max((s for s, _ in scored if s >= TITLE_MIN_COVERAGE), default=0.0)
     chosen = sorted(n for s, n in scored if best and s == best)
+    chosen_set = set(chosen)
     rejected = [{"id": n, "name": graph.nodes[n].label, "coverage": round(s, 2),
                  "why": "too few title words are in the question"}
-                for s, n in sorted(scored, reverse=True) if n not in chosen][:DEFAULT_ENTITY_LIMIT]
+                for s, n in sorted(scored, key=lambda sn: (-sn[0], sn[1])) if n not in chosen_set]
     return _Match(chosen, [{"id": n, "name": graph.nodes[n].label, "why": "title matches"}
                           for n in chosen], rejected)
 
