@@ -84,8 +84,8 @@ MAX_LIMIT = 100
 DEFAULT_RRF_K = 60
 DEFAULT_POOL_FACTOR = 4            # candidate pool per method = POOL_FACTOR * limit
 DEFAULT_PER_DOCUMENT_LIMIT = 3
-DEFAULT_K1 = 1.5                   # tuned on Cranfield, see reports/hybrid-vs-single.md
-DEFAULT_B = 0.65
+DEFAULT_K1 = 1.4                   # tuned on Cranfield, see reports/hybrid-vs-single.md
+DEFAULT_B = 0.6
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_RETRIES = 2                # extra attempts after a transient fault
 DEFAULT_EMBED_BATCH = 32
