@@ -26,6 +26,7 @@ import datetime
 import json
 import math
 import os
+import shlex
 import sys
 import time
 
@@ -317,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
                 ["nDCG@10", "MRR@10", "Recall@100"] + [f"hit@{k}" for k in HIT_KS], float("nan"))
         body = f"{len(queries)} judged queries.\n\n" + format_dataset(summaries)
     header = [f"### {args.title or (args.queries or args.dataset)}", "",
-              f"- command: `python3 reports/eval_retrieval.py {' '.join(sys.argv[1:] if argv is None else argv)}`",
+              f"- command: `python3 reports/eval_retrieval.py {shlex.join(sys.argv[1:] if argv is None else argv)}`",
               f"- date: {datetime.date.today().isoformat()}; run time {time.time() - started:.0f} s",
               f"- embeddings: {model}",
               f"- settings: k1={settings.k1} b={settings.b} rrf_k={settings.rrf_k} "
