@@ -53,3 +53,31 @@ class RankingMetricTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SearchRankingsTest(unittest.TestCase):
+    """docs_qa.search_rankings, the evaluation's data source, on a two-file corpus (mock vectors)."""
+
+    def setUp(self):
+        import tempfile
+        import docs_qa
+        self.docs_qa = docs_qa
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        for name, text in (("a.md", "# Koty\n\nKot pije mleko codziennie rano.\n"),
+                           ("b.md", "# Psy\n\nPies biega po parku wieczorem.\n")):
+            with open(os.path.join(self.tmp.name, name), "w", encoding="utf-8") as fh:
+                fh.write(text)
+        self.settings = docs_qa.Settings(docs_dir=self.tmp.name, embed_mock=True, limit=1)
+
+    def test_each_method_ranks_and_bm25_puts_the_matching_file_first(self):
+        ranked = self.docs_qa.search_rankings("kot mleko", self.settings, depth=5)
+        self.assertEqual(set(ranked), {"bm25", "dense", "rrf"})
+        self.assertEqual([c.path for c in ranked["bm25"]], ["a.md"])   # only a.md has the terms
+        self.assertEqual(len(ranked["dense"]), 2)                      # dense ranks every chunk
+        self.assertEqual(ranked["rrf"][0].path, "a.md")
+
+    def test_no_matching_term_gives_no_fused_result(self):
+        ranked = self.docs_qa.search_rankings("zebra", self.settings, depth=5)
+        self.assertEqual(ranked["bm25"], [])
+        self.assertEqual(ranked["rrf"], [])
