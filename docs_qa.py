@@ -610,6 +610,7 @@ def _post_json(url: str, payload: dict, timeout_s: float, retries: int,
                sleep: Callable[[float], None] = time.sleep) -> Any:
     """Return the decoded JSON reply of POST url; retry transient faults a bounded number
     of times within about timeout_s in total; raise BackendError when it cannot."""
+    import http.client
     import urllib.error
     import urllib.request
     body = json.dumps(payload).encode("utf-8")
@@ -637,6 +638,8 @@ def _post_json(url: str, payload: dict, timeout_s: float, retries: int,
             if exc.code not in _TRANSIENT_HTTP:
                 raise BackendError(kind) from None
             wait_s = _retry_after_s(exc.headers.get("Retry-After"), attempt)
+        except http.client.HTTPException:   # not HTTP at all, or a reply cut mid-way
+            kind, wait_s = "bad_reply", 0.2 * attempt
         except (TimeoutError, ConnectionResetError, ConnectionAbortedError,
                 urllib.error.URLError, OSError) as exc:
             kind = _network_fault_kind(exc)
