@@ -1081,25 +1081,24 @@ def _open_index(settings: Settings) -> tuple[sqlite3.Connection, list[Note]]:
     memory (with a note) when the cache folder cannot be written."""
     if settings.cache_dir is None:
         return cache_open(None), []
+    unavailable = [Note("cache_unavailable",
+                        "the cache folder cannot be written; indexed in memory only")]
     try:
         os.makedirs(settings.cache_dir, exist_ok=True)
     except OSError:
-        if not os.path.isdir(settings.cache_dir):
-            raise InvalidRequestError(f"cache folder cannot be created: {settings.cache_dir}",
-                                      ("cache_dir",)) from None
+        return cache_open(None), unavailable
     if not os.access(settings.cache_dir, os.W_OK | os.X_OK):
-        if not os.access(settings.cache_dir, os.R_OK):
-            raise InvalidRequestError(f"cache folder cannot be read: {settings.cache_dir}",
-                                      ("cache_dir",))
-        return cache_open(None), [Note("cache_unavailable",
-                                       "the cache folder is read-only; indexed in memory only")]
+        return cache_open(None), unavailable
     path = cache_path(settings.cache_dir, settings.docs_dir)
     try:
-        return cache_open(path), []
-    except _CacheCorrupt:
-        _remove_cache_files(path)
-        return cache_open(path), [Note("cache_rebuilt",
-                                       "the cache file was damaged or foreign and was rebuilt")]
+        try:
+            return cache_open(path), []
+        except _CacheCorrupt:
+            _remove_cache_files(path)
+            return cache_open(path), [Note("cache_rebuilt",
+                                           "the cache file was damaged or foreign and was rebuilt")]
+    except (OSError, sqlite3.Error, _CacheCorrupt):   # e.g. the file's place is taken by a folder
+        return cache_open(None), unavailable
 
 
 def _remove_cache_files(path: str) -> None:
