@@ -1518,7 +1518,8 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None
         if complete is not True and _EXHAUSTIVE_RE.search(text_fold(sentence)):
             unsupported.append({"sentence": sentence, "problem": "exhaustive_claim"})
             caveat = True
-        kept.append(sentence + " " + " ".join(f"[{c.path}:{c.start_line}-{c.end_line}]" for c in valid))
+        kept.append(sentence + " " + " ".join(dict.fromkeys(
+            f"[{c.path}:{c.start_line}-{c.end_line}]" for c in valid)))
     return "\n".join(kept), citations, unsupported, caveat
 
 
