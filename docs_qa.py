@@ -1523,6 +1523,16 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None
     return "\n".join(kept), citations, unsupported, caveat
 
 
+def _cut_answer(text: str, max_chars: int) -> str:
+    """Return text cut to at most max_chars after its last whole sentence (for one
+    endless sentence: after its last whole citation or word), never mid-citation."""
+    cut = text[:max_chars]
+    spans = _sentences(cut)
+    if len(spans) > 1:
+        return cut[:spans[-1][0]].rstrip()
+    return cut[:max(cut.rfind("]") + 1, cut.rfind(" "))].rstrip() or cut
+
+
 def _strip_citations(text: str, start: int, end: int, citations: list[Citation]) -> str:
     """Return text[start:end] without its citation spans, whitespace tidied."""
     pieces, pos = [], start
@@ -1608,8 +1618,12 @@ def answer(question: str, settings: Settings, extractive: bool = False,
     mode, reply = "extractive", None
     if not extractive:
         try:
-            reply = _chat(prompt, settings, chat_model, chat_timeout_s)[:MAX_ANSWER_CHARS]
+            reply = _chat(prompt, settings, chat_model, chat_timeout_s)
             mode = "assistant"
+            if len(reply) > MAX_ANSWER_CHARS:
+                reply = _cut_answer(reply, MAX_ANSWER_CHARS)
+                notes.append(Note("answer_truncated", f"the model's reply was longer than "
+                                  f"{MAX_ANSWER_CHARS} characters and was cut"))
         except BackendError as exc:
             notes.append(Note("llm_unavailable",
                               f"the chat model is unavailable ({exc.kind}); answered extractively"))

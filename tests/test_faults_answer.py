@@ -70,6 +70,16 @@ class HostileCitationTest(AnswerCase):
         self.assertEqual(result.answer, f"{CLAIM}. [jpk.md:5-5]")
         self.assertEqual(self.problems(result), [None, None, None])
 
+    def test_one_megabyte_answer_is_cut_at_a_boundary_with_a_note(self):
+        sentence = f"{CLAIM} [jpk.md:5-5]. "
+        result = self.reply(sentence * (1024 * 1024 // len(sentence)))
+        self.assertIn("answer_truncated", [n.code for n in result.notes])
+        self.assertLessEqual(len(result.answer), docs_qa.MAX_ANSWER_CHARS)
+        lines = result.answer.split("\n")
+        self.assertTrue(all(line == f"{CLAIM}. [jpk.md:5-5]" for line in lines), lines[-1])
+        self.assertEqual([u["problem"] for u in result.unsupported], [],
+                         "the cut never leaves a half sentence behind")
+
     def test_reference_list_cannot_support_sentences_the_inline_text_does_not_cite(self):
         result = self.reply(f"{CLAIM}.\n\nŹródła:\n[jpk.md:5-5]\n[faktury/korekta.md:3-3]")
         self.assertEqual(result.answer, REFUSAL_PL)
