@@ -1520,7 +1520,8 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None
             caveat = True
         kept.append(sentence + " " + " ".join(dict.fromkeys(
             f"[{c.path}:{c.start_line}-{c.end_line}]" for c in valid)))
-    return "\n".join(kept), citations, unsupported, caveat
+    # citations past the cap are stripped and never count; one "too_many" shows the drop
+    return "\n".join(kept), citations[:MAX_CITATIONS + 1], unsupported, caveat
 
 
 def _cut_answer(text: str, max_chars: int) -> str:
