@@ -20,12 +20,15 @@ REFUSAL_PL = docs_qa.REFUSALS["pl"]
 
 
 class AnswerCase(TempDirTest):
+    @classmethod
+    def setUpClass(cls):
+        cls.stub = StubModelServer().__enter__()   # one per class: shutdown costs 0.5 s
+        cls.addClassCleanup(cls.stub.__exit__)
+
     def setUp(self):
         super().setUp()
         write_files(self.docs, TAX_CORPUS)
-        self.stub = StubModelServer()
-        self.stub.__enter__()
-        self.addCleanup(self.stub.__exit__)
+        self.stub.chat_fault = self.stub.embed_fault = None
 
     def reply(self, text: str) -> "docs_qa.AnswerResult":
         self.stub.chat_reply = text

@@ -36,14 +36,17 @@ TRANSIENT = {"refuse_body", "hang", "http_429", "http_500", "http_503"}
 
 
 class BackendCase(TempDirTest):
+    @classmethod
+    def setUpClass(cls):
+        cls.stub = StubModelServer().__enter__()   # one per class: shutdown costs 0.5 s
+        cls.addClassCleanup(cls.stub.__exit__)
+
     def setUp(self):
         super().setUp()
         write_files(self.docs, TAX_CORPUS)
-        self.stub = StubModelServer()
+        self.stub.embed_fault = self.stub.chat_fault = None
         self.stub.hang_s = 1.5
         self.stub.chat_reply = "Plik JPK_V7M składa się do 25. dnia miesiąca [jpk.md:5-5]."
-        self.stub.__enter__()
-        self.addCleanup(self.stub.__exit__)
 
     def live_settings(self, **overrides):
         values = {"embed_mock": False, "base_url": self.stub.base_url, "embed_model": "plain-model",
