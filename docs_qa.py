@@ -322,6 +322,10 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
                     if os.path.realpath(entry.path) not in skip_real:
                         stack.append((entry.path, rel))
                 elif name.lower().endswith(DOC_EXTENSIONS):
+                    if _has_undecodable_name(rel):    # cannot be stored, printed or cited
+                        skipped.setdefault("bad_name", []).append(
+                            rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+                        continue
                     st = entry.stat(follow_symlinks=False)
                     files.append(FileEntry(rel, entry.path, st.st_mtime_ns, st.st_size))
             except OSError:
@@ -330,7 +334,17 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
     return files, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())]
 
 
+def _has_undecodable_name(rel_path: str) -> bool:
+    """Return True when a path holds bytes that are not UTF-8 (os keeps them as surrogates)."""
+    try:
+        rel_path.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
 _SKIP_MESSAGES = {
+    "bad_name": "skipped {n} file(s) whose names are not valid UTF-8",
     "unreadable_folder": "skipped {n} folder(s) that could not be read",
     "unreadable_file": "skipped {n} file(s) that could not be read",
     "symlink_skipped": "did not follow {n} symbolic link(s)",

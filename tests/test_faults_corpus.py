@@ -141,6 +141,15 @@ class DocsFolderTest(CliCase):
             self.assertNotIn("\r", by_path[path]["text"])
             self.assertTrue(by_path[path]["text"].startswith("# Zebra"), path)
 
+    def test_file_name_that_is_not_utf8_is_skipped_with_a_note(self):
+        write_files(self.docs, {"ok.md": "# Ok\n\nThe zebra file has a proper name.\n"})
+        with open(os.path.join(os.fsencode(self.docs), b"bad\xffname.md"), "w") as fh:
+            fh.write("# Bad\n\nThe zebra file has a name in Latin-1 bytes.\n")
+        env = self.ask("zebra", "--search")
+        self.assertEqual(self.paths(env), ["ok.md"])
+        self.assertEqual(self.notes(env)["bad_name"],
+                         "skipped 1 file(s) whose names are not valid UTF-8 (bad\ufffdname.md)")
+
     def test_one_megabyte_single_line_is_one_chunk_with_line_1(self):
         write_files(self.docs, {"line.md": "zebra " * (1024 * 1024 // 6)})
         env = self.ask("zebra", "--search")
