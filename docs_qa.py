@@ -322,6 +322,9 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
                     if os.path.realpath(entry.path) not in skip_real:
                         stack.append((entry.path, rel))
                 elif name.lower().endswith(DOC_EXTENSIONS):
+                    if not entry.is_file(follow_symlinks=False):   # a FIFO would block the read
+                        skipped.setdefault("not_regular", []).append(rel)
+                        continue
                     if _has_undecodable_name(rel):    # cannot be stored, printed or cited
                         skipped.setdefault("bad_name", []).append(
                             rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
@@ -345,6 +348,7 @@ def _has_undecodable_name(rel_path: str) -> bool:
 
 _SKIP_MESSAGES = {
     "bad_name": "skipped {n} file(s) whose names are not valid UTF-8",
+    "not_regular": "skipped {n} entry(ies) that are not regular files (pipes, sockets, devices)",
     "unreadable_folder": "skipped {n} folder(s) that could not be read",
     "unreadable_file": "skipped {n} file(s) that could not be read",
     "symlink_skipped": "did not follow {n} symbolic link(s)",

@@ -150,6 +150,15 @@ class DocsFolderTest(CliCase):
         self.assertEqual(self.notes(env)["bad_name"],
                          "skipped 1 file(s) whose names are not valid UTF-8 (bad\ufffdname.md)")
 
+    def test_named_pipe_with_a_doc_name_is_skipped_not_read(self):
+        write_files(self.docs, {"ok.md": "# Ok\n\nThe zebra file is a regular file.\n"})
+        os.mkfifo(os.path.join(self.docs, "pipe.md"))     # opening it would block forever
+        proc = run_cli("zebra", "--docs", self.docs, "--no-cache", "--json", "--search", timeout=20)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        env = json.loads(proc.stdout)
+        self.assertEqual(self.paths(env), ["ok.md"])
+        self.assertIn("(pipe.md)", self.notes(env)["not_regular"])
+
     def test_one_megabyte_single_line_is_one_chunk_with_line_1(self):
         write_files(self.docs, {"line.md": "zebra " * (1024 * 1024 // 6)})
         env = self.ask("zebra", "--search")
