@@ -508,17 +508,20 @@ def _size(lines: list[str], start: int, end: int) -> int:
 def _bounded(lines: list[str], pieces: list[_Piece], max_chars: int) -> list[_Piece]:
     """Return pieces grouped greedily into spans of at most max_chars (a line is never cut)."""
     out: list[_Piece] = []
+    out_size = 0                   # _size of out[-1], kept running so many short lines stay linear
     for piece in pieces:
         if _size(lines, piece.start, piece.end) > max_chars and piece.end - piece.start > 1:
             units = [_Piece(i, i + 1, piece.sections) for i in range(piece.start, piece.end)]
         else:
             units = [piece]
         for unit in units:
-            if out and out[-1].sections == unit.sections \
-                    and _size(lines, out[-1].start, unit.end) <= max_chars:
-                out[-1] = _Piece(out[-1].start, unit.end, unit.sections)
+            unit_size = _size(lines, unit.start, unit.end)
+            joined = out_size + _size(lines, out[-1].end, unit.start) + unit_size if out else 0
+            if out and out[-1].sections == unit.sections and joined <= max_chars:
+                out[-1], out_size = _Piece(out[-1].start, unit.end, unit.sections), joined
             else:
                 out.append(unit)
+                out_size = unit_size
     return out
 
 

@@ -164,6 +164,18 @@ class DocsFolderTest(CliCase):
         env = self.ask("zebra", "--search")
         self.assertEqual([(s["start_line"], s["end_line"]) for s in env["sources"]], [(1, 1)])
 
+    def test_many_short_lines_chunk_in_linear_time(self):
+        # 400 KB of one-letter lines; a size cap of 10 MiB allows 5 million of them, so
+        # chunking must not be quadratic in the lines of a paragraph.
+        # the last non-blank line: 200000 in the first text, 2*100000 - 1 in the second
+        for text, last_line in (("a\n" * 200000, 200000), ("a\n\n" * 100000, 199999)):
+            started = time.monotonic()
+            chunks = docs_qa.chunk_text("short.md", text)
+            self.assertLess(time.monotonic() - started, 5.0)
+            self.assertEqual(chunks[0].start_line, 1)
+            self.assertEqual(chunks[-1].end_line, last_line)
+            self.assertTrue(all(len(c.text) <= docs_qa.DEFAULT_CHUNK_CHARS for c in chunks))
+
     def test_only_front_matter_gives_no_chunks(self):
         write_files(self.docs, {"fm.md": "---\ntitle: Zebra\ntags: zebra\n---\n"})
         self.assertEqual(docs_qa.chunk_text("fm.md", "---\ntitle: Zebra\n---\n"), [])
