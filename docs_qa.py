@@ -662,7 +662,7 @@ def _post_json(url: str, payload: dict, timeout_s: float, retries: int,
         except http.client.HTTPException:   # not HTTP at all, or a reply cut mid-way
             kind, wait_s = "bad_reply", 0.2 * attempt
         except (TimeoutError, ConnectionResetError, ConnectionAbortedError,
-                urllib.error.URLError, OSError) as exc:
+                urllib.error.URLError, OSError, ValueError) as exc:   # ValueError: unparsable URL
             kind = _network_fault_kind(exc)
             if kind == "refused" or kind == "bad_url":
                 raise BackendError(kind) from None

@@ -94,6 +94,15 @@ class EmbeddingFaultTest(BackendCase):
         self.assertEqual(result.mode, "bm25")
         self.assertIn("(refused)", self.notes(result)["embeddings_unavailable"])
 
+    def test_unparsable_or_unsupported_base_url_degrades_without_retrying(self):
+        for base, kind in (("http://[::1/v1", "bad_url"), ("localhost:1234/v1", "bad_url")):
+            with self.subTest(base=base):
+                result = docs_qa.answer(QUESTION, self.live_settings(base_url=base),
+                                        chat_timeout_s=TIMEOUT_S)
+                self.assertEqual((result.search.mode, result.answer_mode), ("bm25", "extractive"))
+                self.assertIn(f"({kind})", self.notes(result)["embeddings_unavailable"])
+                self.assertIn(f"({kind})", self.notes(result)["llm_unavailable"])
+
     def test_server_speaking_garbage_instead_of_http_degrades(self):
         server = socket.socket()
         server.bind(("127.0.0.1", 0))
