@@ -1042,6 +1042,16 @@ def _cache_put_vectors(conn: sqlite3.Connection, model: str, items: list[tuple[s
     conn.execute("COMMIT")
 
 
+def _cache_drop_other_dims(conn: sqlite3.Connection, model: str, dim: int) -> None:
+    """Delete model's vectors of another dimension: the server now serves another model
+    under that name, so they can never be compared again and must be re-embedded."""
+    if conn.execute("SELECT 1 FROM vectors WHERE model = ? AND dim <> ? LIMIT 1",
+                    (model, dim)).fetchone():
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("DELETE FROM vectors WHERE model = ? AND dim <> ?", (model, dim))
+        conn.execute("COMMIT")
+
+
 def _cache_vectors(conn: sqlite3.Connection, model: str) -> list[tuple[int, array.array]]:
     """Return (chunk_id, unit vector) for every chunk that has a vector for model."""
     return [(cid, _unpack(data)) for cid, data in conn.execute(
@@ -1163,6 +1173,7 @@ def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, 
     """Return the top pool+1 (chunk id, cosine) after embedding any new chunks; raise BackendError."""
     model = _model_tag(settings)
     query_vec = embed_texts([question], settings, "query")[0]
+    _cache_drop_other_dims(conn, model, len(query_vec))
     _embed_missing(conn, settings, progress, len(query_vec))
     query = array.array("f", query_vec)
     scores = {}

@@ -158,6 +158,26 @@ class EmbeddingFaultTest(BackendCase):
         self.assertNotIn("embeddings_unavailable", self.notes(second))
 
 
+    def test_server_changing_dimension_between_runs_is_re_embedded_not_stuck(self):
+        first = self.ask(use_embeddings=True)
+        self.assertEqual(first.search.mode, "hybrid")
+        self.stub.dim = 16                # same model name, another model behind it
+        for _ in range(2):
+            again = docs_qa.search(QUESTION, self.live_settings())
+            self.assertEqual(again.mode, "hybrid")
+            self.assertNotIn("embeddings_unavailable", self.notes(again))
+            self.assertEqual(again.hits[0].chunk.path, "jpk.md")
+
+    def test_server_flapping_dimension_never_caches_a_mixed_index(self):
+        self.stub.embed_fault = "changing_dim"    # odd requests one longer than even ones
+        for _ in range(3):
+            result = docs_qa.search(QUESTION, self.live_settings())
+            self.assertEqual(result.hits[0].chunk.path, "jpk.md")
+        conn = docs_qa.cache_open(docs_qa.cache_path(self.cache, self.docs))
+        self.addCleanup(conn.close)
+        self.assertLessEqual(len({r[0] for r in conn.execute("SELECT dim FROM vectors")}), 1)
+
+
 class ChatFaultTest(BackendCase):
     def test_every_chat_fault_degrades_to_an_extractive_answer_with_a_note(self):
         for fault, kind in CHAT_FAULTS.items():
