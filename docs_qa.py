@@ -1185,7 +1185,14 @@ def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, 
     model = _model_tag(settings)
     query_vec = _query_vector(conn, question, settings, model)
     _cache_drop_other_dims(conn, model, len(query_vec))
-    _embed_missing(conn, settings, progress, len(query_vec))
+    try:
+        _embed_missing(conn, settings, progress, len(query_vec))
+    except BackendError:              # the cached query vector may be the faulty one
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("DELETE FROM vectors WHERE text_sha = ? AND model = ?",
+                     (_query_key(question), model))
+        conn.execute("COMMIT")
+        raise
     query = array.array("f", query_vec)
     scores = {}
     for chunk_id, vec in _cache_vectors(conn, model):
@@ -1195,9 +1202,14 @@ def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, 
     return _top(scores, pool + 1)
 
 
+def _query_key(question: str) -> str:
+    """Return the key a question's vector is cached under (beside chunk text hashes)."""
+    return "query:" + _file_sha(question)
+
+
 def _query_vector(conn: sqlite3.Connection, question: str, settings: Settings, model: str) -> list[float]:
     """Return the question's vector, from the cache when this question was asked before."""
-    key = "query:" + _file_sha(question)
+    key = _query_key(question)
     row = conn.execute("SELECT data FROM vectors WHERE text_sha=? AND model=?", (key, model)).fetchone()
     if row:
         return list(_unpack(row[0]))
