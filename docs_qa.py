@@ -60,7 +60,7 @@ from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequest
 __all__ = [
     "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats",
     "settings_from_env", "search", "search_rankings", "answer", "index_folder", "index_refresh",
-    "text_fold", "text_tokens", "text_stem", "text_stem_english", "text_language",
+    "text_fold", "text_tokens", "text_stem", "text_stem_english", "text_language", "text_query_terms",
     "corpus_walk", "corpus_read",
     "chunk_text",
     "bm25_idf", "bm25_scores",
@@ -273,9 +273,12 @@ def text_stem(token: str) -> str:
 
 
 def text_language(words: list[str]) -> str:
-    """Return 'en' when folded words hold more English than Polish/Slovak stop words, else 'other'."""
+    """Return 'en' when folded words hold more English than Polish/Slovak stop words,
+    'other' when fewer, 'unknown' when the stop words do not tell."""
     english = sum(1 for w in words if w in _STOP_EN and w not in _STOP_SLAVIC)
     slavic = sum(1 for w in words if w in _STOP_SLAVIC and w not in _STOP_EN)
+    if english == slavic:
+        return "unknown"
     return "en" if english > slavic else "other"
 
 
@@ -401,7 +404,7 @@ class _Tokenizer:
 
     def tokens(self, text: str) -> list[str]:
         words = _TOKEN_RE.findall(text_fold(text))
-        language = text_language(words)
+        language = "en" if text_language(words) == "en" else "other"
         memo = self._memo[language]
         stem = text_stem_english if language == "en" else text_stem
         out = []
@@ -418,6 +421,17 @@ class _Tokenizer:
 def text_tokens(text: str) -> list[str]:
     """Return the index terms of text: folded words, stop words dropped, stemmed."""
     return _Tokenizer().tokens(text)
+
+
+def text_query_terms(text: str) -> list[str]:
+    """Return a question's distinct terms; when its stop words do not tell its language
+    (e.g. 'zebra', 'GTU_12'), each word's English and light stems both, so a short query
+    still meets documents of either language."""
+    terms = text_tokens(text)
+    words = _TOKEN_RE.findall(text_fold(text))
+    if text_language(words) == "unknown":
+        terms += [text_stem_english(w) for w in words if w not in STOP_WORDS]
+    return list(dict.fromkeys(terms))
 
 
 def _word_count(text: str) -> int:
@@ -1306,7 +1320,7 @@ def _with_index(settings: Settings, work: Callable[[sqlite3.Connection, list[Not
 def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,
                   pool: int) -> tuple[list[tuple[int, float]], int]:
     """Return the top pool+1 BM25 (chunk id, score) and how many chunks matched at all."""
-    terms = list(dict.fromkeys(text_tokens(question)))
+    terms = text_query_terms(question)
     n_chunks = int(_meta_get(conn, "n_chunks") or 0)
     avg = float(_meta_get(conn, "avg_terms") or 0.0)
     scores = bm25_scores(_cache_postings(conn, terms), n_chunks, avg, settings.k1, settings.b)

@@ -46,12 +46,25 @@ class LanguageTest(unittest.TestCase):
         self.assertEqual(text_language(["what", "is", "the", "threshold"]), "en")
         self.assertEqual(text_language(["jak", "dlugo", "przechowywac", "faktury", "w"]), "other")
 
-    def test_no_stop_words_is_not_english(self):
-        self.assertEqual(text_language(["gtu", "12"]), "other")
+    def test_no_stop_words_is_unknown(self):
+        self.assertEqual(text_language(["gtu", "12"]), "unknown")
 
     def test_words_in_both_lists_do_not_count(self):
         # 'a', 'i', 'to' are function words in English and Polish alike
-        self.assertEqual(text_language(["a", "i", "to"]), "other")
+        self.assertEqual(text_language(["a", "i", "to"]), "unknown")
+
+
+class QueryTermsTest(unittest.TestCase):
+    def test_undecided_query_carries_both_stems(self):
+        # light stemmer: zebra -> zebr; Porter leaves zebra; either may be what a doc indexed
+        self.assertEqual(docs_qa.text_query_terms("zebra"), ["zebr", "zebra"])
+
+    def test_decided_query_carries_one_stem_each(self):
+        self.assertEqual(docs_qa.text_query_terms("the zebras"), ["zebra"])
+        self.assertEqual(docs_qa.text_query_terms("kiedy terminy"), ["termin"])
+
+    def test_undecided_text_is_indexed_with_the_light_stemmer(self):
+        self.assertEqual(text_tokens("zebra"), ["zebr"])
 
 
 class LightStemTest(unittest.TestCase):
