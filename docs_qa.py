@@ -1872,7 +1872,8 @@ def answer(question: str, settings: Settings, extractive: bool = False,
                               f"the chat model is unavailable ({exc.kind}); answered extractively"))
     if reply is None:
         reply = answer_extractive(result.query, result)
-    complete = False if result.truncated else None
+    # Exhaustiveness is a claim of the model's; a verbatim quote (extractive) makes none.
+    complete = False if result.truncated and mode == "assistant" else None
     text, citations, unsupported, caveat = answer_check(reply, result, complete)
     if not text:
         text = REFUSALS[language]
