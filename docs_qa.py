@@ -104,7 +104,7 @@ NOMIC_PREFIXES = {"document": "search_document: ", "query": "search_query: "}
 MOCK_DIM = 256
 CACHE_SCHEMA_VERSION = 1
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
-TOKENIZER_VERSION = "t2"
+TOKENIZER_VERSION = "t3"
 CACHE_COMMIT_EVERY = 2000          # files per transaction while indexing (resumable)
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
@@ -252,6 +252,7 @@ STOP_WORDS = _STOP_EN | _STOP_SLAVIC
 # Slovak case endings, plus English plural/verb endings for texts not judged English.
 _SUFFIXES = tuple(sorted(set("""
 ami ach ych ich ymi imi owi ow om em ego emu ej ie iu ou ov ia eho och
+am asz amy acie aja ac
 y a e i u o
 ing ed es s
 """.split()), key=len, reverse=True))
@@ -1527,7 +1528,7 @@ def search_rankings(question: str, settings: Settings, depth: int,
                     progress: ProgressFn | None = None) -> dict[str, list[Chunk]]:
     """Return each method's ranked chunks for evaluation: 'bm25' and 'dense' (depth deep,
     'dense' only when embeddings are on) and 'rrf' (fused from settings.candidate_limit per
-    method, as search() does, before per-document and result limits); raise BackendError
+    method and no-answer gated, as search() does, before per-document and result limits); raise BackendError
     when the embedding server fails, so a report never mistakes BM25 for hybrid."""
     question = _validate_question(question)
 
@@ -1540,7 +1541,9 @@ def search_rankings(question: str, settings: Settings, depth: int,
             dense_top = _dense_ranking(conn, question, settings, max(depth, pool), progress)
             ids["dense"] = [cid for cid, _ in dense_top[:max(depth, pool)]]
         fused = rrf_fuse({m: ranked[:pool] for m, ranked in ids.items()}, settings.rrf_k)
-        ids["rrf"] = [cid for cid, _ in fused] if bm25_top or "dense" not in ids else []
+        best_similarity = dense_top[0][1] if settings.use_embeddings and dense_top else None
+        plausible = _is_plausible(_question_coverage(conn, question), best_similarity, settings)
+        ids["rrf"] = [cid for cid, _ in fused] if plausible else []
         meta = _cache_chunks(conn, sorted({cid for ranked in ids.values() for cid in ranked}))
         return {m: [meta[cid][0] for cid in ranked[:depth]] for m, ranked in ids.items()}
     return _with_index(settings, work)

@@ -23,7 +23,9 @@ class FoldTest(unittest.TestCase):
 class TokenTest(unittest.TestCase):
     def test_polish_question_drops_stop_words_keeps_identifier(self):
         # do, kiedy: stop words; skladam has no known ending; jpk is too short to stem
-        self.assertEqual(text_tokens("Do kiedy składam JPK?"), ["skladam", "jpk"])
+        self.assertEqual(text_tokens("Do kiedy składam JPK?"), ["sklad", "jpk"])
+        # -am, -a and -ać (folded 'ac') are stripped: the verb's forms meet
+        self.assertEqual({text_tokens(w)[0] for w in ("składam", "składa", "składać")}, {"sklad"})
 
     def test_identifiers_split_on_underscore_and_hyphen(self):
         self.assertEqual(text_tokens("GTU_12 VAT-26"), ["gtu", "12", "vat", "26"])
