@@ -31,10 +31,13 @@ from __future__ import annotations
 
 import argparse
 import array
+import functools
 import hashlib
 import heapq
+import itertools
 import json
 import math
+import operator
 import os
 import re
 import sqlite3
@@ -45,7 +48,7 @@ import time
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import retrieval_contract as rc
 from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequestError,
@@ -88,10 +91,11 @@ RETRY_AFTER_CAP_S = 5.0
 DOC_EXTENSIONS = (".md", ".markdown", ".txt")
 NOMIC_PREFIXES = {"document": "search_document: ", "query": "search_query: "}
 MOCK_DIM = 256
-CACHE_SCHEMA_VERSION = 1
+CACHE_SCHEMA_VERSION = 2          # 2: postings as one row of packed arrays per term
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 TOKENIZER_VERSION = "t1"
-CACHE_COMMIT_EVERY = 2000          # files per transaction while indexing (resumable)
+CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
+PROGRESS_EVERY = 500               # files between progress reports while indexing
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
 
@@ -234,6 +238,8 @@ _MIN_STEM = 4
 
 def text_fold(text: str) -> str:
     """Return text in NFKC, casefolded, with diacritics removed (ł -> l too)."""
+    if text.isascii():             # NFKC is the identity and casefold == lower on ASCII
+        return text.lower()
     folded = unicodedata.normalize("NFKC", text).casefold()
     if folded.isascii():
         return folded
@@ -282,8 +288,7 @@ def _word_count(text: str) -> int:
 
 # === 5. Corpus walk — find and decode documents; the only code that reads them ===
 
-@dataclass(frozen=True)
-class FileEntry:
+class FileEntry(NamedTuple):
     """A document found by the walk: relative path, absolute path and its stat."""
 
     rel_path: str
@@ -295,10 +300,11 @@ class FileEntry:
 def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntry], list[Note]]:
     """Return the documents under root (sorted) and notes on what was skipped.
 
-    Hidden entries and symlinks are skipped (a link can lead out of the root or in a
-    loop); unreadable folders are skipped with a note.
+    Hidden entries, symlinks (a link can lead out of the root or in a loop) and special
+    files are skipped; unreadable folders are skipped with a note. Costs one stat per
+    document, done in C-level map() calls since this runs before every question.
     """
-    skip_real = {os.path.realpath(d) for d in skip_dirs}
+    skip_ids = _dir_ids(skip_dirs)
     files: list[FileEntry] = []
     skipped: dict[str, list[str]] = {}
     stack = [(root, "")]
@@ -306,28 +312,66 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
         abs_dir, rel_dir = stack.pop()
         try:
             with os.scandir(abs_dir) as it:
-                entries = list(it)
+                entries = [e for e in it if e.name[0] != "."]
         except OSError:
             skipped.setdefault("unreadable_folder", []).append(rel_dir or ".")
             continue
+        prefix = f"{rel_dir}/" if rel_dir else ""
+        docs = [e for e in entries if e.name.lower().endswith(DOC_EXTENSIONS)
+                and e.is_file(follow_symlinks=False)]
+        files.extend(_entries_of(docs, prefix, skipped))
         for entry in entries:
-            name = entry.name
-            if name.startswith("."):
-                continue
-            rel = f"{rel_dir}/{name}" if rel_dir else name
-            try:
-                if entry.is_symlink():
-                    skipped.setdefault("symlink_skipped", []).append(rel)
-                elif entry.is_dir(follow_symlinks=False):
-                    if os.path.realpath(entry.path) not in skip_real:
-                        stack.append((entry.path, rel))
-                elif name.lower().endswith(DOC_EXTENSIONS):
-                    st = entry.stat(follow_symlinks=False)
-                    files.append(FileEntry(rel, entry.path, st.st_mtime_ns, st.st_size))
-            except OSError:
-                skipped.setdefault("unreadable_file", []).append(rel)
-    files.sort(key=lambda f: f.rel_path)
+            if entry.is_dir(follow_symlinks=False):
+                if not skip_ids or not _is_skipped_dir(entry, skip_ids):
+                    stack.append((entry.path, prefix + entry.name))
+            elif entry.is_symlink():
+                skipped.setdefault("symlink_skipped", []).append(prefix + entry.name)
+    files.sort()
     return files, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())]
+
+
+_LSTAT = operator.methodcaller("stat", follow_symlinks=False)
+_NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
+
+
+def _entries_of(docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]) -> list[FileEntry]:
+    """Return a FileEntry per directory entry (one lstat each); unstattable ones are noted."""
+    try:
+        stats = list(map(_LSTAT, docs))
+    except OSError:
+        stats = []
+        for entry in list(docs):
+            try:
+                stats.append(_LSTAT(entry))
+            except OSError:
+                skipped.setdefault("unreadable_file", []).append(prefix + entry.name)
+                docs.remove(entry)
+    names = map(prefix.__add__, map(_NAME, docs))
+    return list(map(_NEW_FILE_ENTRY, zip(names, map(_PATH, docs), map(_MTIME, stats), map(_SIZE, stats))))
+
+
+_NAME, _PATH = operator.attrgetter("name"), operator.attrgetter("path")
+_MTIME, _SIZE = operator.attrgetter("st_mtime_ns"), operator.attrgetter("st_size")
+
+
+def _dir_ids(dirs: Iterable[str]) -> set[tuple[int, int]]:
+    """Return the (device, inode) of each existing folder in dirs."""
+    out = set()
+    for path in dirs:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        out.add((st.st_dev, st.st_ino))
+    return out
+
+
+def _is_skipped_dir(entry: os.DirEntry, skip_ids: set[tuple[int, int]]) -> bool:
+    """Return whether a folder entry is one of skip_ids (the inode is free; stat only on a match)."""
+    if not any(ino == entry.inode() for _, ino in skip_ids):
+        return False
+    st = entry.stat(follow_symlinks=False)
+    return (st.st_dev, st.st_ino) in skip_ids
 
 
 _SKIP_MESSAGES = {
@@ -365,8 +409,7 @@ def corpus_read(entry: FileEntry, max_bytes: int) -> tuple[str | None, str | Non
     if entry.size > max_bytes:
         return None, "file_too_large"
     try:
-        with open(entry.abs_path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
+        data = _read_at_most(entry.abs_path, entry.size, max_bytes + 1)
     except OSError:
         return None, "unreadable_file"
     if len(data) > max_bytes:
@@ -375,11 +418,27 @@ def corpus_read(entry: FileEntry, max_bytes: int) -> tuple[str | None, str | Non
     return (text, None) if text is not None else (None, "not_text")
 
 
+def _read_at_most(path: str, size_hint: int, limit: int) -> bytes:
+    """Return up to limit bytes of a file, reading size_hint + 1 first (no buffered object)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        parts = [os.read(fd, min(size_hint + 1, limit))]
+        got = len(parts[0])
+        while parts[-1] and got < limit:
+            parts.append(os.read(fd, min(limit - got, 1 << 20)))
+            got += len(parts[-1])
+    finally:
+        os.close(fd)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 # === 6. Chunking — split on headers / blank lines; chunk text == the file's lines ===
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _HEADER_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_HEADER_CLOSE_RE = re.compile(r"[ \t]+#+$")
+_MARKUP_STARTS = frozenset(" #`~")     # first characters a header or fence line can have
 
 
 def _split_lines(text: str) -> list[str]:
@@ -417,16 +476,13 @@ class _Piece:
     sections: tuple[str, ...]
 
 
-def _header_blocks(lines: list[str], first: int) -> list[_Piece]:
-    """Return one block per header section (plus any text before the first header).
-
-    Lines inside fenced code blocks never start a section.
-    """
-    blocks: list[_Piece] = []
-    stack: list[tuple[int, str]] = []
-    start, sections, fence = first, (), None
+def _headers(lines: list[str], first: int) -> Iterator[tuple[int, int, str]]:
+    """Yield (line index, level, title) of each header from line first on, outside fenced code."""
+    fence = None
     for i in range(first, len(lines)):
         line = lines[i]
+        if line[:1] not in _MARKUP_STARTS:
+            continue               # neither regex can match: skip them (speed only)
         fence_match = _FENCE_RE.match(line)
         if fence is not None:
             if fence_match and fence_match.group(1)[0] == fence[0] \
@@ -438,12 +494,21 @@ def _header_blocks(lines: list[str], first: int) -> list[_Piece]:
             fence = fence_match.group(1)
             continue
         header = _HEADER_RE.match(line)
-        if header is None:
-            continue
+        if header is not None:
+            yield i, len(header.group(1)), _HEADER_CLOSE_RE.sub("", header.group(2) or "").strip()
+
+
+def _header_blocks(lines: list[str], first: int) -> list[_Piece]:
+    """Return one block per header section (plus any text before the first header).
+
+    Lines inside fenced code blocks never start a section.
+    """
+    blocks: list[_Piece] = []
+    stack: list[tuple[int, str]] = []
+    start, sections = first, ()
+    for i, level, title in _headers(lines, first):
         if i > start:
             blocks.append(_Piece(start, i, sections))
-        level = len(header.group(1))
-        title = re.sub(r"[ \t]+#+$", "", header.group(2) or "").strip()
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
@@ -484,7 +549,7 @@ def _paragraphs(lines: list[str], piece: _Piece) -> list[_Piece]:
 
 
 def _size(lines: list[str], start: int, end: int) -> int:
-    return sum(len(lines[i]) + 1 for i in range(start, end))
+    return sum(map(len, lines[start:end])) + (end - start)
 
 
 def _bounded(lines: list[str], pieces: list[_Piece], max_chars: int) -> list[_Piece]:
@@ -518,7 +583,7 @@ def _merge_micro(lines: list[str], pieces: list[_Piece], max_chars: int) -> list
             piece = _Piece(pending.start, piece.end, piece.sections)
             pending = None
         text = "\n".join(lines[piece.start:piece.end])
-        if _word_count(text) < MIN_CHUNK_WORDS and len(text) < max_chars:
+        if len(text) < max_chars and _has_few_words(text, MIN_CHUNK_WORDS):
             pending = piece
         else:
             out.append(piece)
@@ -528,6 +593,11 @@ def _merge_micro(lines: list[str], pieces: list[_Piece], max_chars: int) -> list
         else:
             out.append(pending)
     return out
+
+
+def _has_few_words(text: str, n: int) -> bool:
+    """Return whether text has fewer than n words (stops counting at n)."""
+    return next(itertools.islice(_TOKEN_RE.finditer(text), n - 1, None), None) is None
 
 
 def chunk_text(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> list[Chunk]:
@@ -552,10 +622,9 @@ def _document_title(text: str) -> tuple[str | None, str | None]:
     meta = front_matter_fields(lines)
     title = meta.get("title")
     if title is None:
-        for block in _header_blocks(lines, _front_matter_end(lines)):
-            if block.sections and _HEADER_RE.match(lines[block.start]).group(1) == "#":
-                title = block.sections[0] or None
-                break
+        first_h1 = next((t for _, level, t in _headers(lines, _front_matter_end(lines)) if level == 1),
+                        None)
+        title = first_h1 or None
     return title, meta.get("source_url") or meta.get("url")
 
 
@@ -751,6 +820,10 @@ def _model_tag(settings: Settings) -> str:
 
 # === 10. Cache — the sqlite3 index: files, chunks, postings and vectors ===
 
+# postings: one row per term; ids, tfs and lens are native-endian array('I') blobs of
+# equal length (chunk id, term frequency, the chunk's n_terms). meta.stat_sig is a hash
+# of every document's (path, mtime_ns, size) at the last complete refresh: when the
+# walk gives the same hash, nothing is read from the files table at all.
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
@@ -759,8 +832,8 @@ CREATE TABLE chunks(id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEG
                     end_line INTEGER NOT NULL, sections TEXT NOT NULL, text TEXT NOT NULL,
                     n_terms INTEGER NOT NULL, text_sha TEXT NOT NULL);
 CREATE INDEX chunks_by_path ON chunks(path);
-CREATE TABLE postings(term TEXT NOT NULL, chunk_id INTEGER NOT NULL, tf INTEGER NOT NULL,
-                      n_terms INTEGER NOT NULL, PRIMARY KEY(term, chunk_id)) WITHOUT ROWID;
+CREATE TABLE postings(term TEXT PRIMARY KEY, ids BLOB NOT NULL, tfs BLOB NOT NULL,
+                      lens BLOB NOT NULL) WITHOUT ROWID;
 CREATE TABLE vectors(text_sha TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER NOT NULL,
                      data BLOB NOT NULL, PRIMARY KEY(text_sha, model)) WITHOUT ROWID;
 """
@@ -833,39 +906,137 @@ def _file_sha(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def _drop_file(conn: sqlite3.Connection, path: str, tokenizer: _Tokenizer) -> None:
-    """Delete a file's chunks and their postings (terms recomputed from the stored text)."""
-    for chunk_id, text in conn.execute("SELECT id, text FROM chunks WHERE path=?", (path,)).fetchall():
-        conn.executemany("DELETE FROM postings WHERE term=? AND chunk_id=?",
-                         [(term, chunk_id) for term in set(tokenizer.tokens(text))])
-    conn.execute("DELETE FROM chunks WHERE path=?", (path,))
+def _stat_signature(entries: list[FileEntry]) -> str:
+    """Return a hash of every entry's (path, mtime_ns, size): equal means nothing to re-read."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update("\0".join(map(_REL_PATH, entries)).encode("utf-8", "surrogatepass"))
+    digest.update(array.array("q", map(_MTIME_NS, entries)).tobytes())
+    digest.update(array.array("q", map(_SIZE_FIELD, entries)).tobytes())
+    return digest.hexdigest()
 
 
-def _add_chunks(conn: sqlite3.Connection, chunks: list[Chunk], tokenizer: _Tokenizer) -> None:
-    """Insert chunks and their postings."""
-    for chunk in chunks:
-        terms = tokenizer.tokens(chunk.text)
-        n_terms = len(terms)
-        cur = conn.execute(
-            "INSERT INTO chunks(path, start_line, end_line, sections, text, n_terms, text_sha)"
-            " VALUES(?,?,?,?,?,?,?)",
-            (chunk.path, chunk.start_line, chunk.end_line, json.dumps(chunk.sections),
-             chunk.text, n_terms, _file_sha(chunk.text)))
-        chunk_id = cur.lastrowid
-        conn.executemany("INSERT INTO postings(term, chunk_id, tf, n_terms) VALUES(?,?,?,?)",
-                         [(t, chunk_id, tf, n_terms) for t, tf in Counter(terms).items()])
+_REL_PATH, _MTIME_NS, _SIZE_FIELD = (operator.itemgetter(i) for i in (0, 2, 3))
+
+
+def _packed(values: array.array) -> bytes:
+    return values.tobytes()
+
+
+def _ints(data: bytes) -> array.array:
+    out = array.array("I")
+    out.frombytes(data)
+    return out
+
+
+class _IndexWriter:
+    """Buffers one refresh's changes (chunks, files, postings) and writes them in bulk.
+
+    Postings of a term are kept in memory once loaded, so each flush writes every
+    touched term once: removed chunk ids are filtered out, new ones appended.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, tokenizer: _Tokenizer) -> None:
+        self.conn, self.tokenizer = conn, tokenizer
+        self.next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM chunks").fetchone()[0]
+        self.chunk_rows: list[tuple] = []
+        self.file_rows: list[tuple] = []
+        self.dropped_paths: list[str] = []
+        self.postings: dict[str, tuple[array.array, array.array, array.array]] = {}
+        self.removed: dict[str, set[int]] = {}
+        self.dirty: set[str] = set()
+        self.is_empty = conn.execute("SELECT 1 FROM postings LIMIT 1").fetchone() is None
+
+    def drop_file(self, path: str) -> None:
+        """Forget a file's chunks and their postings (terms recomputed from the stored text)."""
+        for chunk_id, text in self.conn.execute("SELECT id, text FROM chunks WHERE path=?", (path,)):
+            for term in set(self.tokenizer.tokens(text)):
+                self.removed.setdefault(term, set()).add(chunk_id)
+                self.dirty.add(term)
+        self.dropped_paths.append(path)
+
+    def add_chunks(self, chunks: list[Chunk]) -> None:
+        """Queue chunks and their postings."""
+        for chunk in chunks:
+            terms = self.tokenizer.tokens(chunk.text)
+            n_terms, chunk_id = len(terms), self.next_id
+            self.next_id += 1
+            self.chunk_rows.append((chunk_id, chunk.path, chunk.start_line, chunk.end_line,
+                                    json.dumps(chunk.sections), chunk.text, n_terms,
+                                    _file_sha(chunk.text)))
+            for term, tf in Counter(terms).items():
+                rows = self.postings.get(term) or self._load(term)
+                rows[0].append(chunk_id)
+                rows[1].append(tf)
+                rows[2].append(n_terms)
+                self.dirty.add(term)
+
+    def put_file(self, row: tuple) -> None:
+        self.file_rows.append(row)
+
+    def _load(self, term: str) -> tuple[array.array, array.array, array.array]:
+        """Return the stored postings of term (empty arrays for a new term), kept in memory."""
+        row = None if self.is_empty else self.conn.execute(
+            "SELECT ids, tfs, lens FROM postings WHERE term=?", (term,)).fetchone()
+        rows = tuple(_ints(blob) for blob in row) if row else \
+            (array.array("I"), array.array("I"), array.array("I"))
+        self.postings[term] = rows
+        return rows
+
+    def flush(self) -> None:
+        """Write everything queued (inside the caller's transaction)."""
+        conn = self.conn
+        if self.dropped_paths:
+            conn.executemany("DELETE FROM chunks WHERE path=?", [(p,) for p in self.dropped_paths])
+        conn.executemany("INSERT INTO chunks(id, path, start_line, end_line, sections, text, n_terms,"
+                         " text_sha) VALUES(?,?,?,?,?,?,?,?)", self.chunk_rows)
+        conn.executemany("INSERT OR REPLACE INTO files(path, mtime_ns, size, sha, title, url)"
+                         " VALUES(?,?,?,?,?,?)", self.file_rows)
+        puts, deletes = [], []
+        for term in sorted(self.dirty):
+            ids, tfs, lens = self.postings.get(term) or self._load(term)
+            gone = self.removed.pop(term, None)
+            if gone:
+                keep = [i for i, cid in enumerate(ids) if cid not in gone]
+                ids, tfs, lens = (array.array("I", [col[i] for i in keep]) for col in (ids, tfs, lens))
+                self.postings[term] = (ids, tfs, lens)
+            if ids:
+                puts.append((term, _packed(ids), _packed(tfs), _packed(lens)))
+            else:
+                deletes.append((term,))
+        conn.executemany("INSERT OR REPLACE INTO postings(term, ids, tfs, lens) VALUES(?,?,?,?)", puts)
+        conn.executemany("DELETE FROM postings WHERE term=?", deletes)
+        self.chunk_rows, self.file_rows, self.dropped_paths, self.dirty = [], [], [], set()
+        self.is_empty = False
 
 
 def index_refresh(conn: sqlite3.Connection, settings: Settings,
                   progress: ProgressFn | None = None) -> IndexStats:
     """Bring the index up to date with the docs folder; return what changed.
 
-    A file whose size and mtime are unchanged is not read; one whose content hash is
+    Costs one stat per document when nothing changed (the stat signature matches). A
+    file whose size and mtime are unchanged is not read; one whose content hash is
     unchanged is not re-chunked. Changes are committed every CACHE_COMMIT_EVERY files
     so an interrupted run keeps its progress.
     """
     cache_dir = settings.cache_dir
     entries, notes = corpus_walk(settings.docs_dir, [cache_dir] if cache_dir else [])
+    signature = _stat_signature(entries)
+    meta = dict(conn.execute("SELECT key, value FROM meta"))
+    if meta.get("index_params") == _index_params(settings) and meta.get("stat_sig") == signature \
+            and "generation" in meta:
+        stats = IndexStats(unchanged=int(meta.get("n_files", 0)),
+                           notes=notes + [Note(c, m) for c, m in json.loads(meta.get("file_notes", "[]"))])
+    else:
+        stats = _refresh_changed(conn, settings, entries, notes, signature, progress)
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+    stats.chunks = int(meta.get("n_chunks") or 0)
+    stats.index_version = _index_version(meta.get("generation"), settings.docs_dir)
+    return stats
+
+
+def _refresh_changed(conn: sqlite3.Connection, settings: Settings, entries: list[FileEntry],
+                     notes: list[Note], signature: str, progress: ProgressFn | None) -> IndexStats:
+    """Re-read the files whose stat changed, drop the removed ones; return the counts."""
     stats = IndexStats(notes=notes)
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -874,46 +1045,47 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings,
                 conn.execute(f"DELETE FROM {table}")
             _meta_set(conn, "index_params", _index_params(settings))
         known = {row[0]: row[1:] for row in conn.execute("SELECT path, mtime_ns, size, sha FROM files")}
-        stats.unchanged = sum(1 for e in entries if known.get(e.rel_path, (None, None))[:2]
-                              == (e.mtime_ns, e.size))
         todo = [e for e in entries if known.get(e.rel_path, (None, None))[:2] != (e.mtime_ns, e.size)]
+        stats.unchanged = len(entries) - len(todo)
         present = {e.rel_path for e in entries}
         gone = [p for p in known if p not in present]
-        tokenizer = _Tokenizer()
+        writer = _IndexWriter(conn, _Tokenizer())
         for path in gone:
-            _drop_file(conn, path, tokenizer)
-            conn.execute("DELETE FROM files WHERE path=?", (path,))
+            writer.drop_file(path)
+        conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
         stats.removed = len(gone)
         skipped: dict[str, list[str]] = {}
         for done, entry in enumerate(todo, 1):
-            _refresh_file(conn, entry, known.get(entry.rel_path), settings, tokenizer, stats, skipped)
+            _refresh_file(writer, entry, known.get(entry.rel_path), settings, stats, skipped)
             if done % CACHE_COMMIT_EVERY == 0:
+                writer.flush()
                 conn.execute("COMMIT")
                 conn.execute("BEGIN IMMEDIATE")
-            if progress and (done % 500 == 0 or done == len(todo)):
+            if progress and (done % PROGRESS_EVERY == 0 or done == len(todo)):
                 progress("index", done, len(todo))
-        stats.notes += [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())]
+        writer.flush()
+        file_notes = [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())]
+        stats.notes += file_notes
         if todo or gone or _meta_get(conn, "generation") is None:
             _update_generation(conn)
+        _meta_set(conn, "stat_sig", signature)
+        _meta_set(conn, "file_notes", json.dumps([[n.code, n.message] for n in file_notes]))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    stats.chunks = int(_meta_get(conn, "n_chunks") or 0)
-    stats.index_version = _index_version(_meta_get(conn, "generation"), settings.docs_dir)
     return stats
 
 
-def _refresh_file(conn: sqlite3.Connection, entry: FileEntry, known: tuple | None,
-                  settings: Settings, tokenizer: _Tokenizer, stats: IndexStats,
-                  skipped: dict[str, list[str]]) -> None:
+def _refresh_file(writer: _IndexWriter, entry: FileEntry, known: tuple | None,
+                  settings: Settings, stats: IndexStats, skipped: dict[str, list[str]]) -> None:
     """Re-read one new or touched file and replace its chunks if its content changed."""
     text, skip = corpus_read(entry, settings.max_file_bytes)
     if text is None:
         skipped.setdefault(skip, []).append(entry.rel_path)
         if known is not None:
-            _drop_file(conn, entry.rel_path, tokenizer)
-            conn.execute("DELETE FROM files WHERE path=?", (entry.rel_path,))
+            writer.drop_file(entry.rel_path)
+            writer.conn.execute("DELETE FROM files WHERE path=?", (entry.rel_path,))
             stats.removed += 1
         return
     sha = _file_sha(text)
@@ -921,14 +1093,13 @@ def _refresh_file(conn: sqlite3.Connection, entry: FileEntry, known: tuple | Non
         stats.unchanged += 1
     else:
         if known is not None:
-            _drop_file(conn, entry.rel_path, tokenizer)
+            writer.drop_file(entry.rel_path)
             stats.updated += 1
         else:
             stats.new += 1
-        _add_chunks(conn, chunk_text(entry.rel_path, text, settings.chunk_chars), tokenizer)
+        writer.add_chunks(chunk_text(entry.rel_path, text, settings.chunk_chars))
     title, url = _document_title(text)
-    conn.execute("INSERT OR REPLACE INTO files(path, mtime_ns, size, sha, title, url)"
-                 " VALUES(?,?,?,?,?,?)", (entry.rel_path, entry.mtime_ns, entry.size, sha, title, url))
+    writer.put_file((entry.rel_path, entry.mtime_ns, entry.size, sha, title, url))
 
 
 def _update_generation(conn: sqlite3.Connection) -> None:
@@ -937,7 +1108,9 @@ def _update_generation(conn: sqlite3.Connection) -> None:
     for path, sha in conn.execute("SELECT path, sha FROM files ORDER BY path"):
         digest.update(f"{path}\0{sha}\n".encode("utf-8", "surrogatepass"))
     n_chunks, total = conn.execute("SELECT COUNT(*), COALESCE(SUM(n_terms), 0) FROM chunks").fetchone()
+    n_files = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
     _meta_set(conn, "generation", digest.hexdigest()[:12])
+    _meta_set(conn, "n_files", str(n_files))
     _meta_set(conn, "n_chunks", str(n_chunks))
     _meta_set(conn, "avg_terms", repr(total / n_chunks if n_chunks else 0.0))
 
@@ -974,8 +1147,11 @@ def _index_version(generation: str | None, docs_dir: str) -> str | None:
 
 def _cache_postings(conn: sqlite3.Connection, terms: list[str]) -> dict[str, list[tuple[int, int, int]]]:
     """Return term -> [(chunk_id, tf, n_terms)] for the given terms."""
-    return {t: conn.execute("SELECT chunk_id, tf, n_terms FROM postings WHERE term=?", (t,)).fetchall()
-            for t in terms}
+    out = {}
+    for term in terms:
+        row = conn.execute("SELECT ids, tfs, lens FROM postings WHERE term=?", (term,)).fetchone()
+        out[term] = list(zip(*(_ints(blob) for blob in row))) if row else []
+    return out
 
 
 def _cache_chunks(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[Chunk, str | None, str | None]]:
@@ -1136,11 +1312,11 @@ def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,
 
 
 def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, pool: int,
-                   progress: ProgressFn | None) -> list[tuple[int, float]]:
+                   progress: ProgressFn | None, notes: list[Note]) -> list[tuple[int, float]]:
     """Return the top pool+1 (chunk id, cosine) after embedding any new chunks; raise BackendError."""
     model = _model_tag(settings)
     query_vec = embed_texts([question], settings, "query")[0]
-    _embed_missing(conn, settings, progress, len(query_vec))
+    _embed_missing(conn, settings, progress, len(query_vec), notes)
     query = array.array("f", query_vec)
     scores = {}
     for chunk_id, vec in _cache_vectors(conn, model):
@@ -1151,12 +1327,13 @@ def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, 
 
 
 def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: ProgressFn | None,
-                   dim: int | None = None) -> int:
-    """Embed every chunk without a cached vector, committing batch by batch so an
-    interrupted run keeps what it embedded; return how many were embedded."""
+                   dim: int | None = None, notes: list[Note] | None = None) -> int:
+    """Embed every chunk without a cached vector, one request per batch, each batch
+    committed at once so an interrupted run keeps what it embedded; return how many
+    were embedded. Chunks cut to MAX_EMBED_CHARS are counted in a note."""
     model = _model_tag(settings)
     missing = _cache_missing_vectors(conn, model)
-    step = settings.embed_batch * 8
+    step = settings.embed_batch
     for start in range(0, len(missing), step):
         part = missing[start:start + step]
         vectors = embed_texts([text for _, text in part], settings, "document")
@@ -1165,6 +1342,10 @@ def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: Progr
         _cache_put_vectors(conn, model, [(sha, vec) for (sha, _), vec in zip(part, vectors)])
         if progress:
             progress("embed", min(start + step, len(missing)), len(missing))
+    cut = sum(1 for _, text in missing if len(text) > MAX_EMBED_CHARS)
+    if cut and notes is not None:
+        notes.append(Note("embed_truncated", f"{cut} chunk(s) longer than {MAX_EMBED_CHARS} characters "
+                                             f"were embedded from their first {MAX_EMBED_CHARS} only"))
     return len(missing)
 
 
@@ -1200,7 +1381,7 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
     mode = "bm25"
     if settings.use_embeddings:
         try:
-            dense_top = _dense_ranking(conn, question, settings, pool, progress)
+            dense_top = _dense_ranking(conn, question, settings, pool, progress, notes)
             rankings["dense"] = [cid for cid, _ in dense_top[:pool]]
             method_scores["dense"] = dict(dense_top)
             mode = "hybrid"
@@ -1261,7 +1442,7 @@ def index_folder(settings: Settings, progress: ProgressFn | None = None) -> Inde
         stats.notes = notes + stats.notes
         if settings.use_embeddings:
             try:
-                _embed_missing(conn, settings, progress)
+                _embed_missing(conn, settings, progress, notes=stats.notes)
             except BackendError as exc:
                 stats.notes.append(Note("embeddings_unavailable",
                                         f"embeddings unavailable ({exc.kind}); indexed for BM25 only"))
