@@ -210,6 +210,7 @@ class _CacheCorrupt(Exception):
 
 _EXTRA_FOLDS = str.maketrans({"ł": "l", "đ": "d", "ø": "o", "æ": "ae", "œ": "oe", "ı": "i",
                               "ħ": "h", "ŧ": "t", "ð": "d", "þ": "th"})
+_EXTRA_FOLD_CHARS = re.compile("[" + "".join(chr(c) for c in _EXTRA_FOLDS) + "]")
 _COMBINING_MARKS = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 _TOKEN_RE = re.compile(r"[^\W_]+")
 
@@ -243,7 +244,9 @@ def text_fold(text: str) -> str:
     folded = unicodedata.normalize("NFKC", text).casefold()
     if folded.isascii():
         return folded
-    decomposed = unicodedata.normalize("NFD", folded.translate(_EXTRA_FOLDS))
+    if _EXTRA_FOLD_CHARS.search(folded):   # translate() is slow on long non-ASCII text
+        folded = folded.translate(_EXTRA_FOLDS)
+    decomposed = unicodedata.normalize("NFD", folded)
     return _COMBINING_MARKS.sub("", decomposed)
 
 
@@ -265,15 +268,10 @@ class _Tokenizer:
 
     def tokens(self, text: str) -> list[str]:
         memo = self._memo
-        out = []
-        for word in _TOKEN_RE.findall(text_fold(text)):
-            term = memo.get(word, "")
-            if term == "":
-                term = None if word in STOP_WORDS else text_stem(word)
-                memo[word] = term
-            if term is not None:
-                out.append(term)
-        return out
+        words = _TOKEN_RE.findall(text_fold(text))
+        for word in set(words).difference(memo):
+            memo[word] = None if word in STOP_WORDS else text_stem(word)
+        return list(filter(None, map(memo.__getitem__, words)))   # terms are never ""
 
 
 def text_tokens(text: str) -> list[str]:
@@ -820,8 +818,8 @@ def _model_tag(settings: Settings) -> str:
 
 # === 10. Cache — the sqlite3 index: files, chunks, postings and vectors ===
 
-# postings: one row per term; ids, tfs and lens are native-endian array('I') blobs of
-# equal length (chunk id, term frequency, the chunk's n_terms). meta.stat_sig is a hash
+# postings: one row per term; data is a native-endian array('I') of triples
+# (chunk id, term frequency, the chunk's n_terms), so appending is concatenation. meta.stat_sig is a hash
 # of every document's (path, mtime_ns, size) at the last complete refresh: when the
 # walk gives the same hash, nothing is read from the files table at all.
 _SCHEMA = """
@@ -832,8 +830,7 @@ CREATE TABLE chunks(id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEG
                     end_line INTEGER NOT NULL, sections TEXT NOT NULL, text TEXT NOT NULL,
                     n_terms INTEGER NOT NULL, text_sha TEXT NOT NULL);
 CREATE INDEX chunks_by_path ON chunks(path);
-CREATE TABLE postings(term TEXT PRIMARY KEY, ids BLOB NOT NULL, tfs BLOB NOT NULL,
-                      lens BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE postings(term TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
 CREATE TABLE vectors(text_sha TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER NOT NULL,
                      data BLOB NOT NULL, PRIMARY KEY(text_sha, model)) WITHOUT ROWID;
 """
@@ -918,10 +915,6 @@ def _stat_signature(entries: list[FileEntry]) -> str:
 _REL_PATH, _MTIME_NS, _SIZE_FIELD = (operator.itemgetter(i) for i in (0, 2, 3))
 
 
-def _packed(values: array.array) -> bytes:
-    return values.tobytes()
-
-
 def _ints(data: bytes) -> array.array:
     out = array.array("I")
     out.frombytes(data)
@@ -931,8 +924,10 @@ def _ints(data: bytes) -> array.array:
 class _IndexWriter:
     """Buffers one refresh's changes (chunks, files, postings) and writes them in bulk.
 
-    Postings of a term are kept in memory once loaded, so each flush writes every
-    touched term once: removed chunk ids are filtered out, new ones appended.
+    A term's postings are loaded once and kept in memory, so each flush writes every
+    touched term once: removed chunk ids are filtered out, new triples appended. When
+    the postings table was empty at the start, every stored term is in memory and the
+    database is never asked for one.
     """
 
     def __init__(self, conn: sqlite3.Connection, tokenizer: _Tokenizer) -> None:
@@ -941,21 +936,21 @@ class _IndexWriter:
         self.chunk_rows: list[tuple] = []
         self.file_rows: list[tuple] = []
         self.dropped_paths: list[str] = []
-        self.postings: dict[str, tuple[array.array, array.array, array.array]] = {}
+        self.postings: dict[str, array.array] = {}
+        self.added: dict[str, list[int]] = {}
         self.removed: dict[str, set[int]] = {}
-        self.dirty: set[str] = set()
-        self.is_empty = conn.execute("SELECT 1 FROM postings LIMIT 1").fetchone() is None
+        self.all_in_memory = conn.execute("SELECT 1 FROM postings LIMIT 1").fetchone() is None
 
     def drop_file(self, path: str) -> None:
         """Forget a file's chunks and their postings (terms recomputed from the stored text)."""
         for chunk_id, text in self.conn.execute("SELECT id, text FROM chunks WHERE path=?", (path,)):
             for term in set(self.tokenizer.tokens(text)):
                 self.removed.setdefault(term, set()).add(chunk_id)
-                self.dirty.add(term)
         self.dropped_paths.append(path)
 
     def add_chunks(self, chunks: list[Chunk]) -> None:
         """Queue chunks and their postings."""
+        added = self.added
         for chunk in chunks:
             terms = self.tokenizer.tokens(chunk.text)
             n_terms, chunk_id = len(terms), self.next_id
@@ -964,49 +959,47 @@ class _IndexWriter:
                                     json.dumps(chunk.sections), chunk.text, n_terms,
                                     _file_sha(chunk.text)))
             for term, tf in Counter(terms).items():
-                rows = self.postings.get(term) or self._load(term)
-                rows[0].append(chunk_id)
-                rows[1].append(tf)
-                rows[2].append(n_terms)
-                self.dirty.add(term)
+                triples = added.get(term)
+                if triples is None:
+                    added[term] = triples = []
+                triples += (chunk_id, tf, n_terms)
 
     def put_file(self, row: tuple) -> None:
         self.file_rows.append(row)
 
-    def _load(self, term: str) -> tuple[array.array, array.array, array.array]:
-        """Return the stored postings of term (empty arrays for a new term), kept in memory."""
-        row = None if self.is_empty else self.conn.execute(
-            "SELECT ids, tfs, lens FROM postings WHERE term=?", (term,)).fetchone()
-        rows = tuple(_ints(blob) for blob in row) if row else \
-            (array.array("I"), array.array("I"), array.array("I"))
-        self.postings[term] = rows
-        return rows
+    def _stored(self, term: str) -> array.array:
+        """Return the current postings triples of term, loading them once."""
+        data = self.postings.get(term)
+        if data is None:
+            row = None if self.all_in_memory else self.conn.execute(
+                "SELECT data FROM postings WHERE term=?", (term,)).fetchone()
+            data = self.postings[term] = _ints(row[0]) if row else array.array("I")
+        return data
 
     def flush(self) -> None:
         """Write everything queued (inside the caller's transaction)."""
         conn = self.conn
-        if self.dropped_paths:
-            conn.executemany("DELETE FROM chunks WHERE path=?", [(p,) for p in self.dropped_paths])
+        conn.executemany("DELETE FROM chunks WHERE path=?", [(p,) for p in self.dropped_paths])
         conn.executemany("INSERT INTO chunks(id, path, start_line, end_line, sections, text, n_terms,"
                          " text_sha) VALUES(?,?,?,?,?,?,?,?)", self.chunk_rows)
         conn.executemany("INSERT OR REPLACE INTO files(path, mtime_ns, size, sha, title, url)"
                          " VALUES(?,?,?,?,?,?)", self.file_rows)
         puts, deletes = [], []
-        for term in sorted(self.dirty):
-            ids, tfs, lens = self.postings.get(term) or self._load(term)
-            gone = self.removed.pop(term, None)
+        for term in sorted(self.added.keys() | self.removed.keys()):
+            data = self._stored(term)
+            gone = self.removed.get(term)
             if gone:
-                keep = [i for i, cid in enumerate(ids) if cid not in gone]
-                ids, tfs, lens = (array.array("I", [col[i] for i in keep]) for col in (ids, tfs, lens))
-                self.postings[term] = (ids, tfs, lens)
-            if ids:
-                puts.append((term, _packed(ids), _packed(tfs), _packed(lens)))
+                data = self.postings[term] = array.array("I", [
+                    x for i in range(0, len(data), 3) if data[i] not in gone for x in data[i:i + 3]])
+            data.extend(self.added.get(term, ()))
+            if data:
+                puts.append((term, data.tobytes()))
             else:
                 deletes.append((term,))
-        conn.executemany("INSERT OR REPLACE INTO postings(term, ids, tfs, lens) VALUES(?,?,?,?)", puts)
+        conn.executemany("INSERT OR REPLACE INTO postings(term, data) VALUES(?,?)", puts)
         conn.executemany("DELETE FROM postings WHERE term=?", deletes)
-        self.chunk_rows, self.file_rows, self.dropped_paths, self.dirty = [], [], [], set()
-        self.is_empty = False
+        self.chunk_rows, self.file_rows, self.dropped_paths = [], [], []
+        self.added, self.removed = {}, {}
 
 
 def index_refresh(conn: sqlite3.Connection, settings: Settings,
@@ -1149,8 +1142,9 @@ def _cache_postings(conn: sqlite3.Connection, terms: list[str]) -> dict[str, lis
     """Return term -> [(chunk_id, tf, n_terms)] for the given terms."""
     out = {}
     for term in terms:
-        row = conn.execute("SELECT ids, tfs, lens FROM postings WHERE term=?", (term,)).fetchone()
-        out[term] = list(zip(*(_ints(blob) for blob in row))) if row else []
+        row = conn.execute("SELECT data FROM postings WHERE term=?", (term,)).fetchone()
+        data = _ints(row[0]) if row else array.array("I")
+        out[term] = list(zip(data[0::3], data[1::3], data[2::3]))
     return out
 
 
