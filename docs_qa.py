@@ -96,6 +96,7 @@ CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 TOKENIZER_VERSION = "t1"
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
 PROGRESS_EVERY = 500               # files between progress reports while indexing
+PARSE_BATCH_FILES = 500            # files per parsing task (one tokenizer memo per task)
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
 
@@ -948,17 +949,15 @@ class _IndexWriter:
                 self.removed.setdefault(term, set()).add(chunk_id)
         self.dropped_paths.append(path)
 
-    def add_chunks(self, chunks: list[Chunk]) -> None:
-        """Queue chunks and their postings."""
+    def add_chunks(self, parsed: list[tuple[Chunk, dict[str, int], int, str]]) -> None:
+        """Queue chunks (with their term counts, n_terms and text hash) and their postings."""
         added = self.added
-        for chunk in chunks:
-            terms = self.tokenizer.tokens(chunk.text)
-            n_terms, chunk_id = len(terms), self.next_id
+        for chunk, counts, n_terms, text_sha in parsed:
+            chunk_id = self.next_id
             self.next_id += 1
             self.chunk_rows.append((chunk_id, chunk.path, chunk.start_line, chunk.end_line,
-                                    json.dumps(chunk.sections), chunk.text, n_terms,
-                                    _file_sha(chunk.text)))
-            for term, tf in Counter(terms).items():
+                                    json.dumps(chunk.sections), chunk.text, n_terms, text_sha))
+            for term, tf in counts.items():
                 triples = added.get(term)
                 if triples is None:
                     added[term] = triples = []
@@ -1048,13 +1047,21 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, entries: list
         conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
         stats.removed = len(gone)
         skipped: dict[str, list[str]] = {}
-        for done, entry in enumerate(todo, 1):
-            _refresh_file(writer, entry, known.get(entry.rel_path), settings, stats, skipped)
-            if done % CACHE_COMMIT_EVERY == 0:
+        tasks = [[(e, known.get(e.rel_path, (0, 0, None))[2]) for e in todo[i:i + PARSE_BATCH_FILES]]
+                 for i in range(0, len(todo), PARSE_BATCH_FILES)]
+        done = 0
+        # A fork pool of parsers was measured and did not pay on a shared 2-core machine
+        # (see reports/performance.md); parsing stays in this process.
+        jobs = [(t, settings.max_file_bytes, settings.chunk_chars, writer.tokenizer) for t in tasks]
+        for parsed in map(_parse_files, jobs):
+            for item in parsed:
+                _apply_parsed(writer, item, item[0].rel_path in known, stats, skipped)
+            done += len(parsed)
+            if done % CACHE_COMMIT_EVERY < len(parsed):
                 writer.flush()
                 conn.execute("COMMIT")
                 conn.execute("BEGIN IMMEDIATE")
-            if progress and (done % PROGRESS_EVERY == 0 or done == len(todo)):
+            if progress:
                 progress("index", done, len(todo))
         writer.flush()
         file_notes = [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())]
@@ -1070,28 +1077,51 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, entries: list
     return stats
 
 
-def _refresh_file(writer: _IndexWriter, entry: FileEntry, known: tuple | None,
-                  settings: Settings, stats: IndexStats, skipped: dict[str, list[str]]) -> None:
-    """Re-read one new or touched file and replace its chunks if its content changed."""
-    text, skip = corpus_read(entry, settings.max_file_bytes)
-    if text is None:
+ParsedFile = tuple  # (entry, skip code, sha, title, url, [(Chunk, counts, n_terms, text_sha)] or None)
+
+
+def _parse_files(job: tuple[list[tuple[FileEntry, str | None]], int, int, _Tokenizer]) -> list[ParsedFile]:
+    """Return each file read, hashed, titled and, unless its hash is the known one, chunked
+    and counted (pure but for reading the files, so it could run in a worker process)."""
+    task, max_bytes, chunk_chars, tokenizer = job
+    out = []
+    for entry, known_sha in task:
+        text, skip = corpus_read(entry, max_bytes)
+        if text is None:
+            out.append((entry, skip, None, None, None, None))
+            continue
+        sha = _file_sha(text)
+        title, url = _document_title(text)
+        parsed = None
+        if sha != known_sha:
+            parsed = []
+            for chunk in chunk_text(entry.rel_path, text, chunk_chars):
+                terms = tokenizer.tokens(chunk.text)
+                parsed.append((chunk, Counter(terms), len(terms), _file_sha(chunk.text)))
+        out.append((entry, None, sha, title, url, parsed))
+    return out
+
+
+def _apply_parsed(writer: _IndexWriter, item: ParsedFile, is_known: bool, stats: IndexStats,
+                  skipped: dict[str, list[str]]) -> None:
+    """Replace one new or touched file's chunks if its content changed, or note a skip."""
+    entry, skip, sha, title, url, parsed = item
+    if skip is not None:
         skipped.setdefault(skip, []).append(entry.rel_path)
-        if known is not None:
+        if is_known:
             writer.drop_file(entry.rel_path)
             writer.conn.execute("DELETE FROM files WHERE path=?", (entry.rel_path,))
             stats.removed += 1
         return
-    sha = _file_sha(text)
-    if known is not None and known[2] == sha:
+    if parsed is None:
         stats.unchanged += 1
     else:
-        if known is not None:
+        if is_known:
             writer.drop_file(entry.rel_path)
             stats.updated += 1
         else:
             stats.new += 1
-        writer.add_chunks(chunk_text(entry.rel_path, text, settings.chunk_chars))
-    title, url = _document_title(text)
+        writer.add_chunks(parsed)
     writer.put_file((entry.rel_path, entry.mtime_ns, entry.size, sha, title, url))
 
 
