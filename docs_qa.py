@@ -311,25 +311,27 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
         abs_dir, rel_dir = stack.pop()
         try:
             with os.scandir(abs_dir) as it:
-                entries = [e for e in it if e.name[0] != "."]
+                entries = list(it)
         except OSError:
             skipped.setdefault("unreadable_folder", []).append(rel_dir or ".")
             continue
         prefix = f"{rel_dir}/" if rel_dir else ""
-        docs = [e for e in entries if e.name.lower().endswith(DOC_EXTENSIONS)
-                and e.is_file(follow_symlinks=False)]
+        regular, dirs, links = _classify(entries, prefix, skipped)
+        docs = [e for e in regular if e.name[0] != "." and e.name.lower().endswith(DOC_EXTENSIONS)]
         files.extend(_entries_of(docs, prefix, skipped))
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                if not skip_ids or not _is_skipped_dir(entry, skip_ids):
-                    stack.append((entry.path, prefix + entry.name))
-            elif entry.is_symlink():
+        for entry in dirs:
+            if entry.name[0] != "." and (not skip_ids or not _is_skipped_dir(entry, skip_ids)):
+                stack.append((entry.path, prefix + entry.name))
+        for entry in links:
+            if entry.name[0] != ".":
                 skipped.setdefault("symlink_skipped", []).append(prefix + entry.name)
     files.sort()
     return files, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())]
 
 
 _LSTAT = operator.methodcaller("stat", follow_symlinks=False)
+_IS_FILE = operator.methodcaller("is_file", follow_symlinks=False)
+_IS_DIR = operator.methodcaller("is_dir", follow_symlinks=False)
 _NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
 
 
@@ -351,6 +353,27 @@ def _entries_of(docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[st
 
 _NAME, _PATH = operator.attrgetter("name"), operator.attrgetter("path")
 _MTIME, _SIZE = operator.attrgetter("st_mtime_ns"), operator.attrgetter("st_size")
+
+
+def _classify(entries: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
+              ) -> tuple[list[os.DirEntry], list[os.DirEntry], list[os.DirEntry]]:
+    """Return (regular files, folders, symlinks) among entries, none followed; an entry
+    whose type cannot be read is noted and left out."""
+    try:
+        return tuple(list(itertools.compress(entries, map(test, entries)))
+                     for test in (_IS_FILE, _IS_DIR, os.DirEntry.is_symlink))
+    except OSError:
+        pass
+    out: tuple[list, list, list] = ([], [], [])
+    for entry in entries:
+        try:
+            for kind, test in enumerate((_IS_FILE, _IS_DIR, os.DirEntry.is_symlink)):
+                if test(entry):
+                    out[kind].append(entry)
+        except OSError:
+            if entry.name[0] != ".":
+                skipped.setdefault("unreadable_file", []).append(prefix + entry.name)
+    return out
 
 
 def _dir_ids(dirs: Iterable[str]) -> set[tuple[int, int]]:
@@ -714,6 +737,24 @@ def _post_json(url: str, payload: dict, timeout_s: float, retries: int,
         if attempt > retries or time.monotonic() + wait_s >= deadline:
             raise BackendError(kind)
         sleep(wait_s)
+
+
+def _connect_probe(url: str, timeout_s: float) -> None:
+    """Raise BackendError unless a TCP connection to url's host and port opens: one
+    handshake that spares loading the HTTP stack when nothing listens."""
+    import socket
+    from urllib.parse import urlsplit
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise BackendError("bad_url") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BackendError("bad_url")
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
+    except OSError as exc:
+        raise BackendError(_network_fault_kind(exc)) from None
 
 
 def _network_fault_kind(exc: BaseException) -> str:
@@ -1339,6 +1380,8 @@ def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, 
                    progress: ProgressFn | None, notes: list[Note]) -> list[tuple[int, float]]:
     """Return the top pool+1 (chunk id, cosine) after embedding any new chunks; raise BackendError."""
     model = _model_tag(settings)
+    if not settings.embed_mock:
+        _connect_probe(settings.base_url, settings.timeout_s)
     query_vec = embed_texts([question], settings, "query")[0]
     _embed_missing(conn, settings, progress, len(query_vec), notes)
     query = array.array("f", query_vec)
