@@ -34,18 +34,23 @@ import array
 import functools
 import hashlib
 import heapq
+import hmac
+import ipaddress
 import itertools
 import json
 import math
 import operator
 import os
 import re
+import socket
 import sqlite3
 import struct
 import subprocess
 import sys
 import time
+import traceback
 import unicodedata
+import urllib.parse
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
@@ -64,7 +69,12 @@ __all__ = [
     "embed_texts", "embed_mock_vector", "embed_cosine",
     "cache_path", "cache_open",
     "rrf_fuse",
-    "to_envelope", "main",
+    "to_envelope", "envelope_open_schema",
+    "SEARCH_FIELDS_SCHEMA", "RAG_FIELDS_SCHEMA", "SOURCE_FIELDS_SCHEMA",
+    "OPERATIONS", "Operation", "OperationContext", "operation_validate", "operation_run",
+    "ServerContext", "handle_request", "http_server", "http_openapi", "http_is_loopback",
+    "mcp_tools", "mcp_handle", "mcp_serve",
+    "main",
 ]
 
 # === 1. Constants — defaults and limits in one place ===
@@ -1380,9 +1390,7 @@ def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, 
                    progress: ProgressFn | None, notes: list[Note]) -> list[tuple[int, float]]:
     """Return the top pool+1 (chunk id, cosine) after embedding any new chunks; raise BackendError."""
     model = _model_tag(settings)
-    if not settings.embed_mock:
-        _connect_probe(settings.base_url, settings.timeout_s)
-    query_vec = embed_texts([question], settings, "query")[0]
+    query_vec = _query_vector(conn, question, settings, model)
     _embed_missing(conn, settings, progress, len(query_vec), notes)
     query = array.array("f", query_vec)
     scores = {}
@@ -1391,6 +1399,19 @@ def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, 
             raise BackendError("inconsistent_dimensions")
         scores[chunk_id] = _dot(query, vec)
     return _top(scores, pool + 1)
+
+
+def _query_vector(conn: sqlite3.Connection, question: str, settings: Settings, model: str) -> list[float]:
+    """Return the question's vector, from the cache when this question was asked before."""
+    key = "query:" + _file_sha(question)
+    row = conn.execute("SELECT data FROM vectors WHERE text_sha=? AND model=?", (key, model)).fetchone()
+    if row:
+        return list(_unpack(row[0]))
+    if not settings.embed_mock:
+        _connect_probe(settings.base_url, settings.timeout_s)
+    vector = embed_texts([question], settings, "query")[0]
+    _cache_put_vectors(conn, model, [(key, vector)])
+    return vector
 
 
 def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: ProgressFn | None,
@@ -1742,7 +1763,9 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None
 
     Every citation is validated; invalid ones are removed. A sentence is kept only if
     it has a valid citation whose lines support it (citation_support >= threshold).
-    Exhaustive claims are flagged when completeness is not guaranteed.
+    Exhaustive claims ("all", "wszystkie", "všetky", ...) are flagged when the evidence
+    is proven partial (complete is False); RAG can never prove completeness, so a
+    null `complete` (nothing was cut) does not flag them.
     """
     chunks = [h.chunk for h in result.hits]
     citations = citation_validate(citation_parse(reply), chunks)
@@ -1761,7 +1784,7 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None
             unsupported.append({"sentence": sentence, "problem": "not_supported_by_cited_lines",
                                 "support": round(support, 2)})
             continue
-        if complete is not True and _EXHAUSTIVE_RE.search(text_fold(sentence)):
+        if complete is False and _EXHAUSTIVE_RE.search(text_fold(sentence)):
             unsupported.append({"sentence": sentence, "problem": "exhaustive_claim"})
             caveat = True
         kept.append(sentence + " " + " ".join(f"[{c.path}:{c.start_line}-{c.end_line}]" for c in valid))
@@ -1835,7 +1858,10 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     scored.sort()
     best = [s for s in scored if s[0] < 0][:EXTRACTIVE_UNITS] or scored[:1]
     best.sort(key=lambda s: (s[1], s[2]))
-    return "\n".join(f"- {s[5]} [{s[6]}:{s[3]}-{s[4]}]" for s in best)
+    return "\n".join(f"- {_LIST_MARK.sub('', s[5])} [{s[6]}:{s[3]}-{s[4]}]" for s in best)
+
+
+_LIST_MARK = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 
 
 def answer(question: str, settings: Settings, extractive: bool = False,
@@ -1908,6 +1934,68 @@ def to_envelope(result: SearchResult | AnswerResult) -> rc.Envelope:
                        truncation_reasons=list(search_result.truncation_reasons), extra=extra)
 
 
+
+# JSON Schemas of what to_envelope() emits beyond the common fields; HTTP (OpenAPI) and MCP
+# (outputSchema) both use these, so a field added above must be declared here too.
+_NOTE_SCHEMA = {"type": "object", "properties": {"code": {"type": "string"},
+                                                 "message": {"type": "string"}},
+                "required": ["code", "message"], "additionalProperties": False}
+_METHOD_RANK_SCHEMA = {"type": ["object", "null"],
+                       "properties": {"rank": {"type": "integer", "minimum": 1},
+                                      "score": {"type": ["number", "null"]}},
+                       "required": ["rank", "score"], "additionalProperties": False}
+SOURCE_FIELDS_SCHEMA: dict[str, dict] = {
+    "start_line": {"type": "integer", "minimum": 1},
+    "end_line": {"type": "integer", "minimum": 1},
+    "sections": {"type": "array", "items": {"type": "string"}},
+    "text": {"type": "string"},
+    "retrieval": {"type": "object",
+                  "properties": {"bm25": _METHOD_RANK_SCHEMA, "dense": _METHOD_RANK_SCHEMA,
+                                 "rrf": {"type": "number"}},
+                  "required": ["bm25", "dense", "rrf"], "additionalProperties": False},
+}
+SEARCH_FIELDS_SCHEMA: dict[str, dict] = {
+    "tool": {"const": "search"},
+    "query": {"type": "string"},
+    "mode": {"enum": ["hybrid", "bm25"]},
+    "limits": {"type": "object",
+               "properties": {k: {"type": "integer"} for k in
+                              ("candidate_limit", "per_document_limit", "result_limit")},
+               "required": ["candidate_limit", "per_document_limit", "result_limit"],
+               "additionalProperties": False},
+    "notes": {"type": "array", "items": _NOTE_SCHEMA},
+}
+RAG_FIELDS_SCHEMA: dict[str, dict] = {
+    **SEARCH_FIELDS_SCHEMA,
+    "tool": {"const": "rag"},
+    "answer": {"type": "string"},
+    "answer_mode": {"enum": ["assistant", "extractive", "none"]},
+    "citations": {"type": "array", "items": {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "start_line": {"type": "integer"},
+                       "end_line": {"type": "integer"}, "valid": {"type": "boolean"},
+                       "problem": {"type": ["string", "null"]}},
+        "required": ["path", "start_line", "end_line", "valid", "problem"],
+        "additionalProperties": False}},
+    "unsupported": {"type": "array", "items": {
+        "type": "object",
+        "properties": {"sentence": {"type": "string"}, "problem": {"type": "string"},
+                       "support": {"type": "number"}},
+        "required": ["sentence", "problem"], "additionalProperties": False}},
+    "instructions": {"type": "string"},
+    "context": {"type": "string"},
+    "answer_format": {"type": "string"},
+}
+
+
+def envelope_open_schema() -> dict:
+    """Return the schema of an envelope whose tool fields are not declared here (the
+    graph's, owned by graph_store): common fields required, other properties allowed."""
+    schema = rc.envelope_schema()
+    schema["additionalProperties"] = True
+    schema["properties"]["sources"]["items"]["additionalProperties"] = True
+    return schema
+
 # === 16. Operations — what the transports expose: request schema + library call ===
 
 def settings_from_env(environ: dict[str, str], **overrides: Any) -> Settings:
@@ -1935,6 +2023,8 @@ class Operation:
     summary: str
     request_schema: dict
     run: Callable[[dict[str, Any], "OperationContext"], rc.Envelope]
+    tool: str = ""                 # its MCP tool name
+    response_schema: dict = field(default_factory=dict)   # JSON Schema of an ok envelope
 
 
 @dataclass
@@ -1997,12 +2087,18 @@ def _run_graph(request: dict[str, Any], ctx: OperationContext) -> rc.Envelope:
 
 OPERATIONS: dict[str, Operation] = {
     "search": Operation("search", "Ranked fragments for a query (BM25 + embeddings, RRF).",
-                        _request_schema("query", {"limit": _LIMIT_SCHEMA}), _run_search),
+                        _request_schema("query", {"limit": _LIMIT_SCHEMA}), _run_search,
+                        tool="search_docs", response_schema=rc.envelope_schema(
+                            SEARCH_FIELDS_SCHEMA, SOURCE_FIELDS_SCHEMA)),
     "rag": Operation("rag", "An answer with citations checked against the fragments.",
                      _request_schema("question", {"limit": _LIMIT_SCHEMA,
-                                                  "extractive": {"type": "boolean"}}), _run_rag),
-    "graph": Operation("graph", "A structured answer from the knowledge graph.",
-                       _request_schema("question", {"limit": _LIMIT_SCHEMA}), _run_graph),
+                                                  "extractive": {"type": "boolean"}}), _run_rag,
+                     tool="ask_docs", response_schema=rc.envelope_schema(
+                         RAG_FIELDS_SCHEMA, SOURCE_FIELDS_SCHEMA)),
+    "graph": Operation("graph", "A structured answer from the knowledge graph (its tool "
+                       "fields are graph_store's; they are not declared here).",
+                       _request_schema("question", {"limit": _LIMIT_SCHEMA}), _run_graph,
+                       tool="query_graph", response_schema=envelope_open_schema()),
 }
 
 
@@ -2089,6 +2185,26 @@ def _index_parser() -> argparse.ArgumentParser:
                     "and removed files. Embeds new chunks when an embedding server answers.")
     _add_common_flags(parser)
     parser.add_argument("--json", action="store_true", help="print the counts as JSON")
+    return parser
+
+
+def _server_parser(command: str) -> argparse.ArgumentParser:
+    """Return the parser of `serve` (HTTP tool server) or `mcp` (MCP over stdio)."""
+    what = {"serve": "Serve /rag, /search, /graph, /health and /openapi.json over HTTP. "
+                     "Set DOCS_QA_TOKEN to require 'Authorization: Bearer <token>'.",
+            "mcp": "Serve the tools search_docs, ask_docs and query_graph to an MCP client "
+                   "over stdio (JSON-RPC 2.0, one message per line; logs go to stderr)."}[command]
+    parser = argparse.ArgumentParser(prog=f"docs_qa.py {command}", description=what)
+    _add_common_flags(parser)
+    parser.add_argument("--graph", metavar="FILE", help="JSON knowledge graph for /graph (query_graph)")
+    parser.add_argument("--chat-model", metavar="NAME",
+                        help=f"chat model (env DOCS_QA_CHAT_MODEL, default {DEFAULT_CHAT_MODEL})")
+    if command == "serve":
+        parser.add_argument("--host", default=DEFAULT_HOST,
+                            help=f"address to bind (default {DEFAULT_HOST}; any other than loopback "
+                                 "needs DOCS_QA_TOKEN)")
+        parser.add_argument("--port", type=_bounded_int(0, 65535), default=DEFAULT_PORT,
+                            help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
     return parser
 
 
@@ -2210,9 +2326,336 @@ def _cli_index(args: argparse.Namespace, environ: dict[str, str], out: Any, err:
     return EXIT_OK
 
 
-# === 18. HTTP server — (issue 4) ===
+# === 18. HTTP server — a pure handle_request() plus a thin ThreadingHTTPServer handler ===
 
-# === 19. MCP — (issue 4) ===
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+HTTP_MAX_BODY_BYTES = 1024 * 1024  # larger bodies: 413 invalid_query, never read
+HTTP_TIMEOUT_S = 10.0              # per socket operation, so a stuck client frees its thread
+HTTP_LISTEN_BACKLOG = 128
+_JSON_TYPE = "application/json; charset=utf-8"
+_OPEN_PATHS = ("/health",)         # answered without a token
+
+
+@dataclass
+class ServerContext:
+    """What the HTTP and MCP transports share: the operations' context, the bearer token
+    (None: no auth), debug (re-raise instead of answering internal_error) and a log sink."""
+
+    ops: OperationContext
+    token: str | None = None
+    debug: bool = False
+    log: Callable[[str], None] | None = None
+
+    def log_line(self, text: str) -> None:
+        if self.log is not None:
+            self.log(text.rstrip("\n") + "\n")
+
+
+def _http_routes() -> dict[str, tuple[str, str]]:
+    """Return {path: (method, target)}: one POST route per operation, plus health and spec."""
+    routes = {f"/{name}": ("POST", name) for name in OPERATIONS}
+    routes.update({"/health": ("GET", "health"), "/openapi.json": ("GET", "openapi")})
+    return routes
+
+
+_HEALTH_SCHEMA = {"type": "object", "properties": {
+    "status": {"const": "ok"}, "contract_version": {"type": "string"},
+    "operations": {"type": "array", "items": {"type": "string"}},
+    "graph_loaded": {"type": "boolean"}},
+    "required": ["status", "contract_version", "operations", "graph_loaded"],
+    "additionalProperties": False}
+
+
+def http_openapi(with_auth: bool = False) -> dict:
+    """Return the OpenAPI 3.1 document: every route and schema comes from OPERATIONS and
+    the contract; every error status answers with the error envelope."""
+    error_ref = {"$ref": "#/components/schemas/Error"}
+
+    def reply(description: str, schema: dict) -> dict:
+        return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+    errors = {str(code): reply(f"error envelope ({reason})", error_ref)
+              for code, reason in ((400, "invalid_query"), (401, "unauthorized"),
+                                   (413, "invalid_query: body over 1 MiB"), (422, "invalid_request"),
+                                   (500, "internal_error"), (503, "retrieval_unavailable"))}
+    schemas: dict[str, dict] = {"Error": rc.error_schema(), "Health": _HEALTH_SCHEMA}
+    paths: dict[str, dict] = {}
+    for name, op in OPERATIONS.items():
+        schemas[f"{name.capitalize()}Envelope"] = op.response_schema
+        paths[f"/{name}"] = {"post": {
+            "operationId": op.tool or name, "summary": op.summary, "description": op.summary,
+            "requestBody": {"required": True,
+                            "content": {"application/json": {"schema": op.request_schema}}},
+            "responses": {"200": reply("v1 envelope (status ok, no_answer or ambiguous)",
+                                       {"$ref": f"#/components/schemas/{name.capitalize()}Envelope"}),
+                          **errors, "default": reply("error envelope", error_ref)}}}
+    paths["/health"] = {"get": {"operationId": "health", "summary": "Liveness; needs no token.",
+                                "responses": {"200": reply("alive",
+                                                           {"$ref": "#/components/schemas/Health"})}}}
+    doc: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {"title": "docs-qa", "version": rc.CONTRACT_VERSION,
+                 "description": "Questions over a folder of documents; every response is a "
+                                "v1 envelope (retrieval_contract.py)."},
+        "paths": paths, "components": {"schemas": schemas}}
+    if with_auth:
+        doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+        doc["security"] = [{"bearer": []}]
+    return doc
+
+
+def _header(headers: dict[str, str], name: str) -> str | None:
+    """Return a request header by case-insensitive name."""
+    name = name.lower()
+    return next((v for k, v in headers.items() if k.lower() == name), None)
+
+
+def _content_length(headers: dict[str, str]) -> int | None:
+    """Return the declared body length; None when absent, -1 when not a valid number."""
+    value = _header(headers, "Content-Length")
+    if value is None:
+        return None
+    value = value.strip()
+    return int(value) if value.isdigit() else -1
+
+
+def _is_authorized(headers: dict[str, str], token: str) -> bool:
+    """Return True when the request carries 'Authorization: Bearer <token>' (constant time)."""
+    scheme, _, given = (_header(headers, "Authorization") or "").strip().partition(" ")
+    return hmac.compare_digest(given.strip().encode("utf-8", "surrogatepass"),
+                               token.encode("utf-8", "surrogatepass")) and scheme.lower() == "bearer"
+
+
+def _json_request(body: bytes) -> Any:
+    """Return the parsed JSON body; raise InvalidQueryError when it is not JSON."""
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise InvalidQueryError("the body is not valid JSON") from None
+
+
+def _http_dispatch(method: str, path: str, headers: dict[str, str], body: bytes,
+                   ctx: ServerContext) -> tuple[int, dict]:
+    """Return (status, JSON payload) of a request; raise typed errors for failures."""
+    if path not in _OPEN_PATHS and ctx.token is not None and not _is_authorized(headers, ctx.token):
+        raise rc.UnauthorizedError()
+    route = _http_routes().get(path)
+    if route is None:
+        raise rc.NotFoundError()
+    if method != route[0] and (method, route[0]) != ("HEAD", "GET"):
+        raise rc.MethodNotAllowedError()
+    target = route[1]
+    if target == "health":
+        return 200, {"status": "ok", "contract_version": rc.CONTRACT_VERSION,
+                     "operations": list(OPERATIONS), "graph_loaded": ctx.ops.graph is not None}
+    if target == "openapi":
+        return 200, http_openapi(ctx.token is not None)
+    length = _content_length(headers)
+    if length is not None and length > HTTP_MAX_BODY_BYTES:
+        return 413, rc.error_result(InvalidQueryError()).to_dict()
+    return 200, operation_run(target, _json_request(body), ctx.ops).to_dict()
+
+
+def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
+                   ctx: ServerContext) -> tuple[int, dict[str, str], bytes]:
+    """Return (status, headers, body) for one HTTP request; every failure is an error
+    envelope (the HTTP transport's one boundary), without exception text."""
+    path = urllib.parse.urlsplit(path).path
+    try:
+        status, payload = _http_dispatch(method, path, headers, body, ctx)
+    except Exception as exc:  # the HTTP transport's one boundary
+        if ctx.debug:
+            raise
+        if not isinstance(exc, ContractError):
+            ctx.log_line(traceback.format_exc())
+        status = exc.http_status if isinstance(exc, ContractError) else 500
+        payload = rc.error_result(exc).to_dict()
+    reply_headers = {"Content-Type": _JSON_TYPE, "Cache-Control": "no-store"}
+    if status == 401:
+        reply_headers["WWW-Authenticate"] = 'Bearer realm="docs-qa"'
+    if status == 405:
+        reply_headers["Allow"] = _http_routes()[path][0]
+    return status, reply_headers, json.dumps(payload, ensure_ascii=False).encode("utf-8")
+
+
+@functools.lru_cache(maxsize=None)
+def _http_classes() -> tuple[type, type]:
+    """Return (handler class, server class), defined on first use so that importing
+    docs_qa (every CLI question) does not load http.server, about 20 ms."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class _HttpHandler(BaseHTTPRequestHandler):
+        """Reads the request (never a body over the limit), calls handle_request, writes."""
+
+        server_version = "docs-qa"
+        protocol_version = "HTTP/1.1"
+        timeout = HTTP_TIMEOUT_S
+        disable_nagle_algorithm = True   # headers and body are two writes: no 40 ms delayed-ACK stall
+
+        def _serve(self) -> None:
+            headers = dict(self.headers.items())
+            length = _content_length(headers)
+            readable = length is not None and 0 <= length <= HTTP_MAX_BODY_BYTES
+            body = self.rfile.read(length) if readable and length else b""
+            status, reply_headers, data = handle_request(self.command, self.path, headers, body,
+                                                         self.server.ctx)
+            if not readable and (length is not None or _header(headers, "Transfer-Encoding")):
+                reply_headers["Connection"] = "close"    # the unread body must not become a request
+                self.close_connection = True
+            self._write_reply(status, reply_headers, data)
+
+        do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _serve
+
+        def _write_reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
+            """The one writer of replies: status line, headers, Content-Length and the body."""
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
+            self.server.ctx.log_line(f"{self.address_string()} - {format % args}")
+
+
+    class _HttpServer(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = HTTP_LISTEN_BACKLOG   # the default 5 drops SYNs under a burst: 1 s retries
+
+        def __init__(self, address: tuple[str, int], ctx: ServerContext) -> None:
+            if ":" in address[0]:
+                self.address_family = socket.AF_INET6
+            self.ctx = ctx
+            super().__init__(address, _HttpHandler)
+
+    return _HttpHandler, _HttpServer
+
+
+def __getattr__(name: str) -> Any:
+    """Return the lazily defined HTTP classes by their names (PEP 562)."""
+    if name in ("_HttpHandler", "_HttpServer"):
+        return _http_classes()[name == "_HttpServer"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def http_server(ctx: ServerContext, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> ThreadingHTTPServer:
+    """Return a bound, not yet serving, threaded HTTP server (port 0: any free port)."""
+    return _http_classes()[1]((host, port), ctx)
+
+
+def http_is_loopback(host: str) -> bool:
+    """Return True when host names only this machine (localhost, 127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+# === 19. MCP — JSON-RPC 2.0 over stdio; the tools come from OPERATIONS ===
+
+MCP_PROTOCOL_VERSIONS = ("2025-06-18", "2025-03-26")   # newest first; older clients accepted
+MCP_SERVER_INFO = {"name": "docs-qa", "title": "docs-qa", "version": rc.CONTRACT_VERSION}
+MCP_INSTRUCTIONS = ("Search and answer over a folder of documents. Every result is a v1 envelope; "
+                    "cite sources as path:start_line-end_line. status no_answer means the "
+                    "documents do not contain it.")
+_RPC_PARSE_ERROR, _RPC_INVALID_REQUEST, _RPC_NO_METHOD, _RPC_INVALID_PARAMS, _RPC_INTERNAL = (
+    -32700, -32600, -32601, -32602, -32603)
+
+
+def mcp_tools() -> list[dict]:
+    """Return the tools/list entries: one per operation, with input and output schemas
+    (the output is the operation's envelope, or the error envelope on isError)."""
+    return [{"name": op.tool, "title": op.tool.replace("_", " "), "description": op.summary,
+             "inputSchema": op.request_schema,
+             "outputSchema": {"type": "object", "anyOf": [op.response_schema, rc.error_schema()]}}
+            for op in OPERATIONS.values()]
+
+
+def _rpc_error(msg_id: Any, code: int, message: str) -> dict:
+    return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+
+
+def _mcp_call_tool(params: dict, ctx: ServerContext) -> dict:
+    """Return the tools/call result: the envelope as structuredContent plus its text;
+    a failed operation is a result with isError, never a protocol error."""
+    operation = next(op for op in OPERATIONS.values() if op.tool == params["name"])
+    try:
+        envelope = operation_run(operation.name, params.get("arguments") or {}, ctx.ops).to_dict()
+    except Exception as exc:  # the MCP transport's one boundary for tool failures
+        if ctx.debug:
+            raise
+        if not isinstance(exc, ContractError):
+            ctx.log_line(traceback.format_exc())
+        envelope = rc.error_result(exc).to_dict()
+    return {"content": [{"type": "text", "text": format_answer_text(envelope)}],
+            "structuredContent": envelope, "isError": envelope["status"] == "error"}
+
+
+def mcp_handle(message: Any, ctx: ServerContext) -> dict | None:
+    """Return the JSON-RPC reply to one message (None for a notification)."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" \
+            or not isinstance(message.get("method"), str):
+        msg_id = message.get("id") if isinstance(message, dict) else None
+        return _rpc_error(msg_id if isinstance(msg_id, (str, int)) else None,
+                          _RPC_INVALID_REQUEST, "Invalid Request")
+    if "id" not in message:
+        return None                  # notifications/initialized, cancelled, ...: nothing to say
+    msg_id, method, params = message["id"], message["method"], message.get("params") or {}
+    if not isinstance(params, dict):
+        return _rpc_error(msg_id, _RPC_INVALID_PARAMS, "params must be an object")
+    if method == "initialize":
+        asked = params.get("protocolVersion")
+        result: dict = {"protocolVersion": asked if asked in MCP_PROTOCOL_VERSIONS
+                        else MCP_PROTOCOL_VERSIONS[0],
+                        "capabilities": {"tools": {"listChanged": False}},
+                        "serverInfo": MCP_SERVER_INFO, "instructions": MCP_INSTRUCTIONS}
+    elif method == "ping":
+        result = {}
+    elif method == "tools/list":
+        result = {"tools": mcp_tools()}
+    elif method == "tools/call":
+        if params.get("name") not in {op.tool for op in OPERATIONS.values()}:
+            return _rpc_error(msg_id, _RPC_INVALID_PARAMS, "Unknown tool")
+        if not isinstance(params.get("arguments", {}), dict):
+            return _rpc_error(msg_id, _RPC_INVALID_PARAMS, "arguments must be an object")
+        result = _mcp_call_tool(params, ctx)
+    else:
+        return _rpc_error(msg_id, _RPC_NO_METHOD, "Method not found")
+    return {"jsonrpc": "2.0", "id": msg_id, "result": result}
+
+
+def _mcp_write(out: Any, message: dict) -> None:
+    """The one framing function: one JSON-RPC message per line on the binary stream out."""
+    out.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
+    out.flush()
+
+
+def mcp_serve(ctx: ServerContext, stdin: Any, stdout: Any) -> int:
+    """Answer newline-delimited JSON-RPC from binary stdin on binary stdout until EOF."""
+    for line in stdin:
+        if not line.strip():
+            continue
+        try:
+            message = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            _mcp_write(stdout, _rpc_error(None, _RPC_PARSE_ERROR, "Parse error"))
+            continue
+        try:
+            reply = mcp_handle(message, ctx)
+        except Exception:  # a protocol-level fault: answered, logged, never fatal
+            if ctx.debug:
+                raise
+            ctx.log_line(traceback.format_exc())
+            msg_id = message.get("id") if isinstance(message, dict) else None
+            reply = _rpc_error(msg_id, _RPC_INTERNAL, "Internal error")
+        if reply is not None:
+            _mcp_write(stdout, reply)
+    return EXIT_OK
 
 
 # === 20. main — dispatch, and the one place exceptions become envelopes ===
@@ -2255,9 +2698,77 @@ def _report_error(exc: Exception, as_json: bool) -> int:
 
 
 def _main_server(command: str | None, argv: list[str], environ: dict[str, str]) -> int:
-    """Run the serve or mcp command (section 18/19)."""
-    sys.stderr.write(f"docs_qa: '{command}' is not available yet\n")
-    return EXIT_USAGE
+    """Run the serve or mcp command: index once, then answer until interrupted or EOF."""
+    try:
+        args = _server_parser(command).parse_args(argv)
+    except SystemExit as exc:
+        return EXIT_USAGE if exc.code else EXIT_OK
+    token = environ.get("DOCS_QA_TOKEN") or None
+    if command == "serve" and token is None and not http_is_loopback(args.host):
+        sys.stderr.write(f"docs_qa: refusing to serve on {args.host} without a token: set "
+                         "DOCS_QA_TOKEN, or bind to 127.0.0.1\n")
+        return EXIT_USAGE
+    try:
+        ctx = _server_context(args, environ, token)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # start-up failures (no such folder, ...): a message, exit 1
+        if args.debug:
+            raise
+        return _report_error(exc, False)
+    if command == "mcp":
+        protocol_out, sys.stdout = sys.stdout.buffer, sys.stderr   # a stray print() must not corrupt the protocol
+        try:
+            return mcp_serve(ctx, sys.stdin.buffer, protocol_out)
+        except KeyboardInterrupt:
+            return EXIT_OK
+        finally:
+            sys.stdout = sys.__stdout__
+    return _run_http(ctx, args.host, args.port)
+
+
+def _server_context(args: argparse.Namespace, environ: dict[str, str], token: str | None) -> ServerContext:
+    """Return the shared context: settings, the index built once, and the graph if any."""
+    settings = _settings_from_args(args, environ)
+    ops = OperationContext(settings, chat_model=args.chat_model
+                           or environ.get("DOCS_QA_CHAT_MODEL") or DEFAULT_CHAT_MODEL)
+    ctx = ServerContext(ops, token=token, debug=args.debug, log=sys.stderr.write)
+    try:
+        stats = index_folder(settings, _Progress(sys.stderr))
+        ctx.log_line(f"docs_qa: indexed {stats.chunks} chunks ({stats.new} new, {stats.updated} updated); "
+                     f"index_version {stats.index_version}")
+        for note in stats.notes:
+            ctx.log_line(f"docs_qa: ! {note.code}: {note.message}")
+    except RetrievalUnavailableError:
+        ctx.log_line("docs_qa: warning: the index could not be built; requests will answer 503")
+    if args.graph:
+        try:
+            import graph_store
+            ops.graph = graph_store.graph_load(args.graph)
+        except (ImportError, OSError, ValueError, ContractError) as exc:
+            ops.graph_error = RetrievalUnavailableError("the graph could not be loaded")
+            ctx.log_line(f"docs_qa: warning: graph not loaded ({getattr(exc, 'message', type(exc).__name__)}); "
+                         "/graph answers 503")
+    return ctx
+
+
+def _run_http(ctx: ServerContext, host: str, port: int) -> int:
+    """Serve HTTP until interrupted; return the exit code."""
+    try:
+        server = http_server(ctx, host, port)
+    except OSError as exc:
+        sys.stderr.write(f"docs_qa: error: cannot listen on {host}:{port} ({exc.strerror})\n")
+        return EXIT_ERROR
+    bound_host, bound_port = server.server_address[:2]
+    ctx.log_line(f"docs_qa: serving http://{bound_host}:{bound_port} "
+                 f"(auth {'on' if ctx.token else 'off'}); Ctrl-C stops")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        ctx.log_line("docs_qa: stopped")
+    finally:
+        server.server_close()
+    return EXIT_OK
 
 
 if __name__ == "__main__":

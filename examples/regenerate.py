@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Regenerate examples/*.md: run each example command for real and record its output.
+
+Usage: python3 examples/regenerate.py        (from the repository root)
+
+Every command runs as written from the repository root with no model server (the
+degraded paths are part of what the examples show). tests/test_examples.py runs the
+same list and checks each exit code and envelope status against what is recorded here.
+"""
+import os
+import shlex
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# (file name, title, command, what it shows)
+EXAMPLES = [
+    ("01-extractive-answer", "Extractive answer (no LLM)",
+     'python3 docs_qa.py "faktura korygująca rabat" --docs corpus --extractive --no-embed',
+     "The best-matching sentences of the top fragments, each cited with exactly the lines it spans."),
+    ("02-extractive-answer-json", "Extractive answer as the v1 envelope",
+     'python3 docs_qa.py "wiążąca informacja stawkowa opłata" --docs corpus --extractive --no-embed --json --limit 2',
+     "The same answer in JSON: sources with lines and retrieval ranks, checked citations, the prompt."),
+    ("03-degraded-run", "Degraded run: no model server",
+     'python3 docs_qa.py "do kiedy składam JPK" --docs corpus --base-url http://127.0.0.1:9/v1',
+     "Embeddings and chat both unreachable: BM25 + extractive, with two notes, exit 0."),
+    ("04-no-answer", "Off-corpus question: no_answer",
+     'python3 docs_qa.py "przepis na sernik z rodzynkami" --docs corpus --no-embed --json',
+     "Nothing in the folder matches: status no_answer, reason no_matching_sources, the refusal."),
+    ("05-graph-count-truncated", "Graph count with truncated evidence",
+     'python3 graph_store.py "Koľko osôb má prácu v roku 2024?" --graph corpus/graph.json --limit 1 --json',
+     "The exact count from the aggregation (complete), while the evidence shown is cut at 1."),
+    ("06-graph-ambiguous", "Ambiguous name",
+     'python3 graph_store.py "Aký názov práce má Holp?" --graph corpus/graph.json --json',
+     "A surname that fits a man and a woman: status ambiguous with the candidates."),
+    ("07-error-envelope", "Error envelope",
+     'python3 docs_qa.py "do kiedy składam JPK" --docs corpus/does-not-exist --json',
+     "A missing docs folder: exit 1, the error envelope on stdout (no path, no exception text)."),
+    ("08-one-entry-point-graph", "One entry point: the graph answers what it understands",
+     'python3 docs_qa.py "Kto je vedúci práce Jána Holpa?" --docs corpus --graph corpus/graph.json --no-embed',
+     "docs_qa.py routes a graph question to the graph and cites its source documents."),
+]
+
+
+def run(command: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("EMBED_MOCK",) and not k.startswith("DOCS_QA_")}
+    env["XDG_CACHE_HOME"] = os.path.join(ROOT, ".example-cache")
+    return subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def main() -> int:
+    index = ["# Examples", "", "Real outputs of real runs, made by `python3 examples/regenerate.py` "
+             "from the repository root with no model server running.", ""]
+    for name, title, command, what in EXAMPLES:
+        proc = run(command)
+        body = [f"# {title}", "", what, "", "```bash", command, "```", "",
+                f"Exit code: {proc.returncode}", "", "stdout:", "", "```", proc.stdout.rstrip(), "```"]
+        if proc.stderr.strip():
+            body += ["", "stderr:", "", "```", proc.stderr.rstrip(), "```"]
+        with open(os.path.join(ROOT, "examples", f"{name}.md"), "w", encoding="utf-8") as fh:
+            fh.write("\n".join(body) + "\n")
+        index.append(f"- [{title}]({name}.md): {what}")
+        print(f"{name}: exit {proc.returncode}")
+    with open(os.path.join(ROOT, "examples", "README.md"), "w", encoding="utf-8") as fh:
+        fh.write("\n".join(index) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

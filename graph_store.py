@@ -1,0 +1,1215 @@
+"""graph_store — GraphRAG over a JSON knowledge graph, answering in the v1 envelope.
+
+The graph (persons, theses, keywords, typed edges) is loaded from one JSON file into
+memory, validated, and indexed once: adjacency lists in both directions by edge type,
+a name/title token index per node type, and a year index. Questions in Slovak,
+English or Polish are mapped to a fixed set of parameterised traversals (no generated
+queries); every displayed list obeys a limit that is proven by fetching one item past
+it, and aggregations count everything regardless of display limits.
+
+Sections
+    1. Constants      -- defaults, limits, word lists, answer sentences
+    2. Types          -- Node, Graph, GraphLimits, Intent, Fact, GraphPath, GraphResult
+    3. Errors         -- GraphFormatError (a RetrievalUnavailableError)
+    4. Text           -- casefold, light Slovak suffix stemmer, diacritic folding, keys
+    5. Load/validate  -- graph_load (the only file I/O), graph_build (pure), indexes
+    6. Entity matching-- persons, keywords, thesis titles via the token index
+    7. Questions      -- graph_parse_question: language, intent, year
+    8. Question kinds -- one function per kind, all returning GraphResult
+    9. Envelope       -- to_envelope: GraphResult -> retrieval_contract.Envelope
+   10. CLI            -- format_answer_text, main
+
+Public API
+    graph_load(path) -> Graph            graph_build(data, index_version) -> Graph
+    graph_parse_question(q, graph) -> Intent | None
+    ask(q, graph, limits) -> GraphResult to_envelope(result) -> Envelope
+    GraphLimits, Graph, Intent, GraphResult, GraphFormatError, GRAPH_EXTRA_SCHEMA
+    format_answer_text(envelope_dict) -> str, main(argv=None) -> int
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+import unicodedata
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Iterator
+
+import retrieval_contract as rc
+
+__all__ = [
+    "DEFAULT_ENTITY_LIMIT", "DEFAULT_EVIDENCE_LIMIT", "DEFAULT_FACT_LIMIT",
+    "DEFAULT_PATH_LIMIT", "DEFAULT_MAX_PATH_LENGTH", "GRAPH_EXTRA_SCHEMA",
+    "Node", "Graph", "GraphLimits", "Intent", "Fact", "GraphPath", "GraphResult",
+    "GraphFormatError",
+    "text_key", "text_keys", "text_stem", "text_fold",
+    "graph_load", "graph_build",
+    "graph_parse_question", "ask", "to_envelope",
+    "format_answer_text", "main",
+]
+
+
+# === 1. Constants — defaults, limits, word lists and the answer sentences ===
+
+DEFAULT_ENTITY_LIMIT = 20
+DEFAULT_EVIDENCE_LIMIT = 20
+DEFAULT_FACT_LIMIT = 10
+DEFAULT_PATH_LIMIT = 10
+DEFAULT_MAX_PATH_LENGTH = 2
+MAX_QUESTION_CHARS = 2000
+MIN_STEM_CHARS = 2            # a stem never gets shorter than this
+MIN_CONTENT_CHARS = 3         # title/keyword words shorter than this are ignored
+TITLE_MIN_COVERAGE = 0.6      # share of a title's words the question must contain
+GIT_TIMEOUT_S = 5
+
+PERSON, THESIS, KEYWORD = "person", "thesis", "keyword"
+AUTHORED, SUPERVISED_BY, HAS_KEYWORD = "authored", "supervised_by", "has_keyword"
+# Known edge types and the node types their ends must have.
+EDGE_ENDS = {AUTHORED: (PERSON, THESIS), SUPERVISED_BY: (THESIS, PERSON),
+             HAS_KEYWORD: (THESIS, KEYWORD)}
+NAMED_TYPES = (PERSON, KEYWORD)   # these need `name`; theses need `title` and `year`
+OPTIONAL_STRINGS = ("document_path", "source_url", "title", "kind", "name")
+
+# Slovak (and Polish-friendly) inflectional endings, longest first; see text_stem.
+SUFFIXES = tuple(sorted((
+    "ovej", "ovou", "ovia", "ová", "ovú", "ovi", "ého", "ému", "ými", "ách", "ami",
+    "ích", "och", "iou", "ou", "om", "ov", "ej", "ho", "mu", "ia", "ie", "iu", "ii",
+    "ý", "á", "é", "ú", "í", "a", "e", "i", "o", "u", "y",
+), key=len, reverse=True))
+VOWELS = set("aeiouyáäéíóôúýěů")
+
+LANG_HINTS = {
+    "en": {"what", "who", "which", "how", "many", "thesis", "theses", "title", "is", "the",
+           "of", "about", "known", "supervisor", "supervised", "keyword", "persons",
+           "people", "have", "has", "wrote", "tell", "did", "in", "year"},
+    "pl": {"jaki", "jaka", "jest", "ile", "osób", "pracę", "pracy", "tytuł", "promotor",
+           "napisał", "wiadomo", "kluczowe", "słowo", "których", "jakie", "prace", "roku"},
+    "sk": {"aký", "aká", "aké", "má", "koľko", "osôb", "prácu", "práce", "práca", "kto",
+           "ktoré", "vedúci", "roku", "vieme", "názov", "kľúčové", "slovo", "napísal",
+           "viedol", "viedla", "je", "o", "v"},
+}
+PL_LETTERS = set("łąęśżźćń")
+
+# Intent patterns over the folded, lower-case question (diacritics removed).
+RE_YEAR = re.compile(r"\b(19[5-9]\d|20\d\d)\b")
+RE_COUNT = re.compile(r"\b(kolko|how many|ile|number of|pocet|count)\b")
+RE_WHO_LIST = re.compile(r"^\s*(kto|ktori|ktore|ktorych|who|which|list|wymien|vymenuj)\b")
+RE_WHO = re.compile(r"^\s*(kto|ktori|who|kim)\b")   # asks for persons
+RE_THESIS_WORD = re.compile(r"\b(prac\w*|thes[ie]s|diplom\w*|bakalar\w*|dissertation)\b")
+RE_PERSON_WORD = re.compile(r"\b(osob\w*|persons?|people|students?|student\w*|autor\w*|"
+                            r"authors?|ludi|ludzi)\b")
+RE_AUTHOR_OF = re.compile(r"\b(kto napisal|kto je autor\w*|kto jest autor\w*|kto napisala|"
+                          r"who wrote|who is the author|who authored|author of|autor\w* prac\w*)\b")
+RE_ABOUT = re.compile(r"\b(co vieme o|co je zname o|co viete o|co wiadomo o|what is known about|"
+                      r"what do you know about|what do we know about|tell me about|"
+                      r"informacie o|povedz mi o)\b")
+RE_SUPERVISE = re.compile(r"\b(veduc\w*|skolitel\w*|supervis\w*|viedol|viedla|vedie|"
+                          r"promotor\w*|opiekun\w*|pod vedenim)\b")
+RE_SUPERVISED_BY = re.compile(r"(^\s*(ktore|ktorych|ake|which|what|list|jakie|vymenuj)\b)|"
+                              r"\b(supervised by|pod vedenim|theses of supervisor)\b")
+RE_KEYWORD = re.compile(r"\b(klucov\w*|keywords?|kluczow\w*|tagom|tag)\b")
+RE_WROTE = re.compile(r"\b(napisal|napisala|wrote|write|written|obhajil|obhajila)\b")
+RE_TITLE = re.compile(r"\b(nazov|nazvom|title|titled|tytul\w*|tema|temu|temat\w*)\b")
+
+# Words of the question that are never part of an entity's name.
+STOP_WORDS = {
+    "aky", "aka", "ake", "ma", "maju", "mal", "mala", "kto", "ktore", "ktori", "ktorych",
+    "je", "su", "bol", "bola", "boli", "v", "vo", "o", "a", "na", "pre", "s", "so", "z",
+    "zo", "k", "co", "vieme", "viete", "zname", "nazov", "prace", "praca", "pracu", "prac",
+    "roku", "rok", "kolko", "osob", "osoby", "veduci", "veduceho", "vedie", "viedol",
+    "viedla", "klucove", "klucovym", "klucovom", "slovo", "slovom", "temu", "tema",
+    "what", "who", "which", "how", "many", "is", "the", "of", "a", "an", "in", "thesis",
+    "theses", "title", "about", "known", "supervisor", "supervised", "supervise", "by",
+    "keyword", "with", "has", "have", "did", "does", "wrote", "tell", "me", "person",
+    "persons", "people", "jaki", "jaka", "jest", "ile", "pracy", "prace", "tytul",
+    "promotor", "kto", "napisal", "wiadomo", "kluczowe", "slowo", "do", "we", "you",
+    "know", "author", "authored", "year", "its", "and", "or", "for", "to", "mi", "povedz",
+}
+
+# Answer sentences, one table: (key, language) -> format string.
+ANSWERS: dict[tuple[str, str], str] = {
+    ("count_persons", "sk"): "Počet osôb s prácou v roku {year}: {count}.",
+    ("count_persons", "en"): "Number of persons with a thesis in {year}: {count}.",
+    ("count_persons", "pl"): "Liczba osób z pracą w roku {year}: {count}.",
+    ("count_theses", "sk"): "Počet prác z roku {year}: {count}.",
+    ("count_theses", "en"): "Number of theses from {year}: {count}.",
+    ("count_theses", "pl"): "Liczba prac z roku {year}: {count}.",
+    ("thesis_title", "sk"): "Práca osoby {name}: {items}.",
+    ("thesis_title", "en"): "Thesis of {name}: {items}.",
+    ("thesis_title", "pl"): "Praca osoby {name}: {items}.",
+    ("supervisor_of", "sk"): "Vedúci práce osoby {name}: {items}.",
+    ("supervisor_of", "en"): "Supervisor of {name}: {items}.",
+    ("supervisor_of", "pl"): "Promotor osoby {name}: {items}.",
+    ("supervised_by", "sk"): "Práce vedené osobou {name}: {items}.",
+    ("supervised_by", "en"): "Theses supervised by {name}: {items}.",
+    ("supervised_by", "pl"): "Prace prowadzone przez {name}: {items}.",
+    ("keyword_theses", "sk"): "Práce s kľúčovým slovom {name}: {items}.",
+    ("keyword_theses", "en"): "Theses with the keyword {name}: {items}.",
+    ("keyword_theses", "pl"): "Prace ze słowem kluczowym {name}: {items}.",
+    ("author_of_title", "sk"): "Autori práce {name}: {items}.",
+    ("author_of_title", "en"): "Authors of the thesis {name}: {items}.",
+    ("author_of_title", "pl"): "Autorzy pracy {name}: {items}.",
+    ("about", "sk"): "Známe fakty o {name}: {items}.",
+    ("about", "en"): "Known facts about {name}: {items}.",
+    ("about", "pl"): "Znane fakty o {name}: {items}.",
+    ("partial", "sk"): " (zobrazený výpis nie je úplný)",
+    ("partial", "en"): " (the list shown is not complete)",
+    ("partial", "pl"): " (pokazana lista nie jest kompletna)",
+    ("ambiguous_person", "sk"): "Otázka nie je jednoznačná, zodpovedá jej viac osôb: {items}.",
+    ("ambiguous_person", "en"): "The question is ambiguous; it fits several persons: {items}.",
+    ("ambiguous_person", "pl"): "Pytanie jest niejednoznaczne, pasuje do kilku osób: {items}.",
+    ("unknown_person", "sk"): "Osobu z otázky som v grafe nenašiel.",
+    ("unknown_person", "en"): "I did not find the person from the question in the graph.",
+    ("unknown_person", "pl"): "Nie znalazłem tej osoby w grafie.",
+    ("unknown_keyword", "sk"): "Kľúčové slovo z otázky som v grafe nenašiel.",
+    ("unknown_keyword", "en"): "I did not find the keyword from the question in the graph.",
+    ("unknown_keyword", "pl"): "Nie znalazłem tego słowa kluczowego w grafie.",
+    ("unknown_title", "sk"): "Prácu s takým názvom som v grafe nenašiel.",
+    ("unknown_title", "en"): "I did not find a thesis with that title in the graph.",
+    ("unknown_title", "pl"): "Nie znalazłem pracy o takim tytule w grafie.",
+    ("no_matching_facts", "sk"): "V grafe som k otázke nenašiel žiadne fakty.",
+    ("no_matching_facts", "en"): "I found no facts in the graph for this question.",
+    ("no_matching_facts", "pl"): "Nie znalazłem w grafie faktów dla tego pytania.",
+}
+
+# JSON Schema of the tool fields to_envelope adds (for rc.envelope_schema).
+_LIST = {"type": "array"}
+GRAPH_EXTRA_SCHEMA: dict[str, Any] = {
+    "intent": {"type": ["string", "null"]},
+    "entities": _LIST, "facts": _LIST, "paths": _LIST, "documents": _LIST,
+    "aggregation": {"type": ["object", "null"]},
+    "reasons": {"type": "array", "items": {"type": "string"}},
+    "rejected_candidates": _LIST,
+    "answer": {"type": "string"},
+    "limits": {"type": "object"},
+}
+
+
+# === 2. Types — nodes, the indexed graph, limits, intents and results ===
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One graph node; `label` is its name (person, keyword) or title (thesis)."""
+
+    node_id: str
+    node_type: str
+    label: str
+    aliases: tuple[str, ...] = ()
+    year: int | None = None
+    document_path: str | None = None
+    source_url: str | None = None
+    title: str | None = None        # the node's `title` as given; the source title, never guessed
+
+
+@dataclass
+class Graph:
+    """The loaded graph and its indexes, all built once by graph_build.
+
+    out_edges[a][t] lists targets b of edges a -t-> b; in_edges[b][t] lists sources a.
+    Both keep file order. token_index[node_type][key] is the set of node ids whose
+    label or alias contains that word key (text_key); year_index[y] lists thesis ids.
+    name_variants[id] holds the key sets of a node's label and aliases (a thesis: its
+    title's content keys only), so matching never re-stems a name.
+    """
+
+    nodes: dict[str, Node]
+    out_edges: dict[str, dict[str, list[str]]]
+    in_edges: dict[str, dict[str, list[str]]]
+    token_index: dict[str, dict[str, set[str]]]
+    year_index: dict[int, list[str]]
+    name_variants: dict[str, tuple[frozenset[str], ...]]   # label keys, then each alias's
+    edge_count: int
+    index_version: str | None = None
+
+
+@dataclass
+class GraphLimits:
+    """Display limits; each is proven by fetching one item past it."""
+
+    entity_limit: int = DEFAULT_ENTITY_LIMIT
+    evidence_limit: int = DEFAULT_EVIDENCE_LIMIT
+    fact_limit: int = DEFAULT_FACT_LIMIT
+    path_limit: int = DEFAULT_PATH_LIMIT
+    max_path_length: int = DEFAULT_MAX_PATH_LENGTH
+
+    def __post_init__(self) -> None:
+        bad = [k for k, v in asdict(self).items()
+               if not isinstance(v, int) or isinstance(v, bool) or v < 1]
+        if bad:
+            raise rc.InvalidRequestError("limits must be positive integers", field_names=bad)
+
+
+@dataclass
+class Intent:
+    """What a question asks: its kind, language, year (if any) and counted subject."""
+
+    kind: str
+    language: str
+    keys: tuple[str, ...]        # keys of every word of the question except a year
+    name_keys: tuple[str, ...] = ()  # keys of capitalised words after the first: likely names
+    year: int | None = None
+    subject: str = PERSON       # for year questions: count persons or theses
+
+
+@dataclass
+class Fact:
+    """One edge shown as evidence; `document_node` is the node whose page supports it."""
+
+    subject: str
+    predicate: str
+    obj: str
+    text: str
+    document_node: str | None
+
+
+@dataclass
+class GraphPath:
+    """A path of node ids; steps[i] is (edge_type, direction) between nodes[i] and nodes[i+1]."""
+
+    nodes: list[str]
+    steps: list[tuple[str, str]]
+    text: str
+
+
+@dataclass
+class GraphResult:
+    """The outcome of ask(): status, evidence and the limits that were hit."""
+
+    status: str
+    reason: str | None
+    intent: str | None
+    language: str
+    answer: str
+    entities: list[dict] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+    paths: list[GraphPath] = field(default_factory=list)
+    documents: list[Node] = field(default_factory=list)
+    aggregation: dict | None = None
+    reasons: list[str] = field(default_factory=list)
+    rejected_candidates: list[dict] = field(default_factory=list)
+    truncation_reasons: list[str] = field(default_factory=list)
+    limits: GraphLimits = field(default_factory=GraphLimits)
+    index_version: str | None = None
+
+
+# === 3. Errors — a malformed graph is a RetrievalUnavailableError that names the place ===
+
+class GraphFormatError(rc.RetrievalUnavailableError):
+    """The graph file is unreadable, not JSON, or invalid; the message names the node/edge."""
+
+
+# === 4. Text — casefold, stem (with diacritics), then fold diacritics ===
+
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+
+
+def text_fold(text: str) -> str:
+    """Return text with diacritics removed (and ł -> l, which NFD does not decompose)."""
+    decomposed = unicodedata.normalize("NFD", text.replace("ł", "l").replace("Ł", "L"))
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def text_stem(word: str) -> str:
+    """Return a casefolded word without its inflectional ending (Holpa, Holpová -> holp).
+
+    Strips the longest known suffix that leaves at least MIN_STEM_CHARS, then drops a
+    fleeting e before a final consonant (Peter/Petra -> petr). Works on words that
+    still carry diacritics, so -ová and -ou stay distinguishable from plain vowels.
+    """
+    word = unicodedata.normalize("NFC", word.casefold())
+    if len(word) > MIN_STEM_CHARS and not word.isdigit():
+        for suffix in SUFFIXES:
+            if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM_CHARS:
+                word = word[: -len(suffix)]
+                break
+    if (len(word) >= 4 and word[-2] == "e" and word[-1] not in VOWELS
+            and word[-3] not in VOWELS):
+        word = word[:-2] + word[-1]
+    return word
+
+
+def text_key(word: str) -> str:
+    """Return the match key of one word: stemmed first, then diacritic-folded."""
+    return text_fold(text_stem(word))
+
+
+def text_words(text: str) -> list[str]:
+    """Return the words of text after NFKC normalisation and casefolding."""
+    return _WORD_RE.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def text_keys(text: str) -> list[str]:
+    """Return the match keys of text's words, in order, stop words removed."""
+    return [text_key(w) for w in text_words(text) if text_fold(w) not in STOP_WORDS]
+
+
+# === 5. Load/validate — the only file I/O; graph_build is pure ===
+
+def graph_load(path: str) -> Graph:
+    """Return the validated, indexed graph in the JSON file at path; raise GraphFormatError."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise GraphFormatError(f"cannot read the graph file {path}: {exc.strerror}") from None
+    # Parsing and indexing create millions of acyclic objects; the cyclic GC would rescan
+    # them again and again (about 40% of load time at 500k edges), so pause it meanwhile.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _graph_parse(path, raw)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _graph_parse(path: str, raw: bytes) -> Graph:
+    """Return the Graph of the raw file bytes; raise GraphFormatError naming the problem."""
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise GraphFormatError(f"{path}: the graph file is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise GraphFormatError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    label = data.get("version") if isinstance(data, dict) else None
+    version = _index_version(raw, label if isinstance(label, str) else None,
+                             _git_revision(os.path.dirname(os.path.abspath(path))))
+    return graph_build(data, version)
+
+
+def _index_version(raw: bytes, label: str | None, git_rev: str | None) -> str:
+    """Return the graph generation: version label, content hash and Git revision."""
+    parts = [label or "unversioned", "sha256:" + hashlib.sha256(raw).hexdigest()[:16]]
+    if git_rev:
+        parts.append("git:" + git_rev)
+    return "+".join(parts)
+
+
+def _git_revision(directory: str) -> str | None:
+    """Return the short Git revision of the checkout holding directory, or None."""
+    try:
+        done = subprocess.run(["git", "-C", directory, "rev-parse", "--short=12", "HEAD"],
+                              capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    rev = done.stdout.strip()
+    return rev if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{4,40}", rev) else None
+
+
+def graph_build(data: Any, index_version: str | None = None) -> Graph:
+    """Return the indexed Graph for parsed JSON data; raise GraphFormatError naming the place."""
+    if not isinstance(data, dict):
+        raise GraphFormatError("the graph must be a JSON object with 'nodes' and 'edges'")
+    for key in ("nodes", "edges"):
+        if not isinstance(data.get(key), list):
+            raise GraphFormatError(f"the graph needs a '{key}' list")
+    nodes: dict[str, Node] = {}
+    for i, raw in enumerate(data["nodes"]):
+        node = _node_parse(i, raw)
+        if node.node_id in nodes:
+            raise GraphFormatError(f"node #{i}: duplicate id {node.node_id!r}")
+        nodes[node.node_id] = node
+    graph = Graph(nodes=nodes, out_edges={}, in_edges={}, token_index={}, year_index={},
+                  name_variants={}, edge_count=0, index_version=index_version)
+    _edges_index(graph, data["edges"])
+    _index_tokens(graph)
+    return graph
+
+
+def _node_parse(i: int, raw: Any) -> Node:
+    """Return the Node for the i-th raw node; raise GraphFormatError on a bad field."""
+    if not isinstance(raw, dict):
+        raise GraphFormatError(f"node #{i}: must be an object")
+    node_id, node_type = raw.get("id"), raw.get("type")
+    where = f"node #{i}" + (f" (id {node_id!r})" if isinstance(node_id, str) else "")
+    for key, value in (("id", node_id), ("type", node_type)):
+        if not isinstance(value, str) or not value.strip():
+            raise GraphFormatError(f"{where}: '{key}' must be a non-empty string")
+    for key in OPTIONAL_STRINGS:
+        if raw.get(key) is not None and not isinstance(raw[key], str):
+            raise GraphFormatError(f"{where}: '{key}' must be a string or null")
+    aliases = raw.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise GraphFormatError(f"{where}: 'aliases' must be a list of strings")
+    year = raw.get("year")
+    if year is not None and (not isinstance(year, int) or isinstance(year, bool)):
+        raise GraphFormatError(f"{where}: 'year' must be an integer")
+    _node_check_required(where, node_type, raw)
+    doc = raw.get("document_path")
+    if doc is not None and (doc.startswith(("/", "\\")) or ".." in doc.replace("\\", "/").split("/")):
+        raise GraphFormatError(f"{where}: 'document_path' must be relative, without '..'")
+    label = raw.get("title") if node_type == THESIS else raw.get("name") or raw.get("title")
+    return Node(node_id=node_id, node_type=node_type, label=label or node_id,
+                aliases=tuple(aliases), year=year, document_path=doc,
+                source_url=raw.get("source_url"), title=raw.get("title"))
+
+
+def _node_check_required(where: str, node_type: str, raw: dict) -> None:
+    """Raise GraphFormatError when a person/keyword lacks a name or a thesis a title/year."""
+    if node_type in NAMED_TYPES and not (raw.get("name") or "").strip():
+        raise GraphFormatError(f"{where}: a {node_type} needs a non-empty 'name'")
+    if node_type == THESIS:
+        if not (raw.get("title") or "").strip():
+            raise GraphFormatError(f"{where}: a thesis needs a non-empty 'title'")
+        if raw.get("year") is None:
+            raise GraphFormatError(f"{where}: a thesis needs an integer 'year'")
+
+
+def _edges_index(graph: Graph, raw_edges: list) -> None:
+    """Validate every raw edge and add it to both adjacency maps (a hot loop: kept lean)."""
+    nodes, out_edges, in_edges = graph.nodes, graph.out_edges, graph.in_edges
+    for i, raw in enumerate(raw_edges):
+        src, dst, edge_type = _edge_check(nodes, i, raw)
+        _adjacency_append(out_edges, src, edge_type, dst)
+        _adjacency_append(in_edges, dst, edge_type, src)
+    graph.edge_count = len(raw_edges)
+
+
+def _edge_check(nodes: dict[str, Node], i: int, raw: Any) -> tuple[str, str, str]:
+    """Return (source, target, type) of the i-th raw edge; raise GraphFormatError naming it."""
+    if isinstance(raw, dict):
+        src, dst, edge_type = raw.get("source"), raw.get("target"), raw.get("type")
+        src_node = nodes.get(src) if isinstance(src, str) else None
+        dst_node = nodes.get(dst) if isinstance(dst, str) else None
+        if src_node and dst_node and isinstance(edge_type, str) and edge_type.strip():
+            ends = EDGE_ENDS.get(edge_type)
+            if not ends or (src_node.node_type, dst_node.node_type) == ends:
+                return src, dst, edge_type
+    raise GraphFormatError(_edge_problem(nodes, i, raw))
+
+
+def _edge_problem(nodes: dict[str, Node], i: int, raw: Any) -> str:
+    """Return the message naming what is wrong with the i-th raw edge (the slow path)."""
+    if not isinstance(raw, dict):
+        return f"edge #{i}: must be an object"
+    src, dst, edge_type = raw.get("source"), raw.get("target"), raw.get("type")
+    for key, value in (("source", src), ("target", dst), ("type", edge_type)):
+        if not isinstance(value, str) or not value.strip():
+            return f"edge #{i}: '{key}' must be a non-empty string"
+    where = f"edge #{i} ({src} -{edge_type}-> {dst})"
+    for key, value in (("source", src), ("target", dst)):
+        if value not in nodes:
+            return f"{where}: {key} {value!r} is not a node id (dangling edge)"
+    ends = EDGE_ENDS[edge_type]
+    return f"{where}: a '{edge_type}' edge must go {ends[0]} -> {ends[1]}"
+
+
+def _adjacency_append(adjacency: dict[str, dict[str, list[str]]], a: str, edge_type: str,
+                      b: str) -> None:
+    """Append b to adjacency[a][edge_type] without building throw-away containers."""
+    by_type = adjacency.get(a)
+    if by_type is None:
+        adjacency[a] = {edge_type: [b]}
+        return
+    targets = by_type.get(edge_type)
+    if targets is None:
+        by_type[edge_type] = [b]
+    else:
+        targets.append(b)
+
+
+def _index_tokens(graph: Graph) -> None:
+    """Fill the token index, each node's name-variant keys and the thesis year index.
+
+    Word keys are memoised per build (names and title words repeat a lot).
+    """
+    memo: dict[str, str] = {}
+
+    def keys_of(text: str, min_chars: int, drop_stop: bool) -> frozenset[str]:
+        out = set()
+        for word in _WORD_RE.findall(unicodedata.normalize("NFKC", text).casefold()):
+            key = memo.get(word)
+            if key is None:
+                key = memo[word] = text_key(word)
+            if drop_stop and text_fold(word) in STOP_WORDS:
+                continue
+            if len(key) >= min_chars or key.isdigit():
+                out.add(key)
+        return frozenset(out)
+
+    for node in graph.nodes.values():
+        index = graph.token_index.setdefault(node.node_type, {})
+        if node.node_type == THESIS:
+            variants = (keys_of(node.label, MIN_CONTENT_CHARS, True),)
+        else:   # names keep every word: a surname may look like a stop word (Malá)
+            variants = ((keys_of(node.label, MIN_STEM_CHARS, False),)
+                        + tuple(keys_of(a, MIN_STEM_CHARS, False) for a in node.aliases))
+        graph.name_variants[node.node_id] = variants
+        for key in frozenset().union(*variants):
+            ids = index.get(key)
+            if ids is None:
+                index[key] = {node.node_id}
+            else:
+                ids.add(node.node_id)
+        if node.node_type == THESIS and node.year is not None:
+            graph.year_index.setdefault(node.year, []).append(node.node_id)
+
+
+def _neighbours(graph: Graph, node_id: str, edge_type: str, outgoing: bool = True) -> list[str]:
+    """Return the ids joined to node_id by edge_type, following or against the edges."""
+    adjacency = graph.out_edges if outgoing else graph.in_edges
+    return adjacency.get(node_id, {}).get(edge_type, [])
+
+
+# === 6. Entity matching — persons, keywords and titles through the token index ===
+
+@dataclass
+class _Match:
+    """The outcome of matching one entity type: chosen ids, candidates and rejections."""
+
+    chosen: list[str]
+    candidates: list[dict]
+    rejected: list[dict]
+
+
+def _full_name_variants(graph: Graph, node_id: str) -> list[frozenset[str]]:
+    """Return the key sets that name a person fully: the label, and aliases of 2+ words."""
+    label, *aliases = graph.name_variants[node_id]
+    return [label] + [a for a in aliases if len(a) >= 2]
+
+
+def _hits(graph: Graph, node_type: str, keys: Iterable[str]) -> dict[str, set[str]]:
+    """Return node id -> the question keys that hit it, via the token index only."""
+    index = graph.token_index.get(node_type, {})
+    hits: dict[str, set[str]] = {}
+    for key in keys:
+        for node_id in index.get(key, ()):
+            hits.setdefault(node_id, set()).add(key)
+    return hits
+
+
+def _match_persons(graph: Graph, keys: Iterable[str], name_keys: Iterable[str] = ()) -> _Match:
+    """Return the persons the question names: full-name matches beat partial ones.
+
+    A partial match is a surname or first name alone (or a stem both a male surname and
+    its female -ová form share); several best partial matches are ambiguous. A partial
+    match is rejected when the question names another word its name lacks (Jozef
+    Mrkvička is not Jozef Kráľ).
+    """
+    hits = _hits(graph, PERSON, keys)
+    name_keys = set(name_keys)
+    full, partial = [], []
+    for node_id in sorted(hits):
+        if any(v and v <= hits[node_id] for v in _full_name_variants(graph, node_id)):
+            full.append(node_id)
+        else:
+            partial.append(node_id)
+    def why(node_id: str, kind: str) -> dict:
+        return {"id": node_id, "name": graph.nodes[node_id].label,
+                "matched_keys": sorted(hits[node_id]), "why": kind}
+    partial.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
+    if full:
+        return _Match(full, [why(n, "full name matches") for n in full],
+                      [why(n, "only part of the name matches; a full-name match exists")
+                       for n in partial])
+    unexplained = {n for n in partial if name_keys - frozenset().union(*graph.name_variants[n])}
+    rejected = [why(n, "the question names a word this person's name lacks")
+                for n in partial if n in unexplained]
+    partial = [n for n in partial if n not in unexplained]
+    best = max((len(hits[n]) for n in partial), default=0)
+    chosen = [n for n in partial if len(hits[n]) == best]
+    rejected += [why(n, "fewer name words match than the best candidate")
+                 for n in partial if len(hits[n]) < best]
+    return _Match(chosen, [why(n, _partial_why(graph.nodes[n], hits[n])) for n in chosen], rejected)
+
+
+def _partial_why(node: Node, matched: set[str]) -> str:
+    """Return why a partial name match was considered (first name, surname or its form)."""
+    words = [w for w in text_words(node.label) if len(w) > 1]
+    parts = []
+    for pos, word in enumerate(words):
+        if text_key(word) in matched:
+            role = "first name" if pos == 0 and len(words) > 1 else "surname"
+            parts.append(f"{role} '{word}' shares the stem '{text_key(word)}'")
+    return "; ".join(parts) or "an alias word matches"
+
+
+def _match_keywords(graph: Graph, keys: Iterable[str]) -> _Match:
+    """Return the keywords whose every word is in the question, longest first."""
+    hits = _hits(graph, KEYWORD, keys)
+    full: list[tuple[int, str]] = []
+    rejected = []
+    for node_id in sorted(hits):
+        node = graph.nodes[node_id]
+        variants = graph.name_variants[node_id]
+        size = max((len(v) for v in variants if v and v <= hits[node_id]), default=0)
+        if size:
+            full.append((size, node_id))
+        else:
+            rejected.append({"id": node_id, "name": node.label,
+                             "matched_keys": sorted(hits[node_id]),
+                             "why": "only some words of the keyword are in the question"})
+    best = max((s for s, _ in full), default=0)
+    chosen = [n for s, n in full if s == best]
+    rejected += [{"id": n, "name": graph.nodes[n].label, "matched_keys": sorted(hits[n]),
+                  "why": "a longer keyword matches"} for s, n in full if s < best]
+    return _Match(chosen, [{"id": n, "name": graph.nodes[n].label, "why": "keyword matches"}
+                          for n in chosen], rejected)
+
+
+def _match_titles(graph: Graph, keys: Iterable[str]) -> _Match:
+    """Return the theses whose title words the question covers best (>= TITLE_MIN_COVERAGE)."""
+    hits = _hits(graph, THESIS, set(keys))
+    scored = []
+    for node_id, matched in hits.items():
+        title_keys = graph.name_variants[node_id][0]
+        scored.append((len(matched) / max(len(title_keys), 1), node_id))
+    best = max((s for s, _ in scored if s >= TITLE_MIN_COVERAGE), default=0.0)
+    chosen = sorted(n for s, n in scored if best and s == best)
+    chosen_set = set(chosen)
+    rejected = [{"id": n, "name": graph.nodes[n].label, "coverage": round(s, 2),
+                 "why": "too few title words are in the question"}
+                for s, n in sorted(scored, key=lambda sn: (-sn[0], sn[1])) if n not in chosen_set]
+    return _Match(chosen, [{"id": n, "name": graph.nodes[n].label, "why": "title matches"}
+                          for n in chosen], rejected)
+
+
+# === 7. Questions — language, intent and year; conservative: None when unsure ===
+
+def _language(question: str) -> str:
+    """Return 'sk', 'en' or 'pl' by letters and common question words (default 'sk')."""
+    words = text_words(question)
+    if PL_LETTERS & set(question.casefold()):
+        return "pl"
+    folded = [text_fold(w) for w in words]
+    scores = {lang: sum(w in {text_fold(h) for h in hints} for w in folded)
+              for lang, hints in LANG_HINTS.items()}
+    has_diacritics = text_fold(question) != question
+    if has_diacritics:
+        scores["sk"] += 2
+    best = max(scores.values())
+    for lang in ("sk", "en", "pl"):
+        if scores[lang] == best:
+            return lang
+    return "sk"
+
+
+def _kind(folded: str, year: int | None) -> str | None:
+    """Return the intent kind of a folded, lower-case question, or None.
+
+    "How many ... in YEAR" wins over everything; "who/which ... in YEAR" only when no
+    other kind claims the question (so "Kto je vedúci práce X v roku 2024?" asks for a
+    supervisor, not a list).
+    """
+    about_year = year is not None and bool(RE_THESIS_WORD.search(folded)
+                                           or RE_PERSON_WORD.search(folded))
+    if about_year and RE_COUNT.search(folded):
+        return "count_year"
+    kind = _kind_by_words(folded)
+    if kind is None and about_year and RE_WHO_LIST.search(folded):
+        return "count_year"
+    return kind
+
+
+def _kind_by_words(folded: str) -> str | None:
+    """Return the intent kind named by the question's words (no year rules), or None."""
+    if RE_AUTHOR_OF.search(folded):
+        return "author_of_title"
+    if RE_ABOUT.search(folded):
+        return "about"
+    if RE_SUPERVISE.search(folded):
+        return "supervised_by" if RE_SUPERVISED_BY.search(folded) else "supervisor_of"
+    if RE_KEYWORD.search(folded):
+        return "keyword_theses"
+    if (RE_TITLE.search(folded) or RE_WROTE.search(folded)) and RE_THESIS_WORD.search(folded):
+        return "thesis_title"
+    return None
+
+
+def graph_parse_question(question: str, graph: Graph) -> Intent | None:
+    """Return the question's Intent, or None when it is not a question the graph answers.
+
+    Raises InvalidQueryError for an empty or over-long question.
+    """
+    if not isinstance(question, str) or not question.strip():
+        raise rc.InvalidQueryError("the question is empty", field_names=["question"])
+    if len(question) > MAX_QUESTION_CHARS:
+        raise rc.InvalidQueryError("the question is too long", field_names=["question"])
+    folded = " ".join(text_fold(w) for w in text_words(question))
+    year_match = RE_YEAR.search(folded)
+    year = int(year_match.group(1)) if year_match else None
+    kind = _kind(folded, year)
+    if kind is None:
+        return None
+    keys = tuple(text_key(w) for w in text_words(question) if not RE_YEAR.fullmatch(w))
+    name_keys = _capitalised_keys(question)
+    if kind == "count_year" and (RE_KEYWORD.search(folded) or RE_SUPERVISE.search(folded)
+                                 or _hits(graph, PERSON, name_keys)):
+        return None      # a count narrowed by keyword/supervisor/person is not supported
+    if kind == "about" and not _about_target(graph, keys, name_keys)[0]:
+        return None      # "what is known about X" with no graph entity: leave it to RAG
+    subject = PERSON
+    if (kind == "count_year" and RE_THESIS_WORD.search(folded)
+            and not RE_PERSON_WORD.search(folded) and not RE_WHO.search(folded)):
+        subject = THESIS
+    return Intent(kind=kind, language=_language(question), keys=keys, name_keys=name_keys,
+                  year=year, subject=subject)
+
+
+def _capitalised_keys(question: str) -> tuple[str, ...]:
+    """Return the keys of capitalised non-stop words after the first word (likely names)."""
+    words = _WORD_RE.findall(unicodedata.normalize("NFKC", question))[1:]
+    return tuple(text_key(w) for w in words
+                 if w[:1].isupper() and len(w) > 1 and text_fold(w.casefold()) not in STOP_WORDS
+                 and not w.isupper())     # an all-caps question has no name signal
+
+
+# === 8. Question kinds — one function each; lists are proven by one item past the limit ===
+
+def _take(items: Iterable, limit: int) -> tuple[list, bool]:
+    """Return up to limit items and whether one more existed (the truncation proof)."""
+    got = list(itertools.islice(items, limit + 1))
+    return got[:limit], len(got) > limit
+
+
+def _edge_text(graph: Graph, src: str, edge_type: str, dst: str) -> str:
+    """Return a readable 'A -type-> B' line using node labels."""
+    return f"{graph.nodes[src].label} -{edge_type}-> {graph.nodes[dst].label}"
+
+
+def _fact(graph: Graph, src: str, edge_type: str, dst: str) -> Fact:
+    """Return the Fact of one edge; its document is the thesis end's page, else either end's."""
+    ends = [graph.nodes[src], graph.nodes[dst]]
+    with_doc = [n for n in ends if n.document_path]
+    thesis = [n for n in with_doc if n.node_type == THESIS]
+    doc = (thesis or with_doc or [None])[0]
+    return Fact(subject=src, predicate=edge_type, obj=dst,
+                text=_edge_text(graph, src, edge_type, dst),
+                document_node=doc.node_id if doc else None)
+
+
+def _path(graph: Graph, nodes: list[str], steps: list[tuple[str, str]]) -> GraphPath:
+    """Return a GraphPath with its readable text (reverse steps shown as <-type-)."""
+    text = graph.nodes[nodes[0]].label
+    for (edge_type, direction), nxt in zip(steps, nodes[1:]):
+        arrow = f" -{edge_type}-> " if direction == "out" else f" <-{edge_type}- "
+        text += arrow + graph.nodes[nxt].label
+    return GraphPath(nodes=list(nodes), steps=list(steps), text=text)
+
+
+def _entity(graph: Graph, node_id: str, why: str) -> dict:
+    """Return the entity record of a recognised node."""
+    node = graph.nodes[node_id]
+    return {"id": node_id, "type": node.node_type, "name": node.label, "why": why}
+
+
+@dataclass
+class _Evidence:
+    """Lazy fact and path streams of one answer, before limits are applied."""
+
+    facts: Iterator[Fact]
+    paths: Iterator[GraphPath]
+
+
+def _finish(graph: Graph, intent: Intent, limits: GraphLimits, evidence: _Evidence,
+            entities: list[dict], name: str, aggregation: dict | None = None,
+            rejected: list[dict] | None = None) -> GraphResult:
+    """Return an ok/no_answer GraphResult with limited facts, paths and documents."""
+    facts, facts_cut = _take(evidence.facts, limits.fact_limit)
+    paths, paths_cut = _take(evidence.paths, limits.path_limit)
+    doc_ids = list(dict.fromkeys(f.document_node for f in facts if f.document_node))
+    documents, docs_cut = _take(iter(doc_ids), limits.evidence_limit)
+    shown_entities, entities_cut = _take(iter(entities), limits.entity_limit)
+    cut = [name_ for name_, hit in (("entity_limit", entities_cut), ("evidence_limit", docs_cut),
+                                    ("fact_limit", facts_cut), ("path_limit", paths_cut)) if hit]
+    lang = intent.language
+    if not facts and aggregation is None:
+        return _no_answer(intent, limits, "no_matching_facts",
+                          ["the entity was found but no fact of the asked kind links it"],
+                          rejected or [], shown_entities, graph)
+    if aggregation is not None:
+        key = "count_persons" if intent.subject == PERSON else "count_theses"
+        answer = ANSWERS[(key, lang)].format(year=intent.year, count=aggregation["count"])
+    else:
+        items = "; ".join(dict.fromkeys(_fact_item(graph, intent.kind, f) for f in facts))
+        answer = ANSWERS[(intent.kind, lang)].format(name=name, items=items)
+    if facts_cut or paths_cut:
+        answer += ANSWERS[("partial", lang)]
+    shown_rejected, more = _rejected_shown(rejected or [], limits)
+    return GraphResult(
+        status="ok", reason=None, intent=intent.kind, language=lang, answer=answer,
+        entities=shown_entities, facts=facts, paths=paths,
+        documents=[graph.nodes[d] for d in documents], aggregation=aggregation,
+        reasons=more, rejected_candidates=shown_rejected, truncation_reasons=cut, limits=limits,
+        index_version=graph.index_version)
+
+
+def _fact_item(graph: Graph, kind: str, fact: Fact) -> str:
+    """Return the part of a fact the answer sentence lists for this question kind."""
+    if kind in ("thesis_title", "supervised_by"):
+        node = graph.nodes[fact.obj if kind == "thesis_title" else fact.subject]
+        return f"„{node.label}“ ({node.year})"
+    if kind == "supervisor_of":
+        return graph.nodes[fact.obj].label
+    if kind == "keyword_theses":
+        node = graph.nodes[fact.subject]
+        return f"„{node.label}“ ({node.year})"
+    if kind == "author_of_title":
+        return graph.nodes[fact.subject].label
+    return fact.text
+
+
+def _rejected_shown(rejected: list[dict], limits: GraphLimits) -> tuple[list[dict], list[str]]:
+    """Return the rejected candidates within entity_limit and a reason line for the rest.
+
+    Rejected candidates are diagnostics, not evidence, so leaving some out is said in
+    `reasons` and does not mark the answer truncated.
+    """
+    shown = rejected[:limits.entity_limit]
+    more = len(rejected) - len(shown)
+    return shown, ([f"{more} further rejected candidates are not listed (entity_limit)"]
+                   if more else [])
+
+
+def _no_answer(intent: Intent, limits: GraphLimits, reason: str, reasons: list[str],
+               rejected: list[dict], entities: list[dict] | None = None,
+               graph: Graph | None = None) -> GraphResult:
+    """Return a no_answer GraphResult with the detailed reasons and rejected candidates."""
+    shown, more = _rejected_shown(rejected, limits)
+    return GraphResult(status="no_answer", reason=reason, intent=intent.kind,
+                       language=intent.language, answer=ANSWERS[(reason, intent.language)],
+                       entities=entities or [], reasons=reasons + more,
+                       rejected_candidates=shown, limits=limits,
+                       index_version=graph.index_version if graph else None)
+
+
+def _ambiguous(graph: Graph, intent: Intent, limits: GraphLimits, match: _Match) -> GraphResult:
+    """Return the ambiguous_person result listing each candidate and why it was considered."""
+    shown, cut = _take(iter(match.candidates), limits.entity_limit)
+    entities = [dict(_entity(graph, c["id"], c["why"]), matched_keys=c.get("matched_keys", []))
+                for c in shown]
+    names = ", ".join(c["name"] for c in shown)
+    rejected, more = _rejected_shown(match.rejected, limits)
+    return GraphResult(
+        status="ambiguous", reason="ambiguous_person", intent=intent.kind,
+        language=intent.language,
+        answer=ANSWERS[("ambiguous_person", intent.language)].format(items=names),
+        entities=entities,
+        reasons=[f"{len(match.candidates)} persons fit the name in the question"] + more,
+        rejected_candidates=rejected,
+        truncation_reasons=["entity_limit"] if cut else [], limits=limits,
+        index_version=graph.index_version)
+
+
+def _one_person(graph: Graph, intent: Intent,
+                limits: GraphLimits) -> tuple[str | None, GraphResult | None, list[dict]]:
+    """Return (person id, None, rejected candidates), or (None, the unknown/ambiguous result, [])."""
+    match = _match_persons(graph, intent.keys, intent.name_keys)
+    if not match.chosen:
+        return None, _no_answer(intent, limits, "unknown_person",
+                                ["no person's name fits the words of the question"],
+                                match.rejected, graph=graph), []
+    if len(match.chosen) > 1:
+        return None, _ambiguous(graph, intent, limits, match), []
+    return match.chosen[0], None, match.rejected
+
+
+def _kind_count_year(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return the exact count of persons (or theses) with a thesis in the year, plus evidence."""
+    theses = graph.year_index.get(intent.year, [])
+    if intent.subject == PERSON:
+        count = len({p for t in theses for p in _neighbours(graph, t, AUTHORED, outgoing=False)})
+    else:
+        count = len(theses)
+    pairs = ((p, t) for t in theses for p in _neighbours(graph, t, AUTHORED, outgoing=False))
+    evidence = _Evidence(
+        facts=(_fact(graph, p, AUTHORED, t) for p, t in pairs),
+        paths=(_path(graph, [p, t], [(AUTHORED, "out")]) for t in theses
+               for p in _neighbours(graph, t, AUTHORED, outgoing=False)))
+    aggregation = {"count": count, "complete": True, "year": intent.year, "counted": intent.subject}
+    result = _finish(graph, intent, limits, evidence, [], str(intent.year), aggregation)
+    if count == 0:
+        result.reasons = [f"no thesis in the graph has the year {intent.year}"]
+    return result
+
+
+def _kind_thesis_title(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return the titles of the theses a person authored."""
+    person, failed, rejected = _one_person(graph, intent, limits)
+    if failed:
+        return failed
+    theses = _neighbours(graph, person, AUTHORED)
+    evidence = _Evidence(facts=(_fact(graph, person, AUTHORED, t) for t in theses),
+                         paths=(_path(graph, [person, t], [(AUTHORED, "out")]) for t in theses))
+    return _finish(graph, intent, limits, evidence, [_entity(graph, person, "person named")],
+                   graph.nodes[person].label, rejected=rejected)
+
+
+def _kind_supervisor_of(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return the supervisors of a person's theses (person -> thesis -> supervisor)."""
+    person, failed, rejected = _one_person(graph, intent, limits)
+    if failed:
+        return failed
+    pairs = [(t, s) for t in _neighbours(graph, person, AUTHORED)
+             for s in _neighbours(graph, t, SUPERVISED_BY)]
+    evidence = _Evidence(
+        facts=(_fact(graph, t, SUPERVISED_BY, s) for t, s in pairs),
+        paths=(_path(graph, [person, t, s], [(AUTHORED, "out"), (SUPERVISED_BY, "out")])
+               for t, s in pairs))
+    return _finish(graph, intent, limits, evidence, [_entity(graph, person, "person named")],
+                   graph.nodes[person].label, rejected=rejected)
+
+
+def _kind_supervised_by(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return the theses a person supervised."""
+    person, failed, rejected = _one_person(graph, intent, limits)
+    if failed:
+        return failed
+    theses = _neighbours(graph, person, SUPERVISED_BY, outgoing=False)
+    evidence = _Evidence(facts=(_fact(graph, t, SUPERVISED_BY, person) for t in theses),
+                         paths=(_path(graph, [person, t], [(SUPERVISED_BY, "in")]) for t in theses))
+    return _finish(graph, intent, limits, evidence, [_entity(graph, person, "person named")],
+                   graph.nodes[person].label, rejected=rejected)
+
+
+def _kind_keyword_theses(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return the theses tagged with the keyword the question names."""
+    match = _match_keywords(graph, intent.keys)
+    if not match.chosen:
+        return _no_answer(intent, limits, "unknown_keyword",
+                          ["no keyword of the graph is fully contained in the question"],
+                          match.rejected, graph=graph)
+    pairs = [(t, k) for k in match.chosen for t in _neighbours(graph, k, HAS_KEYWORD, outgoing=False)]
+    evidence = _Evidence(facts=(_fact(graph, t, HAS_KEYWORD, k) for t, k in pairs),
+                         paths=(_path(graph, [k, t], [(HAS_KEYWORD, "in")]) for t, k in pairs))
+    entities = [_entity(graph, k, "keyword named") for k in match.chosen]
+    name = ", ".join(graph.nodes[k].label for k in match.chosen)
+    return _finish(graph, intent, limits, evidence, entities, name, rejected=match.rejected)
+
+
+def _kind_author_of_title(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return the authors of the thesis whose title the question quotes."""
+    match = _match_titles(graph, intent.keys)
+    if not match.chosen:
+        return _no_answer(intent, limits, "unknown_title",
+                          [f"no thesis title has {int(TITLE_MIN_COVERAGE * 100)}% of its words "
+                           "in the question"], match.rejected, graph=graph)
+    pairs = [(p, t) for t in match.chosen for p in _neighbours(graph, t, AUTHORED, outgoing=False)]
+    evidence = _Evidence(facts=(_fact(graph, p, AUTHORED, t) for p, t in pairs),
+                         paths=(_path(graph, [t, p], [(AUTHORED, "in")]) for p, t in pairs))
+    entities = [_entity(graph, t, "title named") for t in match.chosen]
+    name = "; ".join(f"„{graph.nodes[t].label}“" for t in match.chosen)
+    return _finish(graph, intent, limits, evidence, entities, name, rejected=match.rejected)
+
+
+def _about_target(graph: Graph, keys: Iterable[str],
+                  name_keys: Iterable[str] = ()) -> tuple[list[str], _Match | None]:
+    """Return the ids an 'about' question names (person, else keyword, else title)."""
+    keys = list(keys)
+    for match in (_match_persons(graph, keys, name_keys), _match_keywords(graph, keys),
+                  _match_titles(graph, keys)):
+        if match.chosen:
+            return match.chosen, match
+    return [], None
+
+
+def _walk(graph: Graph, start: str, max_length: int) -> Iterator[GraphPath]:
+    """Yield simple paths from start, shortest first, up to max_length edges, lazily.
+
+    Breadth-first by level, but generated one path at a time, so a consumer that stops
+    after limit+1 paths proves truncation even inside a partly consumed level.
+    """
+    level = [([start], [])]
+    for _ in range(max_length):
+        next_level = []
+        for nodes, steps in level:
+            for direction, adjacency in (("out", graph.out_edges), ("in", graph.in_edges)):
+                for edge_type, others in sorted(adjacency.get(nodes[-1], {}).items()):
+                    for other in others:
+                        if other in nodes:
+                            continue
+                        item = (nodes + [other], steps + [(edge_type, direction)])
+                        yield _path(graph, *item)
+                        next_level.append(item)
+        level = next_level
+
+
+def _incident_facts(graph: Graph, node_id: str) -> Iterator[Fact]:
+    """Yield a Fact for every edge touching node_id, outgoing first."""
+    for edge_type, targets in sorted(graph.out_edges.get(node_id, {}).items()):
+        for dst in targets:
+            yield _fact(graph, node_id, edge_type, dst)
+    for edge_type, sources in sorted(graph.in_edges.get(node_id, {}).items()):
+        for src in sources:
+            yield _fact(graph, src, edge_type, node_id)
+
+
+def _kind_about(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return the facts touching an entity and its paths up to max_path_length."""
+    chosen, match = _about_target(graph, intent.keys, intent.name_keys)
+    if not chosen:
+        return _no_answer(intent, limits, "no_matching_facts",
+                          ["no entity of the graph is named in the question"], [], graph=graph)
+    if len(chosen) > 1 and graph.nodes[chosen[0]].node_type == PERSON:
+        return _ambiguous(graph, intent, limits, match)
+    start = chosen[0]
+    evidence = _Evidence(facts=_incident_facts(graph, start),
+                         paths=_walk(graph, start, limits.max_path_length))
+    return _finish(graph, intent, limits, evidence, [_entity(graph, start, "entity named")],
+                   graph.nodes[start].label, rejected=match.rejected if match else [])
+
+
+KINDS = {
+    "count_year": _kind_count_year, "thesis_title": _kind_thesis_title,
+    "supervisor_of": _kind_supervisor_of, "supervised_by": _kind_supervised_by,
+    "keyword_theses": _kind_keyword_theses, "author_of_title": _kind_author_of_title,
+    "about": _kind_about,
+}
+
+
+def ask(question: str, graph: Graph, limits: GraphLimits | None = None) -> GraphResult:
+    """Return the GraphResult for question; raise InvalidQueryError on an empty question."""
+    limits = limits or GraphLimits()
+    intent = graph_parse_question(question, graph)
+    if intent is None:
+        lang = _language(question)
+        unsupported = Intent(kind="unsupported", language=lang, keys=())
+        result = _no_answer(unsupported, limits, "no_matching_facts",
+                            ["the question is not one of the supported graph questions"], [],
+                            graph=graph)
+        result.intent = None
+        return result
+    return KINDS[intent.kind](graph, intent, limits)
+
+
+# === 9. Envelope — GraphResult -> retrieval_contract.Envelope ===
+
+def to_envelope(result: GraphResult) -> rc.Envelope:
+    """Return the v1 envelope of result; facts point at sources S1.. by document."""
+    sources, source_of = [], {}
+    for i, node in enumerate(result.documents, start=1):
+        sid = f"S{i}"
+        source_of[node.node_id] = sid
+        sources.append(rc.Source(source_id=sid, document_path=node.document_path,
+                                 source_url=node.source_url, title=node.title,
+                                 extra={"node_id": node.node_id}))
+    documents = [{"source_id": s.source_id, "node_id": s.extra["node_id"],
+                  "document_path": s.document_path, "source_url": s.source_url,
+                  "title": s.title} for s in sources]
+    truncated = bool(result.truncation_reasons)
+    complete = result.status in ("ok", "no_answer") and not truncated
+    return rc.Envelope(
+        status=result.status, reason=result.reason, sources=sources,
+        index_version=result.index_version, complete=complete, truncated=truncated,
+        truncation_reasons=list(result.truncation_reasons),
+        extra={
+            "intent": result.intent,
+            "entities": result.entities,
+            "facts": [_fact_dict(f, source_of) for f in result.facts],
+            "paths": [{"nodes": p.nodes, "edges": [{"type": t, "direction": d} for t, d in p.steps],
+                       "text": p.text} for p in result.paths],
+            "documents": documents,
+            "aggregation": result.aggregation,
+            "reasons": result.reasons,
+            "rejected_candidates": result.rejected_candidates,
+            "answer": result.answer,
+            "limits": asdict(result.limits),
+        })
+
+
+def _fact_dict(fact: Fact, source_of: dict[str, str]) -> dict:
+    """Return the JSON form of a fact; source_id is null when its page was cut by evidence_limit."""
+    return {"subject": fact.subject, "predicate": fact.predicate, "object": fact.obj,
+            "text": fact.text, "document_node": fact.document_node,
+            "source_id": source_of.get(fact.document_node) if fact.document_node else None}
+
+
+# === 10. CLI — argparse, readable text, one catch boundary ===
+
+def format_answer_text(env: dict) -> str:
+    """Return the readable text form of an envelope dict."""
+    if env["status"] == "error":
+        return f"error: {env['reason']}: {env.get('detail', '')}"
+    lines = [env.get("answer", "")]
+    for fact in env.get("facts", []):
+        cite = f" [{fact['source_id']}]" if fact.get("source_id") else ""
+        lines.append(f"  - {fact['text']}{cite}")
+    if env.get("paths") and env.get("intent") == "about":
+        lines.append("paths:")
+        lines += [f"  - {p['text']}" for p in env["paths"]]
+    if env["status"] == "ambiguous":
+        lines += [f"  ? {e['name']} ({e['id']}): {e['why']}" for e in env.get("entities", [])]
+    for src in env.get("sources", []):
+        title = f" — {src['title']}" if src.get("title") else ""
+        url = f" <{src['source_url']}>" if src.get("source_url") else ""
+        lines.append(f"[{src['source_id']}] {src['document_path']}{title}{url}")
+    state = (f"status: {env['status']}" + (f" ({env['reason']})" if env.get("reason") else "")
+             + f"; complete: {str(env['complete']).lower()}")
+    if env.get("truncated"):
+        state += "; truncated: " + ", ".join(env["truncation_reasons"])
+    lines.append(state)
+    return "\n".join(lines)
+
+
+def _positive_int(text: str) -> int:
+    """Return text as an integer >= 1 (argparse type; a bad value is a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    """Return the CLI's argument parser."""
+    p = argparse.ArgumentParser(prog="graph_store.py",
+                                description="Answer a question over a JSON knowledge graph.")
+    p.add_argument("question")
+    p.add_argument("--graph", required=True, help="the graph JSON file")
+    p.add_argument("--limit", type=_positive_int, help="shown facts and paths (fact_limit, path_limit)")
+    p.add_argument("--entity-limit", type=_positive_int, default=DEFAULT_ENTITY_LIMIT)
+    p.add_argument("--evidence-limit", type=_positive_int, default=DEFAULT_EVIDENCE_LIMIT)
+    p.add_argument("--fact-limit", type=_positive_int, default=DEFAULT_FACT_LIMIT)
+    p.add_argument("--path-limit", type=_positive_int, default=DEFAULT_PATH_LIMIT)
+    p.add_argument("--max-path-length", type=_positive_int, default=DEFAULT_MAX_PATH_LENGTH)
+    p.add_argument("--json", action="store_true", help="print the v1 JSON envelope")
+    p.add_argument("--debug", action="store_true", help="re-raise unexpected errors")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return 0 for ok/no_answer/ambiguous, 1 for an error (2 comes from argparse)."""
+    args = _parser().parse_args(argv)
+    limits_kw = dict(entity_limit=args.entity_limit, evidence_limit=args.evidence_limit,
+                     fact_limit=args.limit or args.fact_limit, path_limit=args.limit or args.path_limit,
+                     max_path_length=args.max_path_length)
+    try:
+        env = to_envelope(ask(args.question, graph_load(args.graph), GraphLimits(**limits_kw)))
+    except Exception as exc:  # the one catch boundary of this transport
+        if args.debug:
+            raise
+        if isinstance(exc, rc.ContractError):
+            print(f"graph_store: {exc.message}", file=sys.stderr)
+        else:
+            print("graph_store: internal error (run with --debug for the traceback)", file=sys.stderr)
+        if args.json:
+            _emit(json.dumps(rc.error_result(exc).to_dict(), ensure_ascii=False, indent=2))
+        return 1
+    text = (json.dumps(env.to_dict(), ensure_ascii=False, indent=2) if args.json
+            else format_answer_text(env.to_dict()))
+    return 0 if _emit(text) else 1
+
+
+def _emit(text: str) -> bool:
+    """Print text to stdout; return False when the reader went away (e.g. `| head`)."""
+    try:
+        print(text, flush=True)
+        return True
+    except BrokenPipeError:
+        # Point stdout at devnull so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return False
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""BM25 and RRF checked against small examples worked out by hand."""
+import math
+import unittest
+
+from helpers import docs_qa
+
+
+class Bm25Test(unittest.TestCase):
+    def test_idf_is_lucene_style_and_never_negative(self):
+        self.assertAlmostEqual(docs_qa.bm25_idf(3, 2), math.log(1.6))
+        self.assertGreater(docs_qa.bm25_idf(10, 10), 0.0)
+
+    def test_scores_match_hand_computation(self):
+        # N=3 chunks of lengths 4, 2, 3 (avg 3); "kot" occurs twice in chunk 1, once in chunk 2.
+        # idf = ln(1 + 1.5/2.5) = ln 1.6
+        # chunk 1: 2*2.2 / (2 + 1.2*(0.25 + 0.75*4/3)) = 4.4/3.5
+        # chunk 2: 1*2.2 / (1 + 1.2*(0.25 + 0.75*2/3)) = 2.2/1.9
+        scores = docs_qa.bm25_scores({"kot": [(1, 2, 4), (2, 1, 2)]}, n_docs=3, avg_len=3.0)
+        self.assertAlmostEqual(scores[1], math.log(1.6) * 4.4 / 3.5)
+        self.assertAlmostEqual(scores[2], math.log(1.6) * 2.2 / 1.9)
+        self.assertNotIn(3, scores)
+
+    def test_b_zero_ignores_length(self):
+        scores = docs_qa.bm25_scores({"x": [(1, 1, 100), (2, 1, 1)]}, 5, 10.0, k1=1.2, b=0.0)
+        self.assertAlmostEqual(scores[1], scores[2])
+
+
+class RrfTest(unittest.TestCase):
+    def test_order_matches_hand_computation(self):
+        fused = docs_qa.rrf_fuse({"bm25": [10, 20, 30], "dense": [30, 10]}, rrf_k=60)
+        self.assertEqual([i for i, _ in fused], [10, 30, 20])
+        self.assertAlmostEqual(fused[0][1], 1 / 61 + 1 / 62)
+        self.assertAlmostEqual(fused[1][1], 1 / 63 + 1 / 61)
+        self.assertAlmostEqual(fused[2][1], 1 / 62)
+
+    def test_ties_are_deterministic(self):
+        self.assertEqual([i for i, _ in docs_qa.rrf_fuse({"a": [2, 1], "b": [1, 2]})], [1, 2])
+        self.assertEqual([i for i, _ in docs_qa.rrf_fuse({"a": [1, 2], "b": [2, 1]})], [1, 2])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,94 @@
+"""The CLI as a user runs it: subprocess, stdout/stderr, exit codes, envelopes."""
+import json
+import os
+
+from helpers import TempDirTest, assert_clean_failure_output, run_cli, write_files
+import retrieval_contract as rc
+
+
+class CliTest(TempDirTest):
+    def setUp(self):
+        super().setUp()
+        write_files(self.docs, {
+            "a.md": "# Alfa\n\nDokument alfa mówi o podatku od nieruchomości w gminie.\n",
+            "b.md": "# Beta\n\nDokument beta również mówi o podatku od nieruchomości rolnych.\n",
+        })
+
+    def cli(self, *args, **kw):
+        return run_cli(*args, "--docs", self.docs, "--cache-dir", self.cache, **kw)
+
+    def test_limit_one_over_two_matching_documents_proves_truncation(self):
+        proc = self.cli("podatek od nieruchomości", "--search", "--json", "--limit", "1")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        env = json.loads(proc.stdout)
+        self.assertEqual(len(env["sources"]), 1)
+        self.assertTrue(env["truncated"])
+        self.assertIn("result_limit", env["truncation_reasons"])
+        self.assertIs(env["complete"], False)
+        self.assertEqual(env["limits"]["result_limit"], 1)
+
+    def test_everything_fits_is_not_truncated_and_completeness_unknown(self):
+        env = json.loads(self.cli("podatek od nieruchomości", "--search", "--json", "--limit", "5").stdout)
+        self.assertEqual(len(env["sources"]), 2)
+        self.assertEqual((env["truncated"], env["complete"], env["truncation_reasons"]), (False, None, []))
+        src = env["sources"][0]
+        self.assertEqual(src["source_id"], "S1")
+        self.assertIn(src["document_path"], ("a.md", "b.md"))
+        self.assertEqual((src["start_line"], src["end_line"]), (1, 3))
+        self.assertEqual(src["retrieval"]["bm25"]["rank"], 1)
+        self.assertEqual(env["mode"], "hybrid")   # EMBED_MOCK=1 gives mock vectors
+
+    def test_answer_text_lists_answer_sources_and_notes(self):
+        proc = run_cli("podatek od nieruchomości", "--docs", self.docs, "--cache-dir", self.cache,
+                       env={"EMBED_MOCK": "", "DOCS_QA_BASE_URL": "http://127.0.0.1:9/v1"})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        answer, rest = proc.stdout.split("\nSources:\n", 1)
+        self.assertRegex(answer, r"\[[ab]\.md:3-3\]")
+        self.assertIn("Notes:", rest)
+        self.assertIn("embeddings_unavailable", rest)
+        self.assertIn("llm_unavailable", rest)
+
+    def test_missing_docs_folder_is_one_line_error_exit_1(self):
+        proc = run_cli("pytanie", "--docs", os.path.join(self.tmp, "nope"), "--no-cache")
+        self.assertEqual(proc.returncode, 1)
+        self.assertEqual(len(proc.stderr.strip().splitlines()), 1)
+        assert_clean_failure_output(self, proc)
+
+    def test_json_error_envelope_has_no_path_and_exit_1(self):
+        target = os.path.join(self.tmp, "plik.md")
+        write_files(self.tmp, {"plik.md": "x"})
+        proc = run_cli("pytanie", "--docs", target, "--no-cache", "--json")
+        self.assertEqual(proc.returncode, 1)
+        env = json.loads(proc.stdout)
+        self.assertEqual((env["status"], env["reason"]), ("error", "invalid_request"))
+        self.assertEqual(rc.schema_errors(env, rc.error_schema()), [])
+        self.assertNotIn(self.tmp, proc.stdout)
+
+    def test_empty_question_is_invalid_query(self):
+        proc = self.cli("   ", "--json")
+        self.assertEqual(proc.returncode, 1)
+        self.assertEqual(json.loads(proc.stdout)["reason"], "invalid_query")
+
+    def test_usage_errors_exit_2(self):
+        self.assertEqual(run_cli("pytanie").returncode, 2)            # no --docs
+        self.assertEqual(self.cli("pytanie", "--limit", "0").returncode, 2)
+        self.assertEqual(self.cli("pytanie", "--bogus").returncode, 2)
+
+    def test_help_exits_0_and_teaches(self):
+        proc = run_cli("--help")
+        self.assertEqual(proc.returncode, 0)
+        for flag in ("--docs", "--search", "--extractive", "--json", "--limit", "--rrf-k", "Exit codes"):
+            self.assertIn(flag, proc.stdout)
+
+    def test_index_command_reports_counts(self):
+        first = json.loads(self.cli_index("--json").stdout)
+        self.assertEqual((first["new"], first["updated"], first["unchanged"], first["removed"]), (2, 0, 0, 0))
+        write_files(self.docs, {"a.md": "# Alfa\n\nZmieniony dokument alfa o podatku leśnym.\n"})
+        os.remove(os.path.join(self.docs, "b.md"))
+        write_files(self.docs, {"c.md": "# Gamma\n\nNowy dokument gamma.\n"})
+        second = json.loads(self.cli_index("--json").stdout)
+        self.assertEqual((second["new"], second["updated"], second["unchanged"], second["removed"]), (1, 1, 0, 1))
+        self.assertNotEqual(first["index_version"], second["index_version"])
+
+    def cli_index(self, *args):
+        return run_cli("index", "--docs", self.docs, "--cache-dir", self.cache, *args)

@@ -1,0 +1,91 @@
+"""The embedding client against a real stand-in server: request shape, prefixes,
+batching, degradation to BM25, and the on-disk vector cache."""
+import os
+import socket
+import unittest
+
+from helpers import TAX_CORPUS, StubModelServer, TempDirTest, docs_qa, write_files
+
+
+def closed_port_url() -> str:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return f"http://127.0.0.1:{port}/v1"
+
+
+class EmbeddingClientTest(TempDirTest):
+    def setUp(self):
+        super().setUp()
+        write_files(self.docs, TAX_CORPUS)
+        self.stub = StubModelServer().__enter__()
+        self.addCleanup(self.stub.__exit__)
+
+    def live(self, **overrides):
+        values = {"embed_mock": False, "base_url": self.stub.base_url, "timeout_s": 0.5, "retries": 1}
+        values.update(overrides)
+        return self.settings(**values)
+
+    def test_request_shape_nomic_prefixes_and_bearer_token(self):
+        result = docs_qa.search("faktura korygująca", self.live(api_key="sekret"))
+        self.assertEqual(result.mode, "hybrid")
+        inputs = [text for path, body in self.stub.bodies for text in body["input"]]
+        self.assertTrue(all(body["model"] == docs_qa.DEFAULT_EMBED_MODEL for _, body in self.stub.bodies))
+        self.assertIn("search_query: faktura korygująca", inputs)
+        docs = [t for t in inputs if not t.startswith("search_query: ")]
+        self.assertTrue(docs and all(t.startswith("search_document: ") for t in docs))
+        self.assertTrue(all(h.get("Authorization") == "Bearer sekret" for h in self.stub.headers_seen))
+
+    def test_no_prefix_for_other_models(self):
+        docs_qa.search("faktura", self.live(embed_model="all-MiniLM-L6-v2"))
+        inputs = [text for _, body in self.stub.bodies for text in body["input"]]
+        self.assertFalse(any(t.startswith("search_") for t in inputs))
+
+    def test_batching(self):
+        settings = self.live(embed_batch=2)
+        vectors = docs_qa.embed_texts(["a b", "c d", "e f", "g h", "i j"], settings)
+        self.assertEqual(len(vectors), 5)
+        self.assertEqual([len(body["input"]) for _, body in self.stub.bodies], [2, 2, 1])
+
+    def test_each_fault_degrades_to_bm25_with_a_note(self):
+        for fault in ("hang", "http_500", "http_503", "http_400", "html", "truncated_json",
+                      "wrong_count", "wrong_dim", "nan"):
+            with self.subTest(fault=fault):
+                self.stub.embed_fault = fault
+                self.stub.hang_s = 1.5
+                result = docs_qa.search("faktura korygująca", self.live(cache_dir=None))
+                self.assertEqual(result.mode, "bm25")
+                self.assertIn("embeddings_unavailable", [n.code for n in result.notes])
+                self.assertEqual(result.hits[0].chunk.path, "faktury/korekta.md")
+                self.assertIsNone(result.hits[0].dense_rank)
+
+    def test_connection_refused_degrades(self):
+        result = docs_qa.search("faktura", self.settings(embed_mock=False, base_url=closed_port_url()))
+        self.assertEqual(result.mode, "bm25")
+        self.assertIn("refused", [n for n in result.notes if n.code == "embeddings_unavailable"][0].message)
+
+    def test_second_run_makes_no_embedding_request_and_a_changed_file_redoes_only_its_chunks(self):
+        settings = self.live()
+        docs_qa.search("faktura korygująca", settings)
+        first = self.stub.embedded_texts
+        self.assertGreater(first, 1)
+        docs_qa.search("faktura korygująca", settings)
+        self.assertEqual(self.stub.embedded_texts, first, "an unchanged folder was re-embedded")
+        write_files(self.docs, {"faktury/korekta.md": "# Faktura korygująca\n\nNowa treść o korekcie "
+                                                      "faktury po zwrocie towaru przez klienta.\n"})
+        stats = docs_qa.index_folder(settings)
+        self.assertEqual((stats.new, stats.updated, stats.removed), (0, 1, 0))
+        self.assertEqual(self.stub.embedded_texts, first + 1, "only the one changed chunk is re-embedded")
+
+
+class MockVectorTest(unittest.TestCase):
+    def test_mock_vectors_are_deterministic_unit_vectors(self):
+        a = docs_qa.embed_mock_vector("faktura korygująca")
+        self.assertEqual(a, docs_qa.embed_mock_vector("faktura korygująca"))
+        self.assertAlmostEqual(sum(x * x for x in a), 1.0)
+        self.assertAlmostEqual(docs_qa.embed_cosine(a, a), 1.0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,570 @@
+"""Tests of graph_store: text keys, load/validate, entity matching, question kinds and
+limits, the envelope, the CLI (as a subprocess) and the demo corpus.
+
+The fixture graph (FIXTURE) is small enough to work every expected value out by hand:
+    2024: t1 by Holp; t2 by Sloboda + Holp (team); t3 by Holpová  -> 3 persons, 3 theses,
+          4 (person, thesis) pairs
+    2022: t4 by Eva Malá (no document)
+    every thesis is supervised by Peter Novák; t1 has keyword k-mt, t2 and t3 have k-web.
+"""
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import graph_store as gs
+import retrieval_contract as rc
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def fixture() -> dict:
+    """Return the fixture graph as a fresh dict (tests mutate copies)."""
+    return {
+        "version": "test-1",
+        "nodes": [
+            {"id": "p-holp", "type": "person", "name": "Ján Holp", "aliases": ["J. Holp"],
+             "document_path": "osoby/holp.md"},
+            {"id": "p-holpova", "type": "person", "name": "Mária Holpová"},
+            {"id": "p-novak", "type": "person", "name": "Peter Novák"},
+            {"id": "p-sloboda", "type": "person", "name": "Peter Sloboda"},
+            {"id": "p-mala", "type": "person", "name": "Eva Malá"},
+            {"id": "t1", "type": "thesis", "title": "Strojový preklad právnych textov", "year": 2024,
+             "document_path": "prace/t1.md", "source_url": "https://example.org/t1"},
+            {"id": "t2", "type": "thesis", "title": "Webové rezervácie učební", "year": 2024,
+             "document_path": "prace/t2.md"},
+            {"id": "t3", "type": "thesis", "title": "Vizualizácia dát miest", "year": 2024,
+             "document_path": "prace/t3.md"},
+            {"id": "t4", "type": "thesis", "title": "Grafové databázy v praxi", "year": 2022},
+            {"id": "k-mt", "type": "keyword", "name": "strojový preklad",
+             "aliases": ["machine translation"]},
+            {"id": "k-web", "type": "keyword", "name": "webové aplikácie"},
+        ],
+        "edges": [
+            {"source": "p-holp", "target": "t1", "type": "authored"},
+            {"source": "p-sloboda", "target": "t2", "type": "authored"},
+            {"source": "p-holp", "target": "t2", "type": "authored"},
+            {"source": "p-holpova", "target": "t3", "type": "authored"},
+            {"source": "p-mala", "target": "t4", "type": "authored"},
+            {"source": "t1", "target": "p-novak", "type": "supervised_by"},
+            {"source": "t2", "target": "p-novak", "type": "supervised_by"},
+            {"source": "t3", "target": "p-novak", "type": "supervised_by"},
+            {"source": "t4", "target": "p-novak", "type": "supervised_by"},
+            {"source": "t1", "target": "k-mt", "type": "has_keyword"},
+            {"source": "t2", "target": "k-web", "type": "has_keyword"},
+            {"source": "t3", "target": "k-web", "type": "has_keyword"},
+        ],
+    }
+
+
+def graph(data: dict | None = None) -> gs.Graph:
+    """Return the built fixture graph (or of data)."""
+    return gs.graph_build(data or fixture(), "test-version")
+
+
+def env_of(question: str, limits: gs.GraphLimits | None = None, data: dict | None = None) -> dict:
+    """Return the envelope dict answering question over the fixture."""
+    return gs.to_envelope(gs.ask(question, graph(data), limits or gs.GraphLimits())).to_dict()
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """Run graph_store.py as a subprocess from the repo root."""
+    return subprocess.run([sys.executable, "graph_store.py", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+
+
+# === Text ===
+
+class TextTest(unittest.TestCase):
+    def test_inflected_upper_and_plain_forms_share_one_key(self):
+        for forms in (("Ján", "Jána", "JANA", "jan", "Jánovi"),
+                      ("Holp", "Holpa", "HOLPA", "Holpovi", "Holpom"),
+                      ("Peter", "Petra", "Petrovi")):
+            self.assertEqual({gs.text_key(f) for f in forms}, {gs.text_key(forms[0])}, forms)
+
+    def test_female_surname_collides_with_male_stem(self):
+        self.assertEqual(gs.text_key("Holpová"), gs.text_key("Holp"))
+        self.assertEqual(gs.text_key("Holpovej"), gs.text_key("Holp"))
+
+    def test_stemming_happens_before_folding(self):
+        # -ová is stripped as one ending because diacritics are still there when stemming.
+        self.assertEqual(gs.text_stem("Holpová"), "holp")
+        self.assertEqual(gs.text_fold("łąka Šťastný"), "laka Stastny")
+
+    def test_short_words_keep_a_stem(self):
+        self.assertEqual(gs.text_key("Eva"), gs.text_key("Evy"))
+        self.assertTrue(gs.text_key("má"))
+
+
+# === Load/validate ===
+
+class LoadTest(unittest.TestCase):
+    def assert_format_error(self, data, *needles):
+        with self.assertRaises(gs.GraphFormatError) as ctx:
+            gs.graph_build(data)
+        for needle in needles:
+            self.assertIn(needle, ctx.exception.message)
+        self.assertIsInstance(ctx.exception, rc.RetrievalUnavailableError)
+
+    def test_valid_fixture_builds_both_adjacency_directions(self):
+        g = graph()
+        self.assertEqual(len(g.nodes), 11)
+        self.assertEqual(g.edge_count, 12)
+        self.assertEqual(g.out_edges["p-holp"]["authored"], ["t1", "t2"])
+        self.assertEqual(g.in_edges["t2"]["authored"], ["p-sloboda", "p-holp"])
+        self.assertEqual(sorted(g.year_index[2024]), ["t1", "t2", "t3"])
+
+    def test_duplicate_id_names_the_node(self):
+        data = fixture()
+        data["nodes"].append({"id": "t1", "type": "thesis", "title": "X", "year": 2020})
+        self.assert_format_error(data, "node #11", "duplicate id", "'t1'")
+
+    def test_dangling_edge_names_the_edge(self):
+        data = fixture()
+        data["edges"].append({"source": "p-holp", "target": "t-missing", "type": "authored"})
+        self.assert_format_error(data, "edge #12", "t-missing", "dangling")
+
+    def test_missing_and_wrong_typed_fields_name_the_node(self):
+        cases = [
+            ({"id": "p-x", "type": "person"}, "name"),
+            ({"id": "t-x", "type": "thesis", "title": "T", "year": "2024"}, "year"),
+            ({"id": "t-y", "type": "thesis", "title": "T"}, "year"),
+            ({"type": "person", "name": "No Id"}, "'id'"),
+            ({"id": "p-z", "type": "person", "name": "Z", "aliases": "Z"}, "aliases"),
+            ({"id": "p-w", "type": "person", "name": "W", "document_path": "../etc/passwd"},
+             "document_path"),
+        ]
+        for node, needle in cases:
+            data = fixture()
+            data["nodes"].append(node)
+            self.assert_format_error(data, "node #11", needle)
+
+    def test_edge_between_wrong_node_types_is_rejected(self):
+        data = fixture()
+        data["edges"].append({"source": "t1", "target": "p-holp", "type": "authored"})
+        self.assert_format_error(data, "edge #12", "person -> thesis")
+
+    def test_not_an_object_or_missing_lists(self):
+        self.assert_format_error([], "JSON object")
+        self.assert_format_error({"nodes": []}, "'edges'")
+
+    def test_other_node_and_edge_types_and_unknown_keys_are_kept(self):
+        data = fixture()
+        data["nodes"].append({"id": "g-ml", "type": "group", "name": "ML skupina", "color": "red"})
+        data["edges"].append({"source": "p-novak", "target": "g-ml", "type": "member_of"})
+        g = graph(data)
+        self.assertEqual(g.out_edges["p-novak"]["member_of"], ["g-ml"])
+
+    def test_graph_load_reports_bad_json_and_versions_content(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "g.json")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write('{"nodes": [')
+            with self.assertRaises(gs.GraphFormatError) as ctx:
+                gs.graph_load(path)
+            self.assertIn("not valid JSON", ctx.exception.message)
+            with self.assertRaises(gs.GraphFormatError):
+                gs.graph_load(os.path.join(tmp, "missing.json"))
+            versions = []
+            for label in ("a", "b"):
+                data = fixture()
+                data["version"] = label
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump(data, f)
+                versions.append(gs.graph_load(path).index_version)
+            self.assertTrue(versions[0].startswith("a+sha256:"))
+            self.assertNotEqual(versions[0].split("+")[1], versions[1].split("+")[1])
+            self.assertNotIn("git:", versions[0])   # a temp dir is no Git checkout
+
+
+# === Entity matching and question parsing ===
+
+class QuestionTest(unittest.TestCase):
+    def test_intents_in_slovak_english_polish(self):
+        g = graph()
+        cases = {
+            "Koľko osôb má prácu v roku 2024?": "count_year",
+            "How many persons have a thesis in 2024?": "count_year",
+            "Ile osób ma pracę w roku 2024?": "count_year",
+            "Aký názov práce má Ján Holp?": "thesis_title",
+            "What is the thesis title of Jan Holp?": "thesis_title",
+            "Jaki jest tytuł pracy Jana Holpa?": "thesis_title",
+            "Kto je vedúci práce Jána Holpa?": "supervisor_of",
+            "Who supervised Jan Holp?": "supervisor_of",
+            "Ktoré práce viedol Peter Novák?": "supervised_by",
+            "Which theses did Peter Novák supervise?": "supervised_by",
+            "Ktoré práce majú kľúčové slovo strojový preklad?": "keyword_theses",
+            "Kto napísal prácu Webové rezervácie učební?": "author_of_title",
+            "Čo vieme o Jánovi Holpovi?": "about",
+            "Akú prácu napísal Ján Holp?": "thesis_title",
+            "What thesis did Jan Holp write?": "thesis_title",
+            "Kto je vedúci práce Jána Holpa v roku 2024?": "supervisor_of",
+            "Kto má prácu v roku 2024?": "count_year",
+            "Kto był promotorem pracy Jana Holpa?": "supervisor_of",
+        }
+        for question, kind in cases.items():
+            self.assertEqual(gs.graph_parse_question(question, g).kind, kind, question)
+
+    def test_languages(self):
+        g = graph()
+        self.assertEqual(gs.graph_parse_question("Aky nazov prace ma Holp?", g).language, "sk")
+        self.assertEqual(gs.graph_parse_question("Who supervised Jan Holp?", g).language, "en")
+        self.assertEqual(gs.graph_parse_question("Jaki jest tytuł pracy Jana Holpa?", g).language, "pl")
+
+    def test_unrelated_questions_are_not_claimed(self):
+        g = graph()
+        for question in ("do kiedy składam JPK", "What is the VAT rate?",
+                         "Koľko prác viedol Peter Novák v roku 2024?",
+                         "Koľko prác s kľúčovým slovom webové aplikácie je z roku 2024?",
+                         "How many theses did Jan Holp write in 2024?",
+                         "What is known about the weather?", "Aký je termín podania?"):
+            self.assertIsNone(gs.graph_parse_question(question, g), question)
+
+    def test_count_subject_persons_or_theses(self):
+        g = graph()
+        self.assertEqual(gs.graph_parse_question("Koľko osôb má prácu v roku 2024?", g).subject, "person")
+        self.assertEqual(gs.graph_parse_question("Koľko prác je z roku 2024?", g).subject, "thesis")
+        self.assertEqual(gs.graph_parse_question("Kto má prácu v roku 2024?", g).subject, "person")
+
+    def test_empty_question_is_invalid_query(self):
+        for question in ("", "   \n"):
+            with self.assertRaises(rc.InvalidQueryError):
+                gs.ask(question, graph(), gs.GraphLimits())
+        with self.assertRaises(rc.InvalidQueryError):
+            gs.graph_parse_question("x" * (gs.MAX_QUESTION_CHARS + 1), graph())
+
+    def test_bad_limits_are_invalid_request(self):
+        with self.assertRaises(rc.InvalidRequestError) as ctx:
+            gs.GraphLimits(fact_limit=0, path_limit=-1)
+        self.assertEqual(set(ctx.exception.field_names), {"fact_limit", "path_limit"})
+
+
+class PersonMatchTest(unittest.TestCase):
+    def test_forms_of_a_name_resolve_to_the_same_person(self):
+        for question in ("Aký názov práce má Ján Holp?", "Aký názov práce má Jána Holpa?",
+                         "Aky nazov prace ma Jana Holpa?", "AKÝ NÁZOV PRÁCE MÁ JÁNA HOLPA?"):
+            env = env_of(question)
+            self.assertEqual(env["status"], "ok", question)
+            self.assertEqual([e["id"] for e in env["entities"]], ["p-holp"], question)
+            self.assertEqual(sorted(f["object"] for f in env["facts"]), ["t1", "t2"], question)
+
+    def test_full_name_beats_the_colliding_female_form_which_is_kept_as_rejected(self):
+        env = env_of("Aký názov práce má Jána Holpa?")
+        self.assertEqual([c["id"] for c in env["rejected_candidates"]], ["p-holpova"])
+
+    def test_surname_collision_is_ambiguous_with_candidates_and_why(self):
+        env = env_of("Aký názov práce má Holpová?")
+        self.assertEqual((env["status"], env["reason"]), ("ambiguous", "ambiguous_person"))
+        self.assertEqual(sorted(e["id"] for e in env["entities"]), ["p-holp", "p-holpova"])
+        self.assertTrue(all("surname" in e["why"] for e in env["entities"]))
+        self.assertIs(env["complete"], False)
+        self.assertIs(env["truncated"], False)
+
+    def test_first_name_alone_fitting_several_people_is_ambiguous(self):
+        env = env_of("Aký názov práce má Peter?")
+        self.assertEqual(env["reason"], "ambiguous_person")
+        self.assertEqual(sorted(e["id"] for e in env["entities"]), ["p-novak", "p-sloboda"])
+        self.assertTrue(all("first name" in e["why"] for e in env["entities"]))
+
+    def test_ambiguous_candidates_obey_entity_limit(self):
+        env = env_of("Aký názov práce má Peter?", gs.GraphLimits(entity_limit=1))
+        self.assertEqual(len(env["entities"]), 1)
+        self.assertEqual(env["truncation_reasons"], ["entity_limit"])
+
+    def test_unknown_person_and_partial_match_with_an_unknown_surname(self):
+        env = env_of("Aký názov práce má Zuzana Veselá?")
+        self.assertEqual((env["status"], env["reason"]), ("no_answer", "unknown_person"))
+        env = env_of("Aký názov práce má Eva Veselá?")
+        self.assertEqual(env["reason"], "unknown_person")
+        self.assertEqual([c["id"] for c in env["rejected_candidates"]], ["p-mala"])
+
+
+# === Question kinds and limits ===
+
+class CountTest(unittest.TestCase):
+    Q = "Koľko osôb má prácu v roku 2024?"
+
+    def test_count_is_exact_at_any_limit(self):
+        for limit in (1, 2, 100):
+            env = env_of(self.Q, gs.GraphLimits(fact_limit=limit, path_limit=limit))
+            self.assertEqual(env["aggregation"]["count"], 3, limit)
+            self.assertIs(env["aggregation"]["complete"], True)
+            self.assertEqual(env["status"], "ok")
+
+    def test_limit_one_truncates_evidence_but_not_the_count(self):
+        env = env_of(self.Q, gs.GraphLimits(fact_limit=1, path_limit=1))
+        self.assertEqual(len(env["facts"]), 1)
+        self.assertEqual(len(env["paths"]), 1)
+        self.assertIs(env["truncated"], True)
+        self.assertEqual(env["truncation_reasons"], ["fact_limit", "path_limit"])
+        self.assertIs(env["complete"], False)
+        self.assertIn("3", env["answer"])
+
+    def test_limit_equal_to_the_item_count_is_not_truncation(self):
+        # 4 (person, thesis) pairs in 2024: a limit of 4 shows all, 3 is proven short.
+        env = env_of(self.Q, gs.GraphLimits(fact_limit=4, path_limit=4))
+        self.assertEqual((len(env["facts"]), env["truncated"], env["complete"]), (4, False, True))
+        env = env_of(self.Q, gs.GraphLimits(fact_limit=3, path_limit=4))
+        self.assertEqual(env["truncation_reasons"], ["fact_limit"])
+
+    def test_theses_count_and_zero_count(self):
+        self.assertEqual(env_of("Koľko prác je z roku 2024?")["aggregation"]["count"], 3)
+        env = env_of("How many persons have a thesis in 2023?")
+        self.assertEqual((env["status"], env["reason"]), ("ok", None))
+        self.assertEqual(env["aggregation"], {"count": 0, "complete": True, "year": 2023,
+                                              "counted": "person"})
+        self.assertEqual(env["sources"], [])
+        self.assertIs(env["complete"], True)
+
+    def test_evidence_limit_caps_documents_and_leaves_later_facts_unsourced(self):
+        env = env_of(self.Q, gs.GraphLimits(evidence_limit=2))
+        self.assertEqual(len(env["documents"]), 2)      # t1, t2 shown; t3 proves the cut
+        self.assertEqual(env["truncation_reasons"], ["evidence_limit"])
+        last = [f for f in env["facts"] if f["object"] == "t3"][0]
+        self.assertIsNone(last["source_id"])
+
+
+class KindsTest(unittest.TestCase):
+    def test_supervisor_of_a_person_goes_through_each_thesis(self):
+        env = env_of("Kto je vedúci práce Jána Holpa?")
+        self.assertEqual([(f["subject"], f["object"]) for f in env["facts"]],
+                         [("t1", "p-novak"), ("t2", "p-novak")])
+        self.assertEqual(env["paths"][0]["nodes"], ["p-holp", "t1", "p-novak"])
+        self.assertIn("Peter Novák", env["answer"])
+
+    def test_theses_supervised_by_someone(self):
+        env = env_of("Which theses did Peter Novák supervise?")
+        self.assertEqual(sorted(f["subject"] for f in env["facts"]), ["t1", "t2", "t3", "t4"])
+        self.assertTrue(env["answer"].startswith("Theses supervised by Peter Novák"))
+
+    def test_keyword_by_name_or_alias_and_unknown_keyword(self):
+        env = env_of("Which theses have the keyword machine translation?")
+        self.assertEqual([f["subject"] for f in env["facts"]], ["t1"])
+        env = env_of("Ktoré práce majú kľúčové slovo webové aplikácie?")
+        self.assertEqual(sorted(f["subject"] for f in env["facts"]), ["t2", "t3"])
+        env = env_of("Ktoré práce majú kľúčové slovo kvantová chémia?")
+        self.assertEqual((env["status"], env["reason"]), ("no_answer", "unknown_keyword"))
+
+    def test_author_of_title_and_unknown_title(self):
+        env = env_of("Kto napísal prácu Webové rezervácie učební?")
+        self.assertEqual(sorted(f["subject"] for f in env["facts"]), ["p-holp", "p-sloboda"])
+        env = env_of("Who wrote the thesis Quantum soup cooking?")
+        self.assertEqual((env["status"], env["reason"]), ("no_answer", "unknown_title"))
+
+    def test_person_without_such_facts_is_no_matching_facts(self):
+        env = env_of("Aký názov práce má Peter Novák?")   # he supervises, wrote nothing
+        self.assertEqual((env["status"], env["reason"]), ("no_answer", "no_matching_facts"))
+        self.assertEqual([e["id"] for e in env["entities"]], ["p-novak"])
+
+    def test_about_walks_paths_up_to_the_configured_length(self):
+        # Novák: 4 paths of length 1 (t1..t4) and 8 of length 2 (see module docstring).
+        q = "Čo vieme o Petrovi Novákovi?"
+        env = env_of(q, gs.GraphLimits(path_limit=12))
+        self.assertEqual((len(env["paths"]), env["truncated"]), (12, False))
+        self.assertEqual(max(len(p["edges"]) for p in env["paths"]), 2)
+        env = env_of(q, gs.GraphLimits(path_limit=11))
+        self.assertEqual(env["truncation_reasons"], ["path_limit"])
+        # 5 stops inside the second level: still proven by the sixth path.
+        env = env_of(q, gs.GraphLimits(path_limit=5))
+        self.assertEqual((len(env["paths"]), env["truncation_reasons"]), (5, ["path_limit"]))
+        env = env_of(q, gs.GraphLimits(path_limit=100, max_path_length=1))
+        self.assertEqual((len(env["paths"]), env["truncated"]), (4, False))
+
+    def test_unsupported_question_in_ask_is_no_matching_facts(self):
+        env = env_of("What is the VAT rate?")
+        self.assertEqual((env["status"], env["reason"], env["intent"]),
+                         ("no_answer", "no_matching_facts", None))
+
+
+class _NoScanDict(dict):
+    """A dict that fails any whole-collection walk: lookups by key only."""
+
+    def _refuse(self, *args):
+        raise AssertionError("a query scanned a whole index")
+
+    __iter__ = keys = values = items = _refuse
+
+
+class IndexOnlyTest(unittest.TestCase):
+    def test_queries_use_indexes_not_whole_graph_scans(self):
+        g = graph()
+        g.nodes = _NoScanDict(g.nodes)
+        g.out_edges, g.in_edges = _NoScanDict(g.out_edges), _NoScanDict(g.in_edges)
+        g.token_index = _NoScanDict({t: _NoScanDict(ix) for t, ix in g.token_index.items()})
+        g.year_index = _NoScanDict(g.year_index)
+        for question in ("Koľko osôb má prácu v roku 2024?", "Aký názov práce má Jána Holpa?",
+                         "Kto je vedúci práce Jána Holpa?", "Ktoré práce viedol Peter Novák?",
+                         "Which theses have the keyword machine translation?",
+                         "Kto napísal prácu Webové rezervácie učební?", "Čo vieme o Jánovi Holpovi?"):
+            self.assertEqual(gs.ask(question, g, gs.GraphLimits()).status, "ok", question)
+
+
+# === Envelope ===
+
+class EnvelopeTest(unittest.TestCase):
+    def schema(self):
+        return rc.envelope_schema(gs.GRAPH_EXTRA_SCHEMA, {"node_id": {"type": "string"}})
+
+    def test_envelopes_of_every_status_match_the_schema(self):
+        for question in ("Koľko osôb má prácu v roku 2024?", "Aký názov práce má Peter?",
+                         "Aký názov práce má Zuzana Veselá?", "Čo vieme o Jánovi Holpovi?"):
+            env = env_of(question, gs.GraphLimits(fact_limit=1, path_limit=1))
+            self.assertEqual(rc.schema_errors(env, self.schema()), [], question)
+            self.assertEqual(env["index_version"], "test-version")
+
+    def test_sources_point_at_documents_without_guessing(self):
+        env = env_of("Aký názov práce má Ján Holp?")
+        self.assertEqual([s["source_id"] for s in env["sources"]], ["S1", "S2"])
+        s1, s2 = env["sources"]
+        self.assertEqual((s1["document_path"], s1["source_url"], s1["title"]),
+                         ("prace/t1.md", "https://example.org/t1", "Strojový preklad právnych textov"))
+        self.assertEqual(s2["source_url"], None)
+        self.assertEqual({f["source_id"] for f in env["facts"]}, {"S1", "S2"})
+
+    def test_fact_without_a_document_has_no_source(self):
+        env = env_of("Aký názov práce má Eva Malá?")
+        self.assertEqual(env["sources"], [])
+        self.assertIsNone(env["facts"][0]["source_id"])
+
+
+# === CLI ===
+
+class CliTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.tmp.name, "graph.json")
+        with open(self.path, "w", encoding="utf-8") as f:
+            json.dump(fixture(), f)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, text: str) -> str:
+        path = os.path.join(self.tmp.name, "bad.json")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def test_count_json_same_at_limit_1_and_100(self):
+        envs = {}
+        for limit in ("1", "100"):
+            done = run_cli("Koľko osôb má prácu v roku 2024?", "--graph", self.path,
+                           "--limit", limit, "--json")
+            self.assertEqual(done.returncode, 0, done.stderr)
+            envs[limit] = json.loads(done.stdout)
+        self.assertEqual(envs["1"]["aggregation"]["count"], 3)
+        self.assertEqual(envs["100"]["aggregation"]["count"], 3)
+        self.assertEqual((envs["1"]["truncated"], envs["1"]["complete"]), (True, False))
+        self.assertEqual(envs["1"]["truncation_reasons"], ["fact_limit", "path_limit"])
+        self.assertEqual((envs["100"]["truncated"], envs["100"]["complete"]), (False, True))
+
+    def test_text_output_is_readable(self):
+        done = run_cli("Aký názov práce má Jána Holpa?", "--graph", self.path)
+        self.assertEqual(done.returncode, 0)
+        self.assertIn("Strojový preklad právnych textov", done.stdout)
+        self.assertIn("[S1] prace/t1.md", done.stdout)
+        self.assertIn("status: ok", done.stdout)
+
+    def test_malformed_graphs_give_exit_1_and_a_clean_error_envelope(self):
+        dangling = fixture()
+        dangling["edges"].append({"source": "p-holp", "target": "nope", "type": "authored"})
+        duplicate = fixture()
+        duplicate["nodes"].append(dict(duplicate["nodes"][0]))
+        for text in ('{"nodes": [', json.dumps(dangling), json.dumps(duplicate)):
+            path = self.write(text)
+            done = run_cli("Koľko osôb má prácu v roku 2024?", "--graph", path, "--json")
+            self.assertEqual(done.returncode, 1)
+            env = json.loads(done.stdout)
+            self.assertEqual(rc.schema_errors(env, rc.error_schema()), [])
+            self.assertEqual((env["status"], env["reason"]), ("error", "retrieval_unavailable"))
+            for leak in ("Traceback", self.tmp.name, "bad.json", "nope", "p-holp", "JSON ("):
+                self.assertNotIn(leak, done.stdout)
+            self.assertNotIn("Traceback", done.stderr)
+            self.assertIn("graph_store:", done.stderr)
+
+    def test_error_in_text_mode_names_the_place_on_stderr(self):
+        dangling = fixture()
+        dangling["edges"].append({"source": "p-holp", "target": "nope", "type": "authored"})
+        done = run_cli("Koľko osôb?", "--graph", self.write(json.dumps(dangling)))
+        self.assertEqual((done.returncode, done.stdout), (1, ""))
+        self.assertIn("edge #12", done.stderr)
+
+    def test_empty_question_is_exit_1_invalid_query(self):
+        done = run_cli("  ", "--graph", self.path, "--json")
+        self.assertEqual(done.returncode, 1)
+        self.assertEqual(json.loads(done.stdout)["reason"], "invalid_query")
+
+    def test_usage_errors_exit_2(self):
+        self.assertEqual(run_cli("Koľko osôb?").returncode, 2)
+        self.assertEqual(run_cli("q", "--graph", self.path, "--limit", "0").returncode, 2)
+
+    def test_unexpected_exception_becomes_internal_error_and_debug_reraises(self):
+        def broken(*args, **kwargs):
+            raise RuntimeError("secret /srv/path detail")
+        original = gs.ask
+        gs.ask = broken
+        try:
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = gs.main(["Koľko osôb má prácu v roku 2024?", "--graph", self.path, "--json"])
+            self.assertEqual(code, 1)
+            env = json.loads(out.getvalue())
+            self.assertEqual(env["reason"], "internal_error")
+            self.assertNotIn("secret", out.getvalue() + err.getvalue())
+            with self.assertRaises(RuntimeError), contextlib.redirect_stdout(io.StringIO()):
+                gs.main(["Koľko osôb?", "--graph", self.path, "--debug"])
+        finally:
+            gs.ask = original
+
+    def test_import_is_inert(self):
+        done = subprocess.run([sys.executable, "-c", "import graph_store"], cwd=REPO,
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual((done.returncode, done.stdout, done.stderr), (0, "", ""))
+
+
+# === Demo corpus ===
+
+class DemoCorpusTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.path = os.path.join(REPO, "corpus", "graph.json")
+        with open(cls.path, encoding="utf-8") as f:
+            cls.raw = json.load(f)
+        cls.graph = gs.graph_load(cls.path)
+
+    def test_size_years_and_documents_exist(self):
+        persons = [n for n in self.raw["nodes"] if n["type"] == "person"]
+        theses = [n for n in self.raw["nodes"] if n["type"] == "thesis"]
+        self.assertGreaterEqual(len(persons), 40)
+        self.assertEqual({t["year"] for t in theses}, set(range(2019, 2026)))
+        for thesis in theses:
+            page = os.path.join(REPO, "corpus", thesis["document_path"])
+            self.assertTrue(os.path.isfile(page), thesis["id"])
+
+    def test_2024_count_matches_the_raw_edges(self):
+        theses_2024 = {n["id"] for n in self.raw["nodes"]
+                       if n["type"] == "thesis" and n["year"] == 2024}
+        expected = len({e["source"] for e in self.raw["edges"]
+                        if e["type"] == "authored" and e["target"] in theses_2024})
+        self.assertGreaterEqual(expected, 15)
+        for limit in (1, 100):
+            limits = gs.GraphLimits(fact_limit=limit, path_limit=limit)
+            env = gs.to_envelope(gs.ask("Koľko osôb má prácu v roku 2024?", self.graph, limits)).to_dict()
+            self.assertEqual(env["aggregation"], {"count": expected, "complete": True,
+                                                  "year": 2024, "counted": "person"})
+            self.assertEqual(env["complete"], limit == 100)
+
+    def test_demo_collisions_are_ambiguous(self):
+        for question in ("Aký názov práce má Holp?", "Aký názov práce má Peter?"):
+            result = gs.ask(question, self.graph, gs.GraphLimits())
+            self.assertEqual((result.status, result.reason), ("ambiguous", "ambiguous_person"))
+        result = gs.ask("Aký názov práce má Jána Holpa?", self.graph, gs.GraphLimits())
+        self.assertEqual([e["id"] for e in result.entities], ["p-jan-holp"])
+
+
+if __name__ == "__main__":
+    unittest.main()
