@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import array
+import bisect
 import functools
 import hashlib
 import heapq
@@ -973,6 +974,16 @@ def _ints(data: bytes) -> array.array:
     return out
 
 
+def _drop_triples(data: array.array, chunk_ids: set[int]) -> None:
+    """Delete the triples of chunk_ids from a term's postings in place (ids ascend, as new
+    chunks always get ids above every stored one)."""
+    ids = data[0::3]
+    for chunk_id in sorted(chunk_ids, reverse=True):
+        i = bisect.bisect_left(ids, chunk_id)
+        if i < len(ids) and ids[i] == chunk_id:
+            del data[3 * i:3 * i + 3]
+
+
 class _IndexWriter:
     """Buffers one refresh's changes (chunks, files, postings) and writes them in bulk.
 
@@ -1039,8 +1050,7 @@ class _IndexWriter:
             data = self._stored(term)
             gone = self.removed.get(term)
             if gone:
-                data = self.postings[term] = array.array("I", [
-                    x for i in range(0, len(data), 3) if data[i] not in gone for x in data[i:i + 3]])
+                _drop_triples(data, gone)
             data.extend(self.added.get(term, ()))
             if data:
                 puts.append((term, data.tobytes()))

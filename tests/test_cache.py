@@ -126,6 +126,36 @@ class IncrementalRefreshTest(TempDirTest):
         self.assertIn("0 new, 0 updated, 2 unchanged, 1 removed", proc.stdout)
 
 
+class BulkWriteTest(TempDirTest):
+
+    def test_many_small_flushes_index_like_one(self):
+        write_files(self.docs, TAX_CORPUS)
+        write_files(self.docs, {f"extra/{i}.md": f"# Nota {i}\n\nPodatek numer {i} oraz termin JPK {i}.\n"
+                                for i in range(12)})
+        one = self.settings(use_embeddings=False, cache_dir=os.path.join(self.tmp, "one"))
+        many = self.settings(use_embeddings=False, cache_dir=os.path.join(self.tmp, "many"))
+        docs_qa.index_folder(one)
+        with mock.patch.object(docs_qa, "PARSE_BATCH_FILES", 1), \
+                mock.patch.object(docs_qa, "CACHE_COMMIT_EVERY", 2):
+            stats = docs_qa.index_folder(many)
+            os.remove(os.path.join(self.docs, "extra", "3.md"))
+            docs_qa.index_folder(many)
+            docs_qa.index_folder(one)
+        self.assertEqual(stats.new, 15)
+        for question in ("termin JPK", "podatek numer 7", "biała lista"):
+            got = [(h.chunk.label, h.bm25_score) for h in docs_qa.search(question, many).hits]
+            want = [(h.chunk.label, h.bm25_score) for h in docs_qa.search(question, one).hits]
+            self.assertEqual(got, want, question)
+
+    def test_cache_folder_inside_the_docs_is_not_walked(self):
+        write_files(self.docs, TAX_CORPUS)
+        inner = os.path.join(self.docs, "cache")
+        write_files(inner, {"stray.md": "# Stray\n\nA markdown file inside the cache folder.\n"})
+        entries, _ = docs_qa.corpus_walk(self.docs, [inner])
+        self.assertNotIn("cache/stray.md", [e.rel_path for e in entries])
+        self.assertEqual(len(entries), 3)
+
+
 class SchemaTest(TempDirTest):
 
     def test_older_schema_is_detected_and_rebuilt(self):
