@@ -102,9 +102,7 @@ RETRY_AFTER_CAP_S = 5.0
 DOC_EXTENSIONS = (".md", ".markdown", ".txt")
 NOMIC_PREFIXES = {"document": "search_document: ", "query": "search_query: "}
 MOCK_DIM = 256
-CACHE_SCHEMA_VERSION = 2          # 2: postings as packed arrays per term; vectors' sign bits
-DENSE_EXACT_MAX = 20000            # more cached vectors: sign-bit prefilter, then exact rescoring
-DENSE_RESCORE_FACTOR = 10          # the prefilter keeps this many times the candidate pool
+CACHE_SCHEMA_VERSION = 2          # 2: postings as one row of packed arrays per term
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 TOKENIZER_VERSION = "t1"
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
@@ -822,12 +820,6 @@ def embed_cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b))
 
 
-def _sign_bits(vec: Iterable[float]) -> bytes:
-    """Return the sign bits of vec, little-endian packed (bit i set when vec[i] > 0)."""
-    signs = ["1" if x > 0 else "0" for x in vec]
-    return int("".join(reversed(signs)) or "0", 2).to_bytes((len(signs) + 7) // 8, "little")
-
-
 def _check_vectors(reply: Any, expected: int) -> list[list[float]]:
     """Return the vectors of an /embeddings reply in input order, or raise BackendError."""
     data = reply.get("data") if isinstance(reply, dict) else None
@@ -893,7 +885,7 @@ CREATE TABLE chunks(id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEG
 CREATE INDEX chunks_by_path ON chunks(path);
 CREATE TABLE postings(term TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
 CREATE TABLE vectors(text_sha TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER NOT NULL,
-                     data BLOB NOT NULL, bits BLOB NOT NULL, PRIMARY KEY(text_sha, model)) WITHOUT ROWID;
+                     data BLOB NOT NULL, PRIMARY KEY(text_sha, model)) WITHOUT ROWID;
 """
 
 
@@ -1282,32 +1274,9 @@ def _cache_missing_vectors(conn: sqlite3.Connection, model: str) -> list[tuple[s
 def _cache_put_vectors(conn: sqlite3.Connection, model: str, items: list[tuple[str, list[float]]]) -> None:
     """Store vectors for model, committed at once so an interrupted run keeps them."""
     conn.execute("BEGIN IMMEDIATE")
-    conn.executemany("INSERT OR REPLACE INTO vectors(text_sha, model, dim, data, bits) VALUES(?,?,?,?,?)",
-                     [(sha, model, len(vec), _pack(vec), _sign_bits(vec)) for sha, vec in items])
+    conn.executemany("INSERT OR REPLACE INTO vectors(text_sha, model, dim, data) VALUES(?,?,?,?)",
+                     [(sha, model, len(vec), _pack(vec)) for sha, vec in items])
     conn.execute("COMMIT")
-
-
-def _cache_vector_count(conn: sqlite3.Connection, model: str) -> int:
-    return conn.execute("SELECT COUNT(*) FROM chunks c JOIN vectors v ON v.text_sha = c.text_sha"
-                        " AND v.model = ?", (model,)).fetchone()[0]
-
-
-def _cache_sign_bits(conn: sqlite3.Connection, model: str) -> list[tuple[int, int]]:
-    """Return (chunk_id, sign bits as an int) for every chunk that has a vector for model."""
-    return [(cid, int.from_bytes(bits, "little")) for cid, bits in conn.execute(
-        "SELECT c.id, v.bits FROM chunks c JOIN vectors v ON v.text_sha = c.text_sha AND v.model = ?",
-        (model,))]
-
-
-def _cache_vectors_of(conn: sqlite3.Connection, model: str, ids: list[int]) -> list[tuple[int, array.array]]:
-    """Return (chunk_id, unit vector) for the given chunk ids that have a vector for model."""
-    out = []
-    for start in range(0, len(ids), 500):
-        part = ids[start:start + 500]
-        out += [(cid, _unpack(data)) for cid, data in conn.execute(
-            "SELECT c.id, v.data FROM chunks c JOIN vectors v ON v.text_sha = c.text_sha AND v.model = ?"
-            f" WHERE c.id IN ({','.join('?' * len(part))})", (model, *part))]
-    return out
 
 
 def _cache_vectors(conn: sqlite3.Connection, model: str) -> list[tuple[int, array.array]]:
@@ -1434,27 +1403,12 @@ def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, 
     query_vec = _query_vector(conn, question, settings, model)
     _embed_missing(conn, settings, progress, len(query_vec), notes)
     query = array.array("f", query_vec)
-    if _cache_vector_count(conn, model) > DENSE_EXACT_MAX:
-        candidates = _sign_prefilter(conn, model, query, DENSE_RESCORE_FACTOR * (pool + 1))
-        vectors = _cache_vectors_of(conn, model, candidates)
-    else:
-        vectors = _cache_vectors(conn, model)
     scores = {}
-    for chunk_id, vec in vectors:
+    for chunk_id, vec in _cache_vectors(conn, model):
         if len(vec) != len(query):
             raise BackendError("inconsistent_dimensions")
         scores[chunk_id] = _dot(query, vec)
     return _top(scores, pool + 1)
-
-
-def _sign_prefilter(conn: sqlite3.Connection, model: str, query: array.array, n: int) -> list[int]:
-    """Return the n chunk ids whose vectors' sign bits are nearest the query's (Hamming
-    distance via int.bit_count, ~0.3 us a vector against ~60 us for a 768-dim dot product);
-    the caller rescores them exactly. Measured in reports/bench_dense.py."""
-    q_bits = int.from_bytes(_sign_bits(query), "little")
-    rows = _cache_sign_bits(conn, model)
-    nearest = heapq.nsmallest(n, [((q_bits ^ bits).bit_count(), cid) for cid, bits in rows])
-    return [cid for _, cid in nearest]
 
 
 def _query_vector(conn: sqlite3.Connection, question: str, settings: Settings, model: str) -> list[float]:

@@ -156,42 +156,6 @@ class BulkWriteTest(TempDirTest):
         self.assertEqual(len(entries), 3)
 
 
-class DensePrefilterTest(TempDirTest):
-
-    def test_sign_bits_pack_positive_components(self):
-        self.assertEqual(docs_qa._sign_bits([0.5, -1.0, 0.0, 2.0]), bytes([0b1001]))
-        self.assertEqual(len(docs_qa._sign_bits([1.0] * 768)), 96)
-
-    def test_prefiltered_dense_ranking_equals_exact_when_the_pool_covers_all(self):
-        files = {f"d{i}.md": f"# Temat {i}\n\nPodatek {i} i termin {i % 3} dla firmy numer {i}.\n"
-                 for i in range(15)}
-        write_files(self.docs, files)
-        settings = self.settings()
-        exact = docs_qa.search("termin podatku firmy", settings)
-        with mock.patch.object(docs_qa, "DENSE_EXACT_MAX", 0):
-            approx = docs_qa.search("termin podatku firmy", settings)
-        self.assertEqual(approx.mode, "hybrid")
-        self.assertEqual([(h.chunk.label, h.dense_rank, h.dense_score) for h in approx.hits],
-                         [(h.chunk.label, h.dense_rank, h.dense_score) for h in exact.hits])
-
-    def test_prefilter_keeps_the_nearest_signs(self):
-        files = {f"d{i}.md": f"# Temat {i}\n\nPodatek {i} i termin {i % 3} dla firmy numer {i}.\n"
-                 for i in range(15)}
-        write_files(self.docs, files)
-        settings = self.settings(limit=1)
-        docs_qa.search("termin", settings)
-        conn = docs_qa.cache_open(docs_qa.cache_path(self.cache, self.docs))
-        self.addCleanup(conn.close)
-        model = docs_qa._model_tag(settings)
-        query = docs_qa.array.array("f", docs_qa.embed_mock_vector("termin podatku"))
-        picked = docs_qa._sign_prefilter(conn, model, query, 5)
-        q_bits = int.from_bytes(docs_qa._sign_bits(query), "little")
-        dist = sorted((q_bits ^ bits).bit_count() for _, bits in docs_qa._cache_sign_bits(conn, model))
-        got = sorted((q_bits ^ bits).bit_count() for cid, bits in docs_qa._cache_sign_bits(conn, model)
-                     if cid in picked)
-        self.assertEqual(got, dist[:5])
-
-
 class SchemaTest(TempDirTest):
 
     def test_older_schema_is_detected_and_rebuilt(self):
