@@ -102,7 +102,7 @@ RETRY_AFTER_CAP_S = 5.0
 DOC_EXTENSIONS = (".md", ".markdown", ".txt")
 NOMIC_PREFIXES = {"document": "search_document: ", "query": "search_query: "}
 MOCK_DIM = 256
-CACHE_SCHEMA_VERSION = 2          # 2: postings as one row of packed arrays per term
+CACHE_SCHEMA_VERSION = 3          # 2: postings as packed arrays per term; 3: chunks_by_sha
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 TOKENIZER_VERSION = "t1"
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
@@ -883,6 +883,7 @@ CREATE TABLE chunks(id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEG
                     end_line INTEGER NOT NULL, sections TEXT NOT NULL, text TEXT NOT NULL,
                     n_terms INTEGER NOT NULL, text_sha TEXT NOT NULL);
 CREATE INDEX chunks_by_path ON chunks(path);
+CREATE INDEX chunks_by_sha ON chunks(text_sha);
 CREATE TABLE postings(term TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
 CREATE TABLE vectors(text_sha TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER NOT NULL,
                      data BLOB NOT NULL, PRIMARY KEY(text_sha, model)) WITHOUT ROWID;
@@ -1264,11 +1265,15 @@ def _unpack(data: bytes) -> array.array:
 
 
 def _cache_missing_vectors(conn: sqlite3.Connection, model: str) -> list[tuple[str, str]]:
-    """Return (text_sha, text) of chunks that have no cached vector for model."""
-    return conn.execute(
-        "SELECT c.text_sha, MIN(c.text) FROM chunks c LEFT JOIN vectors v"
-        " ON v.text_sha = c.text_sha AND v.model = ? WHERE v.text_sha IS NULL GROUP BY c.text_sha",
-        (model,)).fetchall()
+    """Return (text_sha, text) of chunks that have no cached vector for model, by sha.
+
+    The scan reads only the chunks_by_sha index; texts are fetched for the missing ones.
+    """
+    missing = conn.execute(
+        "SELECT DISTINCT c.text_sha FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v"
+        " WHERE v.text_sha = c.text_sha AND v.model = ?) ORDER BY c.text_sha", (model,)).fetchall()
+    return [(sha, conn.execute("SELECT MIN(text) FROM chunks WHERE text_sha=?", (sha,)).fetchone()[0])
+            for (sha,) in missing]
 
 
 def _cache_put_vectors(conn: sqlite3.Connection, model: str, items: list[tuple[str, list[float]]]) -> None:
