@@ -13,6 +13,8 @@ cosine is the reference for recall. Measured, all standard library:
   `(q ^ v).bit_count()`, then the best R*k rescored exactly (binary quantisation);
 - pool: exact dots over a BM25 candidate pool only (here 1,000 ids), as hybrid search
   could do; it cannot find a chunk that shares no term with the question.
+With --docs-qa-folder DIR it also times docs_qa's own dense ranking (exact) over the
+folder's cached EMBED_MOCK vectors (256-dim), indexing and embedding it first.
 Writes a markdown section (for reports/performance.md) to --out or stdout.
 """
 
@@ -110,6 +112,27 @@ def load_from_sqlite(vectors: list[array.array]) -> tuple[float, float]:
         return t_floats, t_bits
 
 
+def docs_qa_dense(folder: str, cache_dir: str, runs: int = 5) -> str:
+    """Return a report line: docs_qa._dense_ranking latency over a folder's mock vectors."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import docs_qa
+    settings = docs_qa.Settings(docs_dir=folder, cache_dir=cache_dir, embed_mock=True)
+    stats = docs_qa.index_folder(settings)
+    conn = docs_qa.cache_open(docs_qa.cache_path(cache_dir, folder))
+    questions = ["how to list files in a directory", "compress a folder", "show network interfaces",
+                 "kill a process", "git undo last commit"]
+    times = []
+    for q in questions[:runs]:
+        start = time.perf_counter()
+        docs_qa._dense_ranking(conn, q, settings, 20, None, [])
+        times.append(time.perf_counter() - start)
+    conn.close()
+    return (f"docs_qa's exact dense ranking (`_dense_ranking`, pool 20, vectors loaded from its sqlite "
+            f"cache on every question) over {stats.chunks:,} cached 256-dim mock vectors of `{folder}`: "
+            f"median {statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}, "
+            f"max {max(times) * 1000:.0f}, n={len(times)}).")
+
+
 def recall(found: list[int], truth: list[int]) -> float:
     return len(set(found) & set(truth)) / len(truth)
 
@@ -122,6 +145,7 @@ def main() -> int:
     parser.add_argument("--k", type=int, default=20, help="candidate pool taken from dense search")
     parser.add_argument("--rescore", type=int, default=10, help="binary: rescore rescore*k exactly")
     parser.add_argument("--out")
+    parser.add_argument("--docs-qa-folder", metavar="DIR", help="also time docs_qa's dense ranking here")
     args = parser.parse_args()
     t0 = time.perf_counter()
     vectors = make_vectors(args.vectors, args.dim)
@@ -168,6 +192,9 @@ def main() -> int:
     lines += ["", f"Loading from sqlite (one row per vector): float32 blobs {load_f:.2f} s; "
                   f"{(args.dim + 7) // 8}-byte sign-bit blobs {load_b:.2f} s.", "",
               f"Speed-up of binary+rescoring over exact: {med['exact'] / med['binary']:.1f}x.", ""]
+    if args.docs_qa_folder:
+        with tempfile.TemporaryDirectory() as cache_dir:
+            lines += [docs_qa_dense(args.docs_qa_folder, cache_dir), ""]
     text = "\n".join(lines) + "\n"
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
