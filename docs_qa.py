@@ -329,7 +329,9 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
         prefix = f"{rel_dir}/" if rel_dir else ""
         regular, dirs, links = _classify(entries, prefix, skipped)
         docs = [e for e in regular if e.name[0] != "." and e.name.lower().endswith(DOC_EXTENSIONS)]
-        files.extend(_entries_of(docs, prefix, skipped))
+        files.extend(_entries_of(_with_good_names(docs, prefix, skipped), prefix, skipped))
+        if len(regular) + len(dirs) + len(links) < len(entries):
+            _note_not_regular(entries, regular, dirs, links, prefix, skipped)
         for entry in dirs:
             if entry.name[0] != "." and (not skip_ids or not _is_skipped_dir(entry, skip_ids)):
                 stack.append((entry.path, prefix + entry.name))
@@ -387,6 +389,46 @@ def _classify(entries: list[os.DirEntry], prefix: str, skipped: dict[str, list[s
     return out
 
 
+def _with_good_names(docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
+                     ) -> list[os.DirEntry]:
+    """Return docs without the entries whose path is not valid UTF-8 (noted as bad_name);
+    one encode per folder unless one fails."""
+    try:
+        (prefix + "\0".join(map(_NAME, docs))).encode("utf-8")
+        return docs
+    except UnicodeEncodeError:
+        pass
+    good = []
+    for entry in docs:
+        rel = prefix + entry.name
+        if _has_undecodable_name(rel):    # cannot be stored, printed or cited
+            skipped.setdefault("bad_name", []).append(
+                rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+        else:
+            good.append(entry)
+    return good
+
+
+def _note_not_regular(entries: list[os.DirEntry], regular: list, dirs: list, links: list,
+                      prefix: str, skipped: dict[str, list[str]]) -> None:
+    """Note the document-named entries that are neither files, folders nor links (a FIFO
+    would block the read)."""
+    known = {id(e) for group in (regular, dirs, links) for e in group}
+    for entry in entries:
+        if id(entry) not in known and entry.name[0] != "." \
+                and entry.name.lower().endswith(DOC_EXTENSIONS):
+            skipped.setdefault("not_regular", []).append(prefix + entry.name)
+
+
+def _has_undecodable_name(rel_path: str) -> bool:
+    """Return True when a path holds bytes that are not UTF-8 (os keeps them as surrogates)."""
+    try:
+        rel_path.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
 def _dir_ids(dirs: Iterable[str]) -> set[tuple[int, int]]:
     """Return the (device, inode) of each existing folder in dirs."""
     out = set()
@@ -408,6 +450,8 @@ def _is_skipped_dir(entry: os.DirEntry, skip_ids: set[tuple[int, int]]) -> bool:
 
 
 _SKIP_MESSAGES = {
+    "bad_name": "skipped {n} file(s) whose names are not valid UTF-8",
+    "not_regular": "skipped {n} entry(ies) that are not regular files (pipes, sockets, devices)",
     "unreadable_folder": "skipped {n} folder(s) that could not be read",
     "unreadable_file": "skipped {n} file(s) that could not be read",
     "symlink_skipped": "did not follow {n} symbolic link(s)",
@@ -588,17 +632,20 @@ def _size(lines: list[str], start: int, end: int) -> int:
 def _bounded(lines: list[str], pieces: list[_Piece], max_chars: int) -> list[_Piece]:
     """Return pieces grouped greedily into spans of at most max_chars (a line is never cut)."""
     out: list[_Piece] = []
+    out_size = 0                   # _size of out[-1], kept running so many short lines stay linear
     for piece in pieces:
         if _size(lines, piece.start, piece.end) > max_chars and piece.end - piece.start > 1:
             units = [_Piece(i, i + 1, piece.sections) for i in range(piece.start, piece.end)]
         else:
             units = [piece]
         for unit in units:
-            if out and out[-1].sections == unit.sections \
-                    and _size(lines, out[-1].start, unit.end) <= max_chars:
-                out[-1] = _Piece(out[-1].start, unit.end, unit.sections)
+            unit_size = _size(lines, unit.start, unit.end)
+            joined = out_size + _size(lines, out[-1].end, unit.start) + unit_size if out else 0
+            if out and out[-1].sections == unit.sections and joined <= max_chars:
+                out[-1], out_size = _Piece(out[-1].start, unit.end, unit.sections), joined
             else:
                 out.append(unit)
+                out_size = unit_size
     return out
 
 
@@ -712,6 +759,7 @@ def _post_json(url: str, payload: dict, timeout_s: float, retries: int,
                sleep: Callable[[float], None] = time.sleep) -> Any:
     """Return the decoded JSON reply of POST url; retry transient faults a bounded number
     of times within about timeout_s in total; raise BackendError when it cannot."""
+    import http.client
     import urllib.error
     import urllib.request
     body = json.dumps(payload).encode("utf-8")
@@ -739,8 +787,10 @@ def _post_json(url: str, payload: dict, timeout_s: float, retries: int,
             if exc.code not in _TRANSIENT_HTTP:
                 raise BackendError(kind) from None
             wait_s = _retry_after_s(exc.headers.get("Retry-After"), attempt)
+        except http.client.HTTPException:   # not HTTP at all, or a reply cut mid-way
+            kind, wait_s = "bad_reply", 0.2 * attempt
         except (TimeoutError, ConnectionResetError, ConnectionAbortedError,
-                urllib.error.URLError, OSError) as exc:
+                urllib.error.URLError, OSError, ValueError) as exc:   # ValueError: unparsable URL
             kind = _network_fault_kind(exc)
             if kind == "refused" or kind == "bad_url":
                 raise BackendError(kind) from None
@@ -1284,6 +1334,16 @@ def _cache_put_vectors(conn: sqlite3.Connection, model: str, items: list[tuple[s
     conn.execute("COMMIT")
 
 
+def _cache_drop_other_dims(conn: sqlite3.Connection, model: str, dim: int) -> None:
+    """Delete model's vectors of another dimension: the server now serves another model
+    under that name, so they can never be compared again and must be re-embedded."""
+    if conn.execute("SELECT 1 FROM vectors WHERE model = ? AND dim <> ? LIMIT 1",
+                    (model, dim)).fetchone():
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("DELETE FROM vectors WHERE model = ? AND dim <> ?", (model, dim))
+        conn.execute("COMMIT")
+
+
 def _cache_vectors(conn: sqlite3.Connection, model: str) -> list[tuple[int, array.array]]:
     """Return (chunk_id, unit vector) for every chunk that has a vector for model."""
     return [(cid, _unpack(data)) for cid, data in conn.execute(
@@ -1344,25 +1404,24 @@ def _open_index(settings: Settings) -> tuple[sqlite3.Connection, list[Note]]:
     memory (with a note) when the cache folder cannot be written."""
     if settings.cache_dir is None:
         return cache_open(None), []
+    unavailable = [Note("cache_unavailable",
+                        "the cache folder cannot be written; indexed in memory only")]
     try:
         os.makedirs(settings.cache_dir, exist_ok=True)
     except OSError:
-        if not os.path.isdir(settings.cache_dir):
-            raise InvalidRequestError(f"cache folder cannot be created: {settings.cache_dir}",
-                                      ("cache_dir",)) from None
+        return cache_open(None), unavailable
     if not os.access(settings.cache_dir, os.W_OK | os.X_OK):
-        if not os.access(settings.cache_dir, os.R_OK):
-            raise InvalidRequestError(f"cache folder cannot be read: {settings.cache_dir}",
-                                      ("cache_dir",))
-        return cache_open(None), [Note("cache_unavailable",
-                                       "the cache folder is read-only; indexed in memory only")]
+        return cache_open(None), unavailable
     path = cache_path(settings.cache_dir, settings.docs_dir)
     try:
-        return cache_open(path), []
-    except _CacheCorrupt:
-        _remove_cache_files(path)
-        return cache_open(path), [Note("cache_rebuilt",
-                                       "the cache file was damaged or foreign and was rebuilt")]
+        try:
+            return cache_open(path), []
+        except _CacheCorrupt:
+            _remove_cache_files(path)
+            return cache_open(path), [Note("cache_rebuilt",
+                                           "the cache file was damaged or foreign and was rebuilt")]
+    except (OSError, sqlite3.Error, _CacheCorrupt):   # e.g. the file's place is taken by a folder
+        return cache_open(None), unavailable
 
 
 def _remove_cache_files(path: str) -> None:
@@ -1406,7 +1465,15 @@ def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, 
     """Return the top pool+1 (chunk id, cosine) after embedding any new chunks; raise BackendError."""
     model = _model_tag(settings)
     query_vec = _query_vector(conn, question, settings, model)
-    _embed_missing(conn, settings, progress, len(query_vec), notes)
+    _cache_drop_other_dims(conn, model, len(query_vec))
+    try:
+        _embed_missing(conn, settings, progress, len(query_vec), notes)
+    except BackendError:              # the cached query vector may be the faulty one
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("DELETE FROM vectors WHERE text_sha = ? AND model = ?",
+                     (_query_key(question), model))
+        conn.execute("COMMIT")
+        raise
     query = array.array("f", query_vec)
     scores = {}
     for chunk_id, vec in _cache_vectors(conn, model):
@@ -1416,9 +1483,14 @@ def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, 
     return _top(scores, pool + 1)
 
 
+def _query_key(question: str) -> str:
+    """Return the key a question's vector is cached under (beside chunk text hashes)."""
+    return "query:" + _file_sha(question)
+
+
 def _query_vector(conn: sqlite3.Connection, question: str, settings: Settings, model: str) -> list[float]:
     """Return the question's vector, from the cache when this question was asked before."""
-    key = "query:" + _file_sha(question)
+    key = _query_key(question)
     row = conn.execute("SELECT data FROM vectors WHERE text_sha=? AND model=?", (key, model)).fetchone()
     if row:
         return list(_unpack(row[0]))
@@ -1802,8 +1874,20 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None
         if complete is False and _EXHAUSTIVE_RE.search(text_fold(sentence)):
             unsupported.append({"sentence": sentence, "problem": "exhaustive_claim"})
             caveat = True
-        kept.append(sentence + " " + " ".join(f"[{c.path}:{c.start_line}-{c.end_line}]" for c in valid))
-    return "\n".join(kept), citations, unsupported, caveat
+        kept.append(sentence + " " + " ".join(dict.fromkeys(
+            f"[{c.path}:{c.start_line}-{c.end_line}]" for c in valid)))
+    # citations past the cap are stripped and never count; one "too_many" shows the drop
+    return "\n".join(kept), citations[:MAX_CITATIONS + 1], unsupported, caveat
+
+
+def _cut_answer(text: str, max_chars: int) -> str:
+    """Return text cut to at most max_chars after its last whole sentence (for one
+    endless sentence: after its last whole citation or word), never mid-citation."""
+    cut = text[:max_chars]
+    spans = _sentences(cut)
+    if len(spans) > 1:
+        return cut[:spans[-1][0]].rstrip()
+    return cut[:max(cut.rfind("]") + 1, cut.rfind(" "))].rstrip() or cut
 
 
 def _strip_citations(text: str, start: int, end: int, citations: list[Citation]) -> str:
@@ -1894,14 +1978,19 @@ def answer(question: str, settings: Settings, extractive: bool = False,
     mode, reply = "extractive", None
     if not extractive:
         try:
-            reply = _chat(prompt, settings, chat_model, chat_timeout_s)[:MAX_ANSWER_CHARS]
+            reply = _chat(prompt, settings, chat_model, chat_timeout_s)
             mode = "assistant"
+            if len(reply) > MAX_ANSWER_CHARS:
+                reply = _cut_answer(reply, MAX_ANSWER_CHARS)
+                notes.append(Note("answer_truncated", f"the model's reply was longer than "
+                                  f"{MAX_ANSWER_CHARS} characters and was cut"))
         except BackendError as exc:
             notes.append(Note("llm_unavailable",
                               f"the chat model is unavailable ({exc.kind}); answered extractively"))
     if reply is None:
         reply = answer_extractive(result.query, result)
-    complete = False if result.truncated else None
+    # Exhaustiveness is a claim of the model's; a verbatim quote (extractive) makes none.
+    complete = False if result.truncated and mode == "assistant" else None
     text, citations, unsupported, caveat = answer_check(reply, result, complete)
     if not text:
         text = REFUSALS[language]

@@ -182,6 +182,7 @@ ANSWERS: dict[tuple[str, str], str] = {
 # JSON Schema of the tool fields to_envelope adds (for rc.envelope_schema).
 _LIST = {"type": "array"}
 GRAPH_EXTRA_SCHEMA: dict[str, Any] = {
+    "tool": {"const": "graph"},
     "intent": {"type": ["string", "null"]},
     "entities": _LIST, "facts": _LIST, "paths": _LIST, "documents": _LIST,
     "aggregation": {"type": ["object", "null"]},
@@ -1101,6 +1102,7 @@ def to_envelope(result: GraphResult) -> rc.Envelope:
         index_version=result.index_version, complete=complete, truncated=truncated,
         truncation_reasons=list(result.truncation_reasons),
         extra={
+            "tool": "graph",
             "intent": result.intent,
             "entities": result.entities,
             "facts": [_fact_dict(f, source_of) for f in result.facts],

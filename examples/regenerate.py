@@ -43,9 +43,11 @@ EXAMPLES = [
 ]
 
 
-def run(command: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("EMBED_MOCK",) and not k.startswith("DOCS_QA_")}
-    env["XDG_CACHE_HOME"] = os.path.join(ROOT, ".example-cache")
+def run(command: str, cache_home: str = os.path.join(ROOT, ".example-cache")) -> subprocess.CompletedProcess:
+    """Run an example command from the repository root, as a user would, with no
+    EMBED_MOCK and no DOCS_QA_* settings; its cache under cache_home."""
+    env = {k: v for k, v in os.environ.items() if k != "EMBED_MOCK" and not k.startswith("DOCS_QA_")}
+    env["XDG_CACHE_HOME"] = cache_home
     return subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
 

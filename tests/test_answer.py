@@ -105,3 +105,14 @@ class AnswerTest(TempDirTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ExtractiveQuoteTest(TempDirTest):
+    def test_a_quoted_all_is_not_an_exhaustive_claim(self):
+        write_files(self.docs, {"a.md": "# Rabat\n\nRabat dotyczy wszystkich dostaw jednego odbiorcy w okresie.\n",
+                                "b.md": "# Rabat bis\n\nRabat bywa udzielany po terminie płatności faktury.\n"})
+        result = docs_qa.answer("rabat dostaw", self.settings(limit=1), extractive=True)
+        self.assertTrue(result.search.truncated)
+        self.assertIn("wszystkich", result.answer)
+        self.assertNotIn(docs_qa.CAVEATS["pl"], result.answer)
+        self.assertEqual(result.unsupported, [])

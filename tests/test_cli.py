@@ -92,3 +92,57 @@ class CliTest(TempDirTest):
 
     def cli_index(self, *args):
         return run_cli("index", "--docs", self.docs, "--cache-dir", self.cache, *args)
+
+
+class GraphRoutingTest(TempDirTest):
+    """docs_qa.py --graph: questions the graph understands are answered from it."""
+
+    def setUp(self):
+        super().setUp()
+        write_files(self.docs, {"prace/a.md": "# Práca A\n\nStrojový preklad právnych textov, 2024.\n",
+                                "jpk.md": "# JPK\n\nPlik JPK_V7M składa się do 25. dnia miesiąca.\n"})
+        graph = {"nodes": [
+            {"id": "p1", "type": "person", "name": "Ján Holp"},
+            {"id": "p2", "type": "person", "name": "Eva Malá"},
+            {"id": "p3", "type": "person", "name": "Peter Novák"},
+            {"id": "t1", "type": "thesis", "title": "Strojový preklad", "year": 2024,
+             "document_path": "prace/a.md"},
+            {"id": "t2", "type": "thesis", "title": "Rozpoznávanie reči", "year": 2024}],
+            "edges": [{"source": "p1", "target": "t1", "type": "authored"},
+                      {"source": "p2", "target": "t2", "type": "authored"},
+                      {"source": "t1", "target": "p3", "type": "supervised_by"}]}
+        self.graph = os.path.join(self.tmp, "graph.json")
+        with open(self.graph, "w", encoding="utf-8") as fh:
+            json.dump(graph, fh)
+
+    def ask(self, question, *extra):
+        proc = run_cli(question, "--docs", self.docs, "--graph", self.graph, "--no-cache", "--json", *extra)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return json.loads(proc.stdout)
+
+    def test_count_question_is_answered_by_the_graph_with_the_exact_count(self):
+        # two persons (Ján Holp, Eva Malá) authored a thesis in 2024
+        for limit in ("1", "100"):
+            env = self.ask("Koľko osôb má prácu v roku 2024?", "--limit", limit)
+            self.assertEqual(env["tool"], "graph")
+            self.assertEqual(env["aggregation"]["count"], 2)
+            self.assertIs(env["aggregation"]["complete"], True)
+        self.assertTrue(env["truncated"] is False)
+        truncated = self.ask("Koľko osôb má prácu v roku 2024?", "--limit", "1")
+        self.assertEqual((truncated["truncated"], truncated["complete"]), (True, False))
+
+    def test_other_questions_go_to_rag(self):
+        env = self.ask("do kiedy składam JPK_V7M", "--no-embed", "--extractive")
+        self.assertEqual(env["tool"], "rag")
+        self.assertEqual(env["sources"][0]["document_path"], "jpk.md")
+
+    def test_broken_graph_file_is_an_error_envelope(self):
+        with open(self.graph, "w", encoding="utf-8") as fh:
+            fh.write("{not json")
+        proc = run_cli("Koľko osôb má prácu v roku 2024?", "--docs", self.docs, "--graph", self.graph,
+                       "--no-cache", "--json")
+        self.assertEqual(proc.returncode, 1)
+        env = json.loads(proc.stdout)
+        self.assertEqual(env["reason"], "retrieval_unavailable")
+        self.assertNotIn(self.tmp, proc.stdout)
+        assert_clean_failure_output(self, proc)
