@@ -62,8 +62,8 @@ from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequest
 
 __all__ = [
     "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats",
-    "settings_from_env", "search", "answer", "index_folder", "index_refresh",
-    "text_fold", "text_tokens", "text_stem",
+    "settings_from_env", "search", "search_rankings", "answer", "index_folder", "index_refresh",
+    "text_fold", "text_tokens", "text_stem", "text_stem_english", "text_language", "text_query_terms",
     "corpus_walk", "corpus_read",
     "chunk_text",
     "bm25_idf", "bm25_scores",
@@ -87,8 +87,8 @@ MAX_LIMIT = 100
 DEFAULT_RRF_K = 60
 DEFAULT_POOL_FACTOR = 4            # candidate pool per method = POOL_FACTOR * limit
 DEFAULT_PER_DOCUMENT_LIMIT = 3
-DEFAULT_K1 = 1.2
-DEFAULT_B = 0.75
+DEFAULT_K1 = 1.4                   # tuned on Cranfield, see reports/hybrid-vs-single.md
+DEFAULT_B = 0.6
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_RETRIES = 2                # extra attempts after a transient fault
 DEFAULT_EMBED_BATCH = 32
@@ -104,7 +104,7 @@ NOMIC_PREFIXES = {"document": "search_document: ", "query": "search_query: "}
 MOCK_DIM = 256
 CACHE_SCHEMA_VERSION = 3          # 2: postings as packed arrays per term; 3: chunks_by_sha
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
-TOKENIZER_VERSION = "t1"
+TOKENIZER_VERSION = "t2"
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
 PROGRESS_EVERY = 500               # files between progress reports while indexing
 PARSE_BATCH_FILES = 500            # files per parsing task (one tokenizer memo per task)
@@ -226,23 +226,33 @@ _EXTRA_FOLD_CHARS = re.compile("[" + "".join(chr(c) for c in _EXTRA_FOLDS) + "]"
 _COMBINING_MARKS = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 _TOKEN_RE = re.compile(r"[^\W_]+")
 
-# Function words of English, Polish and Slovak, folded (no diacritics).
-STOP_WORDS = frozenset("""
-a an and are as at be but by for from has have how i if in into is it its of on or
-that the their there these this to was were what when where which who why will with
-do does did can could should would may not no so than then they we you your our
-aby albo ale bo by byc czy dla do gdy gdzie i ich jak jaki jakie jest jestem jesli
+# Function words, folded (no diacritics). English is the classic SMART-style core
+# (measured on Cranfield in reports/hybrid-vs-single.md); Polish and Slovak are kept
+# apart so text_language() can tell a text's language from them.
+_STOP_EN = frozenset("""
+a about above after again against all also am an and any are as at be because been
+before being below between both but by can could did do does doing down during each
+few for from further had has have having he her here hers herself him himself his how
+i if in into is it its itself just me more most my myself no nor not now of off on
+once only or other our ours ourselves out over own same she should so some such than
+that the their theirs them themselves then there these they this those through to too
+under until up upon very was we were what when where which while who whom why will
+with would you your yours yourself yourselves may must shall might can't cannot
+""".split())
+_STOP_SLAVIC = frozenset("""
+a aby albo ale bo by byc czy dla do gdy gdzie i ich jak jaki jakie jest jestem jesli
 juz kiedy ktora ktore ktory mi mnie na nad nie nim o od oraz po pod przez przy sa
 sie tak tam te tego tej ten to tu tym w we z za ze co czym jaka jego jej
 aj ak ako alebo ale by bol bola bolo co do este i ich je ja jej ho ku len ma na nad
 nie od po pod pre pri sa si so su sme tak tam ten tie to tu uz v vo z za ze ktory
 ktora ktore kde kedy aky aka ake preco kto
 """.split())
+STOP_WORDS = _STOP_EN | _STOP_SLAVIC
 
-# Inflectional endings stripped by text_stem (longest first). English plural/verb
-# endings and the commonest Polish/Slovak case endings; measured in reports/.
+# Inflectional endings stripped by text_stem (longest first): the commonest Polish and
+# Slovak case endings, plus English plural/verb endings for texts not judged English.
 _SUFFIXES = tuple(sorted(set("""
-ami ach ach ych ich ymi imi owi ow om em ego emu ej ie iu ou ov ami ia
+ami ach ych ich ymi imi owi ow om em ego emu ej ie iu ou ov ia eho och
 y a e i u o
 ing ed es s
 """.split()), key=len, reverse=True))
@@ -272,23 +282,160 @@ def text_stem(token: str) -> str:
     return token
 
 
+def text_language(words: list[str]) -> str:
+    """Return 'en' when folded words hold more English than Polish/Slovak stop words,
+    'other' when fewer, 'unknown' when the stop words do not tell."""
+    english = sum(1 for w in words if w in _STOP_EN and w not in _STOP_SLAVIC)
+    slavic = sum(1 for w in words if w in _STOP_SLAVIC and w not in _STOP_EN)
+    if english == slavic:
+        return "unknown"
+    return "en" if english > slavic else "other"
+
+
+# --- Porter stemmer (M. F. Porter, "An algorithm for suffix stripping", Program 14(3),
+# 1980), written from the paper's description; used for texts judged English.
+
+_VOWELS = frozenset("aeiou")
+
+
+def _is_consonant(word: str, i: int) -> bool:
+    """Return True when word[i] is a consonant in Porter's sense (y after a consonant is a vowel)."""
+    ch = word[i]
+    if ch in _VOWELS:
+        return False
+    if ch == "y":
+        return i == 0 or not _is_consonant(word, i - 1)
+    return True
+
+
+def _measure(stem: str) -> int:
+    """Return m, the number of vowel-consonant sequences in [C](VC)^m[V]."""
+    m, prev_vowel = 0, False
+    for i in range(len(stem)):
+        vowel = not _is_consonant(stem, i)
+        if prev_vowel and not vowel:
+            m += 1
+        prev_vowel = vowel
+    return m
+
+
+def _has_vowel(stem: str) -> bool:
+    return any(not _is_consonant(stem, i) for i in range(len(stem)))
+
+
+def _double_consonant(word: str) -> bool:
+    return len(word) >= 2 and word[-1] == word[-2] and _is_consonant(word, len(word) - 1)
+
+
+def _cvc(word: str) -> bool:
+    """Return True when word ends consonant-vowel-consonant and the last is not w, x or y."""
+    return (len(word) >= 3 and _is_consonant(word, len(word) - 3)
+            and not _is_consonant(word, len(word) - 2) and _is_consonant(word, len(word) - 1)
+            and word[-1] not in "wxy")
+
+
+_STEP2 = (("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"),
+          ("izer", "ize"), ("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"),
+          ("ousli", "ous"), ("ization", "ize"), ("ation", "ate"), ("ator", "ate"),
+          ("alism", "al"), ("iveness", "ive"), ("fulness", "ful"), ("ousness", "ous"),
+          ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"), ("logi", "log"))
+_STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"),
+          ("ful", ""), ("ness", ""))
+_STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent",
+          "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize")
+
+
+def _replace_longest(word: str, rules: tuple, min_m: int) -> str:
+    """Apply the rule with the longest matching suffix when its stem's m > min_m."""
+    best = max((r for r in rules if word.endswith(r[0])), key=lambda r: len(r[0]), default=None)
+    if best is None:
+        return word
+    stem = word[: -len(best[0])]
+    return stem + best[1] if _measure(stem) > min_m else word
+
+
+def _porter_step1(word: str) -> str:
+    """Return word after Porter's steps 1a-1c (plurals, -ed/-ing, y -> i)."""
+    if word.endswith("sses") or word.endswith("ies"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    if word.endswith("eed"):
+        if _measure(word[:-3]) > 0:
+            word = word[:-1]
+    else:
+        for suffix in ("ed", "ing"):
+            if word.endswith(suffix) and _has_vowel(word[: -len(suffix)]):
+                word = _porter_step1b_tidy(word[: -len(suffix)])
+                break
+    if word.endswith("y") and _has_vowel(word[:-1]):
+        word = word[:-1] + "i"
+    return word
+
+
+def _porter_step1b_tidy(word: str) -> str:
+    """Return a stem just stripped of -ed/-ing with Porter's e-restoring and undoubling."""
+    if word.endswith(("at", "bl", "iz")):
+        return word + "e"
+    if _double_consonant(word) and word[-1] not in "lsz":
+        return word[:-1]
+    if _measure(word) == 1 and _cvc(word):
+        return word + "e"
+    return word
+
+
+def text_stem_english(word: str) -> str:
+    """Return the Porter (1980) stem of an English word; words with digits or <= 2 letters as is."""
+    if len(word) <= 2 or not word.isalpha() or not word.isascii():
+        return word
+    word = _porter_step1(word)
+    word = _replace_longest(word, _STEP2, 0)
+    word = _replace_longest(word, _STEP3, 0)
+    best = max((s for s in _STEP4 if word.endswith(s)), key=len, default=None)
+    if best is not None:
+        stem = word[: -len(best)]
+        if _measure(stem) > 1 and (best != "ion" or stem.endswith(("s", "t"))):
+            word = stem
+    if word.endswith("e"):
+        stem = word[:-1]
+        if _measure(stem) > 1 or (_measure(stem) == 1 and not _cvc(stem)):
+            word = stem
+    if word.endswith("ll") and _measure(word) > 1:
+        word = word[:-1]
+    return word
+
+
 class _Tokenizer:
-    """Folds, splits, drops stop words and stems, memoising the stem of each word."""
+    """Folds, splits, drops stop words and stems each text with its language's stemmer,
+    memoising the stem of each word per language."""
 
     def __init__(self) -> None:
-        self._memo: dict[str, str | None] = {}
+        self._memo: dict[str, dict[str, str | None]] = {"en": {}, "other": {}}
 
     def tokens(self, text: str) -> list[str]:
-        memo = self._memo
         words = _TOKEN_RE.findall(text_fold(text))
-        for word in set(words).difference(memo):
-            memo[word] = None if word in STOP_WORDS else text_stem(word)
-        return list(filter(None, map(memo.__getitem__, words)))   # terms are never ""
+        language = "en" if text_language(words) == "en" else "other"
+        memo = self._memo[language]
+        stem = text_stem_english if language == "en" else text_stem
+        for word in set(words).difference(memo):     # each new word once (speed only)
+            memo[word] = None if word in STOP_WORDS else stem(word)
+        return [term for term in map(memo.__getitem__, words) if term is not None]
 
 
 def text_tokens(text: str) -> list[str]:
     """Return the index terms of text: folded words, stop words dropped, stemmed."""
     return _Tokenizer().tokens(text)
+
+
+def text_query_terms(text: str) -> list[str]:
+    """Return a question's distinct terms; when its stop words do not tell its language
+    (e.g. 'zebra', 'GTU_12'), each word's English and light stems both, so a short query
+    still meets documents of either language."""
+    terms = text_tokens(text)
+    words = _TOKEN_RE.findall(text_fold(text))
+    if text_language(words) == "unknown":
+        terms += [text_stem_english(w) for w in words if w not in STOP_WORDS]
+    return list(dict.fromkeys(terms))
 
 
 def _word_count(text: str) -> int:
@@ -1453,7 +1600,7 @@ def _with_index(settings: Settings, work: Callable[[sqlite3.Connection, list[Not
 def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,
                   pool: int) -> tuple[list[tuple[int, float]], int]:
     """Return the top pool+1 BM25 (chunk id, score) and how many chunks matched at all."""
-    terms = list(dict.fromkeys(text_tokens(question)))
+    terms = text_query_terms(question)
     n_chunks = int(_meta_get(conn, "n_chunks") or 0)
     avg = float(_meta_get(conn, "avg_terms") or 0.0)
     scores = bm25_scores(_cache_postings(conn, terms), n_chunks, avg, settings.k1, settings.b)
@@ -1461,7 +1608,7 @@ def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,
 
 
 def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, pool: int,
-                   progress: ProgressFn | None, notes: list[Note]) -> list[tuple[int, float]]:
+                   progress: ProgressFn | None, notes: list[Note] | None = None) -> list[tuple[int, float]]:
     """Return the top pool+1 (chunk id, cosine) after embedding any new chunks; raise BackendError."""
     model = _model_tag(settings)
     query_vec = _query_vector(conn, question, settings, model)
@@ -1608,6 +1755,29 @@ def _apply_limits(conn: sqlite3.Connection, fused: list[tuple[int, float]],
 def _score_or_none(scores: dict[int, float], cid: int, ranked: dict[int, int]) -> float | None:
     """Return the method's score for cid when the method returned it, else None."""
     return round(scores[cid], 6) if cid in ranked else None
+
+
+def search_rankings(question: str, settings: Settings, depth: int,
+                    progress: ProgressFn | None = None) -> dict[str, list[Chunk]]:
+    """Return each method's ranked chunks for evaluation: 'bm25' and 'dense' (depth deep,
+    'dense' only when embeddings are on) and 'rrf' (fused from settings.candidate_limit per
+    method, as search() does, before per-document and result limits); raise BackendError
+    when the embedding server fails, so a report never mistakes BM25 for hybrid."""
+    question = _validate_question(question)
+
+    def work(conn: sqlite3.Connection, notes: list[Note]) -> dict[str, list[Chunk]]:
+        index_refresh(conn, settings, progress)
+        pool = settings.candidate_limit
+        bm25_top, _ = _bm25_ranking(conn, question, settings, max(depth, pool))
+        ids = {"bm25": [cid for cid, _ in bm25_top[:max(depth, pool)]]}
+        if settings.use_embeddings:
+            dense_top = _dense_ranking(conn, question, settings, max(depth, pool), progress)
+            ids["dense"] = [cid for cid, _ in dense_top[:max(depth, pool)]]
+        fused = rrf_fuse({m: ranked[:pool] for m, ranked in ids.items()}, settings.rrf_k)
+        ids["rrf"] = [cid for cid, _ in fused] if bm25_top or "dense" not in ids else []
+        meta = _cache_chunks(conn, sorted({cid for ranked in ids.values() for cid in ranked}))
+        return {m: [meta[cid][0] for cid in ranked[:depth]] for m, ranked in ids.items()}
+    return _with_index(settings, work)
 
 
 def index_folder(settings: Settings, progress: ProgressFn | None = None) -> IndexStats:

@@ -15,7 +15,8 @@ class Bm25Test(unittest.TestCase):
         # idf = ln(1 + 1.5/2.5) = ln 1.6
         # chunk 1: 2*2.2 / (2 + 1.2*(0.25 + 0.75*4/3)) = 4.4/3.5
         # chunk 2: 1*2.2 / (1 + 1.2*(0.25 + 0.75*2/3)) = 2.2/1.9
-        scores = docs_qa.bm25_scores({"kot": [(1, 2, 4), (2, 1, 2)]}, n_docs=3, avg_len=3.0)
+        scores = docs_qa.bm25_scores({"kot": [(1, 2, 4), (2, 1, 2)]}, n_docs=3, avg_len=3.0,
+                                    k1=1.2, b=0.75)
         self.assertAlmostEqual(scores[1], math.log(1.6) * 4.4 / 3.5)
         self.assertAlmostEqual(scores[2], math.log(1.6) * 2.2 / 1.9)
         self.assertNotIn(3, scores)

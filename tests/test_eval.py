@@ -1,0 +1,83 @@
+"""Tests of the metric functions in reports/eval_retrieval.py on hand-computed examples."""
+import math
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "reports"))
+import eval_retrieval as ev  # noqa: E402
+
+
+class HitRankTest(unittest.TestCase):
+    EXPECTED = [{"path": "a.md", "start_line": 20, "end_line": 25}]
+
+    def test_overlap_on_a_shared_boundary_line_counts(self):
+        chunks = [("x.md", 1, 5), ("a.md", 10, 20)]
+        self.assertEqual(ev.first_hit_rank(chunks, self.EXPECTED), 2)
+
+    def test_same_path_without_overlap_is_not_a_hit(self):
+        self.assertIsNone(ev.first_hit_rank([("a.md", 1, 19), ("a.md", 26, 30)], self.EXPECTED))
+
+    def test_hit_at_and_reciprocal_rank(self):
+        self.assertEqual(ev.hit_at(5, 5), 1.0)
+        self.assertEqual(ev.hit_at(6, 5), 0.0)
+        self.assertEqual(ev.hit_at(None, 5), 0.0)
+        self.assertEqual(ev.reciprocal_rank(4), 0.25)
+        self.assertEqual(ev.reciprocal_rank(11), 0.0)   # MRR@10
+
+
+class RankingMetricTest(unittest.TestCase):
+    def test_document_rank_is_its_best_chunk(self):
+        self.assertEqual(ev.doc_ranking(["docs/3.md", "docs/1.md", "docs/3.md"]), ["3", "1"])
+
+    def test_ndcg_with_graded_gains(self):
+        # DCG = 0 + 2/log2(3) + 1/log2(4) = 1.26186 + 0.5; IDCG = 2/1 + 1/log2(3) = 2.63093
+        value = ev.ndcg_at(["a", "b", "c"], {"b": 2.0, "c": 1.0})
+        self.assertAlmostEqual(value, 1.76186 / 2.63093, places=4)
+
+    def test_ndcg_perfect_order_is_one_and_no_relevant_is_zero(self):
+        self.assertAlmostEqual(ev.ndcg_at(["b", "c"], {"b": 2.0, "c": 1.0}), 1.0)
+        self.assertEqual(ev.ndcg_at(["a"], {}), 0.0)
+
+    def test_ndcg_cuts_at_k(self):
+        self.assertEqual(ev.ndcg_at(["a", "b"], {"b": 3.0}, k=1), 0.0)
+
+    def test_recall_at_k(self):
+        self.assertEqual(ev.recall_at(["a", "b", "c"], {"c", "d"}, k=2), 0.0)
+        self.assertEqual(ev.recall_at(["a", "b", "c"], {"c", "d"}, k=3), 0.5)
+
+    def test_mean_of_nothing_is_zero(self):
+        self.assertEqual(ev.mean([]), 0.0)
+        self.assertTrue(math.isclose(ev.mean([1.0, 0.0, 0.5]), 0.5))
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+class SearchRankingsTest(unittest.TestCase):
+    """docs_qa.search_rankings, the evaluation's data source, on a two-file corpus (mock vectors)."""
+
+    def setUp(self):
+        import tempfile
+        import docs_qa
+        self.docs_qa = docs_qa
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        for name, text in (("a.md", "# Koty\n\nKot pije mleko codziennie rano.\n"),
+                           ("b.md", "# Psy\n\nPies biega po parku wieczorem.\n")):
+            with open(os.path.join(self.tmp.name, name), "w", encoding="utf-8") as fh:
+                fh.write(text)
+        self.settings = docs_qa.Settings(docs_dir=self.tmp.name, embed_mock=True, limit=1)
+
+    def test_each_method_ranks_and_bm25_puts_the_matching_file_first(self):
+        ranked = self.docs_qa.search_rankings("kot mleko", self.settings, depth=5)
+        self.assertEqual(set(ranked), {"bm25", "dense", "rrf"})
+        self.assertEqual([c.path for c in ranked["bm25"]], ["a.md"])   # only a.md has the terms
+        self.assertEqual(len(ranked["dense"]), 2)                      # dense ranks every chunk
+        self.assertEqual(ranked["rrf"][0].path, "a.md")
+
+    def test_no_matching_term_gives_no_fused_result(self):
+        ranked = self.docs_qa.search_rankings("zebra", self.settings, depth=5)
+        self.assertEqual(ranked["bm25"], [])
+        self.assertEqual(ranked["rrf"], [])

@@ -1,0 +1,124 @@
+"""Tests of section 4 (Text): folding, tokens, stop words, language guess, stemmers."""
+import unittest
+
+import docs_qa
+from docs_qa import text_fold, text_language, text_stem, text_stem_english, text_tokens
+
+
+class FoldTest(unittest.TestCase):
+    def test_polish_letters_fold_including_l_stroke(self):
+        self.assertEqual(text_fold("Łódź"), "lodz")
+        self.assertEqual(text_fold("ŻÓŁW"), "zolw")
+
+    def test_slovak_caron_and_acute_fold(self):
+        self.assertEqual(text_fold("Koľko ťažké"), "kolko tazke")
+
+    def test_nfkc_ligature_and_fullwidth_digits(self):
+        self.assertEqual(text_fold("ﬁle ２０２６"), "file 2026")
+
+    def test_casefold_sharp_s(self):
+        self.assertEqual(text_fold("Straße"), "strasse")
+
+
+class TokenTest(unittest.TestCase):
+    def test_polish_question_drops_stop_words_keeps_identifier(self):
+        # do, kiedy: stop words; skladam has no known ending; jpk is too short to stem
+        self.assertEqual(text_tokens("Do kiedy składam JPK?"), ["skladam", "jpk"])
+
+    def test_identifiers_split_on_underscore_and_hyphen(self):
+        self.assertEqual(text_tokens("GTU_12 VAT-26"), ["gtu", "12", "vat", "26"])
+
+    def test_english_text_is_porter_stemmed(self):
+        # the, were: English stop words -> English; invoices -> invoice -> invoic (step 5)
+        self.assertEqual(text_tokens("The invoices were issued"), ["invoic", "issu"])
+
+    def test_polish_text_is_not_porter_stemmed(self):
+        # Porter would turn 'czas' into 'cza' and 'terminy' into 'termini'
+        self.assertEqual(text_tokens("kiedy czas na terminy"), ["czas", "termin"])
+
+    def test_stop_words_hold_all_three_languages(self):
+        for word in ("the", "which", "kiedy", "oraz", "alebo", "preco"):
+            self.assertIn(word, docs_qa.STOP_WORDS)
+
+
+class LanguageTest(unittest.TestCase):
+    def test_english_needs_more_english_than_slavic_stop_words(self):
+        self.assertEqual(text_language(["what", "is", "the", "threshold"]), "en")
+        self.assertEqual(text_language(["jak", "dlugo", "przechowywac", "faktury", "w"]), "other")
+
+    def test_no_stop_words_is_unknown(self):
+        self.assertEqual(text_language(["gtu", "12"]), "unknown")
+
+    def test_words_in_both_lists_do_not_count(self):
+        # 'a', 'i', 'to' are function words in English and Polish alike
+        self.assertEqual(text_language(["a", "i", "to"]), "unknown")
+
+
+class QueryTermsTest(unittest.TestCase):
+    def test_undecided_query_carries_both_stems(self):
+        # light stemmer: zebra -> zebr; Porter leaves zebra; either may be what a doc indexed
+        self.assertEqual(docs_qa.text_query_terms("zebra"), ["zebr", "zebra"])
+
+    def test_decided_query_carries_one_stem_each(self):
+        self.assertEqual(docs_qa.text_query_terms("the zebras"), ["zebra"])
+        self.assertEqual(docs_qa.text_query_terms("kiedy terminy"), ["termin"])
+
+    def test_undecided_text_is_indexed_with_the_light_stemmer(self):
+        self.assertEqual(text_tokens("zebra"), ["zebr"])
+
+
+class LightStemTest(unittest.TestCase):
+    def test_polish_case_forms_share_a_stem(self):
+        forms = ["faktura", "faktury", "fakturami", "fakturach", "fakturom"]
+        self.assertEqual({text_stem(w) for w in forms}, {"faktur"})
+
+    def test_slovak_forms_share_a_stem(self):
+        self.assertEqual(text_stem("danove"), "danov")
+        self.assertEqual(text_stem("danoveho"), "danov")
+        self.assertEqual({text_stem("priznanie"), text_stem("priznania")}, {"priznan"})
+
+    def test_short_words_and_numbers_are_kept(self):
+        self.assertEqual(text_stem("czas"), "czas")
+        self.assertEqual(text_stem("20260"), "20260")
+
+
+class PorterTest(unittest.TestCase):
+    # Examples from Porter (1980), worked through the steps by hand.
+    def test_step1a_plurals(self):
+        self.assertEqual(text_stem_english("caresses"), "caress")
+        self.assertEqual(text_stem_english("ponies"), "poni")
+        self.assertEqual(text_stem_english("cats"), "cat")
+        self.assertEqual(text_stem_english("caress"), "caress")
+
+    def test_step1b_ed_ing_with_tidying(self):
+        self.assertEqual(text_stem_english("agreed"), "agre")      # eed -> ee, then step 5 e
+        self.assertEqual(text_stem_english("plastered"), "plaster")
+        self.assertEqual(text_stem_english("bled"), "bled")        # no vowel before -ed
+        self.assertEqual(text_stem_english("hopping"), "hop")      # undouble
+        self.assertEqual(text_stem_english("falling"), "fall")     # ll is kept
+        self.assertEqual(text_stem_english("filing"), "file")      # m=1 and cvc: add e
+        self.assertEqual(text_stem_english("sized"), "size")       # m=1 and cvc: add e
+
+    def test_step1c_y(self):
+        self.assertEqual(text_stem_english("happy"), "happi")
+        self.assertEqual(text_stem_english("sky"), "sky")
+
+    def test_steps_2_to_5(self):
+        self.assertEqual(text_stem_english("relational"), "relat")  # ational->ate, ate dropped
+        self.assertEqual(text_stem_english("hopefulness"), "hope")  # fulness->ful->'' , e kept
+        self.assertEqual(text_stem_english("adoption"), "adopt")    # -ion after t
+        self.assertEqual(text_stem_english("replacement"), "replac")
+        self.assertEqual(text_stem_english("rate"), "rate")         # m=1 and cvc: e kept
+        self.assertEqual(text_stem_english("controll"), "control")
+
+    def test_singular_and_plural_meet(self):
+        self.assertEqual(text_stem_english("deadlines"), text_stem_english("deadline"))
+        self.assertEqual(text_stem_english("invoices"), text_stem_english("invoice"))
+
+    def test_numbers_and_short_words_are_kept(self):
+        self.assertEqual(text_stem_english("v7m"), "v7m")
+        self.assertEqual(text_stem_english("is"), "is")
+
+
+if __name__ == "__main__":
+    unittest.main()
