@@ -85,7 +85,10 @@ DEFAULT_EMBED_MODEL = "text-embedding-nomic-embed-text-v1.5"
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 100
 DEFAULT_RRF_K = 60
-DEFAULT_POOL_FACTOR = 4            # candidate pool per method = POOL_FACTOR * limit
+DEFAULT_POOL_FACTOR = 2            # candidate pool per method = POOL_FACTOR * limit (tuned: reports/hybrid-vs-single.md)
+DEFAULT_MIN_COVERAGE = 0.4         # no-answer gate: weighted share of question words found in the folder
+DEFAULT_MIN_SIMILARITY = 0.75      # ... unless the best dense cosine reaches this (model-dependent)
+CODE_WORD_WEIGHT = 3               # a code-like word (WIS, GTU_12, VAT-26) counts as this many words
 DEFAULT_PER_DOCUMENT_LIMIT = 3
 DEFAULT_K1 = 1.4                   # tuned on Cranfield, see reports/hybrid-vs-single.md
 DEFAULT_B = 0.6
@@ -168,6 +171,8 @@ class Settings:
     rrf_k: int = DEFAULT_RRF_K
     pool_factor: int = DEFAULT_POOL_FACTOR
     per_document_limit: int = DEFAULT_PER_DOCUMENT_LIMIT
+    min_coverage: float = DEFAULT_MIN_COVERAGE
+    min_similarity: float = DEFAULT_MIN_SIMILARITY
     k1: float = DEFAULT_K1
     b: float = DEFAULT_B
     chunk_chars: int = DEFAULT_CHUNK_CHARS
@@ -427,14 +432,32 @@ def text_tokens(text: str) -> list[str]:
     return _Tokenizer().tokens(text)
 
 
+_QUESTION_WORD = re.compile(r"[^\W_]+(?:[_\-/.][^\W_]+)*")
+
+
+def _is_code_word(word: str) -> bool:
+    """Return True for identifiers such as WIS, KSeF, GTU_12, VAT-26, JPK_V7M, 106j."""
+    has_digit = any(ch.isdigit() for ch in word)
+    has_alpha = any(ch.isalpha() for ch in word)
+    joined = any(ch in "_-/." for ch in word)
+    return (has_digit and has_alpha) or (joined and has_alpha) or \
+        sum(ch.isupper() for ch in word) >= 2
+
+
 def text_query_terms(text: str) -> list[str]:
     """Return a question's distinct terms; when its stop words do not tell its language
     (e.g. 'zebra', 'GTU_12'), each word's English and light stems both, so a short query
-    still meets documents of either language."""
+    still meets documents of either language. An English question also gets the light
+    stems of its code-like words, so they meet Polish documents ('WIS' is 'wi' to Porter,
+    'wis' to them)."""
     terms = text_tokens(text)
-    words = _TOKEN_RE.findall(text_fold(text))
-    if text_language(words) == "unknown":
-        terms += [text_stem_english(w) for w in words if w not in STOP_WORDS]
+    words = [w for w in _TOKEN_RE.findall(text_fold(text)) if w not in STOP_WORDS]
+    language = text_language(_TOKEN_RE.findall(text_fold(text)))
+    if language == "unknown":
+        terms += [text_stem_english(w) for w in words]
+    elif language == "en":
+        codes = " ".join(w for w in _QUESTION_WORD.findall(text) if _is_code_word(w))
+        terms += [text_stem(w) for w in _TOKEN_RE.findall(text_fold(codes)) if w not in STOP_WORDS]
     return list(dict.fromkeys(terms))
 
 
@@ -1713,8 +1736,15 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
     else:
         notes.append(Note("embeddings_disabled", "embeddings are switched off; results are BM25 only"))
     fused = rrf_fuse(rankings, settings.rrf_k)
-    if mode == "hybrid" and not bm25_top:
-        fused = []   # no query term occurs anywhere: the dense pool alone is not evidence
+    coverage = _question_coverage(conn, question)
+    best_similarity = max(method_scores.get("dense", {}).values(), default=None)
+    if not _is_plausible(coverage, best_similarity, settings):
+        fused, truncation = [], []
+        notes.append(Note("no_plausible_match",
+                          f"only {coverage:.0%} of the question's words occur in the documents"
+                          + ("" if best_similarity is None else
+                             f" and the best embedding similarity is {best_similarity:.2f}")
+                          + "; nothing is returned rather than weak hits"))
     hits, limit_reasons = _apply_limits(conn, fused, rankings, method_scores, settings)
     truncation += limit_reasons
     return SearchResult(
@@ -1723,6 +1753,29 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
         limits={"candidate_limit": pool, "per_document_limit": settings.per_document_limit,
                 "result_limit": settings.limit},
         notes=notes, stats=stats)
+
+
+def _question_coverage(conn: sqlite3.Connection, question: str) -> float:
+    """Return the weighted share (0..1) of the question's content words that occur in
+    the index under any of their stems; code-like words weigh CODE_WORD_WEIGHT."""
+    found = total = 0
+    for word in _QUESTION_WORD.findall(question):
+        terms = text_query_terms(word)
+        if not terms:
+            continue                         # a stop word
+        weight = CODE_WORD_WEIGHT if _is_code_word(word) else 1
+        total += weight
+        if any(conn.execute("SELECT 1 FROM postings WHERE term=? LIMIT 1", (t,)).fetchone()
+               for t in terms):
+            found += weight
+    return found / total if total else 0.0
+
+
+def _is_plausible(coverage: float, best_similarity: float | None, settings: Settings) -> bool:
+    """Return True when retrieval plausibly found something: enough of the question's
+    words occur in the folder, or the embeddings see a close match."""
+    return coverage >= settings.min_coverage or (
+        best_similarity is not None and best_similarity >= settings.min_similarity)
 
 
 def _apply_limits(conn: sqlite3.Connection, fused: list[tuple[int, float]],

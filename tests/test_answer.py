@@ -116,3 +116,34 @@ class ExtractiveQuoteTest(TempDirTest):
         self.assertIn("wszystkich", result.answer)
         self.assertNotIn(docs_qa.CAVEATS["pl"], result.answer)
         self.assertEqual(result.unsupported, [])
+
+
+class NoAnswerGateTest(TempDirTest):
+    """The no-answer threshold: weighted share of question words found in the folder."""
+
+    def setUp(self):
+        super().setUp()
+        write_files(self.docs, {
+            "przepisy.md": "# Przepisy\n\nPrzepis art. 106j dotyczy faktury korygującej w 2022 roku.\n",
+            "wis.md": "# WIS\n\nOpłata za wniosek o WIS wynosi 40 zł.\n"})
+
+    def test_one_shared_word_in_three_is_not_enough(self):
+        # przepis (found), pierogi, ruskie (not found): coverage 1/3 < 0.4
+        result = docs_qa.search("przepis na pierogi ruskie", self.settings(use_embeddings=False))
+        self.assertEqual(result.hits, [])
+        self.assertIn("no_plausible_match", [n.code for n in result.notes])
+        self.assertEqual(result.truncation_reasons, [])
+
+    def test_a_code_word_weighs_more(self):
+        # WIS is a code (weight 3): found 3 of 3 + 1 + 1 + 1 = 6 -> 0.5 >= 0.4
+        result = docs_qa.search("fee for the WIS ruling", self.settings(use_embeddings=False))
+        self.assertEqual(result.hits[0].chunk.path, "wis.md")
+
+    def test_close_embedding_rescues_a_paraphrase(self):
+        # coverage 7/8 is below a bar of 0.99, but the mock cosine with wis.md (same words) is >= 0.5
+        settings = self.settings(min_coverage=0.99, min_similarity=0.5)
+        result = docs_qa.search("Opłata za wniosek o WIS wynosi 40 zł dziś", settings)
+        self.assertTrue(result.hits)
+        strict = docs_qa.search("Opłata za wniosek o WIS wynosi 40 zł dziś",
+                                self.settings(min_coverage=0.99, min_similarity=1.01))
+        self.assertEqual(strict.hits, [])
