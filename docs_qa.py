@@ -31,12 +31,16 @@ from __future__ import annotations
 
 import argparse
 import array
+import bisect
+import functools
 import hashlib
 import heapq
 import hmac
 import ipaddress
+import itertools
 import json
 import math
+import operator
 import os
 import re
 import socket
@@ -50,8 +54,7 @@ import unicodedata
 import urllib.parse
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import retrieval_contract as rc
 from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequestError,
@@ -102,10 +105,12 @@ RETRY_AFTER_CAP_S = 5.0
 DOC_EXTENSIONS = (".md", ".markdown", ".txt")
 NOMIC_PREFIXES = {"document": "search_document: ", "query": "search_query: "}
 MOCK_DIM = 256
-CACHE_SCHEMA_VERSION = 1
+CACHE_SCHEMA_VERSION = 3          # 2: postings as packed arrays per term; 3: chunks_by_sha
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 TOKENIZER_VERSION = "t3"
-CACHE_COMMIT_EVERY = 2000          # files per transaction while indexing (resumable)
+CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
+PROGRESS_EVERY = 500               # files between progress reports while indexing
+PARSE_BATCH_FILES = 500            # files per parsing task (one tokenizer memo per task)
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
 
@@ -222,6 +227,7 @@ class _CacheCorrupt(Exception):
 
 _EXTRA_FOLDS = str.maketrans({"ł": "l", "đ": "d", "ø": "o", "æ": "ae", "œ": "oe", "ı": "i",
                               "ħ": "h", "ŧ": "t", "ð": "d", "þ": "th"})
+_EXTRA_FOLD_CHARS = re.compile("[" + "".join(chr(c) for c in _EXTRA_FOLDS) + "]")
 _COMBINING_MARKS = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 _TOKEN_RE = re.compile(r"[^\W_]+")
 
@@ -261,10 +267,14 @@ _MIN_STEM = 4
 
 def text_fold(text: str) -> str:
     """Return text in NFKC, casefolded, with diacritics removed (ł -> l too)."""
+    if text.isascii():             # NFKC is the identity and casefold == lower on ASCII
+        return text.lower()
     folded = unicodedata.normalize("NFKC", text).casefold()
     if folded.isascii():
         return folded
-    decomposed = unicodedata.normalize("NFD", folded.translate(_EXTRA_FOLDS))
+    if _EXTRA_FOLD_CHARS.search(folded):   # translate() is slow on long non-ASCII text
+        folded = folded.translate(_EXTRA_FOLDS)
+    decomposed = unicodedata.normalize("NFD", folded)
     return _COMBINING_MARKS.sub("", decomposed)
 
 
@@ -413,15 +423,9 @@ class _Tokenizer:
         language = "en" if text_language(words) == "en" else "other"
         memo = self._memo[language]
         stem = text_stem_english if language == "en" else text_stem
-        out = []
-        for word in words:
-            term = memo.get(word, "")
-            if term == "":
-                term = None if word in STOP_WORDS else stem(word)
-                memo[word] = term
-            if term is not None:
-                out.append(term)
-        return out
+        for word in set(words).difference(memo):     # each new word once (speed only)
+            memo[word] = None if word in STOP_WORDS else stem(word)
+        return [term for term in map(memo.__getitem__, words) if term is not None]
 
 
 def text_tokens(text: str) -> list[str]:
@@ -465,8 +469,7 @@ def _word_count(text: str) -> int:
 
 # === 5. Corpus walk — find and decode documents; the only code that reads them ===
 
-@dataclass(frozen=True)
-class FileEntry:
+class FileEntry(NamedTuple):
     """A document found by the walk: relative path, absolute path and its stat."""
 
     rel_path: str
@@ -478,10 +481,11 @@ class FileEntry:
 def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntry], list[Note]]:
     """Return the documents under root (sorted) and notes on what was skipped.
 
-    Hidden entries and symlinks are skipped (a link can lead out of the root or in a
-    loop); unreadable folders are skipped with a note.
+    Hidden entries, symlinks (a link can lead out of the root or in a loop) and special
+    files are skipped; unreadable folders are skipped with a note. Costs one stat per
+    document, done in C-level map() calls since this runs before every question.
     """
-    skip_real = {os.path.realpath(d) for d in skip_dirs}
+    skip_ids = _dir_ids(skip_dirs)
     files: list[FileEntry] = []
     skipped: dict[str, list[str]] = {}
     stack = [(root, "")]
@@ -493,31 +497,98 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
         except OSError:
             skipped.setdefault("unreadable_folder", []).append(rel_dir or ".")
             continue
-        for entry in entries:
-            name = entry.name
-            if name.startswith("."):
-                continue
-            rel = f"{rel_dir}/{name}" if rel_dir else name
-            try:
-                if entry.is_symlink():
-                    skipped.setdefault("symlink_skipped", []).append(rel)
-                elif entry.is_dir(follow_symlinks=False):
-                    if os.path.realpath(entry.path) not in skip_real:
-                        stack.append((entry.path, rel))
-                elif name.lower().endswith(DOC_EXTENSIONS):
-                    if not entry.is_file(follow_symlinks=False):   # a FIFO would block the read
-                        skipped.setdefault("not_regular", []).append(rel)
-                        continue
-                    if _has_undecodable_name(rel):    # cannot be stored, printed or cited
-                        skipped.setdefault("bad_name", []).append(
-                            rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
-                        continue
-                    st = entry.stat(follow_symlinks=False)
-                    files.append(FileEntry(rel, entry.path, st.st_mtime_ns, st.st_size))
-            except OSError:
-                skipped.setdefault("unreadable_file", []).append(rel)
-    files.sort(key=lambda f: f.rel_path)
+        prefix = f"{rel_dir}/" if rel_dir else ""
+        regular, dirs, links = _classify(entries, prefix, skipped)
+        docs = [e for e in regular if e.name[0] != "." and e.name.lower().endswith(DOC_EXTENSIONS)]
+        files.extend(_entries_of(_with_good_names(docs, prefix, skipped), prefix, skipped))
+        if len(regular) + len(dirs) + len(links) < len(entries):
+            _note_not_regular(entries, regular, dirs, links, prefix, skipped)
+        for entry in dirs:
+            if entry.name[0] != "." and (not skip_ids or not _is_skipped_dir(entry, skip_ids)):
+                stack.append((entry.path, prefix + entry.name))
+        for entry in links:
+            if entry.name[0] != ".":
+                skipped.setdefault("symlink_skipped", []).append(prefix + entry.name)
+    files.sort()
     return files, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())]
+
+
+_LSTAT = operator.methodcaller("stat", follow_symlinks=False)
+_IS_FILE = operator.methodcaller("is_file", follow_symlinks=False)
+_IS_DIR = operator.methodcaller("is_dir", follow_symlinks=False)
+_NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
+
+
+def _entries_of(docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]) -> list[FileEntry]:
+    """Return a FileEntry per directory entry (one lstat each); unstattable ones are noted."""
+    try:
+        stats = list(map(_LSTAT, docs))
+    except OSError:
+        stats = []
+        for entry in list(docs):
+            try:
+                stats.append(_LSTAT(entry))
+            except OSError:
+                skipped.setdefault("unreadable_file", []).append(prefix + entry.name)
+                docs.remove(entry)
+    names = map(prefix.__add__, map(_NAME, docs))
+    return list(map(_NEW_FILE_ENTRY, zip(names, map(_PATH, docs), map(_MTIME, stats), map(_SIZE, stats))))
+
+
+_NAME, _PATH = operator.attrgetter("name"), operator.attrgetter("path")
+_MTIME, _SIZE = operator.attrgetter("st_mtime_ns"), operator.attrgetter("st_size")
+
+
+def _classify(entries: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
+              ) -> tuple[list[os.DirEntry], list[os.DirEntry], list[os.DirEntry]]:
+    """Return (regular files, folders, symlinks) among entries, none followed; an entry
+    whose type cannot be read is noted and left out."""
+    try:
+        return tuple(list(itertools.compress(entries, map(test, entries)))
+                     for test in (_IS_FILE, _IS_DIR, os.DirEntry.is_symlink))
+    except OSError:
+        pass
+    out: tuple[list, list, list] = ([], [], [])
+    for entry in entries:
+        try:
+            for kind, test in enumerate((_IS_FILE, _IS_DIR, os.DirEntry.is_symlink)):
+                if test(entry):
+                    out[kind].append(entry)
+        except OSError:
+            if entry.name[0] != ".":
+                skipped.setdefault("unreadable_file", []).append(prefix + entry.name)
+    return out
+
+
+def _with_good_names(docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
+                     ) -> list[os.DirEntry]:
+    """Return docs without the entries whose path is not valid UTF-8 (noted as bad_name);
+    one encode per folder unless one fails."""
+    try:
+        (prefix + "\0".join(map(_NAME, docs))).encode("utf-8")
+        return docs
+    except UnicodeEncodeError:
+        pass
+    good = []
+    for entry in docs:
+        rel = prefix + entry.name
+        if _has_undecodable_name(rel):    # cannot be stored, printed or cited
+            skipped.setdefault("bad_name", []).append(
+                rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+        else:
+            good.append(entry)
+    return good
+
+
+def _note_not_regular(entries: list[os.DirEntry], regular: list, dirs: list, links: list,
+                      prefix: str, skipped: dict[str, list[str]]) -> None:
+    """Note the document-named entries that are neither files, folders nor links (a FIFO
+    would block the read)."""
+    known = {id(e) for group in (regular, dirs, links) for e in group}
+    for entry in entries:
+        if id(entry) not in known and entry.name[0] != "." \
+                and entry.name.lower().endswith(DOC_EXTENSIONS):
+            skipped.setdefault("not_regular", []).append(prefix + entry.name)
 
 
 def _has_undecodable_name(rel_path: str) -> bool:
@@ -527,6 +598,26 @@ def _has_undecodable_name(rel_path: str) -> bool:
         return False
     except UnicodeEncodeError:
         return True
+
+
+def _dir_ids(dirs: Iterable[str]) -> set[tuple[int, int]]:
+    """Return the (device, inode) of each existing folder in dirs."""
+    out = set()
+    for path in dirs:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        out.add((st.st_dev, st.st_ino))
+    return out
+
+
+def _is_skipped_dir(entry: os.DirEntry, skip_ids: set[tuple[int, int]]) -> bool:
+    """Return whether a folder entry is one of skip_ids (the inode is free; stat only on a match)."""
+    if not any(ino == entry.inode() for _, ino in skip_ids):
+        return False
+    st = entry.stat(follow_symlinks=False)
+    return (st.st_dev, st.st_ino) in skip_ids
 
 
 _SKIP_MESSAGES = {
@@ -566,8 +657,7 @@ def corpus_read(entry: FileEntry, max_bytes: int) -> tuple[str | None, str | Non
     if entry.size > max_bytes:
         return None, "file_too_large"
     try:
-        with open(entry.abs_path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
+        data = _read_at_most(entry.abs_path, entry.size, max_bytes + 1)
     except OSError:
         return None, "unreadable_file"
     if len(data) > max_bytes:
@@ -576,11 +666,27 @@ def corpus_read(entry: FileEntry, max_bytes: int) -> tuple[str | None, str | Non
     return (text, None) if text is not None else (None, "not_text")
 
 
+def _read_at_most(path: str, size_hint: int, limit: int) -> bytes:
+    """Return up to limit bytes of a file, reading size_hint + 1 first (no buffered object)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        parts = [os.read(fd, min(size_hint + 1, limit))]
+        got = len(parts[0])
+        while parts[-1] and got < limit:
+            parts.append(os.read(fd, min(limit - got, 1 << 20)))
+            got += len(parts[-1])
+    finally:
+        os.close(fd)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 # === 6. Chunking — split on headers / blank lines; chunk text == the file's lines ===
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _HEADER_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_HEADER_CLOSE_RE = re.compile(r"[ \t]+#+$")
+_MARKUP_STARTS = frozenset(" #`~")     # first characters a header or fence line can have
 
 
 def _split_lines(text: str) -> list[str]:
@@ -618,16 +724,13 @@ class _Piece:
     sections: tuple[str, ...]
 
 
-def _header_blocks(lines: list[str], first: int) -> list[_Piece]:
-    """Return one block per header section (plus any text before the first header).
-
-    Lines inside fenced code blocks never start a section.
-    """
-    blocks: list[_Piece] = []
-    stack: list[tuple[int, str]] = []
-    start, sections, fence = first, (), None
+def _headers(lines: list[str], first: int) -> Iterator[tuple[int, int, str]]:
+    """Yield (line index, level, title) of each header from line first on, outside fenced code."""
+    fence = None
     for i in range(first, len(lines)):
         line = lines[i]
+        if line[:1] not in _MARKUP_STARTS:
+            continue               # neither regex can match: skip them (speed only)
         fence_match = _FENCE_RE.match(line)
         if fence is not None:
             if fence_match and fence_match.group(1)[0] == fence[0] \
@@ -639,12 +742,21 @@ def _header_blocks(lines: list[str], first: int) -> list[_Piece]:
             fence = fence_match.group(1)
             continue
         header = _HEADER_RE.match(line)
-        if header is None:
-            continue
+        if header is not None:
+            yield i, len(header.group(1)), _HEADER_CLOSE_RE.sub("", header.group(2) or "").strip()
+
+
+def _header_blocks(lines: list[str], first: int) -> list[_Piece]:
+    """Return one block per header section (plus any text before the first header).
+
+    Lines inside fenced code blocks never start a section.
+    """
+    blocks: list[_Piece] = []
+    stack: list[tuple[int, str]] = []
+    start, sections = first, ()
+    for i, level, title in _headers(lines, first):
         if i > start:
             blocks.append(_Piece(start, i, sections))
-        level = len(header.group(1))
-        title = re.sub(r"[ \t]+#+$", "", header.group(2) or "").strip()
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
@@ -685,7 +797,7 @@ def _paragraphs(lines: list[str], piece: _Piece) -> list[_Piece]:
 
 
 def _size(lines: list[str], start: int, end: int) -> int:
-    return sum(len(lines[i]) + 1 for i in range(start, end))
+    return sum(map(len, lines[start:end])) + (end - start)
 
 
 def _bounded(lines: list[str], pieces: list[_Piece], max_chars: int) -> list[_Piece]:
@@ -722,7 +834,7 @@ def _merge_micro(lines: list[str], pieces: list[_Piece], max_chars: int) -> list
             piece = _Piece(pending.start, piece.end, piece.sections)
             pending = None
         text = "\n".join(lines[piece.start:piece.end])
-        if _word_count(text) < MIN_CHUNK_WORDS and len(text) < max_chars:
+        if len(text) < max_chars and _has_few_words(text, MIN_CHUNK_WORDS):
             pending = piece
         else:
             out.append(piece)
@@ -732,6 +844,11 @@ def _merge_micro(lines: list[str], pieces: list[_Piece], max_chars: int) -> list
         else:
             out.append(pending)
     return out
+
+
+def _has_few_words(text: str, n: int) -> bool:
+    """Return whether text has fewer than n words (stops counting at n)."""
+    return next(itertools.islice(_TOKEN_RE.finditer(text), n - 1, None), None) is None
 
 
 def chunk_text(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> list[Chunk]:
@@ -756,10 +873,9 @@ def _document_title(text: str) -> tuple[str | None, str | None]:
     meta = front_matter_fields(lines)
     title = meta.get("title")
     if title is None:
-        for block in _header_blocks(lines, _front_matter_end(lines)):
-            if block.sections and _HEADER_RE.match(lines[block.start]).group(1) == "#":
-                title = block.sections[0] or None
-                break
+        first_h1 = next((t for _, level, t in _headers(lines, _front_matter_end(lines)) if level == 1),
+                        None)
+        title = first_h1 or None
     return title, meta.get("source_url") or meta.get("url")
 
 
@@ -853,6 +969,24 @@ def _post_json(url: str, payload: dict, timeout_s: float, retries: int,
         if attempt > retries or time.monotonic() + wait_s >= deadline:
             raise BackendError(kind)
         sleep(wait_s)
+
+
+def _connect_probe(url: str, timeout_s: float) -> None:
+    """Raise BackendError unless a TCP connection to url's host and port opens: one
+    handshake that spares loading the HTTP stack when nothing listens."""
+    import socket
+    from urllib.parse import urlsplit
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise BackendError("bad_url") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BackendError("bad_url")
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
+    except OSError as exc:
+        raise BackendError(_network_fault_kind(exc)) from None
 
 
 def _network_fault_kind(exc: BaseException) -> str:
@@ -958,6 +1092,10 @@ def _model_tag(settings: Settings) -> str:
 
 # === 10. Cache — the sqlite3 index: files, chunks, postings and vectors ===
 
+# postings: one row per term; data is a native-endian array('I') of triples
+# (chunk id, term frequency, the chunk's n_terms), so appending is concatenation. meta.stat_sig is a hash
+# of every document's (path, mtime_ns, size) at the last complete refresh: when the
+# walk gives the same hash, nothing is read from the files table at all.
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
@@ -966,8 +1104,8 @@ CREATE TABLE chunks(id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEG
                     end_line INTEGER NOT NULL, sections TEXT NOT NULL, text TEXT NOT NULL,
                     n_terms INTEGER NOT NULL, text_sha TEXT NOT NULL);
 CREATE INDEX chunks_by_path ON chunks(path);
-CREATE TABLE postings(term TEXT NOT NULL, chunk_id INTEGER NOT NULL, tf INTEGER NOT NULL,
-                      n_terms INTEGER NOT NULL, PRIMARY KEY(term, chunk_id)) WITHOUT ROWID;
+CREATE INDEX chunks_by_sha ON chunks(text_sha);
+CREATE TABLE postings(term TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
 CREATE TABLE vectors(text_sha TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER NOT NULL,
                      data BLOB NOT NULL, PRIMARY KEY(text_sha, model)) WITHOUT ROWID;
 """
@@ -1040,39 +1178,140 @@ def _file_sha(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def _drop_file(conn: sqlite3.Connection, path: str, tokenizer: _Tokenizer) -> None:
-    """Delete a file's chunks and their postings (terms recomputed from the stored text)."""
-    for chunk_id, text in conn.execute("SELECT id, text FROM chunks WHERE path=?", (path,)).fetchall():
-        conn.executemany("DELETE FROM postings WHERE term=? AND chunk_id=?",
-                         [(term, chunk_id) for term in set(tokenizer.tokens(text))])
-    conn.execute("DELETE FROM chunks WHERE path=?", (path,))
+def _stat_signature(entries: list[FileEntry]) -> str:
+    """Return a hash of every entry's (path, mtime_ns, size): equal means nothing to re-read."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update("\0".join(map(_REL_PATH, entries)).encode("utf-8", "surrogatepass"))
+    digest.update(array.array("q", map(_MTIME_NS, entries)).tobytes())
+    digest.update(array.array("q", map(_SIZE_FIELD, entries)).tobytes())
+    return digest.hexdigest()
 
 
-def _add_chunks(conn: sqlite3.Connection, chunks: list[Chunk], tokenizer: _Tokenizer) -> None:
-    """Insert chunks and their postings."""
-    for chunk in chunks:
-        terms = tokenizer.tokens(chunk.text)
-        n_terms = len(terms)
-        cur = conn.execute(
-            "INSERT INTO chunks(path, start_line, end_line, sections, text, n_terms, text_sha)"
-            " VALUES(?,?,?,?,?,?,?)",
-            (chunk.path, chunk.start_line, chunk.end_line, json.dumps(chunk.sections),
-             chunk.text, n_terms, _file_sha(chunk.text)))
-        chunk_id = cur.lastrowid
-        conn.executemany("INSERT INTO postings(term, chunk_id, tf, n_terms) VALUES(?,?,?,?)",
-                         [(t, chunk_id, tf, n_terms) for t, tf in Counter(terms).items()])
+_REL_PATH, _MTIME_NS, _SIZE_FIELD = (operator.itemgetter(i) for i in (0, 2, 3))
+
+
+def _ints(data: bytes) -> array.array:
+    out = array.array("I")
+    out.frombytes(data)
+    return out
+
+
+def _drop_triples(data: array.array, chunk_ids: set[int]) -> None:
+    """Delete the triples of chunk_ids from a term's postings in place (ids ascend, as new
+    chunks always get ids above every stored one)."""
+    ids = data[0::3]
+    for chunk_id in sorted(chunk_ids, reverse=True):
+        i = bisect.bisect_left(ids, chunk_id)
+        if i < len(ids) and ids[i] == chunk_id:
+            del data[3 * i:3 * i + 3]
+
+
+class _IndexWriter:
+    """Buffers one refresh's changes (chunks, files, postings) and writes them in bulk.
+
+    A term's postings are loaded once and kept in memory, so each flush writes every
+    touched term once: removed chunk ids are filtered out, new triples appended. When
+    the postings table was empty at the start, every stored term is in memory and the
+    database is never asked for one.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, tokenizer: _Tokenizer) -> None:
+        self.conn, self.tokenizer = conn, tokenizer
+        self.next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM chunks").fetchone()[0]
+        self.chunk_rows: list[tuple] = []
+        self.file_rows: list[tuple] = []
+        self.dropped_paths: list[str] = []
+        self.postings: dict[str, array.array] = {}
+        self.added: dict[str, list[int]] = {}
+        self.removed: dict[str, set[int]] = {}
+        self.all_in_memory = conn.execute("SELECT 1 FROM postings LIMIT 1").fetchone() is None
+
+    def drop_file(self, path: str) -> None:
+        """Forget a file's chunks and their postings (terms recomputed from the stored text)."""
+        for chunk_id, text in self.conn.execute("SELECT id, text FROM chunks WHERE path=?", (path,)):
+            for term in set(self.tokenizer.tokens(text)):
+                self.removed.setdefault(term, set()).add(chunk_id)
+        self.dropped_paths.append(path)
+
+    def add_chunks(self, parsed: list[tuple[Chunk, dict[str, int], int, str]]) -> None:
+        """Queue chunks (with their term counts, n_terms and text hash) and their postings."""
+        added = self.added
+        for chunk, counts, n_terms, text_sha in parsed:
+            chunk_id = self.next_id
+            self.next_id += 1
+            self.chunk_rows.append((chunk_id, chunk.path, chunk.start_line, chunk.end_line,
+                                    json.dumps(chunk.sections), chunk.text, n_terms, text_sha))
+            for term, tf in counts.items():
+                triples = added.get(term)
+                if triples is None:
+                    added[term] = triples = []
+                triples += (chunk_id, tf, n_terms)
+
+    def put_file(self, row: tuple) -> None:
+        self.file_rows.append(row)
+
+    def _stored(self, term: str) -> array.array:
+        """Return the current postings triples of term, loading them once."""
+        data = self.postings.get(term)
+        if data is None:
+            row = None if self.all_in_memory else self.conn.execute(
+                "SELECT data FROM postings WHERE term=?", (term,)).fetchone()
+            data = self.postings[term] = _ints(row[0]) if row else array.array("I")
+        return data
+
+    def flush(self) -> None:
+        """Write everything queued (inside the caller's transaction)."""
+        conn = self.conn
+        conn.executemany("DELETE FROM chunks WHERE path=?", [(p,) for p in self.dropped_paths])
+        conn.executemany("INSERT INTO chunks(id, path, start_line, end_line, sections, text, n_terms,"
+                         " text_sha) VALUES(?,?,?,?,?,?,?,?)", self.chunk_rows)
+        conn.executemany("INSERT OR REPLACE INTO files(path, mtime_ns, size, sha, title, url)"
+                         " VALUES(?,?,?,?,?,?)", self.file_rows)
+        puts, deletes = [], []
+        for term in sorted(self.added.keys() | self.removed.keys()):
+            data = self._stored(term)
+            gone = self.removed.get(term)
+            if gone:
+                _drop_triples(data, gone)
+            data.extend(self.added.get(term, ()))
+            if data:
+                puts.append((term, data.tobytes()))
+            else:
+                deletes.append((term,))
+        conn.executemany("INSERT OR REPLACE INTO postings(term, data) VALUES(?,?)", puts)
+        conn.executemany("DELETE FROM postings WHERE term=?", deletes)
+        self.chunk_rows, self.file_rows, self.dropped_paths = [], [], []
+        self.added, self.removed = {}, {}
 
 
 def index_refresh(conn: sqlite3.Connection, settings: Settings,
                   progress: ProgressFn | None = None) -> IndexStats:
     """Bring the index up to date with the docs folder; return what changed.
 
-    A file whose size and mtime are unchanged is not read; one whose content hash is
+    Costs one stat per document when nothing changed (the stat signature matches). A
+    file whose size and mtime are unchanged is not read; one whose content hash is
     unchanged is not re-chunked. Changes are committed every CACHE_COMMIT_EVERY files
     so an interrupted run keeps its progress.
     """
     cache_dir = settings.cache_dir
     entries, notes = corpus_walk(settings.docs_dir, [cache_dir] if cache_dir else [])
+    signature = _stat_signature(entries)
+    meta = dict(conn.execute("SELECT key, value FROM meta"))
+    if meta.get("index_params") == _index_params(settings) and meta.get("stat_sig") == signature \
+            and "generation" in meta:
+        stats = IndexStats(unchanged=int(meta.get("n_files", 0)),
+                           notes=notes + [Note(c, m) for c, m in json.loads(meta.get("file_notes", "[]"))])
+    else:
+        stats = _refresh_changed(conn, settings, entries, notes, signature, progress)
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+    stats.chunks = int(meta.get("n_chunks") or 0)
+    stats.index_version = _index_version(meta.get("generation"), settings.docs_dir)
+    return stats
+
+
+def _refresh_changed(conn: sqlite3.Connection, settings: Settings, entries: list[FileEntry],
+                     notes: list[Note], signature: str, progress: ProgressFn | None) -> IndexStats:
+    """Re-read the files whose stat changed, drop the removed ones; return the counts."""
     stats = IndexStats(notes=notes)
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -1081,61 +1320,92 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings,
                 conn.execute(f"DELETE FROM {table}")
             _meta_set(conn, "index_params", _index_params(settings))
         known = {row[0]: row[1:] for row in conn.execute("SELECT path, mtime_ns, size, sha FROM files")}
-        stats.unchanged = sum(1 for e in entries if known.get(e.rel_path, (None, None))[:2]
-                              == (e.mtime_ns, e.size))
         todo = [e for e in entries if known.get(e.rel_path, (None, None))[:2] != (e.mtime_ns, e.size)]
+        stats.unchanged = len(entries) - len(todo)
         present = {e.rel_path for e in entries}
         gone = [p for p in known if p not in present]
-        tokenizer = _Tokenizer()
+        writer = _IndexWriter(conn, _Tokenizer())
         for path in gone:
-            _drop_file(conn, path, tokenizer)
-            conn.execute("DELETE FROM files WHERE path=?", (path,))
+            writer.drop_file(path)
+        conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
         stats.removed = len(gone)
         skipped: dict[str, list[str]] = {}
-        for done, entry in enumerate(todo, 1):
-            _refresh_file(conn, entry, known.get(entry.rel_path), settings, tokenizer, stats, skipped)
-            if done % CACHE_COMMIT_EVERY == 0:
+        tasks = [[(e, known.get(e.rel_path, (0, 0, None))[2]) for e in todo[i:i + PARSE_BATCH_FILES]]
+                 for i in range(0, len(todo), PARSE_BATCH_FILES)]
+        done = 0
+        # A fork pool of parsers was measured and did not pay on a shared 2-core machine
+        # (see reports/performance.md); parsing stays in this process.
+        jobs = [(t, settings.max_file_bytes, settings.chunk_chars, writer.tokenizer) for t in tasks]
+        for parsed in map(_parse_files, jobs):
+            for item in parsed:
+                _apply_parsed(writer, item, item[0].rel_path in known, stats, skipped)
+            done += len(parsed)
+            if done % CACHE_COMMIT_EVERY < len(parsed):
+                writer.flush()
                 conn.execute("COMMIT")
                 conn.execute("BEGIN IMMEDIATE")
-            if progress and (done % 500 == 0 or done == len(todo)):
+            if progress:
                 progress("index", done, len(todo))
-        stats.notes += [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())]
+        writer.flush()
+        file_notes = [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())]
+        stats.notes += file_notes
         if todo or gone or _meta_get(conn, "generation") is None:
             _update_generation(conn)
+        _meta_set(conn, "stat_sig", signature)
+        _meta_set(conn, "file_notes", json.dumps([[n.code, n.message] for n in file_notes]))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    stats.chunks = int(_meta_get(conn, "n_chunks") or 0)
-    stats.index_version = _index_version(_meta_get(conn, "generation"), settings.docs_dir)
     return stats
 
 
-def _refresh_file(conn: sqlite3.Connection, entry: FileEntry, known: tuple | None,
-                  settings: Settings, tokenizer: _Tokenizer, stats: IndexStats,
+ParsedFile = tuple  # (entry, skip code, sha, title, url, [(Chunk, counts, n_terms, text_sha)] or None)
+
+
+def _parse_files(job: tuple[list[tuple[FileEntry, str | None]], int, int, _Tokenizer]) -> list[ParsedFile]:
+    """Return each file read, hashed, titled and, unless its hash is the known one, chunked
+    and counted (pure but for reading the files, so it could run in a worker process)."""
+    task, max_bytes, chunk_chars, tokenizer = job
+    out = []
+    for entry, known_sha in task:
+        text, skip = corpus_read(entry, max_bytes)
+        if text is None:
+            out.append((entry, skip, None, None, None, None))
+            continue
+        sha = _file_sha(text)
+        title, url = _document_title(text)
+        parsed = None
+        if sha != known_sha:
+            parsed = []
+            for chunk in chunk_text(entry.rel_path, text, chunk_chars):
+                terms = tokenizer.tokens(chunk.text)
+                parsed.append((chunk, Counter(terms), len(terms), _file_sha(chunk.text)))
+        out.append((entry, None, sha, title, url, parsed))
+    return out
+
+
+def _apply_parsed(writer: _IndexWriter, item: ParsedFile, is_known: bool, stats: IndexStats,
                   skipped: dict[str, list[str]]) -> None:
-    """Re-read one new or touched file and replace its chunks if its content changed."""
-    text, skip = corpus_read(entry, settings.max_file_bytes)
-    if text is None:
+    """Replace one new or touched file's chunks if its content changed, or note a skip."""
+    entry, skip, sha, title, url, parsed = item
+    if skip is not None:
         skipped.setdefault(skip, []).append(entry.rel_path)
-        if known is not None:
-            _drop_file(conn, entry.rel_path, tokenizer)
-            conn.execute("DELETE FROM files WHERE path=?", (entry.rel_path,))
+        if is_known:
+            writer.drop_file(entry.rel_path)
+            writer.conn.execute("DELETE FROM files WHERE path=?", (entry.rel_path,))
             stats.removed += 1
         return
-    sha = _file_sha(text)
-    if known is not None and known[2] == sha:
+    if parsed is None:
         stats.unchanged += 1
     else:
-        if known is not None:
-            _drop_file(conn, entry.rel_path, tokenizer)
+        if is_known:
+            writer.drop_file(entry.rel_path)
             stats.updated += 1
         else:
             stats.new += 1
-        _add_chunks(conn, chunk_text(entry.rel_path, text, settings.chunk_chars), tokenizer)
-    title, url = _document_title(text)
-    conn.execute("INSERT OR REPLACE INTO files(path, mtime_ns, size, sha, title, url)"
-                 " VALUES(?,?,?,?,?,?)", (entry.rel_path, entry.mtime_ns, entry.size, sha, title, url))
+        writer.add_chunks(parsed)
+    writer.put_file((entry.rel_path, entry.mtime_ns, entry.size, sha, title, url))
 
 
 def _update_generation(conn: sqlite3.Connection) -> None:
@@ -1144,7 +1414,9 @@ def _update_generation(conn: sqlite3.Connection) -> None:
     for path, sha in conn.execute("SELECT path, sha FROM files ORDER BY path"):
         digest.update(f"{path}\0{sha}\n".encode("utf-8", "surrogatepass"))
     n_chunks, total = conn.execute("SELECT COUNT(*), COALESCE(SUM(n_terms), 0) FROM chunks").fetchone()
+    n_files = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
     _meta_set(conn, "generation", digest.hexdigest()[:12])
+    _meta_set(conn, "n_files", str(n_files))
     _meta_set(conn, "n_chunks", str(n_chunks))
     _meta_set(conn, "avg_terms", repr(total / n_chunks if n_chunks else 0.0))
 
@@ -1181,8 +1453,12 @@ def _index_version(generation: str | None, docs_dir: str) -> str | None:
 
 def _cache_postings(conn: sqlite3.Connection, terms: list[str]) -> dict[str, list[tuple[int, int, int]]]:
     """Return term -> [(chunk_id, tf, n_terms)] for the given terms."""
-    return {t: conn.execute("SELECT chunk_id, tf, n_terms FROM postings WHERE term=?", (t,)).fetchall()
-            for t in terms}
+    out = {}
+    for term in terms:
+        row = conn.execute("SELECT data FROM postings WHERE term=?", (term,)).fetchone()
+        data = _ints(row[0]) if row else array.array("I")
+        out[term] = list(zip(data[0::3], data[1::3], data[2::3]))
+    return out
 
 
 def _cache_chunks(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[Chunk, str | None, str | None]]:
@@ -1210,11 +1486,15 @@ def _unpack(data: bytes) -> array.array:
 
 
 def _cache_missing_vectors(conn: sqlite3.Connection, model: str) -> list[tuple[str, str]]:
-    """Return (text_sha, text) of chunks that have no cached vector for model."""
-    return conn.execute(
-        "SELECT c.text_sha, MIN(c.text) FROM chunks c LEFT JOIN vectors v"
-        " ON v.text_sha = c.text_sha AND v.model = ? WHERE v.text_sha IS NULL GROUP BY c.text_sha",
-        (model,)).fetchall()
+    """Return (text_sha, text) of chunks that have no cached vector for model, by sha.
+
+    The scan reads only the chunks_by_sha index; texts are fetched for the missing ones.
+    """
+    missing = conn.execute(
+        "SELECT DISTINCT c.text_sha FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v"
+        " WHERE v.text_sha = c.text_sha AND v.model = ?) ORDER BY c.text_sha", (model,)).fetchall()
+    return [(sha, conn.execute("SELECT MIN(text) FROM chunks WHERE text_sha=?", (sha,)).fetchone()[0])
+            for (sha,) in missing]
 
 
 def _cache_put_vectors(conn: sqlite3.Connection, model: str, items: list[tuple[str, list[float]]]) -> None:
@@ -1352,13 +1632,13 @@ def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,
 
 
 def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, pool: int,
-                   progress: ProgressFn | None) -> list[tuple[int, float]]:
+                   progress: ProgressFn | None, notes: list[Note] | None = None) -> list[tuple[int, float]]:
     """Return the top pool+1 (chunk id, cosine) after embedding any new chunks; raise BackendError."""
     model = _model_tag(settings)
     query_vec = _query_vector(conn, question, settings, model)
     _cache_drop_other_dims(conn, model, len(query_vec))
     try:
-        _embed_missing(conn, settings, progress, len(query_vec))
+        _embed_missing(conn, settings, progress, len(query_vec), notes)
     except BackendError:              # the cached query vector may be the faulty one
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("DELETE FROM vectors WHERE text_sha = ? AND model = ?",
@@ -1385,18 +1665,21 @@ def _query_vector(conn: sqlite3.Connection, question: str, settings: Settings, m
     row = conn.execute("SELECT data FROM vectors WHERE text_sha=? AND model=?", (key, model)).fetchone()
     if row:
         return list(_unpack(row[0]))
+    if not settings.embed_mock:
+        _connect_probe(settings.base_url, settings.timeout_s)
     vector = embed_texts([question], settings, "query")[0]
     _cache_put_vectors(conn, model, [(key, vector)])
     return vector
 
 
 def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: ProgressFn | None,
-                   dim: int | None = None) -> int:
-    """Embed every chunk without a cached vector, committing batch by batch so an
-    interrupted run keeps what it embedded; return how many were embedded."""
+                   dim: int | None = None, notes: list[Note] | None = None) -> int:
+    """Embed every chunk without a cached vector, one request per batch, each batch
+    committed at once so an interrupted run keeps what it embedded; return how many
+    were embedded. Chunks cut to MAX_EMBED_CHARS are counted in a note."""
     model = _model_tag(settings)
     missing = _cache_missing_vectors(conn, model)
-    step = settings.embed_batch * 8
+    step = settings.embed_batch
     for start in range(0, len(missing), step):
         part = missing[start:start + step]
         vectors = embed_texts([text for _, text in part], settings, "document")
@@ -1405,6 +1688,10 @@ def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: Progr
         _cache_put_vectors(conn, model, [(sha, vec) for (sha, _), vec in zip(part, vectors)])
         if progress:
             progress("embed", min(start + step, len(missing)), len(missing))
+    cut = sum(1 for _, text in missing if len(text) > MAX_EMBED_CHARS)
+    if cut and notes is not None:
+        notes.append(Note("embed_truncated", f"{cut} chunk(s) longer than {MAX_EMBED_CHARS} characters "
+                                             f"were embedded from their first {MAX_EMBED_CHARS} only"))
     return len(missing)
 
 
@@ -1440,7 +1727,7 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
     mode = "bm25"
     if settings.use_embeddings:
         try:
-            dense_top = _dense_ranking(conn, question, settings, pool, progress)
+            dense_top = _dense_ranking(conn, question, settings, pool, progress, notes)
             rankings["dense"] = [cid for cid, _ in dense_top[:pool]]
             method_scores["dense"] = dict(dense_top)
             mode = "hybrid"
@@ -1556,7 +1843,7 @@ def index_folder(settings: Settings, progress: ProgressFn | None = None) -> Inde
         stats.notes = notes + stats.notes
         if settings.use_embeddings:
             try:
-                _embed_missing(conn, settings, progress)
+                _embed_missing(conn, settings, progress, notes=stats.notes)
             except BackendError as exc:
                 stats.notes.append(Note("embeddings_unavailable",
                                         f"embeddings unavailable ({exc.kind}); indexed for BM25 only"))
@@ -2522,56 +2809,71 @@ def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
     return status, reply_headers, json.dumps(payload, ensure_ascii=False).encode("utf-8")
 
 
-class _HttpHandler(BaseHTTPRequestHandler):
-    """Reads the request (never a body over the limit), calls handle_request, writes."""
+@functools.lru_cache(maxsize=None)
+def _http_classes() -> tuple[type, type]:
+    """Return (handler class, server class), defined on first use so that importing
+    docs_qa (every CLI question) does not load http.server, about 20 ms."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    server_version = "docs-qa"
-    protocol_version = "HTTP/1.1"
-    timeout = HTTP_TIMEOUT_S
-    disable_nagle_algorithm = True   # headers and body are two writes: no 40 ms delayed-ACK stall
+    class _HttpHandler(BaseHTTPRequestHandler):
+        """Reads the request (never a body over the limit), calls handle_request, writes."""
 
-    def _serve(self) -> None:
-        headers = dict(self.headers.items())
-        length = _content_length(headers)
-        readable = length is not None and 0 <= length <= HTTP_MAX_BODY_BYTES
-        body = self.rfile.read(length) if readable and length else b""
-        status, reply_headers, data = handle_request(self.command, self.path, headers, body,
-                                                     self.server.ctx)
-        if not readable and (length is not None or _header(headers, "Transfer-Encoding")):
-            reply_headers["Connection"] = "close"    # the unread body must not become a request
-            self.close_connection = True
-        self._write_reply(status, reply_headers, data)
+        server_version = "docs-qa"
+        protocol_version = "HTTP/1.1"
+        timeout = HTTP_TIMEOUT_S
+        disable_nagle_algorithm = True   # headers and body are two writes: no 40 ms delayed-ACK stall
 
-    do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _serve
+        def _serve(self) -> None:
+            headers = dict(self.headers.items())
+            length = _content_length(headers)
+            readable = length is not None and 0 <= length <= HTTP_MAX_BODY_BYTES
+            body = self.rfile.read(length) if readable and length else b""
+            status, reply_headers, data = handle_request(self.command, self.path, headers, body,
+                                                         self.server.ctx)
+            if not readable and (length is not None or _header(headers, "Transfer-Encoding")):
+                reply_headers["Connection"] = "close"    # the unread body must not become a request
+                self.close_connection = True
+            self._write_reply(status, reply_headers, data)
 
-    def _write_reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
-        """The one writer of replies: status line, headers, Content-Length and the body."""
-        self.send_response(status)
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+        do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _serve
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
-        self.server.ctx.log_line(f"{self.address_string()} - {format % args}")
+        def _write_reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
+            """The one writer of replies: status line, headers, Content-Length and the body."""
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
+            self.server.ctx.log_line(f"{self.address_string()} - {format % args}")
 
 
-class _HttpServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = HTTP_LISTEN_BACKLOG   # the default 5 drops SYNs under a burst: 1 s retries
+    class _HttpServer(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = HTTP_LISTEN_BACKLOG   # the default 5 drops SYNs under a burst: 1 s retries
 
-    def __init__(self, address: tuple[str, int], ctx: ServerContext) -> None:
-        if ":" in address[0]:
-            self.address_family = socket.AF_INET6
-        self.ctx = ctx
-        super().__init__(address, _HttpHandler)
+        def __init__(self, address: tuple[str, int], ctx: ServerContext) -> None:
+            if ":" in address[0]:
+                self.address_family = socket.AF_INET6
+            self.ctx = ctx
+            super().__init__(address, _HttpHandler)
+
+    return _HttpHandler, _HttpServer
+
+
+def __getattr__(name: str) -> Any:
+    """Return the lazily defined HTTP classes by their names (PEP 562)."""
+    if name in ("_HttpHandler", "_HttpServer"):
+        return _http_classes()[name == "_HttpServer"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def http_server(ctx: ServerContext, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> ThreadingHTTPServer:
     """Return a bound, not yet serving, threaded HTTP server (port 0: any free port)."""
-    return _HttpServer((host, port), ctx)
+    return _http_classes()[1]((host, port), ctx)
 
 
 def http_is_loopback(host: str) -> bool:

@@ -1,0 +1,392 @@
+#!/usr/bin/env python3
+"""Benchmark docs-qa indexing and cached questions against bm25s, as whole processes.
+
+    python3 reports/bench_index.py DOCS_DIR [--anchor-python /tmp/benchvenv/bin/python]
+                                   [--build-runs 3] [--query-runs 15] [--out reports/performance.md]
+    python3 reports/bench_index.py --generate 5000     # a synthetic folder when no DOCS_DIR
+
+Runs docs-qa and the anchor alternately in one run (the machine may be shared), and
+writes medians, min/max and ratios, with the machine, the date and the exact commands,
+to a markdown report. Standard library only; the anchors (bm25s, rank_bm25) run under
+--anchor-python when it can import them and are skipped otherwise. Goals 5 and 6 are
+measured by reports/bench_dense.py, whose section this script appends when asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import os
+import platform
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS_QA = os.path.join(REPO, "docs_qa.py")
+DEFAULT_QUESTION = "how to list files in a directory"
+
+# === Anchor scripts (run under the anchor interpreter) ===
+
+BM25S_BUILD = r'''
+import json, os, sys
+import bm25s
+root, out = sys.argv[1], sys.argv[2]
+paths, texts = [], []
+for dirpath, dirnames, filenames in os.walk(root):
+    dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+    for name in sorted(filenames):
+        if name.lower().endswith((".md", ".markdown", ".txt")) and not name.startswith("."):
+            path = os.path.join(dirpath, name)
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                texts.append(fh.read())
+            paths.append(os.path.relpath(path, root))
+tokens = bm25s.tokenize(texts, stopwords="en", show_progress=False)
+retriever = bm25s.BM25()
+retriever.index(tokens, show_progress=False)
+retriever.save(out)
+with open(os.path.join(out, "paths.json"), "w") as fh:
+    json.dump(paths, fh)
+print(len(paths))
+'''
+
+BM25S_QUERY = r'''
+import json, os, sys
+import bm25s
+out, question = sys.argv[1], sys.argv[2]
+retriever = bm25s.BM25.load(out)
+with open(os.path.join(out, "paths.json")) as fh:
+    paths = json.load(fh)
+query = bm25s.tokenize([question], stopwords="en", return_ids=False, show_progress=False)
+docs, scores = retriever.retrieve(query, k=5, show_progress=False)
+print(json.dumps([[paths[int(d)], float(s)] for d, s in zip(docs[0], scores[0])]))
+'''
+
+# === Measuring ===
+
+
+def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str, str, int]:
+    """Return (wall seconds, peak RSS in MB, stdout, stderr, exit code) of one process."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        if env is None:
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=REPO)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return (wall, usage.ru_maxrss // 1024, out.read().decode("utf-8", "replace"),
+                err.read().decode("utf-8", "replace"), proc.returncode)
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def fmt(s: dict[str, float], unit: str = "s", digits: int = 3) -> str:
+    return f"{s['median']:.{digits}f} {unit} (min {s['min']:.{digits}f}, max {s['max']:.{digits}f}, n={s['n']})"
+
+
+def anchor_available(python: str | None, module: str) -> bool:
+    if not python or not os.path.exists(python):
+        return False
+    return subprocess.run([python, "-c", f"import {module}"], capture_output=True).returncode == 0
+
+
+def docs_qa_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCS_QA_") and k != "EMBED_MOCK"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)     # cache imported modules' bytecode, as users do
+    env["DOCS_QA_BASE_URL"] = "http://127.0.0.1:9/v1"    # nothing listens: BM25 only, degraded
+    return env
+
+
+# === Benchmarks ===
+
+
+def bench_build(docs: str, runs: int, anchor: str | None, work: str) -> dict:
+    """Goal 1: first index, docs-qa vs bm25s build process, alternately."""
+    ours_cmd = lambda cache: [sys.executable, DOCS_QA, "index", "--docs", docs, "--cache-dir", cache]
+    anchor_cmd = lambda out: [anchor, "-c", BM25S_BUILD, docs, out]
+    rows: dict[str, list] = {"docs_qa": [], "bm25s": [], "docs_qa_mb": [], "bm25s_mb": []}
+    stderr_sample, stdout_sample = "", ""
+    for i in range(runs):
+        cache = os.path.join(work, f"cache-build-{i}")
+        wall, mb, out, err, rc = run_measured(ours_cmd(cache), docs_qa_env())
+        if rc != 0:
+            raise SystemExit(f"docs_qa index failed: {err[-500:]}")
+        rows["docs_qa"].append(wall)
+        rows["docs_qa_mb"].append(mb)
+        stderr_sample, stdout_sample = err, out
+        shutil.rmtree(cache, ignore_errors=True)
+        if anchor:
+            out_dir = os.path.join(work, f"bm25s-build-{i}")
+            wall, mb, _, err, rc = run_measured(anchor_cmd(out_dir))
+            if rc != 0:
+                raise SystemExit(f"bm25s build failed: {err[-500:]}")
+            rows["bm25s"].append(wall)
+            rows["bm25s_mb"].append(mb)
+            shutil.rmtree(out_dir, ignore_errors=True)
+    return {"rows": rows, "stderr": stderr_sample, "stdout": stdout_sample,
+            "commands": [shlex.join(ours_cmd("CACHE")), f"{anchor} -c <BM25S_BUILD> {docs} OUT" if anchor else ""]}
+
+
+def bench_query(docs: str, runs: int, anchor: str | None, work: str, question: str) -> dict:
+    """Goal 2: a question on an unchanged folder, docs-qa vs bm25s load-and-query, alternately."""
+    cache = os.path.join(work, "cache-query")
+    out_dir = os.path.join(work, "bm25s-index")
+    run_measured([sys.executable, DOCS_QA, "index", "--docs", docs, "--cache-dir", cache], docs_qa_env())
+    if anchor:
+        run_measured([anchor, "-c", BM25S_BUILD, docs, out_dir])
+    ours = [sys.executable, DOCS_QA, question, "--docs", docs, "--cache-dir", cache,
+            "--extractive", "--json"]
+    theirs = [anchor, "-c", BM25S_QUERY, out_dir, question] if anchor else None
+    floor = [sys.executable, "-c", "pass"]
+    rows: dict[str, list] = {"docs_qa": [], "bm25s": [], "docs_qa_mb": [], "bm25s_mb": [], "python": []}
+    for _ in range(runs):
+        wall, mb, out, err, rc = run_measured(ours, docs_qa_env())
+        if rc != 0:
+            raise SystemExit(f"docs_qa question failed: {err[-500:]}")
+        rows["docs_qa"].append(wall)
+        rows["docs_qa_mb"].append(mb)
+        if theirs:
+            wall, mb, _, err, rc = run_measured(theirs)
+            if rc != 0:
+                raise SystemExit(f"bm25s query failed: {err[-500:]}")
+            rows["bm25s"].append(wall)
+            rows["bm25s_mb"].append(mb)
+        rows["python"].append(run_measured(floor)[0])
+    return {"rows": rows, "cache": cache,
+            "commands": [shlex.join(ours).replace(cache, "CACHE"),
+                         f"{anchor} -c <BM25S_QUERY> OUT '{question}'" if anchor else "",
+                         " ".join(floor)]}
+
+
+def bench_edit(docs: str, cache: str) -> dict:
+    """Goal 3: edit one file, then time `index` and read its counts."""
+    target = None
+    for dirpath, dirnames, filenames in os.walk(docs):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        names = sorted(n for n in filenames if n.endswith(".md"))
+        if names:
+            target = os.path.join(dirpath, names[0])
+            break
+    with open(target, "rb") as fh:
+        original = fh.read()
+    stat = os.stat(target)
+    cmd = [sys.executable, DOCS_QA, "index", "--docs", docs, "--cache-dir", cache]
+    try:
+        with open(target, "ab") as fh:
+            fh.write(b"\nAn extra line written by bench_index.py.\n")
+        edited = run_measured(cmd, docs_qa_env())
+    finally:
+        with open(target, "wb") as fh:
+            fh.write(original)
+        os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    restored = run_measured(cmd, docs_qa_env())
+    return {"file": os.path.relpath(target, docs), "edited": edited, "restored": restored,
+            "command": " ".join(cmd).replace(cache, "CACHE")}
+
+
+def bench_embed(docs: str, work: str, max_files: int) -> dict:
+    """Goal 5: embed a folder through a local stand-in OpenAI server (tests/helpers.py):
+    an interrupted run (the server fails after 20 requests), the resumed run, a third run."""
+    sys.path[:0] = [REPO, os.path.join(REPO, "tests")]
+    import docs_qa
+    from helpers import StubModelServer
+
+    class FailingAfter(StubModelServer):
+        ok_requests = 10 ** 9
+
+        def _embeddings(self, handler, body):
+            if self.embed_requests >= self.ok_requests:
+                self.embed_fault = "http_400"
+            super()._embeddings(handler, body)
+
+    sub = os.path.join(work, "embed-docs")
+    copied = 0
+    for dirpath, dirnames, filenames in os.walk(docs):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.endswith(".md") and copied < max_files:
+                dest = os.path.join(sub, os.path.relpath(os.path.join(dirpath, name), docs))
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                shutil.copyfile(os.path.join(dirpath, name), dest)
+                copied += 1
+    cache = os.path.join(work, "cache-embed")
+    runs = []
+    for label, ok_requests in (("interrupted", 20), ("resumed", 10 ** 9), ("unchanged", 10 ** 9)):
+        with FailingAfter() as stub:
+            stub.ok_requests, stub.dim = ok_requests, 768
+            settings = docs_qa.Settings(docs_dir=sub, cache_dir=cache, base_url=stub.base_url,
+                                        embed_model="stub-768", retries=0)
+            events: list[tuple[float, int, int]] = []
+            start = time.perf_counter()
+            stats = docs_qa.index_folder(settings, lambda stage, done, total: events.append(
+                (time.perf_counter() - start, done, total)) if stage == "embed" else None)
+            wall = time.perf_counter() - start
+            conn = sqlite3.connect(docs_qa.cache_path(cache, sub))
+            stored = conn.execute("SELECT COUNT(*) FROM vectors WHERE text_sha NOT LIKE 'query:%'").fetchone()[0]
+            conn.close()
+            runs.append({"stored": stored, "label": label, "wall": wall, "requests": stub.embed_requests,
+                         "texts": stub.embedded_texts,
+                         "max_batch": max((len(b.get("input", [])) for _, b in stub.bodies), default=0),
+                         "progress_events": len(events), "chunks": stats.chunks,
+                         "notes": [n.code for n in stats.notes]})
+    return {"files": copied, "runs": runs}
+
+
+# === Synthetic folder ===
+
+
+def generate(root: str, n_files: int) -> str:
+    """Write n_files small markdown pages (tldr-like) under root; return root."""
+    words = ("list files directory copy move remove archive compress network process user "
+             "permission search text print show create delete update install package server "
+             "client port config log").split()
+    for i in range(n_files):
+        folder = os.path.join(root, f"section{i % 40:02d}")
+        os.makedirs(folder, exist_ok=True)
+        body = [f"# command{i}", "", f"> Tool number {i} to {words[i % len(words)]} things.", ""]
+        for j in range(6):
+            w = [words[(i * 7 + j * 3 + k) % len(words)] for k in range(6)]
+            body += [f"- {' '.join(w).capitalize()}:", "", f"`command{i} --{w[0]} {{{{path/to/{w[1]}}}}}`", ""]
+        with open(os.path.join(folder, f"command{i}.md"), "w", encoding="utf-8") as fh:
+            fh.write("\n".join(body))
+    return root
+
+
+# === Report ===
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            names = [line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")]
+        cpu = f"{names[0]} x{len(names)}" if names else cpu
+    except OSError:
+        pass
+    mem = ""
+    try:
+        with open("/proc/meminfo") as fh:
+            mem = f", {int(fh.readline().split()[1]) / 1024 / 1024:.1f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    load = ", load average %.2f %.2f %.2f at start" % os.getloadavg() if hasattr(os, "getloadavg") else ""
+    return f"{platform.system()} {platform.release()}, {cpu}{mem}, Python {platform.python_version()}{load}"
+
+
+def ratio(a: list[float], b: list[float]) -> str:
+    return f"{statistics.median(a) / statistics.median(b):.2f}x" if a and b else "n/a (anchor absent)"
+
+
+def report_embed(embed: dict) -> list[str]:
+    lines = ["## Goal 5 — embedding a folder (batched, resumable, never re-sent)", "",
+             f"{embed['files']} files of the folder, copied to a temporary folder, embedded through "
+             "tests/helpers.py's StubModelServer (a real HTTP server on 127.0.0.1, 768-dim vectors); "
+             "`index_folder` with the default batch of 32 and a progress callback.", "",
+             "| run | wall | requests | texts sent | largest batch | progress events | notes |",
+             "|---|---|---|---|---|---|---|"]
+    for run in embed["runs"]:
+        lines.append(f"| {run['label']} | {run['wall']:.2f} s | {run['requests']} | {run['texts']} | "
+                     f"{run['max_batch']} | {run['progress_events']} | {', '.join(run['notes']) or '-'} |")
+    first, second = embed["runs"][0], embed["runs"][1]
+    lines += ["", f"The interrupted run stored {first['stored']} vectors before the "
+                  f"server failed; the resumed run sent {second['texts']} texts for "
+                  f"{second['chunks']} chunks (distinct chunk texts only), the third run none. The CLI "
+                  "shows the progress events as `embed: done/total (rate/s, ETA s)` on stderr.", ""]
+    return lines
+
+
+def report(args, docs: str, n_files: int, build: dict, query: dict, edit: dict, started: str) -> str:
+    b, q = build["rows"], query["rows"]
+    lines = [
+        "# docs-qa performance (issue 7)", "",
+        f"- Date: {started}", f"- Machine: {machine()}",
+        f"- Folder: `{docs}` ({n_files} documents found by docs-qa)",
+        f"- Command: `python3 reports/bench_index.py {' '.join(args.raw)}`",
+        "- Each pair of processes is run alternately (docs-qa, then the anchor) in one run, so load",
+        "  from other work on the machine hits both alike; medians decide, ratios are docs-qa / anchor.",
+        "", "## Goal 1 — first index, BM25 only (no model server reachable)", "",
+        "| process | wall time | peak RSS |", "|---|---|---|",
+        f"| docs-qa `index` | {fmt(summary(b['docs_qa']))} | {fmt(summary(b['docs_qa_mb']), 'MB', 0)} |",
+    ]
+    if b["bm25s"]:
+        lines.append(f"| bm25s read+tokenize+index+save | {fmt(summary(b['bm25s']))} | "
+                     f"{fmt(summary(b['bm25s_mb']), 'MB', 0)} |")
+    progress_lines = build["stderr"].count("\r")
+    lines += ["", f"Ratio (median wall): **{ratio(b['docs_qa'], b['bm25s'])}**; peak memory ratio "
+                  f"{ratio(b['docs_qa_mb'], b['bm25s_mb'])}. Progress updates on stderr in the last run: "
+                  f"{progress_lines} (shown once a run passes one second).", "",
+              "Commands:", "", "```", *[c for c in build["commands"] if c], "```", "",
+              "## Goal 2 — a question on an unchanged folder (freshness of every file verified)", "",
+              "| process | wall time | peak RSS |", "|---|---|---|",
+              f"| docs-qa question `--extractive --json` | {fmt(summary(q['docs_qa']))} | "
+              f"{fmt(summary(q['docs_qa_mb']), 'MB', 0)} |"]
+    if q["bm25s"]:
+        lines.append(f"| bm25s import+load+query | {fmt(summary(q['bm25s']))} | {fmt(summary(q['bm25s_mb']), 'MB', 0)} |")
+    lines += [f"| `python3 -c pass` (floor) | {fmt(summary(q['python']))} | |", "",
+              f"Ratio (median wall): **{ratio(q['docs_qa'], q['bm25s'])}** (goal: under 0.3 s and at most 0.8x).",
+              "", "Commands:", "", "```", *[c for c in query["commands"] if c], "```", ""]
+    wall, _, out, _, _ = edit["edited"]
+    wall2, _, out2, _, _ = edit["restored"]
+    lines += ["## Goal 3 — after editing one file", "",
+              f"Edited `{edit['file']}` (one line appended), then ran `{edit['command']}`:", "",
+              f"- {wall:.3f} s: `{out.strip().splitlines()[0] if out.strip() else '(no output)'}`",
+              f"- restored the file (content and mtime) and ran it again, {wall2:.3f} s: "
+              f"`{out2.strip().splitlines()[0] if out2.strip() else '(no output)'}`", ""]
+    if args.embed_files:
+        lines += report_embed(args.embed_result)
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("docs", nargs="?", help="folder of documents (default: generate one)")
+    parser.add_argument("--generate", type=int, default=5000, metavar="N",
+                        help="files in the synthetic folder when no DOCS_DIR is given")
+    parser.add_argument("--anchor-python", default="/tmp/benchvenv/bin/python",
+                        help="interpreter that can import bm25s (skipped when it cannot)")
+    parser.add_argument("--build-runs", type=int, default=3)
+    parser.add_argument("--query-runs", type=int, default=15)
+    parser.add_argument("--question", default=DEFAULT_QUESTION)
+    parser.add_argument("--embed-files", type=int, default=2000, metavar="N",
+                        help="files embedded for goal 5 (0 skips it)")
+    parser.add_argument("--out", default=os.path.join(REPO, "reports", "performance.md"))
+    parser.add_argument("--append", action="append", default=[], metavar="FILE",
+                        help="markdown to append to the report (e.g. bench_dense.py output)")
+    args = parser.parse_args()
+    args.raw = sys.argv[1:]
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    anchor = args.anchor_python if anchor_available(args.anchor_python, "bm25s") else None
+    if anchor is None:
+        print("bm25s not importable by --anchor-python: anchor skipped", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="docsqa-bench-") as work:
+        docs = os.path.abspath(args.docs) if args.docs else generate(os.path.join(work, "docs"), args.generate)
+        build = bench_build(docs, args.build_runs, anchor, work)
+        print("build done", file=sys.stderr)
+        query = bench_query(docs, args.query_runs, anchor, work, args.question)
+        print("query done", file=sys.stderr)
+        edit = bench_edit(docs, query["cache"])
+        args.embed_result = bench_embed(docs, work, args.embed_files) if args.embed_files else None
+        n_files = sum(int(w) for w in build["stdout"].split()[1:2] if w.isdigit())
+        counts = build["stdout"].split(";")[0]
+        text = report(args, docs, n_files, build, query, edit, started)
+        text = text.replace(f"({n_files} documents found by docs-qa)", f"(first index: `{counts.strip()}`)")
+    for extra in args.append:
+        with open(extra, encoding="utf-8") as fh:
+            text += "\n" + fh.read()
+    with open(args.out, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

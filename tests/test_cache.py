@@ -1,0 +1,232 @@
+"""Section 10 (cache) and its plumbing in section 12: incremental refresh, schema
+rebuild, resumable embeddings. Counts, never wall-clock times."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import unittest
+from unittest import mock
+
+from helpers import TAX_CORPUS, StubModelServer, TempDirTest, run_cli, write_files
+
+import docs_qa
+
+
+def _bump_mtime(path: str) -> None:
+    """Move a file's mtime forward so a stat sees it changed, whatever the clock granularity."""
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+
+
+class CountingCalls:
+    """Patch docs_qa.corpus_read and docs_qa.chunk_text to count calls."""
+
+    def __init__(self, test: unittest.TestCase) -> None:
+        self.reads, self.chunked = [], []
+        real_read, real_chunk = docs_qa.corpus_read, docs_qa.chunk_text
+
+        def read(entry, max_bytes):
+            self.reads.append(entry.rel_path)
+            return real_read(entry, max_bytes)
+
+        def chunk(path, text, max_chars=docs_qa.DEFAULT_CHUNK_CHARS):
+            self.chunked.append(path)
+            return real_chunk(path, text, max_chars)
+
+        for name, fake in (("corpus_read", read), ("chunk_text", chunk)):
+            patcher = mock.patch.object(docs_qa, name, fake)
+            patcher.start()
+            test.addCleanup(patcher.stop)
+
+
+class IncrementalRefreshTest(TempDirTest):
+
+    def setUp(self) -> None:
+        super().setUp()
+        write_files(self.docs, TAX_CORPUS)
+
+    def counts(self, stats: docs_qa.IndexStats) -> tuple[int, int, int, int]:
+        return stats.new, stats.updated, stats.unchanged, stats.removed
+
+    def test_unchanged_second_run_reads_and_chunks_nothing(self):
+        settings = self.settings(use_embeddings=False)
+        first = docs_qa.index_folder(settings)
+        self.assertEqual(self.counts(first), (3, 0, 0, 0))
+        calls = CountingCalls(self)
+        second = docs_qa.index_folder(settings)
+        self.assertEqual(self.counts(second), (0, 0, 3, 0))
+        self.assertEqual((calls.reads, calls.chunked), ([], []))
+        self.assertEqual(second.chunks, first.chunks)
+        self.assertEqual(second.index_version, first.index_version)
+
+    def test_editing_one_file_redoes_only_that_file(self):
+        settings = self.settings(use_embeddings=False)
+        docs_qa.index_folder(settings)
+        path = os.path.join(self.docs, "notes.txt")
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write("\nZupełnie nowy akapit o kryptowalutach i podatku od nich.\n")
+        _bump_mtime(path)
+        calls = CountingCalls(self)
+        stats = docs_qa.index_folder(settings)
+        self.assertEqual(self.counts(stats), (0, 1, 2, 0))
+        self.assertEqual((calls.reads, calls.chunked), (["notes.txt"], ["notes.txt"]))
+        hits = docs_qa.search("kryptowaluty", settings).hits
+        self.assertEqual([h.chunk.path for h in hits][:1], ["notes.txt"])
+
+    def test_touch_without_edit_rereads_but_does_not_rechunk(self):
+        settings = self.settings(use_embeddings=False)
+        docs_qa.index_folder(settings)
+        _bump_mtime(os.path.join(self.docs, "jpk.md"))
+        calls = CountingCalls(self)
+        stats = docs_qa.index_folder(settings)
+        self.assertEqual(self.counts(stats), (0, 0, 3, 0))
+        self.assertEqual((calls.reads, calls.chunked), (["jpk.md"], []))
+
+    def test_new_and_removed_files_are_counted_and_searchable(self):
+        settings = self.settings(use_embeddings=False)
+        docs_qa.index_folder(settings)
+        os.remove(os.path.join(self.docs, "faktury", "korekta.md"))
+        write_files(self.docs, {"nowy.md": "# Akcyza\n\nAkcyza na paliwa silnikowe jest płacona co miesiąc.\n"})
+        stats = docs_qa.index_folder(settings)
+        self.assertEqual(self.counts(stats), (1, 0, 2, 1))
+        self.assertEqual([h.chunk.path for h in docs_qa.search("akcyza paliwa", settings).hits][:1],
+                         ["nowy.md"])
+        paths = [h.chunk.path for h in docs_qa.search("faktura korygująca rabat", settings).hits]
+        self.assertNotIn("faktury/korekta.md", paths)
+
+    def test_incremental_index_ranks_like_a_fresh_one(self):
+        settings = self.settings(use_embeddings=False)
+        docs_qa.index_folder(settings)
+        path = os.path.join(self.docs, "jpk.md")
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write("\n## Korekta\n\nKorekta pliku JPK jest składana razem z fakturą korygującą.\n")
+        _bump_mtime(path)
+        docs_qa.index_folder(settings)
+        fresh = self.settings(use_embeddings=False, cache_dir=os.path.join(self.tmp, "fresh"))
+        for question in ("korekta faktury", "kara JPK podatnik", "biała lista rachunek"):
+            got = [(h.chunk.label, h.bm25_score) for h in docs_qa.search(question, settings).hits]
+            want = [(h.chunk.label, h.bm25_score) for h in docs_qa.search(question, fresh).hits]
+            self.assertEqual(got, want, question)
+
+    def test_skip_notes_survive_the_fast_path(self):
+        write_files(self.docs, {"binary.md": b"\x00\x01\x02 not text"})
+        settings = self.settings(use_embeddings=False)
+        first = docs_qa.index_folder(settings)
+        second = docs_qa.index_folder(settings)
+        self.assertIn("not_text", [n.code for n in first.notes])
+        self.assertEqual([n.code for n in second.notes], [n.code for n in first.notes])
+
+    def test_index_cli_reports_the_four_counts(self):
+        proc = run_cli("index", "--docs", self.docs, "--cache-dir", self.cache, "--no-embed")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("3 new, 0 updated, 0 unchanged, 0 removed", proc.stdout)
+        os.remove(os.path.join(self.docs, "notes.txt"))
+        proc = run_cli("index", "--docs", self.docs, "--cache-dir", self.cache, "--no-embed")
+        self.assertIn("0 new, 0 updated, 2 unchanged, 1 removed", proc.stdout)
+
+
+class BulkWriteTest(TempDirTest):
+
+    def test_many_small_flushes_index_like_one(self):
+        write_files(self.docs, TAX_CORPUS)
+        write_files(self.docs, {f"extra/{i}.md": f"# Nota {i}\n\nPodatek numer {i} oraz termin JPK {i}.\n"
+                                for i in range(12)})
+        one = self.settings(use_embeddings=False, cache_dir=os.path.join(self.tmp, "one"))
+        many = self.settings(use_embeddings=False, cache_dir=os.path.join(self.tmp, "many"))
+        docs_qa.index_folder(one)
+        with mock.patch.object(docs_qa, "PARSE_BATCH_FILES", 1), \
+                mock.patch.object(docs_qa, "CACHE_COMMIT_EVERY", 2):
+            stats = docs_qa.index_folder(many)
+            os.remove(os.path.join(self.docs, "extra", "3.md"))
+            docs_qa.index_folder(many)
+            docs_qa.index_folder(one)
+        self.assertEqual(stats.new, 15)
+        for question in ("termin JPK", "podatek numer 7", "biała lista"):
+            got = [(h.chunk.label, h.bm25_score) for h in docs_qa.search(question, many).hits]
+            want = [(h.chunk.label, h.bm25_score) for h in docs_qa.search(question, one).hits]
+            self.assertEqual(got, want, question)
+
+    def test_cache_folder_inside_the_docs_is_not_walked(self):
+        write_files(self.docs, TAX_CORPUS)
+        inner = os.path.join(self.docs, "cache")
+        write_files(inner, {"stray.md": "# Stray\n\nA markdown file inside the cache folder.\n"})
+        entries, _ = docs_qa.corpus_walk(self.docs, [inner])
+        self.assertNotIn("cache/stray.md", [e.rel_path for e in entries])
+        self.assertEqual(len(entries), 3)
+
+
+class SchemaTest(TempDirTest):
+
+    def test_older_schema_is_detected_and_rebuilt(self):
+        write_files(self.docs, TAX_CORPUS)
+        settings = self.settings(use_embeddings=False)
+        docs_qa.index_folder(settings)
+        path = docs_qa.cache_path(self.cache, self.docs)
+        conn = sqlite3.connect(path)
+        conn.execute(f"PRAGMA user_version={docs_qa.CACHE_SCHEMA_VERSION - 1}")
+        conn.commit()
+        conn.close()
+        result = docs_qa.search("termin JPK", settings)
+        self.assertIn("cache_rebuilt", [n.code for n in result.notes])
+        self.assertEqual(result.stats.new, 3)
+        self.assertEqual(result.hits[0].chunk.path, "jpk.md")
+        conn = sqlite3.connect(path)
+        self.assertEqual(conn.execute("PRAGMA user_version").fetchone()[0], docs_qa.CACHE_SCHEMA_VERSION)
+        conn.close()
+
+
+class FailingAfter(StubModelServer):
+    """A stub embedding server that answers the first `ok_requests` requests, then 400s."""
+
+    def __init__(self, ok_requests: int) -> None:
+        super().__init__()
+        self.ok_requests = ok_requests
+
+    def _embeddings(self, handler, body):
+        if self.embed_requests >= self.ok_requests:
+            self.embed_fault = "http_400"
+        super()._embeddings(handler, body)
+
+
+class EmbeddingResumeTest(TempDirTest):
+
+    def setUp(self) -> None:
+        super().setUp()
+        files = {f"doc{i:02d}.md": f"# Temat {i}\n\nAkapit numer {i} mówi o podatku typu {i} i jego "
+                                   f"terminach oraz stawkach w roku {2000 + i}.\n" for i in range(20)}
+        write_files(self.docs, files)
+
+    def settings_for(self, stub: StubModelServer) -> docs_qa.Settings:
+        return self.settings(embed_mock=False, base_url=stub.base_url, embed_batch=4, retries=0,
+                             timeout_s=5.0, embed_model="stub-model")
+
+    def test_interrupted_run_keeps_its_vectors_and_never_resends(self):
+        with FailingAfter(ok_requests=2) as stub:
+            stats = docs_qa.index_folder(self.settings_for(stub))
+            self.assertIn("embeddings_unavailable", [n.code for n in stats.notes])
+            first_texts = stub.embedded_texts
+        self.assertEqual(first_texts, 4 * 3)           # two batches stored, the third failed
+        with StubModelServer() as stub:
+            docs_qa.index_folder(self.settings_for(stub))
+            self.assertEqual(stub.embedded_texts, 20 - 8)
+            sent = [t for path, body in stub.bodies for t in body["input"]]
+            self.assertEqual(len(sent), len(set(sent)))
+            self.assertTrue(all(len(body["input"]) <= 4 for _, body in stub.bodies))
+        with StubModelServer() as stub:
+            docs_qa.index_folder(self.settings_for(stub))
+            self.assertEqual(stub.embedded_texts, 0)   # unchanged chunks are never re-sent
+
+    def test_long_chunks_are_cut_knowingly(self):
+        write_files(self.docs, {"long.txt": ("slowo " * 199 + "\n") * 2})   # two ~1.2k-char lines
+        long_text = "x " * (docs_qa.MAX_EMBED_CHARS + 10)
+        write_files(self.docs, {"huge.md": long_text + "\n"})
+        with StubModelServer() as stub:
+            stats = docs_qa.index_folder(self.settings_for(stub))
+            sent = [t for _, body in stub.bodies for t in body["input"]]
+        self.assertTrue(all(len(t) <= docs_qa.MAX_EMBED_CHARS for t in sent))
+        self.assertIn("embed_truncated", [n.code for n in stats.notes])
+
+
+if __name__ == "__main__":
+    unittest.main()
