@@ -2171,14 +2171,25 @@ def _paragraph_sentences(para: list[tuple[int, str]]) -> list[tuple[int, int, st
     return out
 
 
+_WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".split())
+
+
 def answer_extractive(question: str, result: SearchResult) -> str:
-    """Return an answer quoting the best-matching sentences of the top fragments, each
-    cited with exactly the lines it spans."""
-    terms = set(text_tokens(question))
+    """Return an answer quoting the best-matching sentences of the returned fragments,
+    each cited with exactly the lines it spans.
+
+    A sentence scores one point per question term it contains, plus one when the
+    question asks "when" (kiedy, kedy, when, termin) and the sentence holds a number;
+    ties go to the better-ranked fragment, then to the earlier sentence.
+    """
+    terms = set(text_query_terms(question))
+    wants_date = bool(_WHEN_WORDS & set(_TOKEN_RE.findall(text_fold(question))))
     scored = []
-    for rank, hit in enumerate(result.hits[:3]):
+    for rank, hit in enumerate(result.hits):
         for order, (first, last, sentence) in enumerate(_units(hit.chunk)):
             overlap = len(terms & set(text_tokens(sentence)))
+            if overlap and wants_date and any(ch.isdigit() for ch in sentence):
+                overlap += 1
             scored.append((-overlap, rank, order, first, last, sentence, hit.chunk.path))
     scored.sort()
     best = [s for s in scored if s[0] < 0][:EXTRACTIVE_UNITS] or scored[:1]

@@ -147,3 +147,13 @@ class NoAnswerGateTest(TempDirTest):
         strict = docs_qa.search("Opłata za wniosek o WIS wynosi 40 zł dziś",
                                 self.settings(min_coverage=0.99, min_similarity=1.01))
         self.assertEqual(strict.hits, [])
+
+
+class ExtractiveWhenTest(TempDirTest):
+    def test_a_when_question_prefers_the_sentence_with_a_date(self):
+        write_files(self.docs, {"a.md": "# JPK\n\nPlik JPK składa podatnik VAT czynny w urzędzie.\n\n"
+                                        "Plik JPK składa się do 25. dnia miesiąca po okresie.\n"})
+        # both sentences hold 'jpk' and 'sklad' (2 points); only the second has a number (+1)
+        answer = docs_qa.answer_extractive("do kiedy składam JPK", docs_qa.search(
+            "do kiedy składam JPK", self.settings()))
+        self.assertTrue(answer.startswith("- Plik JPK składa się do 25. dnia"), answer)
