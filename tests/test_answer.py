@@ -151,9 +151,12 @@ class NoAnswerGateTest(TempDirTest):
 
 class ExtractiveWhenTest(TempDirTest):
     def test_a_when_question_prefers_the_sentence_with_a_date(self):
-        write_files(self.docs, {"a.md": "# JPK\n\nPlik JPK składa podatnik VAT czynny w urzędzie.\n\n"
-                                        "Plik JPK składa się do 25. dnia miesiąca po okresie.\n"})
-        # both sentences hold 'jpk' and 'sklad' (2 points); only the second has a number (+1)
+        undated = [f"Plik JPK składa podatnik numer {w} w urzędzie." for w in ("jeden", "dwa", "trzy", "cztery")]
+        write_files(self.docs, {"a.md": "# JPK\n\n" + "\n\n".join(undated)
+                                + "\n\nPlik JPK składa się do 25. dnia miesiąca po okresie.\n"})
+        # every sentence holds 'jpk' and 'sklad' (2 points); only the last has a number (+1),
+        # so it is among the 3 quoted, and one undated sentence is left out
         answer = docs_qa.answer_extractive("do kiedy składam JPK", docs_qa.search(
             "do kiedy składam JPK", self.settings()))
-        self.assertTrue(answer.startswith("- Plik JPK składa się do 25. dnia"), answer)
+        self.assertIn("do 25. dnia miesiąca po okresie. [a.md:11-11]", answer)
+        self.assertEqual(answer.count("\n"), docs_qa.EXTRACTIVE_UNITS - 1)
