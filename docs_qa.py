@@ -1305,7 +1305,7 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings,
         stats = _refresh_changed(conn, settings, entries, notes, signature, progress)
         meta = dict(conn.execute("SELECT key, value FROM meta"))
     stats.chunks = int(meta.get("n_chunks") or 0)
-    stats.index_version = _index_version(meta.get("generation"), settings.docs_dir)
+    stats.index_version = _index_version(conn, meta, settings.docs_dir)
     return stats
 
 
@@ -1421,16 +1421,49 @@ def _update_generation(conn: sqlite3.Connection) -> None:
     _meta_set(conn, "avg_terms", repr(total / n_chunks if n_chunks else 0.0))
 
 
-def _git_revision(docs_dir: str) -> str | None:
-    """Return 'git-<rev12>' (+ '-dirty') when docs_dir is inside a Git checkout, else None."""
+def _git_dir(docs_dir: str) -> str | None:
+    """Return the .git folder of the checkout holding docs_dir (following a worktree's
+    'gitdir:' file), or None when docs_dir is not in a Git checkout."""
     probe = os.path.realpath(docs_dir)
     while True:
-        if os.path.exists(os.path.join(probe, ".git")):
-            break
+        dot_git = os.path.join(probe, ".git")
+        if os.path.isdir(dot_git):
+            return dot_git
+        if os.path.isfile(dot_git):
+            try:
+                with open(dot_git, encoding="utf-8") as fh:
+                    target = fh.read().strip().removeprefix("gitdir:").strip()
+            except (OSError, UnicodeDecodeError):
+                return None
+            return os.path.join(probe, target)
         parent = os.path.dirname(probe)
         if parent == probe:
             return None
         probe = parent
+
+
+def _git_state_key(git_dir: str, generation: str) -> str:
+    """Return what the Git part of index_version depends on, without running git: the
+    corpus generation, HEAD's text and the mtimes of the git index and of HEAD's ref."""
+    parts = [generation]
+    try:
+        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8") as fh:
+            head = fh.read().strip()
+    except (OSError, UnicodeDecodeError):
+        head = ""
+    parts.append(head)
+    ref = head.removeprefix("ref:").strip() if head.startswith("ref:") else ""
+    for name in ("index", ref, "packed-refs"):
+        try:
+            parts.append(str(os.stat(os.path.join(git_dir, name)).st_mtime_ns) if name else "")
+        except OSError:
+            parts.append("-")
+    return "|".join(parts)
+
+
+def _git_revision(docs_dir: str) -> str | None:
+    """Return 'git-<rev12>' (+ '-dirty' when files under docs_dir differ from HEAD),
+    asking git; None when git cannot tell."""
     try:
         rev = subprocess.run(["git", "-C", docs_dir, "rev-parse", "HEAD"], capture_output=True,
                              text=True, timeout=5).stdout.strip()
@@ -1443,11 +1476,23 @@ def _git_revision(docs_dir: str) -> str | None:
     return f"git-{rev[:12]}" + ("-dirty" if dirty else "")
 
 
-def _index_version(generation: str | None, docs_dir: str) -> str | None:
-    """Return the index version: the corpus content generation, plus the Git revision."""
+def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str) -> str | None:
+    """Return the index version: the corpus content generation, plus the Git revision
+    when the folder is in a checkout. git runs only when HEAD, the git index or the
+    corpus changed since the last answer (the result is kept in meta)."""
+    generation = meta.get("generation")
     if generation is None:
         return None
-    git = _git_revision(docs_dir)
+    git_dir = _git_dir(docs_dir)
+    git = None
+    if git_dir is not None:
+        key = _git_state_key(git_dir, generation)
+        if meta.get("git_key") == key:
+            git = meta.get("git_rev") or None
+        else:
+            git = _git_revision(docs_dir)
+            conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
+                             [("git_key", key), ("git_rev", git or "")])
     return f"docs-{generation}" + (f"+{git}" if git else "")
 
 

@@ -146,3 +146,40 @@ class GraphRoutingTest(TempDirTest):
         self.assertEqual(env["reason"], "retrieval_unavailable")
         self.assertNotIn(self.tmp, proc.stdout)
         assert_clean_failure_output(self, proc)
+
+
+class GitIndexVersionTest(TempDirTest):
+    """index_version names the Git revision (and a dirty mark) of a docs folder in a checkout."""
+
+    def git(self, *args):
+        import subprocess
+        subprocess.run(["git", "-C", self.docs, *args], check=True, capture_output=True,
+                       env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+
+    def version(self):
+        from helpers import docs_qa
+        return docs_qa.search("podatek", self.settings(use_embeddings=False)).index_version
+
+    def test_revision_dirty_mark_and_new_commit(self):
+        import shutil
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        write_files(self.docs, {"a.md": "# A\n\nPodatek od nieruchomości w gminie.\n"})
+        self.git("init", "-q")
+        self.git("add", "a.md")
+        self.git("commit", "-qm", "one")
+        clean = self.version()
+        self.assertRegex(clean, r"^docs-[0-9a-f]{12}\+git-[0-9a-f]{12}$")
+        from unittest import mock
+        from helpers import docs_qa
+        with mock.patch.object(docs_qa.subprocess, "run", wraps=docs_qa.subprocess.run) as run:
+            self.assertEqual(self.version(), clean)      # nothing changed: answered from meta
+        self.assertEqual(run.call_count, 0)
+        write_files(self.docs, {"a.md": "# A\n\nPodatek od nieruchomości w gminie, zmieniony.\n"})
+        dirty = self.version()
+        self.assertTrue(dirty.endswith("-dirty"), dirty)
+        self.git("commit", "-qam", "two")
+        committed = self.version()
+        self.assertFalse(committed.endswith("-dirty"), committed)
+        self.assertNotEqual(committed.split("+")[1], clean.split("+")[1])
