@@ -1491,8 +1491,9 @@ def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str
             git = meta.get("git_rev") or None
         else:
             git = _git_revision(docs_dir)
+            # `git status` may rewrite .git/index, so the key is read again after it ran
             conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
-                             [("git_key", key), ("git_rev", git or "")])
+                             [("git_key", _git_state_key(git_dir, generation)), ("git_rev", git or "")])
     return f"docs-{generation}" + (f"+{git}" if git else "")
 
 
