@@ -220,3 +220,18 @@ class StubModelServer:
         else:
             self._send(handler, 200, {"choices": [{"index": 0, "message": {
                 "role": "assistant", "content": self.chat_reply}}]})
+
+
+class StubServerCase(TempDirTest):
+    """A test class sharing one StubModelServer (its shutdown costs 0.5 s), with
+    TAX_CORPUS in each test's docs folder and the stub's faults reset."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.stub = StubModelServer().__enter__()
+        cls.addClassCleanup(cls.stub.__exit__)
+
+    def setUp(self):
+        super().setUp()
+        write_files(self.docs, TAX_CORPUS)
+        self.stub.chat_fault = self.stub.embed_fault = None

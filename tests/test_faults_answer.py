@@ -11,7 +11,7 @@ import json
 import time
 import unittest
 
-from helpers import (TAX_CORPUS, StubModelServer, TempDirTest, assert_clean_failure_output,
+from helpers import (StubServerCase, TAX_CORPUS, StubModelServer, TempDirTest, assert_clean_failure_output,
                      docs_qa, run_cli, write_files)
 
 QUESTION = "do kiedy składam plik JPK"
@@ -19,16 +19,8 @@ CLAIM = "Plik JPK składa się do 25. dnia miesiąca"
 REFUSAL_PL = docs_qa.REFUSALS["pl"]
 
 
-class AnswerCase(TempDirTest):
-    @classmethod
-    def setUpClass(cls):
-        cls.stub = StubModelServer().__enter__()   # one per class: shutdown costs 0.5 s
-        cls.addClassCleanup(cls.stub.__exit__)
-
-    def setUp(self):
-        super().setUp()
-        write_files(self.docs, TAX_CORPUS)
-        self.stub.chat_fault = self.stub.embed_fault = None
+class AnswerCase(StubServerCase):
+    """Hostile LLM output against the chat stand-in."""
 
     def reply(self, text: str) -> "docs_qa.AnswerResult":
         self.stub.chat_reply = text

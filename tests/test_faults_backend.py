@@ -11,7 +11,7 @@ import threading
 import time
 import unittest
 
-from helpers import (TAX_CORPUS, StubModelServer, TempDirTest, assert_clean_failure_output,
+from helpers import (StubServerCase, TAX_CORPUS, StubModelServer, TempDirTest, assert_clean_failure_output,
                      docs_qa, run_cli, write_files)
 
 TIMEOUT_S = 0.5
@@ -35,16 +35,9 @@ CHAT_FAULTS = {
 TRANSIENT = {"refuse_body", "hang", "http_429", "http_500", "http_503"}
 
 
-class BackendCase(TempDirTest):
-    @classmethod
-    def setUpClass(cls):
-        cls.stub = StubModelServer().__enter__()   # one per class: shutdown costs 0.5 s
-        cls.addClassCleanup(cls.stub.__exit__)
-
+class BackendCase(StubServerCase):
     def setUp(self):
         super().setUp()
-        write_files(self.docs, TAX_CORPUS)
-        self.stub.embed_fault = self.stub.chat_fault = None
         self.stub.hang_s = 1.5
         self.stub.chat_reply = "Plik JPK_V7M składa się do 25. dnia miesiąca [jpk.md:5-5]."
 
