@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """docs_qa — answer questions over a folder of documents with citations checked in code.
 
-Pipeline: folder -> chunks -> BM25 + embeddings (pool 4*k each) -> RRF -> top-k -> answer.
+Pipeline: folder -> chunks -> BM25 + embeddings (pool 2*k each, --pool-factor) -> RRF -> top-k -> answer.
 Standard library only. Every response is a v1 envelope (see retrieval_contract.py).
 
 Sections (in file order)
