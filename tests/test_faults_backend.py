@@ -38,7 +38,7 @@ TRANSIENT = {"refuse_body", "hang", "http_429", "http_500", "http_503"}
 class BackendCase(StubServerCase):
     def setUp(self):
         super().setUp()
-        self.stub.hang_s = 1.5
+        self.stub.hang_s = 3.0           # a client without a timeout would wait this long per attempt
         self.stub.chat_reply = "Plik JPK_V7M składa się do 25. dnia miesiąca [jpk.md:5-5]."
 
     def live_settings(self, **overrides):
@@ -72,7 +72,7 @@ class EmbeddingFaultTest(BackendCase):
                 # bounded: at most retries+1 attempts per call, two calls at most
                 # (query, then the first document batch) and about timeout*(retries+1) each.
                 self.assertLessEqual(self.stub.embed_requests, 2 * (RETRIES + 1))
-                self.assertLess(elapsed, 2 * TIMEOUT_S * (RETRIES + 1) + 1.0)
+                self.assertLess(elapsed, 2 * TIMEOUT_S * (RETRIES + 1) + 3.0)
                 if fault not in TRANSIENT:
                     self.assertLessEqual(self.stub.embed_requests, 2, "a permanent fault is not retried")
 
@@ -83,7 +83,7 @@ class EmbeddingFaultTest(BackendCase):
         sock.close()                      # nothing listens on port now
         started = time.monotonic()
         result = docs_qa.search(QUESTION, self.live_settings(base_url=f"http://127.0.0.1:{port}/v1"))
-        self.assertLess(time.monotonic() - started, 1.0)
+        self.assertLess(time.monotonic() - started, 5.0)   # no hang, no retry loop
         self.assertEqual(result.mode, "bm25")
         self.assertIn("(refused)", self.notes(result)["embeddings_unavailable"])
 
@@ -179,7 +179,7 @@ class ChatFaultTest(BackendCase):
                 self.stub.chat_requests = 0
                 started = time.monotonic()
                 result = self.ask(use_embeddings=False)
-                self.assertLess(time.monotonic() - started, TIMEOUT_S * (RETRIES + 1) + 1.0)
+                self.assertLess(time.monotonic() - started, TIMEOUT_S * (RETRIES + 1) + 3.0)
                 self.assertEqual(result.status, "ok")
                 self.assertEqual(result.answer_mode, "extractive")
                 self.assertEqual(self.notes(result)["llm_unavailable"],
