@@ -2719,6 +2719,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 HTTP_MAX_BODY_BYTES = 1024 * 1024  # larger bodies: 413 invalid_query, never read
 HTTP_TIMEOUT_S = 10.0              # per socket operation, so a stuck client frees its thread
+HTTP_BODY_DEADLINE_S = 30.0        # for the whole body, so a client dripping bytes frees it too
 HTTP_LISTEN_BACKLOG = 128
 _JSON_TYPE = "application/json; charset=utf-8"
 _OPEN_PATHS = ("/health",)         # answered without a token
@@ -2884,7 +2885,10 @@ def _http_classes() -> tuple[type, type]:
             headers = dict(self.headers.items())
             length = _content_length(headers)
             readable = length is not None and 0 <= length <= HTTP_MAX_BODY_BYTES
-            body = self.rfile.read(length) if readable and length else b""
+            body = self._read_body(length) if readable and length else b""
+            if body is None:                 # too slow or cut short: no request to answer
+                self.close_connection = True
+                return
             status, reply_headers, data = handle_request(self.command, self.path, headers, body,
                                                          self.server.ctx)
             if not readable and (length is not None or _header(headers, "Transfer-Encoding")):
@@ -2893,6 +2897,21 @@ def _http_classes() -> tuple[type, type]:
             self._write_reply(status, reply_headers, data)
 
         do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _serve
+
+        def _read_body(self, length: int) -> bytes | None:
+            """Return the body, or None when it ends early or takes longer than
+            HTTP_BODY_DEADLINE_S in all (each read also obeys the socket timeout)."""
+            deadline = time.monotonic() + HTTP_BODY_DEADLINE_S
+            parts, received = [], 0
+            while received < length:
+                if time.monotonic() > deadline:
+                    return None
+                piece = self.rfile.read1(min(65536, length - received))
+                if not piece:
+                    return None
+                parts.append(piece)
+                received += len(piece)
+            return b"".join(parts)
 
         def _write_reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
             """The one writer of replies: status line, headers, Content-Length and the body."""

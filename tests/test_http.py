@@ -341,6 +341,25 @@ class HttpServerTest(unittest.TestCase):
         self.assertNotIn("security", self.spec)   # no token: nothing to declare
 
     # -- slow clients ----------------------------------------------------------------
+    def test_a_client_dripping_its_body_is_disconnected_by_the_body_deadline(self):
+        # each byte comes within the 0.5 s socket timeout, but the body would take ~8 s in all
+        with mock.patch.object(docs_qa._HttpHandler, "timeout", 0.5), \
+                mock.patch.object(docs_qa, "HTTP_BODY_DEADLINE_S", 1.0):
+            with socket.create_connection(("127.0.0.1", self.open.port), timeout=10) as sock:
+                sock.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n")
+                started = time.monotonic()
+                closed = False
+                for _ in range(40):
+                    try:
+                        sock.sendall(b"x")
+                    except OSError:
+                        closed = True
+                        break
+                    time.sleep(0.2)
+                data = b"" if closed else _read_until_closed(sock)
+        self.assertLess(time.monotonic() - started, 6.0)   # cut near 1 s, not after all 40 bytes
+        self.assertEqual(data, b"")
+
     def test_a_stuck_client_is_disconnected_by_the_socket_timeout(self):
         with mock.patch.object(docs_qa._HttpHandler, "timeout", 0.5):
             with socket.create_connection(("127.0.0.1", self.open.port), timeout=10) as sock:
