@@ -2595,7 +2595,16 @@ def _server_parser(command: str) -> argparse.ArgumentParser:
     return parser
 
 
+def _check_cache_dir_arg(path: str | None) -> None:
+    """Raise InvalidRequestError when a --cache-dir the user named exists but is not a
+    readable folder; a missing one is created, a read-only one means an in-memory index."""
+    if path is not None and os.path.exists(path) and not (
+            os.path.isdir(path) and os.access(path, os.R_OK | os.X_OK)):
+        raise InvalidRequestError(f"--cache-dir is not a readable folder: {path}", ("cache_dir",))
+
+
 def _settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Settings:
+    _check_cache_dir_arg(args.cache_dir)
     return settings_from_env(
         environ, docs_dir=args.docs, cache_dir=args.cache_dir, no_cache=args.no_cache,
         base_url=args.base_url, embed_model=args.embed_model, timeout_s=args.timeout,

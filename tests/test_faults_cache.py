@@ -129,16 +129,24 @@ class UnwritableCacheTest(CacheCase):
         os.makedirs(self.cache_file())
         self.assert_runs_in_memory()
 
-    def test_cli_with_unwritable_cache_exits_0_and_notes_it(self):
+    def test_cli_with_a_cache_dir_that_is_a_file_is_an_error(self):
+        # a --cache-dir the user named must be a folder (issue 2: exit 1, one line on
+        # stderr); the library's in-memory fallback above is for the default location
         with open(self.cache, "w") as fh:
             fh.write("not a folder")
         proc = run_cli(QUESTION, "--docs", self.docs, "--cache-dir", self.cache, "--json")
         assert_clean_failure_output(self, proc)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
         envelope = json.loads(proc.stdout)
-        self.assertEqual(envelope["status"], "ok")
-        self.assertIn("cache_unavailable", [n["code"] for n in envelope["notes"]])
+        self.assertEqual((envelope["status"], envelope["reason"], envelope["fields"]),
+                         ("error", "invalid_request", ["cache_dir"]))
         self.assertNotIn(self.tmp, proc.stdout)
+        self.assertEqual(len(proc.stderr.strip().splitlines()), 1)
+
+    def test_cli_with_a_missing_cache_dir_creates_it(self):
+        proc = run_cli(QUESTION, "--docs", self.docs, "--cache-dir", self.cache, "--json")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertTrue(os.listdir(self.cache))
 
 
 class ConcurrencyTest(CacheCase):
