@@ -1553,12 +1553,15 @@ def _cache_put_vectors(conn: sqlite3.Connection, model: str, items: list[tuple[s
 
 def _cache_drop_other_dims(conn: sqlite3.Connection, model: str, dim: int) -> None:
     """Delete model's vectors of another dimension: the server now serves another model
-    under that name, so they can never be compared again and must be re-embedded."""
-    if conn.execute("SELECT 1 FROM vectors WHERE model = ? AND dim <> ? LIMIT 1",
-                    (model, dim)).fetchone():
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("DELETE FROM vectors WHERE model = ? AND dim <> ?", (model, dim))
-        conn.execute("COMMIT")
+    under that name, so they can never be compared again and must be re-embedded. The
+    dimension last checked is kept in meta (only here: every chunk vector is stored after
+    this check), so the vectors are scanned only when it changes."""
+    if _meta_get(conn, f"vector_dim|{model}") == str(dim):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("DELETE FROM vectors WHERE model = ? AND dim <> ?", (model, dim))
+    _meta_set(conn, f"vector_dim|{model}", str(dim))
+    conn.execute("COMMIT")
 
 
 def _cache_vectors(conn: sqlite3.Connection, model: str) -> list[tuple[int, array.array]]:
