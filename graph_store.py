@@ -683,7 +683,10 @@ def _language(question: str) -> str:
     folded = [text_fold(w) for w in words]
     scores = {lang: sum(w in {text_fold(h) for h in hints} for w in folded)
               for lang, hints in LANG_HINTS.items()}
-    has_diacritics = text_fold(question) != question
+    # diacritics count only in lower-case words: a Slovak name in an English question
+    # ("Who supervised Eva Šimková?") says nothing about the question's language
+    has_diacritics = any(text_fold(w) != w for w in re.findall(r"[^\W\d_]+", question)
+                         if not w[:1].isupper())
     if has_diacritics:
         scores["sk"] += 2
     best = max(scores.values())
@@ -1164,16 +1167,31 @@ def _positive_int(text: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     """Return the CLI's argument parser."""
-    p = argparse.ArgumentParser(prog="graph_store.py",
-                                description="Answer a question over a JSON knowledge graph.")
-    p.add_argument("question")
-    p.add_argument("--graph", required=True, help="the graph JSON file")
-    p.add_argument("--limit", type=_positive_int, help="shown facts and paths (fact_limit, path_limit)")
-    p.add_argument("--entity-limit", type=_positive_int, default=DEFAULT_ENTITY_LIMIT)
-    p.add_argument("--evidence-limit", type=_positive_int, default=DEFAULT_EVIDENCE_LIMIT)
-    p.add_argument("--fact-limit", type=_positive_int, default=DEFAULT_FACT_LIMIT)
-    p.add_argument("--path-limit", type=_positive_int, default=DEFAULT_PATH_LIMIT)
-    p.add_argument("--max-path-length", type=_positive_int, default=DEFAULT_MAX_PATH_LENGTH)
+    p = argparse.ArgumentParser(
+        prog="graph_store.py",
+        description="Answer a structured question over a JSON knowledge graph (format: README, "
+                    "'GraphRAG'). Understands, in Slovak, English and Polish: the thesis title of a "
+                    "person, the supervisor of a person, theses supervised by someone, theses with a "
+                    "keyword, authors of a title, how many persons or theses in a year, and what is "
+                    "known about an entity.",
+        epilog='Examples: "Aký názov práce má Jána Holpa?", "Koľko osôb má prácu v roku 2024?", '
+               '"Who supervised Eva Šimková?". Counts are exact (aggregation.complete); the limits '
+               "cut only what is shown and are reported as truncated. Exit codes: 0 ok, no_answer "
+               "or ambiguous; 1 error; 2 usage.")
+    p.add_argument("question", help="the question, in Slovak, English or Polish")
+    p.add_argument("--graph", required=True, metavar="FILE", help="the graph JSON file")
+    p.add_argument("--limit", type=_positive_int, metavar="N",
+                   help="facts and paths shown (sets --fact-limit and --path-limit)")
+    p.add_argument("--entity-limit", type=_positive_int, default=DEFAULT_ENTITY_LIMIT, metavar="N",
+                   help=f"entities recognised at most (default {DEFAULT_ENTITY_LIMIT})")
+    p.add_argument("--evidence-limit", type=_positive_int, default=DEFAULT_EVIDENCE_LIMIT, metavar="N",
+                   help=f"source documents listed at most (default {DEFAULT_EVIDENCE_LIMIT})")
+    p.add_argument("--fact-limit", type=_positive_int, default=DEFAULT_FACT_LIMIT, metavar="N",
+                   help=f"facts shown at most (default {DEFAULT_FACT_LIMIT})")
+    p.add_argument("--path-limit", type=_positive_int, default=DEFAULT_PATH_LIMIT, metavar="N",
+                   help=f"paths shown at most (default {DEFAULT_PATH_LIMIT})")
+    p.add_argument("--max-path-length", type=_positive_int, default=DEFAULT_MAX_PATH_LENGTH, metavar="N",
+                   help=f"edges per path for 'what is known about' (default {DEFAULT_MAX_PATH_LENGTH})")
     p.add_argument("--json", action="store_true", help="print the v1 JSON envelope")
     p.add_argument("--debug", action="store_true", help="re-raise unexpected errors")
     return p

@@ -214,6 +214,9 @@ class QuestionTest(unittest.TestCase):
         self.assertEqual(gs.graph_parse_question("Aky nazov prace ma Holp?", g).language, "sk")
         self.assertEqual(gs.graph_parse_question("Who supervised Jan Holp?", g).language, "en")
         self.assertEqual(gs.graph_parse_question("Jaki jest tytuł pracy Jana Holpa?", g).language, "pl")
+        # a Slovak name's diacritics do not make an English question Slovak
+        self.assertEqual(gs.graph_parse_question("Who supervised Ján Holp?", g).language, "en")
+        self.assertEqual(gs.graph_parse_question("Kto je vedúci práce Jána Holpa?", g).language, "sk")
 
     def test_unrelated_questions_are_not_claimed(self):
         g = graph()
