@@ -12,7 +12,7 @@ Sections (in file order)
      5. Corpus walk      -- the only code that reads documents
      6. Chunking         -- split on headers / blank lines with exact 1-based line ranges
      7. BM25             -- Okapi BM25 scoring over postings
-     8. HTTP client      -- _post_json, the one network helper
+     8. HTTP client      -- _request_json, the one network helper
      9. Embeddings       -- batching, nomic prefixes, EMBED_MOCK vectors, cosine
     10. Cache            -- the sqlite3 index: files, chunks, postings, vectors
     11. Fusion           -- reciprocal rank fusion with deterministic ties
@@ -925,15 +925,16 @@ class BackendError(RetrievalUnavailableError):
 _TRANSIENT_HTTP = {429, 500, 502, 503, 504}
 
 
-def _post_json(url: str, payload: dict, timeout_s: float, retries: int,
-               api_key: str | None = None, max_bytes: int = MAX_RESPONSE_BYTES,
-               sleep: Callable[[float], None] = time.sleep) -> Any:
-    """Return the decoded JSON reply of POST url; retry transient faults a bounded number
-    of times within about timeout_s in total; raise BackendError when it cannot."""
+def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int,
+                  api_key: str | None = None, max_bytes: int = MAX_RESPONSE_BYTES,
+                  sleep: Callable[[float], None] = time.sleep) -> Any:
+    """Return the decoded JSON reply of POST url with payload (GET when payload is None);
+    retry transient faults a bounded number of times within about timeout_s in total;
+    raise BackendError when it cannot."""
     import http.client
     import urllib.error
     import urllib.request
-    body = json.dumps(payload).encode("utf-8")
+    body = None if payload is None else json.dumps(payload).encode("utf-8")
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -944,7 +945,8 @@ def _post_json(url: str, payload: dict, timeout_s: float, retries: int,
         remaining = deadline - time.monotonic()
         wait_s = 0.0
         try:
-            request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+            request = urllib.request.Request(url, data=body, headers=headers,
+                                             method="GET" if body is None else "POST")
             with urllib.request.urlopen(request, timeout=min(timeout_s, max(remaining, 0.1))) as resp:
                 raw = resp.read(max_bytes + 1)
             if len(raw) > max_bytes:
@@ -1072,7 +1074,7 @@ def embed_texts(texts: list[str], settings: Settings, kind: str = "document",
     out: list[list[float]] = []
     for start in range(0, len(texts), settings.embed_batch):
         batch = [prefix + t[:MAX_EMBED_CHARS] for t in texts[start:start + settings.embed_batch]]
-        reply = _post_json(url, {"model": settings.embed_model, "input": batch},
+        reply = _request_json(url, {"model": settings.embed_model, "input": batch},
                            settings.timeout_s, settings.retries, settings.api_key)
         out.extend(_normalise([float(x) for x in v]) for v in _check_vectors(reply, len(batch)))
         if progress:
@@ -2084,9 +2086,30 @@ def _prompt(question: str, result: SearchResult) -> dict[str, str]:
             "answer_format": ANSWER_FORMAT}
 
 
+def _pick_chat_model(settings: Settings, notes: list[Note]) -> str:
+    """Return the first model the server lists at GET /models that is not an embedding
+    model (noted), or DEFAULT_CHAT_MODEL when it lists none; raise BackendError when the
+    server does not answer at all."""
+    try:
+        reply = _request_json(settings.base_url.rstrip("/") + "/models", None,
+                              min(settings.timeout_s, 10.0), 0, settings.api_key)
+    except BackendError as exc:
+        if exc.kind in ("refused", "bad_url", "timeout"):
+            raise
+        return DEFAULT_CHAT_MODEL
+    data = reply.get("data") if isinstance(reply, dict) else None
+    ids = [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+    chat = [i for i in ids if isinstance(i, str) and "embed" not in i.lower()]
+    if not chat:
+        return DEFAULT_CHAT_MODEL
+    notes.append(Note("chat_model_auto", f"no chat model configured (--chat-model, "
+                                         f"DOCS_QA_CHAT_MODEL); using '{chat[0]}' from the server"))
+    return chat[0]
+
+
 def _chat(prompt: dict[str, str], settings: Settings, chat_model: str, timeout_s: float) -> str:
     """Return the model's reply text; raise BackendError on any fault."""
-    reply = _post_json(settings.base_url.rstrip("/") + "/chat/completions",
+    reply = _request_json(settings.base_url.rstrip("/") + "/chat/completions",
                        {"model": chat_model, "temperature": 0,
                         "messages": [{"role": "system", "content": prompt["instructions"]},
                                      {"role": "user", "content": prompt["context"]}]},
@@ -2250,10 +2273,11 @@ _LIST_MARK = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 
 
 def answer(question: str, settings: Settings, extractive: bool = False,
-           chat_model: str = DEFAULT_CHAT_MODEL, chat_timeout_s: float = DEFAULT_CHAT_TIMEOUT_S,
+           chat_model: str | None = None, chat_timeout_s: float = DEFAULT_CHAT_TIMEOUT_S,
            progress: ProgressFn | None = None) -> AnswerResult:
     """Return an answer to question whose every citation was checked against the
-    retrieved fragments; the refusal when none survives; no_answer when nothing matched."""
+    retrieved fragments; the refusal when none survives; no_answer when nothing matched.
+    chat_model None: the first chat model the server lists (see _pick_chat_model)."""
     result = search(question, settings, progress)
     prompt = _prompt(result.query, result)
     language = answer_language(result.query)
@@ -2264,6 +2288,8 @@ def answer(question: str, settings: Settings, extractive: bool = False,
     mode, reply = "extractive", None
     if not extractive:
         try:
+            if chat_model is None:
+                chat_model = _pick_chat_model(settings, notes)
             reply = _chat(prompt, settings, chat_model, chat_timeout_s)
             mode = "assistant"
             if len(reply) > MAX_ANSWER_CHARS:
@@ -2422,7 +2448,7 @@ class OperationContext:
     """What operations share in a transport: settings, chat options, an optional graph."""
 
     settings: Settings
-    chat_model: str = DEFAULT_CHAT_MODEL
+    chat_model: str | None = None      # None: the first chat model the server lists
     chat_timeout_s: float = DEFAULT_CHAT_TIMEOUT_S
     graph: Any = None
     graph_error: Exception | None = None
@@ -2562,7 +2588,8 @@ def _question_parser() -> argparse.ArgumentParser:
     parser.add_argument("--k1", type=float, default=DEFAULT_K1, help=f"BM25 k1 (default {DEFAULT_K1})")
     parser.add_argument("--b", type=float, default=DEFAULT_B, help=f"BM25 b (default {DEFAULT_B})")
     parser.add_argument("--chat-model", metavar="NAME",
-                        help=f"chat model (env DOCS_QA_CHAT_MODEL, default {DEFAULT_CHAT_MODEL})")
+                        help="chat model (env DOCS_QA_CHAT_MODEL; default: the first chat model the "
+                             "server lists at /models)")
     parser.add_argument("--graph", metavar="FILE",
                         help="JSON knowledge graph: questions it understands are answered from it")
     return parser
@@ -2588,7 +2615,8 @@ def _server_parser(command: str) -> argparse.ArgumentParser:
     _add_common_flags(parser)
     parser.add_argument("--graph", metavar="FILE", help="JSON knowledge graph for /graph (query_graph)")
     parser.add_argument("--chat-model", metavar="NAME",
-                        help=f"chat model (env DOCS_QA_CHAT_MODEL, default {DEFAULT_CHAT_MODEL})")
+                        help="chat model (env DOCS_QA_CHAT_MODEL; default: the first chat model the "
+                             "server lists at /models)")
     if command == "serve":
         parser.add_argument("--host", default=DEFAULT_HOST,
                             help=f"address to bind (default {DEFAULT_HOST}; any other than loopback "
@@ -2683,7 +2711,7 @@ def _cli_question(args: argparse.Namespace, environ: dict[str, str], out: Any, e
     """Run a question (or --search) and print text or the envelope; return the exit code."""
     settings = _settings_from_args(args, environ)
     ctx = OperationContext(settings, chat_model=args.chat_model
-                           or environ.get("DOCS_QA_CHAT_MODEL") or DEFAULT_CHAT_MODEL)
+                           or environ.get("DOCS_QA_CHAT_MODEL") or None)
     progress = _Progress(err) if err.isatty() else None
     envelope = _route_question(args, ctx, progress)
     payload = envelope.to_dict()
@@ -3149,7 +3177,7 @@ def _server_context(args: argparse.Namespace, environ: dict[str, str], token: st
     """Return the shared context: settings, the index built once, and the graph if any."""
     settings = _settings_from_args(args, environ)
     ops = OperationContext(settings, chat_model=args.chat_model
-                           or environ.get("DOCS_QA_CHAT_MODEL") or DEFAULT_CHAT_MODEL)
+                           or environ.get("DOCS_QA_CHAT_MODEL") or None)
     ctx = ServerContext(ops, token=token, debug=args.debug, log=sys.stderr.write)
     try:
         stats = index_folder(settings, _Progress(sys.stderr))

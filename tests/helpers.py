@@ -94,6 +94,7 @@ class StubModelServer:
         self.embed_fault: str | None = None
         self.chat_fault: str | None = None
         self.chat_reply = "OK"
+        self.models: list[str] | None = ["text-embedding-stub", "stub-chat-7b"]   # None: no /models
         self.dim = 8
         self.hang_s = 3.0
         self.embed_requests = 0
@@ -107,6 +108,13 @@ class StubModelServer:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args) -> None:  # keep test output clean
                 pass
+
+            def do_GET(self) -> None:
+                if self.path.endswith("/models") and stub.models is not None:
+                    stub._send(self, 200, {"object": "list", "data": [
+                        {"id": m, "object": "model"} for m in stub.models]})
+                else:
+                    stub._send(self, 404, {"error": "not found"})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)

@@ -160,3 +160,34 @@ class ExtractiveWhenTest(TempDirTest):
             "do kiedy składam JPK", self.settings()))
         self.assertIn("do 25. dnia miesiąca po okresie. [a.md:11-11]", answer)
         self.assertEqual(answer.count("\n"), docs_qa.EXTRACTIVE_UNITS - 1)
+
+
+class ChatModelChoiceTest(TempDirTest):
+    """With no chat model configured, the first non-embedding model the server lists."""
+
+    def setUp(self):
+        super().setUp()
+        write_files(self.docs, CORPUS)
+        self.stub = StubModelServer().__enter__()
+        self.addCleanup(self.stub.__exit__)
+        self.stub.chat_reply = "Plik JPK_V7M składa się do 25. dnia miesiąca [jpk.md:5]."
+
+    def chat_models_used(self):
+        return [body["model"] for path, body in self.stub.bodies if path.endswith("/chat/completions")]
+
+    def test_the_server_listed_chat_model_is_used_and_noted(self):
+        result = docs_qa.answer("do kiedy składam JPK_V7M", self.settings(base_url=self.stub.base_url))
+        self.assertEqual(self.chat_models_used(), ["stub-chat-7b"])   # the embedding model is skipped
+        self.assertIn("chat_model_auto", [n.code for n in result.notes])
+        self.assertEqual(result.answer_mode, "assistant")
+
+    def test_a_configured_chat_model_is_used_as_is(self):
+        docs_qa.answer("do kiedy składam JPK_V7M", self.settings(base_url=self.stub.base_url),
+                       chat_model="mine")
+        self.assertEqual(self.chat_models_used(), ["mine"])
+
+    def test_a_server_without_a_model_list_gets_the_default_name(self):
+        self.stub.models = None
+        result = docs_qa.answer("do kiedy składam JPK_V7M", self.settings(base_url=self.stub.base_url))
+        self.assertEqual(self.chat_models_used(), [docs_qa.DEFAULT_CHAT_MODEL])
+        self.assertNotIn("chat_model_auto", [n.code for n in result.notes])

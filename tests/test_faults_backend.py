@@ -124,7 +124,7 @@ class EmbeddingFaultTest(BackendCase):
         url = self.stub.base_url + "/embeddings"
         self.stub.embed_fault = "http_429"
         with self.assertRaises(docs_qa.BackendError) as ctx:
-            docs_qa._post_json(url, {"input": ["x"]}, 0.5, 3, sleep=waits.append)
+            docs_qa._request_json(url, {"input": ["x"]}, 0.5, 3, sleep=waits.append)
         self.assertEqual(ctx.exception.kind, "http_429")
         self.assertEqual(len(waits), 3)       # 4 attempts = retries + 1, none past the budget
         self.assertEqual(docs_qa._retry_after_s("120", 1), docs_qa.RETRY_AFTER_CAP_S)
@@ -206,8 +206,10 @@ class CliBackendTest(BackendCase):
         envelope = json.loads(proc.stdout)
         self.assertEqual((envelope["status"], envelope["mode"], envelope["answer_mode"]),
                          ("ok", "bm25", "extractive"))
+        # the stub lists its models, so the chat model was picked from /models (noted)
+        # before the chat call itself failed
         self.assertEqual(sorted(n["code"] for n in envelope["notes"]),
-                         ["embeddings_unavailable", "llm_unavailable"])
+                         ["chat_model_auto", "embeddings_unavailable", "llm_unavailable"])
         self.assertNotIn(self.tmp, proc.stdout)
         text = run_cli(*common, env=env)
         self.assertEqual(text.returncode, 0)
