@@ -1788,15 +1788,10 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
     else:
         notes.append(Note("embeddings_disabled", "embeddings are switched off; results are BM25 only"))
     fused = rrf_fuse(rankings, settings.rrf_k)
-    coverage = _question_coverage(conn, question)
-    best_similarity = max(method_scores.get("dense", {}).values(), default=None)
-    if not _is_plausible(coverage, best_similarity, settings):
+    implausible = _implausible_note(conn, question, method_scores.get("dense", {}).values(), settings)
+    if implausible is not None:
         fused, truncation = [], []
-        notes.append(Note("no_plausible_match",
-                          f"only {coverage:.0%} of the question's words occur in the documents"
-                          + ("" if best_similarity is None else
-                             f" and the best embedding similarity is {best_similarity:.2f}")
-                          + "; nothing is returned rather than weak hits"))
+        notes.append(implausible)
     hits, limit_reasons = _apply_limits(conn, fused, rankings, method_scores, settings)
     truncation += limit_reasons
     return SearchResult(
@@ -1823,11 +1818,21 @@ def _question_coverage(conn: sqlite3.Connection, question: str) -> float:
     return found / total if total else 0.0
 
 
-def _is_plausible(coverage: float, best_similarity: float | None, settings: Settings) -> bool:
-    """Return True when retrieval plausibly found something: enough of the question's
-    words occur in the folder, or the embeddings see a close match."""
-    return coverage >= settings.min_coverage or (
-        best_similarity is not None and best_similarity >= settings.min_similarity)
+def _implausible_note(conn: sqlite3.Connection, question: str, dense_scores: Iterable[float],
+                      settings: Settings) -> Note | None:
+    """Return the no_plausible_match note when retrieval found nothing plausible (too few
+    of the question's words occur in the folder and no embedding match is close), else
+    None: the no-answer gate, shared by search() and search_rankings()."""
+    coverage = _question_coverage(conn, question)
+    best_similarity = max(dense_scores, default=None)
+    if coverage >= settings.min_coverage or (
+            best_similarity is not None and best_similarity >= settings.min_similarity):
+        return None
+    return Note("no_plausible_match",
+                f"only {coverage:.0%} of the question's words occur in the documents"
+                + ("" if best_similarity is None else
+                   f" and the best embedding similarity is {best_similarity:.2f}")
+                + "; nothing is returned rather than weak hits")
 
 
 def _apply_limits(conn: sqlite3.Connection, fused: list[tuple[int, float]],
@@ -1875,13 +1880,13 @@ def search_rankings(question: str, settings: Settings, depth: int,
         pool = settings.candidate_limit
         bm25_top, _ = _bm25_ranking(conn, question, settings, max(depth, pool))
         ids = {"bm25": [cid for cid, _ in bm25_top[:max(depth, pool)]]}
+        dense_top: list[tuple[int, float]] = []
         if settings.use_embeddings:
             dense_top = _dense_ranking(conn, question, settings, max(depth, pool), progress)
             ids["dense"] = [cid for cid, _ in dense_top[:max(depth, pool)]]
         fused = rrf_fuse({m: ranked[:pool] for m, ranked in ids.items()}, settings.rrf_k)
-        best_similarity = dense_top[0][1] if settings.use_embeddings and dense_top else None
-        plausible = _is_plausible(_question_coverage(conn, question), best_similarity, settings)
-        ids["rrf"] = [cid for cid, _ in fused] if plausible else []
+        implausible = _implausible_note(conn, question, (sim for _, sim in dense_top), settings)
+        ids["rrf"] = [cid for cid, _ in fused] if implausible is None else []
         meta = _cache_chunks(conn, sorted({cid for ranked in ids.values() for cid in ranked}))
         return {m: [meta[cid][0] for cid in ranked[:depth]] for m, ranked in ids.items()}
     return _with_index(settings, work)

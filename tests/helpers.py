@@ -91,17 +91,7 @@ class StubModelServer:
               "empty_choices", "huge", "no_content")
 
     def __init__(self) -> None:
-        self.embed_fault: str | None = None
-        self.chat_fault: str | None = None
-        self.chat_reply = "OK"
-        self.models: list[str] | None = ["text-embedding-stub", "stub-chat-7b"]   # None: no /models
-        self.dim = 8
-        self.hang_s = 3.0
-        self.embed_requests = 0
-        self.embedded_texts = 0
-        self.chat_requests = 0
-        self.bodies: list[tuple[str, dict]] = []
-        self.headers_seen: list[dict[str, str]] = []
+        self.reset()
         self._lock = threading.Lock()
         stub = self
 
@@ -132,6 +122,20 @@ class StubModelServer:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def reset(self) -> None:
+        """Restore the default behaviour and zero the counters (between tests)."""
+        self.embed_fault: str | None = None
+        self.chat_fault: str | None = None
+        self.chat_reply = "OK"
+        self.models: list[str] | None = ["text-embedding-stub", "stub-chat-7b"]   # None: no /models
+        self.dim = 8
+        self.hang_s = 3.0
+        self.embed_requests = 0
+        self.embedded_texts = 0
+        self.chat_requests = 0
+        self.bodies: list[tuple[str, dict]] = []
+        self.headers_seen: list[dict[str, str]] = []
 
     @property
     def base_url(self) -> str:
@@ -231,8 +235,10 @@ class StubModelServer:
 
 
 class StubServerCase(TempDirTest):
-    """A test class sharing one StubModelServer (its shutdown costs 0.5 s), with
-    TAX_CORPUS in each test's docs folder and the stub's faults reset."""
+    """A test class sharing one StubModelServer (its shutdown costs 0.5 s), reset before
+    each test, with `corpus` (TAX_CORPUS unless a subclass says otherwise) in its docs folder."""
+
+    corpus: dict[str, str | bytes] = TAX_CORPUS
 
     @classmethod
     def setUpClass(cls):
@@ -241,5 +247,5 @@ class StubServerCase(TempDirTest):
 
     def setUp(self):
         super().setUp()
-        write_files(self.docs, TAX_CORPUS)
-        self.stub.chat_fault = self.stub.embed_fault = None
+        write_files(self.docs, self.corpus)
+        self.stub.reset()

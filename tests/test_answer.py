@@ -2,7 +2,7 @@
 claim support, completeness caveats, degradation and the no-answer gate."""
 import unittest
 
-from helpers import StubModelServer, TempDirTest, docs_qa, write_files
+from helpers import StubServerCase, TempDirTest, docs_qa, write_files
 
 CORPUS = {
     "jpk.md": "# JPK\n\n## Termin\n\nPlik JPK_V7M składa się do 25. dnia miesiąca po okresie rozliczeniowym.\n"
@@ -12,12 +12,8 @@ CORPUS = {
 }
 
 
-class AnswerTest(TempDirTest):
-    def setUp(self):
-        super().setUp()
-        write_files(self.docs, CORPUS)
-        self.stub = StubModelServer().__enter__()
-        self.addCleanup(self.stub.__exit__)
+class AnswerTest(StubServerCase):
+    corpus = CORPUS
 
     def ask(self, reply, question="do kiedy składam JPK_V7M", **overrides):
         self.stub.chat_reply = reply
@@ -162,14 +158,13 @@ class ExtractiveWhenTest(TempDirTest):
         self.assertEqual(answer.count("\n"), docs_qa.EXTRACTIVE_UNITS - 1)
 
 
-class ChatModelChoiceTest(TempDirTest):
+class ChatModelChoiceTest(StubServerCase):
     """With no chat model configured, the first non-embedding model the server lists."""
+
+    corpus = CORPUS
 
     def setUp(self):
         super().setUp()
-        write_files(self.docs, CORPUS)
-        self.stub = StubModelServer().__enter__()
-        self.addCleanup(self.stub.__exit__)
         self.stub.chat_reply = "Plik JPK_V7M składa się do 25. dnia miesiąca [jpk.md:5]."
 
     def chat_models_used(self):

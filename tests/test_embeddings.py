@@ -1,10 +1,9 @@
 """The embedding client against a real stand-in server: request shape, prefixes,
 batching, degradation to BM25, and the on-disk vector cache."""
-import os
 import socket
 import unittest
 
-from helpers import TAX_CORPUS, StubModelServer, TempDirTest, docs_qa, write_files
+from helpers import StubServerCase, docs_qa, write_files
 
 
 def closed_port_url() -> str:
@@ -15,12 +14,7 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
-class EmbeddingClientTest(TempDirTest):
-    def setUp(self):
-        super().setUp()
-        write_files(self.docs, TAX_CORPUS)
-        self.stub = StubModelServer().__enter__()
-        self.addCleanup(self.stub.__exit__)
+class EmbeddingClientTest(StubServerCase):
 
     def live(self, **overrides):
         values = {"embed_mock": False, "base_url": self.stub.base_url, "timeout_s": 0.5, "retries": 1}
