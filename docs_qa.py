@@ -105,7 +105,8 @@ RETRY_AFTER_CAP_S = 5.0
 DOC_EXTENSIONS = (".md", ".markdown", ".txt")
 NOMIC_PREFIXES = {"document": "search_document: ", "query": "search_query: "}
 MOCK_DIM = 256
-CACHE_SCHEMA_VERSION = 3          # 2: postings as packed arrays per term; 3: chunks_by_sha
+CACHE_SCHEMA_VERSION = 4          # 2: postings as packed arrays per term; 3: chunks_by_sha;
+                                  # 4: vectors keyed by breadcrumb + text (embedding_input)
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 TOKENIZER_VERSION = "t3"
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
@@ -1085,6 +1086,21 @@ def embed_texts(texts: list[str], settings: Settings, kind: str = "document",
     return out
 
 
+def embedding_input(sections: tuple[str, ...], text: str) -> str:
+    """Return what a chunk is embedded as: the headings above it that its own lines do
+    not show (title > section > ...), a blank line, then its text. A sub-section or a
+    piece cut from a long section otherwise loses what it is about."""
+    own = {title for _, _, title in _headers(_split_lines(text), 0)}
+    context = " > ".join(s for s in sections if s and s not in own)
+    return f"{context}\n\n{text}" if context else text
+
+
+def _embed_key(chunk: Chunk) -> str:
+    """Return the key a chunk's vector is cached under: a hash of its breadcrumb and its
+    text, which together decide embedding_input() (built only when a vector is missing)."""
+    return _file_sha("\x1f".join(chunk.sections) + "\x1e" + chunk.text)
+
+
 def _model_tag(settings: Settings) -> str:
     """Return the key under which vectors of this model and prefix mode are cached."""
     if settings.embed_mock:
@@ -1104,12 +1120,12 @@ CREATE TABLE files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGE
                    sha TEXT NOT NULL, title TEXT, url TEXT);
 CREATE TABLE chunks(id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL,
                     end_line INTEGER NOT NULL, sections TEXT NOT NULL, text TEXT NOT NULL,
-                    n_terms INTEGER NOT NULL, text_sha TEXT NOT NULL);
+                    n_terms INTEGER NOT NULL, embed_sha TEXT NOT NULL);
 CREATE INDEX chunks_by_path ON chunks(path);
-CREATE INDEX chunks_by_sha ON chunks(text_sha);
+CREATE INDEX chunks_by_sha ON chunks(embed_sha);
 CREATE TABLE postings(term TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
-CREATE TABLE vectors(text_sha TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER NOT NULL,
-                     data BLOB NOT NULL, PRIMARY KEY(text_sha, model)) WITHOUT ROWID;
+CREATE TABLE vectors(embed_sha TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER NOT NULL,
+                     data BLOB NOT NULL, PRIMARY KEY(embed_sha, model)) WITHOUT ROWID;
 """
 
 
@@ -1135,13 +1151,18 @@ def cache_open(path: str | None) -> sqlite3.Connection:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables and app_id == 0:
             _cache_create(conn)
-        elif app_id != CACHE_APPLICATION_ID or version != CACHE_SCHEMA_VERSION:
-            raise _CacheCorrupt("foreign or old cache")
+        elif app_id != CACHE_APPLICATION_ID:
+            raise _CacheCorrupt("foreign")
+        elif version != CACHE_SCHEMA_VERSION:
+            raise _CacheCorrupt("old_version")
         conn.execute("PRAGMA synchronous=NORMAL")
         return conn
-    except (sqlite3.DatabaseError, _CacheCorrupt) as exc:
+    except _CacheCorrupt:
         conn.close()
-        raise _CacheCorrupt(type(exc).__name__) from None
+        raise
+    except sqlite3.DatabaseError:
+        conn.close()
+        raise _CacheCorrupt("damaged") from None
 
 
 def _cache_create(conn: sqlite3.Connection) -> None:
@@ -1236,13 +1257,13 @@ class _IndexWriter:
         self.dropped_paths.append(path)
 
     def add_chunks(self, parsed: list[tuple[Chunk, dict[str, int], int, str]]) -> None:
-        """Queue chunks (with their term counts, n_terms and text hash) and their postings."""
+        """Queue chunks (with their term counts, n_terms and embedding-input hash) and their postings."""
         added = self.added
-        for chunk, counts, n_terms, text_sha in parsed:
+        for chunk, counts, n_terms, embed_sha in parsed:
             chunk_id = self.next_id
             self.next_id += 1
             self.chunk_rows.append((chunk_id, chunk.path, chunk.start_line, chunk.end_line,
-                                    json.dumps(chunk.sections), chunk.text, n_terms, text_sha))
+                                    json.dumps(chunk.sections), chunk.text, n_terms, embed_sha))
             for term, tf in counts.items():
                 triples = added.get(term)
                 if triples is None:
@@ -1266,7 +1287,7 @@ class _IndexWriter:
         conn = self.conn
         conn.executemany("DELETE FROM chunks WHERE path=?", [(p,) for p in self.dropped_paths])
         conn.executemany("INSERT INTO chunks(id, path, start_line, end_line, sections, text, n_terms,"
-                         " text_sha) VALUES(?,?,?,?,?,?,?,?)", self.chunk_rows)
+                         " embed_sha) VALUES(?,?,?,?,?,?,?,?)", self.chunk_rows)
         conn.executemany("INSERT OR REPLACE INTO files(path, mtime_ns, size, sha, title, url)"
                          " VALUES(?,?,?,?,?,?)", self.file_rows)
         puts, deletes = [], []
@@ -1362,7 +1383,7 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, entries: list
     return stats
 
 
-ParsedFile = tuple  # (entry, skip code, sha, title, url, [(Chunk, counts, n_terms, text_sha)] or None)
+ParsedFile = tuple  # (entry, skip code, sha, title, url, [(Chunk, counts, n_terms, embed_sha)] or None)
 
 
 def _parse_files(job: tuple[list[tuple[FileEntry, str | None]], int, int, _Tokenizer]) -> list[ParsedFile]:
@@ -1382,7 +1403,7 @@ def _parse_files(job: tuple[list[tuple[FileEntry, str | None]], int, int, _Token
             parsed = []
             for chunk in chunk_text(entry.rel_path, text, chunk_chars):
                 terms = tokenizer.tokens(chunk.text)
-                parsed.append((chunk, Counter(terms), len(terms), _file_sha(chunk.text)))
+                parsed.append((chunk, Counter(terms), len(terms), _embed_key(chunk)))
         out.append((entry, None, sha, title, url, parsed))
     return out
 
@@ -1534,21 +1555,25 @@ def _unpack(data: bytes) -> array.array:
 
 
 def _cache_missing_vectors(conn: sqlite3.Connection, model: str) -> list[tuple[str, str]]:
-    """Return (text_sha, text) of chunks that have no cached vector for model, by sha.
+    """Return (embed_sha, embedding input) of chunks with no cached vector for model, by sha.
 
     The scan reads only the chunks_by_sha index; texts are fetched for the missing ones.
     """
     missing = conn.execute(
-        "SELECT DISTINCT c.text_sha FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v"
-        " WHERE v.text_sha = c.text_sha AND v.model = ?) ORDER BY c.text_sha", (model,)).fetchall()
-    return [(sha, conn.execute("SELECT MIN(text) FROM chunks WHERE text_sha=?", (sha,)).fetchone()[0])
-            for (sha,) in missing]
+        "SELECT DISTINCT c.embed_sha FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v"
+        " WHERE v.embed_sha = c.embed_sha AND v.model = ?) ORDER BY c.embed_sha", (model,)).fetchall()
+    out = []
+    for (sha,) in missing:
+        sections, text = conn.execute("SELECT sections, text FROM chunks WHERE embed_sha=? LIMIT 1",
+                                      (sha,)).fetchone()
+        out.append((sha, embedding_input(tuple(json.loads(sections)), text)))
+    return out
 
 
 def _cache_put_vectors(conn: sqlite3.Connection, model: str, items: list[tuple[str, list[float]]]) -> None:
     """Store vectors for model, committed at once so an interrupted run keeps them."""
     conn.execute("BEGIN IMMEDIATE")
-    conn.executemany("INSERT OR REPLACE INTO vectors(text_sha, model, dim, data) VALUES(?,?,?,?)",
+    conn.executemany("INSERT OR REPLACE INTO vectors(embed_sha, model, dim, data) VALUES(?,?,?,?)",
                      [(sha, model, len(vec), _pack(vec)) for sha, vec in items])
     conn.execute("COMMIT")
 
@@ -1569,7 +1594,7 @@ def _cache_drop_other_dims(conn: sqlite3.Connection, model: str, dim: int) -> No
 def _cache_vectors(conn: sqlite3.Connection, model: str) -> list[tuple[int, array.array]]:
     """Return (chunk_id, unit vector) for every chunk that has a vector for model."""
     return [(cid, _unpack(data)) for cid, data in conn.execute(
-        "SELECT c.id, v.data FROM chunks c JOIN vectors v ON v.text_sha = c.text_sha AND v.model = ?",
+        "SELECT c.id, v.data FROM chunks c JOIN vectors v ON v.embed_sha = c.embed_sha AND v.model = ?",
         (model,))]
 
 
@@ -1638,10 +1663,11 @@ def _open_index(settings: Settings) -> tuple[sqlite3.Connection, list[Note]]:
     try:
         try:
             return cache_open(path), []
-        except _CacheCorrupt:
+        except _CacheCorrupt as exc:
             _remove_cache_files(path)
-            return cache_open(path), [Note("cache_rebuilt",
-                                           "the cache file was damaged or foreign and was rebuilt")]
+            why = ("was made by another version of docs-qa" if str(exc) == "old_version"
+                   else "was damaged or foreign")
+            return cache_open(path), [Note("cache_rebuilt", f"the cache file {why} and was rebuilt")]
     except (OSError, sqlite3.Error, _CacheCorrupt):   # e.g. the file's place is taken by a folder
         return cache_open(None), unavailable
 
@@ -1692,7 +1718,7 @@ def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, 
         _embed_missing(conn, settings, progress, len(query_vec), notes)
     except BackendError:              # the cached query vector may be the faulty one
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute("DELETE FROM vectors WHERE text_sha = ? AND model = ?",
+        conn.execute("DELETE FROM vectors WHERE embed_sha = ? AND model = ?",
                      (_query_key(question), model))
         conn.execute("COMMIT")
         raise
@@ -1713,7 +1739,7 @@ def _query_key(question: str) -> str:
 def _query_vector(conn: sqlite3.Connection, question: str, settings: Settings, model: str) -> list[float]:
     """Return the question's vector, from the cache when this question was asked before."""
     key = _query_key(question)
-    row = conn.execute("SELECT data FROM vectors WHERE text_sha=? AND model=?", (key, model)).fetchone()
+    row = conn.execute("SELECT data FROM vectors WHERE embed_sha=? AND model=?", (key, model)).fetchone()
     if row:
         return list(_unpack(row[0]))
     if not settings.embed_mock:

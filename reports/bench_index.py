@@ -231,7 +231,7 @@ def bench_embed(docs: str, work: str, max_files: int) -> dict:
                 (time.perf_counter() - start, done, total)) if stage == "embed" else None)
             wall = time.perf_counter() - start
             conn = sqlite3.connect(docs_qa.cache_path(cache, sub))
-            stored = conn.execute("SELECT COUNT(*) FROM vectors WHERE text_sha NOT LIKE 'query:%'").fetchone()[0]
+            stored = conn.execute("SELECT COUNT(*) FROM vectors WHERE embed_sha NOT LIKE 'query:%'").fetchone()[0]
             conn.close()
             runs.append({"stored": stored, "label": label, "wall": wall, "requests": stub.embed_requests,
                          "texts": stub.embedded_texts,

@@ -168,7 +168,9 @@ class SchemaTest(TempDirTest):
         conn.commit()
         conn.close()
         result = docs_qa.search("termin JPK", settings)
-        self.assertIn("cache_rebuilt", [n.code for n in result.notes])
+        rebuilt = [n.message for n in result.notes if n.code == "cache_rebuilt"]
+        self.assertEqual(len(rebuilt), 1)
+        self.assertIn("another version of docs-qa", rebuilt[0])
         self.assertEqual(result.stats.new, 3)
         self.assertEqual(result.hits[0].chunk.path, "jpk.md")
         conn = sqlite3.connect(path)

@@ -73,6 +73,38 @@ class EmbeddingClientTest(StubServerCase):
         self.assertEqual(self.stub.embedded_texts, first + 1, "only the one changed chunk is re-embedded")
 
 
+    def test_a_chunk_is_embedded_under_the_headings_above_it_and_cited_by_its_own_lines(self):
+        write_files(self.docs, {
+            "jpk/terminy.md": "# JPK_V7M\n\nPlik składa się za każdy miesiąc osobno.\n\n## Termin\n\n"
+                              "Do 25. dnia miesiąca po okresie rozliczeniowym.\n",
+            "cit/terminy.md": "# CIT-8\n\nZeznanie roczne składa każda spółka kapitałowa.\n\n## Termin\n\n"
+                              "Do 25. dnia miesiąca po okresie rozliczeniowym.\n"})
+        result = docs_qa.search("termin", self.live(embed_model="all-MiniLM-L6-v2"))
+        inputs = [text for _, body in self.stub.bodies for text in body["input"]]
+        # the same lines under two titles are two different things to embed
+        section = "## Termin\n\nDo 25. dnia miesiąca po okresie rozliczeniowym."
+        self.assertIn("JPK_V7M\n\n" + section, inputs)
+        self.assertIn("CIT-8\n\n" + section, inputs)
+        # a chunk showing its own heading gets no context line repeating it
+        self.assertIn("# CIT-8\n\nZeznanie roczne składa każda spółka kapitałowa.", inputs)
+        hit = next(h for h in result.hits if h.chunk.path == "jpk/terminy.md" and h.chunk.start_line == 5)
+        self.assertEqual(hit.chunk.text, section)
+
+
+class EmbeddingInputTest(unittest.TestCase):
+    def test_headings_the_chunk_does_not_show_come_first(self):
+        self.assertEqual(docs_qa.embedding_input(("Guide", "Setup"), "## Setup\n\nRun it."),
+                         "Guide\n\n## Setup\n\nRun it.")
+        self.assertEqual(docs_qa.embedding_input(("Guide", "Setup"), "More of the long section."),
+                         "Guide > Setup\n\nMore of the long section.")
+        self.assertEqual(docs_qa.embedding_input(("Guide",), "# Guide\n\nIntro."), "# Guide\n\nIntro.")
+        self.assertEqual(docs_qa.embedding_input((), "No headings at all."), "No headings at all.")
+
+    def test_a_merged_chunk_shows_both_headings_so_only_the_title_is_added(self):
+        text = "## Short\n\n### Deeper\n\nBody."
+        self.assertEqual(docs_qa.embedding_input(("Title", "Short", "Deeper"), text), "Title\n\n" + text)
+
+
 class MockVectorTest(unittest.TestCase):
     def test_mock_vectors_are_deterministic_unit_vectors(self):
         a = docs_qa.embed_mock_vector("faktura korygująca")
