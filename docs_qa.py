@@ -561,21 +561,23 @@ def _classify(entries: list[os.DirEntry], prefix: str, skipped: dict[str, list[s
     return out
 
 
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def _with_good_names(docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
                      ) -> list[os.DirEntry]:
-    """Return docs without the entries whose path is not valid UTF-8 (noted as bad_name);
-    one encode per folder unless one fails."""
-    try:
-        (prefix + "\0".join(map(_NAME, docs))).encode("utf-8")
+    """Return docs without the entries whose path is not valid UTF-8 or holds a control
+    character such as a newline (noted as bad_name); one check per folder unless one fails."""
+    joined = prefix + "/".join(map(_NAME, docs))
+    if not _has_bad_name(joined):
         return docs
-    except UnicodeEncodeError:
-        pass
     good = []
     for entry in docs:
         rel = prefix + entry.name
-        if _has_undecodable_name(rel):    # cannot be stored, printed or cited
+        if _has_bad_name(rel):    # cannot be stored, printed or cited as path:lines
+            shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
             skipped.setdefault("bad_name", []).append(
-                rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+                _CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", shown))
         else:
             good.append(entry)
     return good
@@ -592,13 +594,14 @@ def _note_not_regular(entries: list[os.DirEntry], regular: list, dirs: list, lin
             skipped.setdefault("not_regular", []).append(prefix + entry.name)
 
 
-def _has_undecodable_name(rel_path: str) -> bool:
-    """Return True when a path holds bytes that are not UTF-8 (os keeps them as surrogates)."""
+def _has_bad_name(rel_path: str) -> bool:
+    """Return True when a path holds bytes that are not UTF-8 (os keeps them as
+    surrogates) or a control character (a newline would split a citation in two)."""
     try:
         rel_path.encode("utf-8")
-        return False
     except UnicodeEncodeError:
         return True
+    return _CONTROL_CHARS.search(rel_path) is not None
 
 
 def _dir_ids(dirs: Iterable[str]) -> set[tuple[int, int]]:
@@ -622,7 +625,7 @@ def _is_skipped_dir(entry: os.DirEntry, skip_ids: set[tuple[int, int]]) -> bool:
 
 
 _SKIP_MESSAGES = {
-    "bad_name": "skipped {n} file(s) whose names are not valid UTF-8",
+    "bad_name": "skipped {n} file(s) whose names are not valid UTF-8 or hold control characters",
     "not_regular": "skipped {n} entry(ies) that are not regular files (pipes, sockets, devices)",
     "unreadable_folder": "skipped {n} folder(s) that could not be read",
     "unreadable_file": "skipped {n} file(s) that could not be read",

@@ -148,7 +148,22 @@ class DocsFolderTest(CliCase):
         env = self.ask("zebra", "--search")
         self.assertEqual(self.paths(env), ["ok.md"])
         self.assertEqual(self.notes(env)["bad_name"],
-                         "skipped 1 file(s) whose names are not valid UTF-8 (bad\ufffdname.md)")
+                         "skipped 1 file(s) whose names are not valid UTF-8 or hold control "
+                         "characters (bad\ufffdname.md)")
+
+    def test_file_name_with_a_newline_is_skipped_with_a_note_that_keeps_to_one_line(self):
+        # a citation [zwrot\nfake.md:1-3] could never be parsed back, so the file could
+        # only ever be shown, never cited; it is skipped like an undecodable name
+        write_files(self.docs, {"ok.md": "# Ok\n\nThe zebra file has a proper name.\n",
+                                "zebra\nfake.md": "# Fake\n\nThe zebra file with a newline name.\n"})
+        env = self.ask("zebra", "--search")
+        self.assertEqual(self.paths(env), ["ok.md"])
+        self.assertEqual(self.notes(env)["bad_name"],
+                         "skipped 1 file(s) whose names are not valid UTF-8 or hold control "
+                         "characters (zebra\\x0afake.md)")
+        proc = run_cli("zebra", "--docs", self.docs, "--no-cache", "--search")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("fake.md", proc.stdout.replace("zebra\\x0afake.md", ""))
 
     def test_named_pipe_with_a_doc_name_is_skipped_not_read(self):
         write_files(self.docs, {"ok.md": "# Ok\n\nThe zebra file is a regular file.\n"})
