@@ -105,8 +105,12 @@ RETRY_AFTER_CAP_S = 5.0
 DOC_EXTENSIONS = (".md", ".markdown", ".txt")
 NOMIC_PREFIXES = {"document": "search_document: ", "query": "search_query: "}
 MOCK_DIM = 256
+DENSE_EXACT_MAX = 20000            # up to this many vectors every one is scored exactly; above
+                                   # it a sign-bit prefilter picks which to score (measured:
+DENSE_RESCORE = 500                # reports/performance.md) and this many are rescored exactly
 CACHE_SCHEMA_VERSION = 4          # 2: postings as packed arrays per term; 3: chunks_by_sha;
-                                  # 4: vectors keyed by breadcrumb + text (embedding_input)
+                                  # 4: vectors keyed by breadcrumb + text (embedding_input),
+                                  #    sign-bit signatures of all chunk vectors in one row
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 TOKENIZER_VERSION = "t3"
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
@@ -178,6 +182,7 @@ class Settings:
     b: float = DEFAULT_B
     chunk_chars: int = DEFAULT_CHUNK_CHARS
     max_file_bytes: int = MAX_FILE_BYTES
+    dense_exact_max: int = DENSE_EXACT_MAX
 
     @property
     def candidate_limit(self) -> int:
@@ -1047,6 +1052,16 @@ def embed_cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b))
 
 
+_SIGN_TO_ASCII = bytes(ord("1") if byte >= 128 else ord("0") for byte in range(256))
+_SIGN_BYTES = slice(3, None, 4) if sys.byteorder == "little" else slice(0, None, 4)
+
+
+def sign_bits(packed: bytes) -> int:
+    """Return the sign bits of a packed float32 vector as one int (bit i set when
+    component i is negative): the vector's binary signature for a Hamming prefilter."""
+    return int(packed[_SIGN_BYTES][::-1].translate(_SIGN_TO_ASCII), 2)
+
+
 def _check_vectors(reply: Any, expected: int) -> list[list[float]]:
     """Return the vectors of an /embeddings reply in input order, or raise BackendError."""
     data = reply.get("data") if isinstance(reply, dict) else None
@@ -1129,6 +1144,8 @@ CREATE INDEX chunks_by_sha ON chunks(embed_sha);
 CREATE TABLE postings(term TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
 CREATE TABLE vectors(embed_sha TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER NOT NULL,
                      data BLOB NOT NULL, PRIMARY KEY(embed_sha, model)) WITHOUT ROWID;
+CREATE TABLE signatures(model TEXT PRIMARY KEY, state TEXT NOT NULL, width INTEGER NOT NULL,
+                        ids BLOB NOT NULL, bits BLOB NOT NULL);
 """
 
 
@@ -1573,12 +1590,21 @@ def _cache_missing_vectors(conn: sqlite3.Connection, model: str) -> list[tuple[s
     return out
 
 
-def _cache_put_vectors(conn: sqlite3.Connection, model: str, items: list[tuple[str, list[float]]]) -> None:
-    """Store vectors for model, committed at once so an interrupted run keeps them."""
+def _cache_put_vectors(conn: sqlite3.Connection, model: str, items: list[tuple[str, list[float]]],
+                       chunks: bool = True) -> None:
+    """Store vectors for model, committed at once so an interrupted run keeps them; chunk
+    vectors (not a question's) make the stored signatures stale."""
     conn.execute("BEGIN IMMEDIATE")
     conn.executemany("INSERT OR REPLACE INTO vectors(embed_sha, model, dim, data) VALUES(?,?,?,?)",
                      [(sha, model, len(vec), _pack(vec)) for sha, vec in items])
+    if chunks:
+        _bump_vectors_rev(conn, model)
     conn.execute("COMMIT")
+
+
+def _bump_vectors_rev(conn: sqlite3.Connection, model: str) -> None:
+    """Count a change of model's chunk vectors (inside the caller's transaction)."""
+    _meta_set(conn, f"vectors_rev|{model}", str(int(_meta_get(conn, f"vectors_rev|{model}") or 0) + 1))
 
 
 def _cache_drop_other_dims(conn: sqlite3.Connection, model: str, dim: int) -> None:
@@ -1591,14 +1617,45 @@ def _cache_drop_other_dims(conn: sqlite3.Connection, model: str, dim: int) -> No
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("DELETE FROM vectors WHERE model = ? AND dim <> ?", (model, dim))
     _meta_set(conn, f"vector_dim|{model}", str(dim))
+    _bump_vectors_rev(conn, model)
     conn.execute("COMMIT")
 
 
-def _cache_vectors(conn: sqlite3.Connection, model: str) -> list[tuple[int, array.array]]:
-    """Return (chunk_id, unit vector) for every chunk that has a vector for model."""
-    return [(cid, _unpack(data)) for cid, data in conn.execute(
-        "SELECT c.id, v.data FROM chunks c JOIN vectors v ON v.embed_sha = c.embed_sha AND v.model = ?",
-        (model,))]
+def _cache_vectors(conn: sqlite3.Connection, model: str,
+                   chunk_ids: list[int] | None = None) -> list[tuple[int, array.array]]:
+    """Return (chunk_id, unit vector) for every chunk (or each of chunk_ids) that has a
+    vector for model."""
+    sql = "SELECT c.id, v.data FROM chunks c JOIN vectors v ON v.embed_sha = c.embed_sha AND v.model = ?"
+    if chunk_ids is None:
+        return [(cid, _unpack(data)) for cid, data in conn.execute(sql, (model,))]
+    out = []
+    for start in range(0, len(chunk_ids), 500):       # under sqlite's bound-parameter limit
+        part = chunk_ids[start:start + 500]
+        out += [(cid, _unpack(data)) for cid, data in conn.execute(
+            sql + f" WHERE c.id IN ({','.join('?' * len(part))})", (model, *part))]
+    return out
+
+
+def _cache_signatures(conn: sqlite3.Connection, model: str) -> tuple[array.array, bytes, int]:
+    """Return (chunk ids, their sign-bit signatures end to end, bytes per signature) for
+    model's chunk vectors, from one row that is rebuilt only when the chunks or the
+    vectors changed since it was written."""
+    state = f"{_meta_get(conn, 'generation')}|{_meta_get(conn, f'vectors_rev|{model}')}"
+    row = conn.execute("SELECT state, width, ids, bits FROM signatures WHERE model=?", (model,)).fetchone()
+    if row and row[0] == state:
+        return _ints(row[2]), row[3], row[1]
+    ids, parts = array.array("I"), []
+    for chunk_id, data in conn.execute("SELECT c.id, v.data FROM chunks c JOIN vectors v"
+                                       " ON v.embed_sha = c.embed_sha AND v.model = ?", (model,)):
+        ids.append(chunk_id)
+        parts.append(data)
+    width = (len(parts[0]) // 4 + 7) // 8 if parts else 0
+    bits = b"".join(sign_bits(data).to_bytes(width, "little") for data in parts)
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT OR REPLACE INTO signatures(model, state, width, ids, bits) VALUES(?,?,?,?,?)",
+                 (model, state, width, ids.tobytes(), bits))
+    conn.execute("COMMIT")
+    return ids, bits, width
 
 
 # === 11. Fusion — reciprocal rank fusion, deterministic ties ===
@@ -1726,12 +1783,28 @@ def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, 
         conn.execute("COMMIT")
         raise
     query = array.array("f", query_vec)
+    chunk_ids = None
+    if int(_meta_get(conn, "n_chunks") or 0) > settings.dense_exact_max:
+        ids, bits, width = _cache_signatures(conn, model)
+        chunk_ids = _nearest_signatures(query, ids, bits, width, max(DENSE_RESCORE, pool + 1))
     scores = {}
-    for chunk_id, vec in _cache_vectors(conn, model):
+    for chunk_id, vec in _cache_vectors(conn, model, chunk_ids):
         if len(vec) != len(query):
             raise BackendError("inconsistent_dimensions")
         scores[chunk_id] = _dot(query, vec)
     return _top(scores, pool + 1)
+
+
+def _nearest_signatures(query: array.array, ids: array.array, bits: bytes, width: int,
+                        n: int) -> list[int]:
+    """Return the n chunk ids whose sign bits differ from the query's in the fewest places
+    (ties by position): the candidates a large folder scores exactly."""
+    if not width:
+        return []
+    signature, from_bytes = sign_bits(query.tobytes()), int.from_bytes
+    distances = [(signature ^ from_bytes(bits[i:i + width], "little")).bit_count()
+                 for i in range(0, len(bits), width)]
+    return [ids[i] for i in heapq.nsmallest(n, range(len(distances)), key=distances.__getitem__)]
 
 
 def _query_key(question: str) -> str:
@@ -1748,7 +1821,7 @@ def _query_vector(conn: sqlite3.Connection, question: str, settings: Settings, m
     if not settings.embed_mock:
         _connect_probe(settings.base_url, settings.timeout_s)
     vector = embed_texts([question], settings, "query")[0]
-    _cache_put_vectors(conn, model, [(key, vector)])
+    _cache_put_vectors(conn, model, [(key, vector)], chunks=False)
     return vector
 
 

@@ -130,6 +130,7 @@ class StubModelServer:
         self.chat_reply = "OK"
         self.models: list[str] | None = ["text-embedding-stub", "stub-chat-7b"]   # None: no /models
         self.dim = 8
+        self.centered = False    # subtract each vector's mean: dense, signed, like real embeddings
         self.hang_s = 3.0
         self.embed_requests = 0
         self.embedded_texts = 0
@@ -205,6 +206,8 @@ class StubModelServer:
         if self._common_fault(handler, fault):
             return
         vectors = [docs_qa.embed_mock_vector(t, self.dim) for t in texts]
+        if self.centered:
+            vectors = [[x - sum(v) / len(v) for x in v] for v in vectors]
         if fault == "wrong_count":
             vectors = vectors[:-1] if len(vectors) > 1 else vectors * 2
         elif fault == "wrong_dim":

@@ -1,7 +1,10 @@
 """The embedding client against a real stand-in server: request shape, prefixes,
 batching, degradation to BM25, and the on-disk vector cache."""
+import random
 import socket
+import sqlite3
 import unittest
+from unittest import mock
 
 from helpers import StubServerCase, docs_qa, write_files
 
@@ -103,6 +106,71 @@ class EmbeddingInputTest(unittest.TestCase):
     def test_a_merged_chunk_shows_both_headings_so_only_the_title_is_added(self):
         text = "## Short\n\n### Deeper\n\nBody."
         self.assertEqual(docs_qa.embedding_input(("Title", "Short", "Deeper"), text), "Title\n\n" + text)
+
+
+TOPICS = ["zebra kangaroo volcano", "glacier violin tractor", "lighthouse cactus submarine",
+          "pyramid orchid hurricane", "telescope saxophone penguin", "canyon meteor bamboo",
+          "dolphin cathedral lantern", "harbour compass walnut", "avalanche tulip anchor",
+          "falcon meadow trumpet", "quarry lagoon sparrow", "bison fountain marble",
+          "windmill cobalt pelican", "tundra ferry cinnamon", "oasis beetle chimney",
+          "lobster prairie scarf", "monsoon ivory kettle", "puffin granite banjo",
+          "cypress dune locomotive", "parrot summit velvet"]
+
+
+def topic_text(topic: str) -> str:
+    return f"The {topic} note tells about {topic} habits in the wild, with {topic} facts."
+
+
+class DensePrefilterTest(StubServerCase):
+    """Above settings.dense_exact_max vectors, only the chunks whose sign bits are nearest
+    the question's are scored exactly (here 11 of 20). The stub's vectors are centred so
+    that their sign bits say something; an identical text has Hamming distance 0 and
+    cosine 1, and three words of its own keep each note's vector apart from the others."""
+
+    corpus = {f"notes/{topic.split()[0]}.txt": topic_text(topic) + "\n" for topic in TOPICS}
+
+    def setUp(self):
+        super().setUp()
+        self.stub.dim, self.stub.centered = 256, True
+        patch = mock.patch.object(docs_qa, "DENSE_RESCORE", 1)   # rescore only pool + 1 = 11
+        patch.start()
+        self.addCleanup(patch.stop)
+
+    def dense_top(self, question: str, prefilter: bool) -> str:
+        settings = self.settings(embed_mock=False, base_url=self.stub.base_url,
+                                 embed_model="stub-embed", dense_exact_max=0 if prefilter else 10**9)
+        return docs_qa.search_rankings(question, settings, 5)["dense"][0].path
+
+    def signature_state(self) -> str:
+        conn = sqlite3.connect(docs_qa.cache_path(self.cache, self.docs))
+        try:
+            return conn.execute("SELECT state FROM signatures").fetchone()[0]
+        finally:
+            conn.close()
+
+    def test_sign_bits_follow_the_definition(self):
+        rng = random.Random(3)
+        for dim in (1, 7, 8, 64, 384, 768):
+            vec = [rng.uniform(-1, 1) for _ in range(dim)]
+            expected = sum(1 << i for i, x in enumerate(vec) if x < 0)
+            self.assertEqual(docs_qa.sign_bits(docs_qa.array.array("f", vec).tobytes()), expected)
+
+    def test_prefilter_and_exact_scoring_find_the_same_identical_chunk(self):
+        for topic in (TOPICS[0], TOPICS[6], TOPICS[19]):
+            question, word = topic_text(topic), topic.split()[0]
+            with self.subTest(word=word):
+                self.assertEqual(self.dense_top(question, prefilter=False), f"notes/{word}.txt")
+                self.assertEqual(self.dense_top(question, prefilter=True), f"notes/{word}.txt")
+
+    def test_signatures_follow_new_files_but_not_new_questions(self):
+        self.dense_top("zebra habits", prefilter=True)
+        state = self.signature_state()
+        self.dense_top("volcano facts", prefilter=True)     # a new question's vector is cached too
+        self.assertEqual(self.signature_state(), state)
+        text = topic_text("quokka wombat platypus")
+        write_files(self.docs, {"notes/quokka.txt": text + "\n"})
+        self.assertEqual(self.dense_top(text, prefilter=True), "notes/quokka.txt")
+        self.assertNotEqual(self.signature_state(), state)
 
 
 class MockVectorTest(unittest.TestCase):
