@@ -162,6 +162,15 @@ class DensePrefilterTest(StubServerCase):
                 self.assertEqual(self.dense_top(question, prefilter=False), f"notes/{word}.txt")
                 self.assertEqual(self.dense_top(question, prefilter=True), f"notes/{word}.txt")
 
+    def test_dense_score_of_an_identical_text_is_its_cosine_one_in_both_paths(self):
+        question = topic_text(TOPICS[3])
+        for prefilter in (False, True):
+            settings = self.settings(embed_mock=False, base_url=self.stub.base_url, embed_model="stub-embed",
+                                     dense_exact_max=0 if prefilter else 10**9)
+            best = max(docs_qa.search(question, settings).hits, key=lambda h: h.dense_score or -1)
+            self.assertEqual(best.chunk.path, "notes/pyramid.txt")
+            self.assertAlmostEqual(best.dense_score, 1.0, places=6)
+
     def test_signatures_follow_new_files_but_not_new_questions(self):
         self.dense_top("zebra habits", prefilter=True)
         state = self.signature_state()
