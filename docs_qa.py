@@ -15,6 +15,9 @@ Sections (in file order)
      8. HTTP client      -- _request_json, the one network helper
      9. Embeddings       -- batching, nomic prefixes, EMBED_MOCK vectors, cosine
     10. Cache            -- the sqlite3 index: files, chunks, postings, vectors
+          10a. Indexing        -- refresh what changed, write postings
+          10b. index_version   -- corpus generation plus git revision
+          10c. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult
     13. Citations        -- one parser, one validator, support score
@@ -1252,6 +1255,8 @@ def _stat_signature(entries: list[FileEntry]) -> str:
 _REL_PATH, _MTIME_NS, _SIZE_FIELD = (operator.itemgetter(i) for i in (0, 2, 3))
 
 
+# --- 10a. Indexing — walk, parse and write postings for what changed; one transaction per batch
+
 def _ints(data: bytes) -> array.array:
     out = array.array("I")
     out.frombytes(data)
@@ -1483,6 +1488,8 @@ def _update_generation(conn: sqlite3.Connection) -> None:
     _meta_set(conn, "avg_terms", repr(total / n_chunks if n_chunks else 0.0))
 
 
+# --- 10b. index_version — the corpus generation plus the git revision, git run only on change
+
 def _git_dir(docs_dir: str) -> str | None:
     """Return the .git folder of the checkout holding docs_dir (following a worktree's
     'gitdir:' file), or None when docs_dir is not in a Git checkout."""
@@ -1558,6 +1565,8 @@ def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str
                              [("git_key", _git_state_key(git_dir, generation)), ("git_rev", git or "")])
     return f"docs-{generation}" + (f"+{git}" if git else "")
 
+
+# --- 10c. Reads and vectors — postings, chunks, vectors by model, sign-bit signatures
 
 def _cache_postings(conn: sqlite3.Connection, terms: list[str]) -> dict[str, list[tuple[int, int, int]]]:
     """Return term -> [(chunk_id, tf, n_terms)] for the given terms."""
