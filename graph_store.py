@@ -40,7 +40,7 @@ import subprocess
 import sys
 import unicodedata
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import retrieval_contract as rc
 
@@ -84,6 +84,25 @@ SUFFIXES = tuple(sorted((
     "ý", "á", "é", "ú", "í", "a", "e", "i", "o", "u", "y",
 ), key=len, reverse=True))
 VOWELS = set("aeiouyáäéíóôúýěů")
+
+# Singular case endings of Slovak name words, by the nominative's ending (see _name_forms).
+# A question word that is one of a name word's forms, diacritics included, is exact evidence;
+# a form of the other gender's name on the same stem (Jany for Ján, Novákovej for Novák) is not.
+MASC_ENDINGS = ("", "a", "ovi", "om")                 # Ján, Jána, Jánovi, Jánom
+MASC_A_ENDINGS = ("a", "u", "ovi", "om")              # Sloboda, Slobodu, Slobodovi, Slobodom
+MASC_O_ENDINGS = ("o", "a", "ovi", "om")              # Šimko, Šimka, Šimkovi, Šimkom
+MASC_ADJ_ENDINGS = ("ý", "ého", "ému", "om", "ým")    # Malý, Malého, Malému, Malom, Malým
+FEM_A_ENDINGS = ("a", "y", "e", "u", "ou")            # Jana, Jany, Jane, Janu, Janou
+FEM_IA_ENDINGS = ("ia", "ie", "ii", "iu", "iou")      # Mária, Márie, Márii, Máriu, Máriou
+FEM_OVA_ENDINGS = ("ová", "ovej", "ovú", "ovou")      # Nováková, Novákovej, Novákovú, Novákovou
+FEM_ADJ_ENDINGS = ("á", "ej", "ú", "ou")              # Malá, Malej, Malú, Malou
+MALE_OF_OVA_ENDINGS = ("", "a", "u", "o", "ovi", "om")  # the male surname behind an -ová form
+# How a question word relates to a name word with the same key, best first (see _word_relation).
+EXACT, FOLDED, GENDER, CLASH = "exact", "folded", "gender", "clash"
+RELATION_ORDER = (EXACT, FOLDED, GENDER, CLASH)             # best first
+# A person's fit over its label and aliases, best first: a full name wins, and evidence that
+# the question names someone else outweighs a partial fit of a short alias (P. Kováč).
+FIT_ORDER = ("full", CLASH, GENDER, "partial")
 
 LANG_HINTS = {
     "en": {"what", "who", "which", "how", "many", "thesis", "theses", "title", "is", "the",
@@ -257,6 +276,7 @@ class Intent:
     name_keys: tuple[str, ...] = ()  # keys of capitalised words after the first: likely names
     year: int | None = None
     subject: str = PERSON       # for year questions: count persons or theses
+    words: tuple[str, ...] = ()  # the casefolded words behind keys, diacritics kept
 
 
 @dataclass
@@ -330,9 +350,14 @@ def text_stem(word: str) -> str:
             if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM_CHARS:
                 word = word[: -len(suffix)]
                 break
+    return _drop_fleeting_e(word)
+
+
+def _drop_fleeting_e(word: str) -> str:
+    """Return word without a fleeting e before its final consonant (peter -> petr, marek -> mark)."""
     if (len(word) >= 4 and word[-2] == "e" and word[-1] not in VOWELS
             and word[-3] not in VOWELS):
-        word = word[:-2] + word[-1]
+        return word[:-2] + word[-1]
     return word
 
 
@@ -349,6 +374,75 @@ def text_words(text: str) -> list[str]:
 def text_keys(text: str) -> list[str]:
     """Return the match keys of text's words, in order, stop words removed."""
     return [text_key(w) for w in text_words(text) if text_fold(w) not in STOP_WORDS]
+
+
+def _with(bases: Iterable[str], endings: Iterable[str]) -> set[str]:
+    """Return every base followed by every ending."""
+    return {b + e for b in bases for e in endings}
+
+
+def _name_forms(word: str, is_first: bool) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """Return a name word's own case forms, its other-gender surname forms and other-gender
+    first-name forms (the last two diacritic-folded), by the ending of its nominative.
+
+    is_first says the word is the first of a several-word name: a first name ending in -a
+    is then female (Jana), a surname ending in -a male (Sloboda). Unknown shapes get no
+    other forms, so they never count against a person.
+    """
+    w = unicodedata.normalize("NFC", word.casefold())
+    own, pair, other = {w}, set(), set()
+    if w.endswith("ová"):
+        own |= _with([w[:-3]], FEM_OVA_ENDINGS)
+        pair = _with([w[:-3]], MALE_OF_OVA_ENDINGS)
+    elif w.endswith(("á", "ý")):
+        mine, theirs = ((FEM_ADJ_ENDINGS, MASC_ADJ_ENDINGS) if w.endswith("á")
+                        else (MASC_ADJ_ENDINGS, FEM_ADJ_ENDINGS))
+        own |= _with([w[:-1]], mine)
+        pair = _with([w[:-1]], theirs)
+    elif w.endswith("ia"):
+        own |= _with([w[:-2]], FEM_IA_ENDINGS)
+    elif w.endswith("a") and is_first:
+        base = w[:-1]
+        own |= _with([base], FEM_A_ENDINGS)
+        other = _with({base, _insert_fleeting_e(base)}, MASC_ENDINGS)
+    elif w.endswith(("a", "o")):
+        own |= _with([w[:-1]], MASC_A_ENDINGS if w.endswith("a") else MASC_O_ENDINGS)
+        pair = _with([w[:-1]], FEM_OVA_ENDINGS)
+    elif w[-1:].isalpha() and w[-1] not in VOWELS:
+        bases = {w, _drop_fleeting_e(w)}
+        own |= _with(bases, MASC_ENDINGS)
+        if is_first:
+            other = _with(bases, FEM_A_ENDINGS)
+        else:
+            pair = _with(bases, FEM_OVA_ENDINGS)
+    return (frozenset(own), frozenset(text_fold(f) for f in pair),
+            frozenset(text_fold(f) for f in other))
+
+
+def _insert_fleeting_e(base: str) -> str:
+    """Return base with the fleeting e a male nominative puts back (petr -> peter), else base."""
+    if len(base) >= 3 and base[-1] not in VOWELS and base[-2] not in VOWELS:
+        return base[:-1] + "e" + base[-1]
+    return base
+
+
+def _word_relation(question_word: str, name_word: str, is_first: bool) -> str:
+    """Return how a question word relates to a name word with the same key: EXACT (one of
+    its forms, diacritics included), FOLDED (a form once diacritics are folded, the bare
+    stem, or an ending not known here), GENDER (the other-gender form of a surname) or
+    CLASH (a form of the other gender's first name)."""
+    q, folded = question_word, text_fold(question_word)
+    own, pair, other = _name_forms(name_word, is_first)
+    stem = text_stem(name_word)
+    if q in own:
+        return EXACT
+    if folded in {text_fold(f) for f in own} or q == stem or q == folded == text_fold(stem):
+        return FOLDED
+    if folded in pair:
+        return GENDER
+    if folded in other:
+        return CLASH
+    return EXACT if q != folded and text_stem(q) == stem else FOLDED
 
 
 # === 5. Load/validate — the only file I/O; graph_build is pure ===
@@ -587,39 +681,60 @@ def _hits(graph: Graph, node_type: str, keys: Iterable[str]) -> dict[str, set[st
     return hits
 
 
-def _match_persons(graph: Graph, keys: Iterable[str], name_keys: Iterable[str] = ()) -> _Match:
-    """Return the persons the question names: full-name matches beat partial ones.
+@dataclass
+class _PersonFit:
+    """How the question's words fit a person's name: a verdict, exact words and why."""
 
-    A partial match is a surname or first name alone (or a stem both a male surname and
-    its female -ová form share); several best partial matches are ambiguous. A partial
-    match is rejected when the question names another word its name lacks (Jozef
-    Mrkvička is not Jozef Kráľ).
-    """
-    hits = _hits(graph, PERSON, keys)
-    name_keys = set(name_keys)
-    full, partial = [], []
-    for node_id in sorted(hits):
-        if any(v and v <= hits[node_id] for v in _full_name_variants(graph, node_id)):
-            full.append(node_id)
-        else:
-            partial.append(node_id)
-    def why(node_id: str, kind: str) -> dict:
-        return {"id": node_id, "name": graph.nodes[node_id].label,
-                "matched_keys": sorted(hits[node_id]), "why": kind}
-    partial.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
-    if full:
-        return _Match(full, [why(n, "full name matches") for n in full],
-                      [why(n, "only part of the name matches; a full-name match exists")
-                       for n in partial])
-    unexplained = {n for n in partial if name_keys - frozenset().union(*graph.name_variants[n])}
-    rejected = [why(n, "the question names a word this person's name lacks")
-                for n in partial if n in unexplained]
-    partial = [n for n in partial if n not in unexplained]
-    best = max((len(hits[n]) for n in partial), default=0)
-    chosen = [n for n in partial if len(hits[n]) == best]
-    rejected += [why(n, "fewer name words match than the best candidate")
-                 for n in partial if len(hits[n]) < best]
-    return _Match(chosen, [why(n, _partial_why(graph.nodes[n], hits[n])) for n in chosen], rejected)
+    verdict: str       # "full", "partial", GENDER (someone else's full name) or CLASH
+    exact: int = 0     # name words the question gives in an exact form (full matches)
+    note: str = ""     # why, naming the words behind the verdict
+
+
+def _relation(question_word: str, name_word: str, is_first: bool, memo: dict[tuple, str]) -> str:
+    """Return _word_relation, memoised for one question (names repeat across candidates)."""
+    key = (question_word, name_word, is_first)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _word_relation(question_word, name_word, is_first)
+    return found
+
+
+def _variant_fit(text: str, is_label: bool, by_key: dict[str, list[str]],
+                 memo: dict[tuple, str]) -> _PersonFit | None:
+    """Return how the question's words fit one name (label or alias); None if none is asked."""
+    names = [w for w in text_words(text) if len(text_key(w)) >= MIN_STEM_CHARS]
+    asked = []                                 # (relation, question word, name word)
+    for pos, name in enumerate(names):
+        is_first = pos == 0 and len(names) > 1
+        pairs = [(_relation(q, name, is_first, memo), q) for q in by_key.get(text_key(name), ())]
+        if pairs:
+            relation, q = min(pairs, key=lambda rq: RELATION_ORDER.index(rq[0]))
+            asked.append((relation, q, name))
+    if not asked:
+        return None
+    for relation, q, name in asked:
+        if relation == CLASH:
+            return _PersonFit(CLASH, note=f"'{q}' is a form of another first name than '{name}'")
+    if len(asked) < len(names) or not (is_label or len(names) >= 2):
+        return _PersonFit("partial")
+    for relation, q, name in asked:
+        if relation == GENDER:
+            return _PersonFit(GENDER, note=f"'{q}' is the other gender's form of the surname "
+                                           f"'{name}': the question names someone else")
+    folded = [f"{q} ~ {name}" for relation, q, name in asked if relation != EXACT]
+    note = ("full name matches" if not folded else "full name matches only after folding "
+            "diacritics or endings (" + ", ".join(folded) + ")")
+    return _PersonFit("full", exact=len(asked) - len(folded), note=note)
+
+
+def _person_fit(graph: Graph, node_id: str, by_key: dict[str, list[str]],
+                memo: dict[tuple, str]) -> _PersonFit:
+    """Return the best fit of the question's words over a person's label and aliases."""
+    node = graph.nodes[node_id]
+    fits = [_variant_fit(text, i == 0, by_key, memo)
+            for i, text in enumerate((node.label, *node.aliases))]
+    return min((f for f in fits if f), key=lambda f: (FIT_ORDER.index(f.verdict), -f.exact),
+               default=_PersonFit("partial"))
 
 
 def _partial_why(node: Node, matched: set[str]) -> str:
@@ -631,6 +746,74 @@ def _partial_why(node: Node, matched: set[str]) -> str:
             role = "first name" if pos == 0 and len(words) > 1 else "surname"
             parts.append(f"{role} '{word}' shares the stem '{text_key(word)}'")
     return "; ".join(parts) or "an alias word matches"
+
+
+def _choose_full(full: list[str], fits: dict[str, _PersonFit], partial: list[str],
+                 why: Callable[[str, str], dict], rejected: list[dict]) -> _Match:
+    """Return the full-name matches with the most exact words; the rest are rejected."""
+    best = max(fits[n].exact for n in full)
+    chosen = [n for n in full if fits[n].exact == best]
+    rejected += [why(n, "fewer of the question's words are exact forms of this name "
+                        "(diacritics included) than of the chosen person's")
+                 for n in full if fits[n].exact < best]
+    rejected += [why(n, "only part of the name matches; a full-name match exists") for n in partial]
+    return _Match(chosen, [why(n, fits[n].note) for n in chosen], rejected)
+
+
+def _choose_partial(graph: Graph, partial: list[str], hits: dict[str, set[str]],
+                    name_keys: set[str], why: Callable[[str, str], dict], rejected: list[dict],
+                    fit: Callable[[str], _PersonFit]) -> _Match:
+    """Return the best partial matches (most name words hit); several best are ambiguous."""
+    clashing = {}
+    for n in partial:
+        found = fit(n)
+        if found.verdict == CLASH:
+            clashing[n] = found
+    rejected += [why(n, f.note) for n, f in clashing.items()]
+    partial = [n for n in partial if n not in clashing]
+    unexplained = {n for n in partial if name_keys - frozenset().union(*graph.name_variants[n])}
+    rejected += [why(n, "the question names a word this person's name lacks")
+                 for n in partial if n in unexplained]
+    partial = [n for n in partial if n not in unexplained]
+    best = max((len(hits[n]) for n in partial), default=0)
+    chosen = [n for n in partial if len(hits[n]) == best]
+    rejected += [why(n, "fewer name words match than the best candidate")
+                 for n in partial if len(hits[n]) < best]
+    return _Match(chosen, [why(n, _partial_why(graph.nodes[n], hits[n])) for n in chosen], rejected)
+
+
+def _match_persons(graph: Graph, words: Iterable[str], name_keys: Iterable[str] = ()) -> _Match:
+    """Return the persons the question's words name: full-name matches beat partial ones.
+
+    Keys find the candidates; then each name word is checked against the question word
+    with its key (_word_relation). A form of the other gender's first name (Jany for Ján)
+    rules a person out; a full name whose surname is the other gender's form (Petra
+    Kováčová for Peter Kováč) names someone else. Among full matches, the person with
+    more words in an exact form (diacritics included) wins; equal ones are ambiguous. A
+    partial match is a surname or first name alone (or a stem both a male surname and its
+    female -ová form share); several best partial matches are ambiguous. A partial match
+    is rejected when the question names another word its name lacks (Jozef Mrkvička is
+    not Jozef Kráľ).
+    """
+    by_key: dict[str, list[str]] = {}
+    for word in words:
+        by_key.setdefault(text_key(word), []).append(word)
+    hits = _hits(graph, PERSON, by_key)
+    memo: dict[tuple, str] = {}
+    fits = {n: _person_fit(graph, n, by_key, memo) for n in sorted(hits)
+            if any(v and v <= hits[n] for v in _full_name_variants(graph, n))}
+
+    def why(node_id: str, kind: str) -> dict:
+        return {"id": node_id, "name": graph.nodes[node_id].label,
+                "matched_keys": sorted(hits[node_id]), "why": kind}
+    rejected = [why(n, f.note) for n, f in fits.items() if f.verdict in (GENDER, CLASH)]
+    full = [n for n, f in fits.items() if f.verdict == "full"]
+    partial = sorted((n for n in hits if n not in fits or fits[n].verdict == "partial"),
+                     key=lambda n: (-len(hits[n]), n))     # best rejected first, then by id
+    if full:
+        return _choose_full(full, fits, partial, why, rejected)
+    return _choose_partial(graph, partial, hits, set(name_keys), why, rejected,
+                           lambda n: fits.get(n) or _person_fit(graph, n, by_key, memo))
 
 
 def _match_keywords(graph: Graph, keys: Iterable[str]) -> _Match:
@@ -743,19 +926,20 @@ def graph_parse_question(question: str, graph: Graph) -> Intent | None:
     kind = _kind(folded, year)
     if kind is None:
         return None
-    keys = tuple(text_key(w) for w in text_words(question) if not RE_YEAR.fullmatch(w))
+    words = tuple(w for w in text_words(question) if not RE_YEAR.fullmatch(w))
+    keys = tuple(text_key(w) for w in words)
     name_keys = _capitalised_keys(question)
     if kind == "count_year" and (RE_KEYWORD.search(folded) or RE_SUPERVISE.search(folded)
                                  or _hits(graph, PERSON, name_keys)):
         return None      # a count narrowed by keyword/supervisor/person is not supported
-    if kind == "about" and not _about_target(graph, keys, name_keys)[0]:
+    if kind == "about" and not _about_target(graph, words, name_keys)[0]:
         return None      # "what is known about X" with no graph entity: leave it to RAG
     subject = PERSON
     if (kind == "count_year" and RE_THESIS_WORD.search(folded)
             and not RE_PERSON_WORD.search(folded) and not RE_WHO.search(folded)):
         subject = THESIS
     return Intent(kind=kind, language=_language(question), keys=keys, name_keys=name_keys,
-                  year=year, subject=subject)
+                  year=year, subject=subject, words=words)
 
 
 def _capitalised_keys(question: str) -> tuple[str, ...]:
@@ -906,7 +1090,7 @@ def _ambiguous(graph: Graph, intent: Intent, limits: GraphLimits, match: _Match)
 def _one_person(graph: Graph, intent: Intent,
                 limits: GraphLimits) -> tuple[str | None, GraphResult | None, list[dict]]:
     """Return (person id, None, rejected candidates), or (None, the unknown/ambiguous result, [])."""
-    match = _match_persons(graph, intent.keys, intent.name_keys)
+    match = _match_persons(graph, intent.words, intent.name_keys)
     if not match.chosen:
         return None, _no_answer(intent, limits, "unknown_person",
                                 ["no person's name fits the words of the question"],
@@ -1004,11 +1188,12 @@ def _kind_author_of_title(graph: Graph, intent: Intent, limits: GraphLimits) -> 
     return _finish(graph, intent, limits, evidence, entities, name, rejected=match.rejected)
 
 
-def _about_target(graph: Graph, keys: Iterable[str],
+def _about_target(graph: Graph, words: Iterable[str],
                   name_keys: Iterable[str] = ()) -> tuple[list[str], _Match | None]:
     """Return the ids an 'about' question names (person, else keyword, else title)."""
-    keys = list(keys)
-    for match in (_match_persons(graph, keys, name_keys), _match_keywords(graph, keys),
+    words = list(words)
+    keys = [text_key(w) for w in words]
+    for match in (_match_persons(graph, words, name_keys), _match_keywords(graph, keys),
                   _match_titles(graph, keys)):
         if match.chosen:
             return match.chosen, match
@@ -1048,7 +1233,7 @@ def _incident_facts(graph: Graph, node_id: str) -> Iterator[Fact]:
 
 def _kind_about(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the facts touching an entity and its paths up to max_path_length."""
-    chosen, match = _about_target(graph, intent.keys, intent.name_keys)
+    chosen, match = _about_target(graph, intent.words, intent.name_keys)
     if not chosen:
         return _no_answer(intent, limits, "no_matching_facts",
                           ["no entity of the graph is named in the question"], [], graph=graph)

@@ -76,6 +76,27 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "graph_store.py", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
 
+NAMESAKES = {"p-jan": "Ján Novák", "p-jana": "Jana Nováková",
+             "p-peter": "Peter Kováč", "p-petra": "Petra Kováčová"}
+
+
+def namesakes(*ids: str) -> dict:
+    """Return a graph of the given NAMESAKES: each wrote t-<id>, supervised by the next id (a ring)."""
+    ids = ids or tuple(NAMESAKES)
+    nodes = [{"id": i, "type": "person", "name": NAMESAKES[i]} for i in ids]
+    nodes += [{"id": f"t-{i}", "type": "thesis", "title": f"Práca {i}", "year": 2024} for i in ids]
+    edges = [{"source": i, "target": f"t-{i}", "type": "authored"} for i in ids]
+    edges += [{"source": f"t-{i}", "target": ids[(n + 1) % len(ids)], "type": "supervised_by"}
+              for n, i in enumerate(ids)]
+    return {"nodes": nodes, "edges": edges}
+
+
+def resolved(question: str, data: dict) -> tuple[str, str | None, list[str]]:
+    """Return (status, reason, entity ids) of the answer to question over data."""
+    env = env_of(question, data=data)
+    return env["status"], env["reason"], [e["id"] for e in env["entities"]]
+
+
 
 # === Text ===
 
@@ -284,6 +305,68 @@ class PersonMatchTest(unittest.TestCase):
         env = env_of("Aký názov práce má Eva Veselá?")
         self.assertEqual(env["reason"], "unknown_person")
         self.assertEqual([c["id"] for c in env["rejected_candidates"]], ["p-mala"])
+
+
+class NamesakeTest(unittest.TestCase):
+    """Ján Novák / Jana Nováková and Peter Kováč / Petra Kováčová share every folded stem
+    (jan, novak, petr, kovac); only the words' exact forms and diacritics tell them apart."""
+
+    def test_the_person_whose_name_takes_the_exact_form_is_chosen(self):
+        # Jany/Novákovej are forms of Jana Nováková only; Jána/Nováka of Ján Novák only;
+        # Petra is Peter's genitive and Petra's nominative, so there the surname decides.
+        cases = {"Kto je vedúci práce Jany Novákovej?": "p-jana",
+                 "Kto je vedúci práce Jána Nováka?": "p-jan",
+                 "Aké práce vedie Ján Novák?": "p-jan",
+                 "Aké práce vedie Jana Nováková?": "p-jana",
+                 "Aké práce vedie Petra Kováčová?": "p-petra",
+                 "Aké práce vedie Peter Kováč?": "p-peter",
+                 "Kto je vedúci práce Petra Kováča?": "p-peter",
+                 "Kto je vedúci práce Petry Kováčovej?": "p-petra"}
+        for question, person in cases.items():
+            self.assertEqual(resolved(question, namesakes()), ("ok", None, [person]), question)
+
+    def test_the_look_alike_is_kept_as_rejected_and_the_facts_are_the_chosen_persons(self):
+        env = env_of("Kto je vedúci práce Jany Novákovej?", data=namesakes())
+        self.assertEqual([c["id"] for c in env["rejected_candidates"]], ["p-jan"])
+        # the ring: p-jana's thesis is supervised by the next id, p-peter
+        self.assertEqual([(f["subject"], f["object"]) for f in env["facts"]], [("t-p-jana", "p-peter")])
+
+    def test_only_folded_evidence_is_ambiguous_with_both_and_why(self):
+        env = env_of("Aké práce vedie Jan Novak?", data=namesakes())
+        self.assertEqual((env["status"], env["reason"]), ("ambiguous", "ambiguous_person"))
+        self.assertEqual(sorted(e["id"] for e in env["entities"]), ["p-jan", "p-jana"])
+        self.assertTrue(all("folding" in e["why"] for e in env["entities"]), env["entities"])
+
+    def test_a_form_of_an_absent_namesake_is_unknown_not_its_look_alike(self):
+        men, women = namesakes("p-jan", "p-peter"), namesakes("p-jana", "p-petra")
+        for question, data, look_alike in (
+                ("Kto je vedúci práce Jany Novákovej?", men, "p-jan"),
+                ("Aké práce vedie Petra Kováčová?", men, "p-peter"),
+                ("Aké práce vedie Ján Novák?", women, "p-jana"),
+                ("Kto je vedúci práce Petra Kováča?", women, "p-petra")):
+            env = env_of(question, data=data)
+            self.assertEqual((env["status"], env["reason"]), ("no_answer", "unknown_person"), question)
+            self.assertEqual([c["id"] for c in env["rejected_candidates"]], [look_alike], question)
+            self.assertIn("form", env["rejected_candidates"][0]["why"])
+
+    def test_a_short_alias_does_not_rescue_a_person_the_full_name_rules_out(self):
+        men = namesakes("p-jan", "p-peter")
+        men["nodes"][1]["aliases"] = ["P. Kováč"]       # one surname word: a partial name
+        self.assertEqual(resolved("Aké práce vedie Petra Kováčová?", men),
+                         ("no_answer", "unknown_person", []))
+
+    def test_folded_words_still_find_the_only_fitting_person(self):
+        self.assertEqual(resolved("Aké práce vedie Jan Novak?", namesakes("p-jan", "p-peter")),
+                         ("ok", None, ["p-jan"]))
+        self.assertEqual(resolved("Kto je vedúci práce Petry Kovacovej?", namesakes("p-jana", "p-petra")),
+                         ("ok", None, ["p-petra"]))
+
+    def test_a_first_name_alone_in_a_form_only_one_namesake_takes(self):
+        self.assertEqual(resolved("Kto je vedúci práce Jany?", namesakes()), ("ok", None, ["p-jana"]))
+        # Petra is both Peter's genitive and Petra's nominative: still ambiguous
+        status, reason, ids = resolved("Kto je vedúci práce Petra?", namesakes())
+        self.assertEqual((status, reason, sorted(ids)), ("ambiguous", "ambiguous_person",
+                                                         ["p-peter", "p-petra"]))
 
 
 # === Question kinds and limits ===
