@@ -273,7 +273,7 @@ class Intent:
     kind: str
     language: str
     keys: tuple[str, ...]        # keys of every word of the question except a year
-    name_keys: tuple[str, ...] = ()  # keys of capitalised words after the first: likely names
+    name_keys: tuple[str, ...] = ()  # keys of the words that are likely names (_name_keys)
     year: int | None = None
     subject: str = PERSON       # for year questions: count persons or theses
     words: tuple[str, ...] = ()  # the casefolded words behind keys, diacritics kept
@@ -928,7 +928,7 @@ def graph_parse_question(question: str, graph: Graph) -> Intent | None:
         return None
     words = tuple(w for w in text_words(question) if not RE_YEAR.fullmatch(w))
     keys = tuple(text_key(w) for w in words)
-    name_keys = _capitalised_keys(question)
+    name_keys = _name_keys(question, graph)
     if kind == "count_year" and (RE_KEYWORD.search(folded) or RE_SUPERVISE.search(folded)
                                  or _hits(graph, PERSON, name_keys)):
         return None      # a count narrowed by keyword/supervisor/person is not supported
@@ -942,12 +942,34 @@ def graph_parse_question(question: str, graph: Graph) -> Intent | None:
                   year=year, subject=subject, words=words)
 
 
+def _name_keys(question: str, graph: Graph) -> tuple[str, ...]:
+    """Return the keys of the question's likely name words: the capitalised ones, or when
+    capitals mark none (all-caps or lower-case names), the runs that hold a person's name word."""
+    return _capitalised_keys(question) or _name_run_keys(question, graph)
+
+
 def _capitalised_keys(question: str) -> tuple[str, ...]:
     """Return the keys of capitalised non-stop words after the first word (likely names)."""
     words = _WORD_RE.findall(unicodedata.normalize("NFKC", question))[1:]
     return tuple(text_key(w) for w in words
                  if w[:1].isupper() and len(w) > 1 and text_fold(w.casefold()) not in STOP_WORDS
-                 and not w.isupper())     # an all-caps question has no name signal
+                 and not w.isupper())     # all-caps words carry no name signal
+
+
+def _name_run_keys(question: str, graph: Graph) -> tuple[str, ...]:
+    """Return the keys of each run of adjacent non-stop words holding a word of some person's
+    name ("eva veselá": Veselá is named with Eva even if no one is called Veselá)."""
+    index = graph.token_index.get(PERSON, {})
+    keys: list[str] = []
+    run: list[str] = []
+    for word in text_words(question) + [""]:          # the empty word ends the last run
+        if len(word) > 1 and not word.isdigit() and text_fold(word) not in STOP_WORDS:
+            run.append(text_key(word))
+            continue
+        if any(key in index for key in run):
+            keys += run
+        run = []
+    return tuple(dict.fromkeys(keys))
 
 
 # === 8. Question kinds — one function each; lists are proven by one item past the limit ===

@@ -369,6 +369,46 @@ class NamesakeTest(unittest.TestCase):
                                                          ["p-peter", "p-petra"]))
 
 
+class LetterCaseTest(unittest.TestCase):
+    """Capitals mark the words that are names; an all-caps or all-lowercase question has
+    no such mark, and must still not put a namesake in place of an unknown person."""
+
+    @staticmethod
+    def kovacova() -> dict:
+        """Return a graph with Mária Kováčová (t-k, supervised by Peter Novák) and no Holp."""
+        return {"nodes": [{"id": "p-kovacova", "type": "person", "name": "Mária Kováčová"},
+                          {"id": "p-novak", "type": "person", "name": "Peter Novák"},
+                          {"id": "t-k", "type": "thesis", "title": "Práca K", "year": 2024}],
+                "edges": [{"source": "p-kovacova", "target": "t-k", "type": "authored"},
+                          {"source": "t-k", "target": "p-novak", "type": "supervised_by"}]}
+
+    def test_the_answer_does_not_depend_on_letter_case(self):
+        cases = [  # (question, graph, expected) with the expected worked out from the graph
+            # Mária Kováčová is not Mária Holpová: Holpovej is a name word her name lacks
+            ("Kto je vedúci práce Márie Holpovej?", self.kovacova(), ("no_answer", "unknown_person", [])),
+            # Eva Malá is not Eva Veselá
+            ("Aký názov práce má Eva Veselá?", fixture(), ("no_answer", "unknown_person", [])),
+            ("Kto je vedúci práce Márie Holpovej?", fixture(), ("ok", None, ["p-holpova"])),
+            ("Kto je vedúci práce Jany Novákovej?", namesakes(), ("ok", None, ["p-jana"])),
+            ("Aký názov práce má Jána Holpa?", fixture(), ("ok", None, ["p-holp"])),
+        ]
+        for question, data, expected in cases:
+            for form in (question, question.upper(), question.lower()):
+                self.assertEqual(resolved(form, data), expected, form)
+
+    def test_a_name_typed_in_lower_case_inside_a_normal_question_counts_as_a_name(self):
+        self.assertEqual(resolved("Aký názov práce má eva veselá?", fixture()),
+                         ("no_answer", "unknown_person", []))
+        self.assertEqual(resolved("Aký názov práce má EVA VESELÁ?", fixture()),
+                         ("no_answer", "unknown_person", []))
+
+    def test_uncased_count_and_ambiguous_questions_keep_their_answers(self):
+        for question in ("KOĽKO OSÔB MÁ PRÁCU V ROKU 2024?", "koľko osôb má prácu v roku 2024?"):
+            self.assertEqual(env_of(question)["aggregation"]["count"], 3, question)
+        for question in ("AKÝ NÁZOV PRÁCE MÁ PETER?", "aký názov práce má holpová?"):
+            self.assertEqual(resolved(question, fixture())[:2], ("ambiguous", "ambiguous_person"), question)
+
+
 # === Question kinds and limits ===
 
 class CountTest(unittest.TestCase):
