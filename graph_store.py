@@ -184,6 +184,12 @@ ANSWERS: dict[tuple[str, str], str] = {
     ("ambiguous_person", "sk"): "Otázka nie je jednoznačná, zodpovedá jej viac osôb: {items}.",
     ("ambiguous_person", "en"): "The question is ambiguous; it fits several persons: {items}.",
     ("ambiguous_person", "pl"): "Pytanie jest niejednoznaczne, pasuje do kilku osób: {items}.",
+    ("ambiguous_title", "sk"): "Otázka nie je jednoznačná, zodpovedá jej viac prác: {items}.",
+    ("ambiguous_title", "en"): "The question is ambiguous; it fits several theses: {items}.",
+    ("ambiguous_title", "pl"): "Pytanie jest niejednoznaczne, pasuje do kilku prac: {items}.",
+    ("ambiguous_keyword", "sk"): "Otázka nie je jednoznačná, zodpovedá jej viac kľúčových slov: {items}.",
+    ("ambiguous_keyword", "en"): "The question is ambiguous; it fits several keywords: {items}.",
+    ("ambiguous_keyword", "pl"): "Pytanie jest niejednoznaczne, pasuje do kilku słów kluczowych: {items}.",
     ("unknown_person", "sk"): "Osobu z otázky som v grafe nenašiel.",
     ("unknown_person", "en"): "I did not find the person from the question in the graph.",
     ("unknown_person", "pl"): "Nie znalazłem tej osoby w grafie.",
@@ -197,6 +203,13 @@ ANSWERS: dict[tuple[str, str], str] = {
     ("no_matching_facts", "en"): "I found no facts in the graph for this question.",
     ("no_matching_facts", "pl"): "Nie znalazłem w grafie faktów dla tego pytania.",
 }
+
+# An ambiguous answer by the type of its candidates: (answer sentence, reason, reasons line).
+# The v1 contract (retrieval_contract.REASONS) has an ambiguity code for persons only, so an
+# ambiguous title or keyword is status "ambiguous" with reason null until it gains one.
+AMBIGUOUS = {PERSON: ("ambiguous_person", "ambiguous_person", "persons fit the name in the question"),
+             THESIS: ("ambiguous_title", None, "theses fit the title in the question equally well"),
+             KEYWORD: ("ambiguous_keyword", None, "keywords fit the same words of the question")}
 
 # JSON Schema of the tool fields to_envelope adds (for rc.envelope_schema).
 _LIST = {"type": "array"}
@@ -663,6 +676,7 @@ class _Match:
     chosen: list[str]
     candidates: list[dict]
     rejected: list[dict]
+    is_ambiguous: bool = False   # the chosen ones compete for the same words of the question
 
 
 def _full_name_variants(graph: Graph, node_id: str) -> list[frozenset[str]]:
@@ -757,7 +771,7 @@ def _choose_full(full: list[str], fits: dict[str, _PersonFit], partial: list[str
                         "(diacritics included) than of the chosen person's")
                  for n in full if fits[n].exact < best]
     rejected += [why(n, "only part of the name matches; a full-name match exists") for n in partial]
-    return _Match(chosen, [why(n, fits[n].note) for n in chosen], rejected)
+    return _Match(chosen, [why(n, fits[n].note) for n in chosen], rejected, len(chosen) > 1)
 
 
 def _choose_partial(graph: Graph, partial: list[str], hits: dict[str, set[str]],
@@ -779,7 +793,8 @@ def _choose_partial(graph: Graph, partial: list[str], hits: dict[str, set[str]],
     chosen = [n for n in partial if len(hits[n]) == best]
     rejected += [why(n, "fewer name words match than the best candidate")
                  for n in partial if len(hits[n]) < best]
-    return _Match(chosen, [why(n, _partial_why(graph.nodes[n], hits[n])) for n in chosen], rejected)
+    return _Match(chosen, [why(n, _partial_why(graph.nodes[n], hits[n])) for n in chosen], rejected,
+                  len(chosen) > 1)
 
 
 def _match_persons(graph: Graph, words: Iterable[str], name_keys: Iterable[str] = ()) -> _Match:
@@ -817,43 +832,59 @@ def _match_persons(graph: Graph, words: Iterable[str], name_keys: Iterable[str] 
 
 
 def _match_keywords(graph: Graph, keys: Iterable[str]) -> _Match:
-    """Return the keywords whose every word is in the question, longest first."""
+    """Return the keywords whose every word is in the question, longest first.
+
+    Several equally long keywords are all chosen: named by different words ("robotika a
+    optimalizácia"), the question asks for each; fitting the very same words (databáza,
+    databázy), it is ambiguous.
+    """
     hits = _hits(graph, KEYWORD, keys)
-    full: list[tuple[int, str]] = []
+    full: dict[str, frozenset[str]] = {}     # keyword -> its longest variant in the question
     rejected = []
     for node_id in sorted(hits):
-        node = graph.nodes[node_id]
-        variants = graph.name_variants[node_id]
-        size = max((len(v) for v in variants if v and v <= hits[node_id]), default=0)
-        if size:
-            full.append((size, node_id))
+        inside = [v for v in graph.name_variants[node_id] if v and v <= hits[node_id]]
+        if inside:
+            full[node_id] = max(inside, key=len)
         else:
-            rejected.append({"id": node_id, "name": node.label,
+            rejected.append({"id": node_id, "name": graph.nodes[node_id].label,
                              "matched_keys": sorted(hits[node_id]),
                              "why": "only some words of the keyword are in the question"})
-    best = max((s for s, _ in full), default=0)
-    chosen = [n for s, n in full if s == best]
+    best = max((len(v) for v in full.values()), default=0)
+    chosen = [n for n, v in full.items() if len(v) == best]
     rejected += [{"id": n, "name": graph.nodes[n].label, "matched_keys": sorted(hits[n]),
-                  "why": "a longer keyword matches"} for s, n in full if s < best]
-    return _Match(chosen, [{"id": n, "name": graph.nodes[n].label, "why": "keyword matches"}
-                          for n in chosen], rejected)
+                  "why": "a longer keyword matches"} for n, v in full.items() if len(v) < best]
+    words = [full[n] for n in chosen]
+    is_ambiguous = len(set(words)) < len(words)
+    why = "the same words of the question fit another keyword" if is_ambiguous else "keyword matches"
+    return _Match(chosen, [{"id": n, "name": graph.nodes[n].label, "matched_keys": sorted(full[n]),
+                            "why": why} for n in chosen], rejected, is_ambiguous)
 
 
 def _match_titles(graph: Graph, keys: Iterable[str]) -> _Match:
-    """Return the theses whose title words the question covers best (>= TITLE_MIN_COVERAGE)."""
+    """Return the theses whose title words the question covers best (>= TITLE_MIN_COVERAGE);
+    of equal coverage, the one with more words in the question (a whole title beats a
+    shorter title inside it); several still equal are ambiguous."""
     hits = _hits(graph, THESIS, set(keys))
     scored = []
     for node_id, matched in hits.items():
         title_keys = graph.name_variants[node_id][0]
-        scored.append((len(matched) / max(len(title_keys), 1), node_id))
-    best = max((s for s, _ in scored if s >= TITLE_MIN_COVERAGE), default=0.0)
-    chosen = sorted(n for s, n in scored if best and s == best)
-    chosen_set = set(chosen)
-    rejected = [{"id": n, "name": graph.nodes[n].label, "coverage": round(s, 2),
-                 "why": "too few title words are in the question"}
-                for s, n in sorted(scored, key=lambda sn: (-sn[0], sn[1])) if n not in chosen_set]
-    return _Match(chosen, [{"id": n, "name": graph.nodes[n].label, "why": "title matches"}
-                          for n in chosen], rejected)
+        scored.append((len(matched) / max(len(title_keys), 1), len(matched), node_id))
+    best = max(((c, m) for c, m, _ in scored if c >= TITLE_MIN_COVERAGE), default=None)
+    chosen = sorted(n for c, m, n in scored if (c, m) == best)
+    rejected = [{"id": n, "name": graph.nodes[n].label, "coverage": round(c, 2),
+                 "why": ("too few title words are in the question" if c < TITLE_MIN_COVERAGE
+                         else "another title fits more words of the question")}
+                for c, m, n in sorted(scored, key=lambda cmn: (-cmn[0], -cmn[1], cmn[2]))
+                if n not in chosen]
+    return _Match(chosen, [_title_candidate(graph, n, hits[n]) for n in chosen], rejected,
+                  len(chosen) > 1)
+
+
+def _title_candidate(graph: Graph, node_id: str, matched: set[str]) -> dict:
+    """Return the candidate record of a chosen title: how many of its words the question has."""
+    total = len(graph.name_variants[node_id][0])
+    return {"id": node_id, "name": graph.nodes[node_id].label, "matched_keys": sorted(matched),
+            "why": f"title matches: {len(matched)} of its {total} words are in the question"}
 
 
 # === 7. Questions — language, intent and year; conservative: None when unsure ===
@@ -1092,18 +1123,17 @@ def _no_answer(intent: Intent, limits: GraphLimits, reason: str, reasons: list[s
 
 
 def _ambiguous(graph: Graph, intent: Intent, limits: GraphLimits, match: _Match) -> GraphResult:
-    """Return the ambiguous_person result listing each candidate and why it was considered."""
+    """Return the ambiguous result listing each candidate and why it was considered."""
     shown, cut = _take(iter(match.candidates), limits.entity_limit)
     entities = [dict(_entity(graph, c["id"], c["why"]), matched_keys=c.get("matched_keys", []))
                 for c in shown]
     names = ", ".join(c["name"] for c in shown)
+    sentence, reason, line = AMBIGUOUS[graph.nodes[match.chosen[0]].node_type]
     rejected, more = _rejected_shown(match.rejected, limits)
     return GraphResult(
-        status="ambiguous", reason="ambiguous_person", intent=intent.kind,
-        language=intent.language,
-        answer=ANSWERS[("ambiguous_person", intent.language)].format(items=names),
-        entities=entities,
-        reasons=[f"{len(match.candidates)} persons fit the name in the question"] + more,
+        status="ambiguous", reason=reason, intent=intent.kind, language=intent.language,
+        answer=ANSWERS[(sentence, intent.language)].format(items=names),
+        entities=entities, reasons=[f"{len(match.candidates)} {line}"] + more,
         rejected_candidates=rejected,
         truncation_reasons=["entity_limit"] if cut else [], limits=limits,
         index_version=graph.index_version)
@@ -1117,7 +1147,7 @@ def _one_person(graph: Graph, intent: Intent,
         return None, _no_answer(intent, limits, "unknown_person",
                                 ["no person's name fits the words of the question"],
                                 match.rejected, graph=graph), []
-    if len(match.chosen) > 1:
+    if match.is_ambiguous:
         return None, _ambiguous(graph, intent, limits, match), []
     return match.chosen[0], None, match.rejected
 
@@ -1187,6 +1217,8 @@ def _kind_keyword_theses(graph: Graph, intent: Intent, limits: GraphLimits) -> G
         return _no_answer(intent, limits, "unknown_keyword",
                           ["no keyword of the graph is fully contained in the question"],
                           match.rejected, graph=graph)
+    if match.is_ambiguous:
+        return _ambiguous(graph, intent, limits, match)
     pairs = [(t, k) for k in match.chosen for t in _neighbours(graph, k, HAS_KEYWORD, outgoing=False)]
     evidence = _Evidence(facts=(_fact(graph, t, HAS_KEYWORD, k) for t, k in pairs),
                          paths=(_path(graph, [k, t], [(HAS_KEYWORD, "in")]) for t, k in pairs))
@@ -1202,6 +1234,8 @@ def _kind_author_of_title(graph: Graph, intent: Intent, limits: GraphLimits) -> 
         return _no_answer(intent, limits, "unknown_title",
                           [f"no thesis title has {int(TITLE_MIN_COVERAGE * 100)}% of its words "
                            "in the question"], match.rejected, graph=graph)
+    if match.is_ambiguous:
+        return _ambiguous(graph, intent, limits, match)
     pairs = [(p, t) for t in match.chosen for p in _neighbours(graph, t, AUTHORED, outgoing=False)]
     evidence = _Evidence(facts=(_fact(graph, p, AUTHORED, t) for p, t in pairs),
                          paths=(_path(graph, [t, p], [(AUTHORED, "in")]) for p, t in pairs))
@@ -1259,7 +1293,7 @@ def _kind_about(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResul
     if not chosen:
         return _no_answer(intent, limits, "no_matching_facts",
                           ["no entity of the graph is named in the question"], [], graph=graph)
-    if len(chosen) > 1 and graph.nodes[chosen[0]].node_type == PERSON:
+    if len(chosen) > 1:      # 'about' follows one entity: several named ones are ambiguous
         return _ambiguous(graph, intent, limits, match)
     start = chosen[0]
     evidence = _Evidence(facts=_incident_facts(graph, start),

@@ -409,6 +409,66 @@ class LetterCaseTest(unittest.TestCase):
             self.assertEqual(resolved(question, fixture())[:2], ("ambiguous", "ambiguous_person"), question)
 
 
+def look_alike_titles() -> dict:
+    """Return a graph of four theses whose titles and keywords overlap, one author each:
+    A "Webová aplikácia pre knižnicu" [databáza], B "Webová aplikácia pre školu" [databázy],
+    C "Strojový preklad" [robotika], D "Strojový preklad právnych textov" [optimalizácia]."""
+    theses = {"A": ("Webová aplikácia pre knižnicu", "databáza"),
+              "B": ("Webová aplikácia pre školu", "databázy"),
+              "C": ("Strojový preklad", "robotika"),
+              "D": ("Strojový preklad právnych textov", "optimalizácia")}
+    nodes, edges = [], []
+    for letter, (title, keyword) in theses.items():
+        nodes += [{"id": f"t-{letter}", "type": "thesis", "title": title, "year": 2024},
+                  {"id": f"p-{letter}", "type": "person", "name": f"Autor {letter}"},
+                  {"id": f"k-{letter}", "type": "keyword", "name": keyword}]
+        edges += [{"source": f"p-{letter}", "target": f"t-{letter}", "type": "authored"},
+                  {"source": f"t-{letter}", "target": f"k-{letter}", "type": "has_keyword"}]
+    return {"nodes": nodes, "edges": edges}
+
+
+class TitleKeywordTieTest(unittest.TestCase):
+    def ask(self, question: str) -> dict:
+        return env_of(question, data=look_alike_titles())
+
+    def assert_ambiguous(self, env: dict, ids: list[str]) -> None:
+        # the v1 contract has no ambiguous_title/ambiguous_keyword code: reason stays null
+        self.assertEqual((env["status"], env["reason"]), ("ambiguous", None))
+        self.assertEqual(sorted(e["id"] for e in env["entities"]), ids)
+        self.assertTrue(all(e["why"] for e in env["entities"]))
+        self.assertEqual((env["facts"], env["complete"]), ([], False))
+        self.assertEqual(rc.schema_errors(env, rc.envelope_schema(
+            gs.GRAPH_EXTRA_SCHEMA, {"node_id": {"type": "string"}})), [])
+
+    def test_a_title_fragment_that_fits_two_titles_equally_is_ambiguous(self):
+        # "Webová aplikácia" covers 2 of the 3 content words of both A and B (67% >= 60%)
+        self.assert_ambiguous(self.ask("Kto napísal prácu Webová aplikácia?"), ["t-A", "t-B"])
+        self.assert_ambiguous(self.ask("Čo vieme o práci Webová aplikácia?"), ["t-A", "t-B"])
+
+    def test_the_whole_title_wins_over_a_title_it_contains(self):
+        # both C (2/2 words) and D (4/4) are fully covered; D matches more of the question
+        env = self.ask("Kto napísal prácu Strojový preklad právnych textov?")
+        self.assertEqual((env["status"], [f["subject"] for f in env["facts"]]), ("ok", ["p-D"]))
+        env = self.ask("Kto napísal prácu Strojový preklad?")     # D: only 2 of 4 words
+        self.assertEqual((env["status"], [f["subject"] for f in env["facts"]]), ("ok", ["p-C"]))
+        env = self.ask("Kto napísal prácu Webová aplikácia pre knižnicu?")
+        self.assertEqual((env["status"], [f["subject"] for f in env["facts"]]), ("ok", ["p-A"]))
+
+    def test_one_question_word_fitting_two_keywords_is_ambiguous(self):
+        # databáza and databázy are two keywords with one key; the question names one of them
+        self.assert_ambiguous(self.ask("Ktoré práce majú kľúčové slovo databázy?"), ["k-A", "k-B"])
+
+    def test_what_is_known_about_two_named_keywords_is_ambiguous(self):
+        # 'about' follows one entity; it used to follow the first of them silently
+        self.assert_ambiguous(self.ask("Čo vieme o robotike a optimalizácii?"), ["k-C", "k-D"])
+
+    def test_keywords_named_by_different_words_list_all_their_theses(self):
+        env = self.ask("Ktoré práce majú kľúčové slová robotika a optimalizácia?")
+        self.assertEqual(env["status"], "ok")
+        self.assertEqual(sorted(e["id"] for e in env["entities"]), ["k-C", "k-D"])
+        self.assertEqual(sorted(f["subject"] for f in env["facts"]), ["t-C", "t-D"])
+
+
 # === Question kinds and limits ===
 
 class CountTest(unittest.TestCase):
