@@ -704,6 +704,14 @@ class _PersonFit:
     note: str = ""     # why, naming the words behind the verdict
 
 
+def _memo_key(word: str, memo: dict[tuple, str]) -> str:
+    """Return text_key(word), memoised for one question (first names repeat across candidates)."""
+    found = memo.get((word,))
+    if found is None:
+        found = memo[(word,)] = text_key(word)
+    return found
+
+
 def _relation(question_word: str, name_word: str, is_first: bool, memo: dict[tuple, str]) -> str:
     """Return _word_relation, memoised for one question (names repeat across candidates)."""
     key = (question_word, name_word, is_first)
@@ -716,11 +724,12 @@ def _relation(question_word: str, name_word: str, is_first: bool, memo: dict[tup
 def _variant_fit(text: str, is_label: bool, by_key: dict[str, list[str]],
                  memo: dict[tuple, str]) -> _PersonFit | None:
     """Return how the question's words fit one name (label or alias); None if none is asked."""
-    names = [w for w in text_words(text) if len(text_key(w)) >= MIN_STEM_CHARS]
+    keyed = [(w, _memo_key(w, memo)) for w in text_words(text)]
+    names = [(w, k) for w, k in keyed if len(k) >= MIN_STEM_CHARS]
     asked = []                                 # (relation, question word, name word)
-    for pos, name in enumerate(names):
+    for pos, (name, key) in enumerate(names):
         is_first = pos == 0 and len(names) > 1
-        pairs = [(_relation(q, name, is_first, memo), q) for q in by_key.get(text_key(name), ())]
+        pairs = [(_relation(q, name, is_first, memo), q) for q in by_key.get(key, ())]
         if pairs:
             relation, q = min(pairs, key=lambda rq: RELATION_ORDER.index(rq[0]))
             asked.append((relation, q, name))
@@ -751,6 +760,24 @@ def _person_fit(graph: Graph, node_id: str, by_key: dict[str, list[str]],
                default=_PersonFit("partial"))
 
 
+def _first_name_clash(graph: Graph, node_id: str, by_key: dict[str, list[str]],
+                      memo: dict[tuple, str]) -> str | None:
+    """Return why a person is ruled out by a form of the other gender's first name, or None.
+
+    The cheap check for partial matches (often thousands sharing a first name): only the
+    first word of a name of 2+ words can clash, and a word of 2+ letters keeps a key.
+    """
+    node = graph.nodes[node_id]
+    for text in (node.label, *node.aliases):
+        names = [w for w in text_words(text) if len(w) >= MIN_STEM_CHARS]
+        if len(names) < 2:
+            continue
+        for q in by_key.get(_memo_key(names[0], memo), ()):
+            if _relation(q, names[0], True, memo) == CLASH:
+                return f"'{q}' is a form of another first name than '{names[0]}'"
+    return None
+
+
 def _partial_why(node: Node, matched: set[str]) -> str:
     """Return why a partial name match was considered (first name, surname or its form)."""
     words = [w for w in text_words(node.label) if len(w) > 1]
@@ -776,14 +803,10 @@ def _choose_full(full: list[str], fits: dict[str, _PersonFit], partial: list[str
 
 def _choose_partial(graph: Graph, partial: list[str], hits: dict[str, set[str]],
                     name_keys: set[str], why: Callable[[str, str], dict], rejected: list[dict],
-                    fit: Callable[[str], _PersonFit]) -> _Match:
+                    clash: Callable[[str], str | None]) -> _Match:
     """Return the best partial matches (most name words hit); several best are ambiguous."""
-    clashing = {}
-    for n in partial:
-        found = fit(n)
-        if found.verdict == CLASH:
-            clashing[n] = found
-    rejected += [why(n, f.note) for n, f in clashing.items()]
+    clashing = {n: note for n in partial for note in (clash(n),) if note}
+    rejected += [why(n, note) for n, note in clashing.items()]
     partial = [n for n in partial if n not in clashing]
     unexplained = {n for n in partial if name_keys - frozenset().union(*graph.name_variants[n])}
     rejected += [why(n, "the question names a word this person's name lacks")
@@ -815,20 +838,25 @@ def _match_persons(graph: Graph, words: Iterable[str], name_keys: Iterable[str] 
         by_key.setdefault(text_key(word), []).append(word)
     hits = _hits(graph, PERSON, by_key)
     memo: dict[tuple, str] = {}
-    fits = {n: _person_fit(graph, n, by_key, memo) for n in sorted(hits)
-            if any(v and v <= hits[n] for v in _full_name_variants(graph, n))}
+    fits: dict[str, _PersonFit] = {}
+    partial = []
+    for node_id in sorted(hits):
+        if any(v and v <= hits[node_id] for v in _full_name_variants(graph, node_id)):
+            fits[node_id] = _person_fit(graph, node_id, by_key, memo)
+        else:
+            partial.append(node_id)
 
     def why(node_id: str, kind: str) -> dict:
         return {"id": node_id, "name": graph.nodes[node_id].label,
                 "matched_keys": sorted(hits[node_id]), "why": kind}
     rejected = [why(n, f.note) for n, f in fits.items() if f.verdict in (GENDER, CLASH)]
     full = [n for n, f in fits.items() if f.verdict == "full"]
-    partial = sorted((n for n in hits if n not in fits or fits[n].verdict == "partial"),
-                     key=lambda n: (-len(hits[n]), n))     # best rejected first, then by id
+    partial += [n for n, f in fits.items() if f.verdict == "partial"]
+    partial.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
     if full:
         return _choose_full(full, fits, partial, why, rejected)
     return _choose_partial(graph, partial, hits, set(name_keys), why, rejected,
-                           lambda n: fits.get(n) or _person_fit(graph, n, by_key, memo))
+                           lambda n: _first_name_clash(graph, n, by_key, memo))
 
 
 def _match_keywords(graph: Graph, keys: Iterable[str]) -> _Match:
