@@ -389,7 +389,7 @@ def text_keys(text: str) -> list[str]:
     return [text_key(w) for w in text_words(text) if text_fold(w) not in STOP_WORDS]
 
 
-def _with(bases: Iterable[str], endings: Iterable[str]) -> set[str]:
+def _affixed(bases: Iterable[str], endings: Iterable[str]) -> set[str]:
     """Return every base followed by every ending."""
     return {b + e for b in bases for e in endings}
 
@@ -405,29 +405,29 @@ def _name_forms(word: str, is_first: bool) -> tuple[frozenset[str], frozenset[st
     w = unicodedata.normalize("NFC", word.casefold())
     own, pair, other = {w}, set(), set()
     if w.endswith("ová"):
-        own |= _with([w[:-3]], FEM_OVA_ENDINGS)
-        pair = _with([w[:-3]], MALE_OF_OVA_ENDINGS)
+        own |= _affixed([w[:-3]], FEM_OVA_ENDINGS)
+        pair = _affixed([w[:-3]], MALE_OF_OVA_ENDINGS)
     elif w.endswith(("á", "ý")):
         mine, theirs = ((FEM_ADJ_ENDINGS, MASC_ADJ_ENDINGS) if w.endswith("á")
                         else (MASC_ADJ_ENDINGS, FEM_ADJ_ENDINGS))
-        own |= _with([w[:-1]], mine)
-        pair = _with([w[:-1]], theirs)
+        own |= _affixed([w[:-1]], mine)
+        pair = _affixed([w[:-1]], theirs)
     elif w.endswith("ia"):
-        own |= _with([w[:-2]], FEM_IA_ENDINGS)
+        own |= _affixed([w[:-2]], FEM_IA_ENDINGS)
     elif w.endswith("a") and is_first:
         base = w[:-1]
-        own |= _with([base], FEM_A_ENDINGS)
-        other = _with({base, _insert_fleeting_e(base)}, MASC_ENDINGS)
+        own |= _affixed([base], FEM_A_ENDINGS)
+        other = _affixed({base, _insert_fleeting_e(base)}, MASC_ENDINGS)
     elif w.endswith(("a", "o")):
-        own |= _with([w[:-1]], MASC_A_ENDINGS if w.endswith("a") else MASC_O_ENDINGS)
-        pair = _with([w[:-1]], FEM_OVA_ENDINGS)
+        own |= _affixed([w[:-1]], MASC_A_ENDINGS if w.endswith("a") else MASC_O_ENDINGS)
+        pair = _affixed([w[:-1]], FEM_OVA_ENDINGS)
     elif w[-1:].isalpha() and w[-1] not in VOWELS:
         bases = {w, _drop_fleeting_e(w)}
-        own |= _with(bases, MASC_ENDINGS)
+        own |= _affixed(bases, MASC_ENDINGS)
         if is_first:
-            other = _with(bases, FEM_A_ENDINGS)
+            other = _affixed(bases, FEM_A_ENDINGS)
         else:
-            pair = _with(bases, FEM_OVA_ENDINGS)
+            pair = _affixed(bases, FEM_OVA_ENDINGS)
     return (frozenset(own), frozenset(text_fold(f) for f in pair),
             frozenset(text_fold(f) for f in other))
 
@@ -888,6 +888,13 @@ def _match_keywords(graph: Graph, keys: Iterable[str]) -> _Match:
                             "why": why} for n in chosen], rejected, is_ambiguous)
 
 
+def _title_candidate(graph: Graph, node_id: str, matched: set[str]) -> dict:
+    """Return the candidate record of a chosen title: how many of its words the question has."""
+    total = len(graph.name_variants[node_id][0])
+    return {"id": node_id, "name": graph.nodes[node_id].label, "matched_keys": sorted(matched),
+            "why": f"title matches: {len(matched)} of its {total} words are in the question"}
+
+
 def _match_titles(graph: Graph, keys: Iterable[str]) -> _Match:
     """Return the theses whose title words the question covers best (>= TITLE_MIN_COVERAGE);
     of equal coverage, the one with more words in the question (a whole title beats a
@@ -906,13 +913,6 @@ def _match_titles(graph: Graph, keys: Iterable[str]) -> _Match:
                 if n not in chosen]
     return _Match(chosen, [_title_candidate(graph, n, hits[n]) for n in chosen], rejected,
                   len(chosen) > 1)
-
-
-def _title_candidate(graph: Graph, node_id: str, matched: set[str]) -> dict:
-    """Return the candidate record of a chosen title: how many of its words the question has."""
-    total = len(graph.name_variants[node_id][0])
-    return {"id": node_id, "name": graph.nodes[node_id].label, "matched_keys": sorted(matched),
-            "why": f"title matches: {len(matched)} of its {total} words are in the question"}
 
 
 # === 7. Questions — language, intent and year; conservative: None when unsure ===
