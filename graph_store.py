@@ -40,7 +40,7 @@ import subprocess
 import sys
 import unicodedata
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import retrieval_contract as rc
 
@@ -84,6 +84,25 @@ SUFFIXES = tuple(sorted((
     "ý", "á", "é", "ú", "í", "a", "e", "i", "o", "u", "y",
 ), key=len, reverse=True))
 VOWELS = set("aeiouyáäéíóôúýěů")
+
+# Singular case endings of Slovak name words, by the nominative's ending (see _name_forms).
+# A question word that is one of a name word's forms, diacritics included, is exact evidence;
+# a form of the other gender's name on the same stem (Jany for Ján, Novákovej for Novák) is not.
+MASC_ENDINGS = ("", "a", "ovi", "om")                 # Ján, Jána, Jánovi, Jánom
+MASC_A_ENDINGS = ("a", "u", "ovi", "om")              # Sloboda, Slobodu, Slobodovi, Slobodom
+MASC_O_ENDINGS = ("o", "a", "ovi", "om")              # Šimko, Šimka, Šimkovi, Šimkom
+MASC_ADJ_ENDINGS = ("ý", "ého", "ému", "om", "ým")    # Malý, Malého, Malému, Malom, Malým
+FEM_A_ENDINGS = ("a", "y", "e", "u", "ou")            # Jana, Jany, Jane, Janu, Janou
+FEM_IA_ENDINGS = ("ia", "ie", "ii", "iu", "iou")      # Mária, Márie, Márii, Máriu, Máriou
+FEM_OVA_ENDINGS = ("ová", "ovej", "ovú", "ovou")      # Nováková, Novákovej, Novákovú, Novákovou
+FEM_ADJ_ENDINGS = ("á", "ej", "ú", "ou")              # Malá, Malej, Malú, Malou
+MALE_OF_OVA_ENDINGS = ("", "a", "u", "o", "ovi", "om")  # the male surname behind an -ová form
+# How a question word relates to a name word with the same key, best first (see _word_relation).
+EXACT, FOLDED, GENDER, CLASH = "exact", "folded", "gender", "clash"
+RELATION_ORDER = (EXACT, FOLDED, GENDER, CLASH)             # best first
+# A person's fit over its label and aliases, best first: a full name wins, and evidence that
+# the question names someone else outweighs a partial fit of a short alias (P. Kováč).
+FIT_ORDER = ("full", CLASH, GENDER, "partial")
 
 LANG_HINTS = {
     "en": {"what", "who", "which", "how", "many", "thesis", "theses", "title", "is", "the",
@@ -165,6 +184,12 @@ ANSWERS: dict[tuple[str, str], str] = {
     ("ambiguous_person", "sk"): "Otázka nie je jednoznačná, zodpovedá jej viac osôb: {items}.",
     ("ambiguous_person", "en"): "The question is ambiguous; it fits several persons: {items}.",
     ("ambiguous_person", "pl"): "Pytanie jest niejednoznaczne, pasuje do kilku osób: {items}.",
+    ("ambiguous_title", "sk"): "Otázka nie je jednoznačná, zodpovedá jej viac prác: {items}.",
+    ("ambiguous_title", "en"): "The question is ambiguous; it fits several theses: {items}.",
+    ("ambiguous_title", "pl"): "Pytanie jest niejednoznaczne, pasuje do kilku prac: {items}.",
+    ("ambiguous_keyword", "sk"): "Otázka nie je jednoznačná, zodpovedá jej viac kľúčových slov: {items}.",
+    ("ambiguous_keyword", "en"): "The question is ambiguous; it fits several keywords: {items}.",
+    ("ambiguous_keyword", "pl"): "Pytanie jest niejednoznaczne, pasuje do kilku słów kluczowych: {items}.",
     ("unknown_person", "sk"): "Osobu z otázky som v grafe nenašiel.",
     ("unknown_person", "en"): "I did not find the person from the question in the graph.",
     ("unknown_person", "pl"): "Nie znalazłem tej osoby w grafie.",
@@ -178,6 +203,13 @@ ANSWERS: dict[tuple[str, str], str] = {
     ("no_matching_facts", "en"): "I found no facts in the graph for this question.",
     ("no_matching_facts", "pl"): "Nie znalazłem w grafie faktów dla tego pytania.",
 }
+
+# An ambiguous answer by the type of its candidates: (answer sentence, reason, reasons line).
+# The v1 contract (retrieval_contract.REASONS) has an ambiguity code for persons only, so an
+# ambiguous title or keyword is status "ambiguous" with reason null until it gains one.
+AMBIGUOUS = {PERSON: ("ambiguous_person", "ambiguous_person", "persons fit the name in the question"),
+             THESIS: ("ambiguous_title", None, "theses fit the title in the question equally well"),
+             KEYWORD: ("ambiguous_keyword", None, "keywords fit the same words of the question")}
 
 # JSON Schema of the tool fields to_envelope adds (for rc.envelope_schema).
 _LIST = {"type": "array"}
@@ -254,9 +286,10 @@ class Intent:
     kind: str
     language: str
     keys: tuple[str, ...]        # keys of every word of the question except a year
-    name_keys: tuple[str, ...] = ()  # keys of capitalised words after the first: likely names
+    name_keys: tuple[str, ...] = ()  # keys of the words that are likely names (_name_keys)
     year: int | None = None
     subject: str = PERSON       # for year questions: count persons or theses
+    words: tuple[str, ...] = ()  # the casefolded words behind keys, diacritics kept
 
 
 @dataclass
@@ -330,9 +363,14 @@ def text_stem(word: str) -> str:
             if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM_CHARS:
                 word = word[: -len(suffix)]
                 break
+    return _drop_fleeting_e(word)
+
+
+def _drop_fleeting_e(word: str) -> str:
+    """Return word without a fleeting e before its final consonant (peter -> petr, marek -> mark)."""
     if (len(word) >= 4 and word[-2] == "e" and word[-1] not in VOWELS
             and word[-3] not in VOWELS):
-        word = word[:-2] + word[-1]
+        return word[:-2] + word[-1]
     return word
 
 
@@ -349,6 +387,75 @@ def text_words(text: str) -> list[str]:
 def text_keys(text: str) -> list[str]:
     """Return the match keys of text's words, in order, stop words removed."""
     return [text_key(w) for w in text_words(text) if text_fold(w) not in STOP_WORDS]
+
+
+def _affixed(bases: Iterable[str], endings: Iterable[str]) -> set[str]:
+    """Return every base followed by every ending."""
+    return {b + e for b in bases for e in endings}
+
+
+def _name_forms(word: str, is_first: bool) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """Return a name word's own case forms, its other-gender surname forms and other-gender
+    first-name forms (the last two diacritic-folded), by the ending of its nominative.
+
+    is_first says the word is the first of a several-word name: a first name ending in -a
+    is then female (Jana), a surname ending in -a male (Sloboda). Unknown shapes get no
+    other forms, so they never count against a person.
+    """
+    w = unicodedata.normalize("NFC", word.casefold())
+    own, pair, other = {w}, set(), set()
+    if w.endswith("ová"):
+        own |= _affixed([w[:-3]], FEM_OVA_ENDINGS)
+        pair = _affixed([w[:-3]], MALE_OF_OVA_ENDINGS)
+    elif w.endswith(("á", "ý")):
+        mine, theirs = ((FEM_ADJ_ENDINGS, MASC_ADJ_ENDINGS) if w.endswith("á")
+                        else (MASC_ADJ_ENDINGS, FEM_ADJ_ENDINGS))
+        own |= _affixed([w[:-1]], mine)
+        pair = _affixed([w[:-1]], theirs)
+    elif w.endswith("ia"):
+        own |= _affixed([w[:-2]], FEM_IA_ENDINGS)
+    elif w.endswith("a") and is_first:
+        base = w[:-1]
+        own |= _affixed([base], FEM_A_ENDINGS)
+        other = _affixed({base, _insert_fleeting_e(base)}, MASC_ENDINGS)
+    elif w.endswith(("a", "o")):
+        own |= _affixed([w[:-1]], MASC_A_ENDINGS if w.endswith("a") else MASC_O_ENDINGS)
+        pair = _affixed([w[:-1]], FEM_OVA_ENDINGS)
+    elif w[-1:].isalpha() and w[-1] not in VOWELS:
+        bases = {w, _drop_fleeting_e(w)}
+        own |= _affixed(bases, MASC_ENDINGS)
+        if is_first:
+            other = _affixed(bases, FEM_A_ENDINGS)
+        else:
+            pair = _affixed(bases, FEM_OVA_ENDINGS)
+    return (frozenset(own), frozenset(text_fold(f) for f in pair),
+            frozenset(text_fold(f) for f in other))
+
+
+def _insert_fleeting_e(base: str) -> str:
+    """Return base with the fleeting e a male nominative puts back (petr -> peter), else base."""
+    if len(base) >= 3 and base[-1] not in VOWELS and base[-2] not in VOWELS:
+        return base[:-1] + "e" + base[-1]
+    return base
+
+
+def _word_relation(question_word: str, name_word: str, is_first: bool) -> str:
+    """Return how a question word relates to a name word with the same key: EXACT (one of
+    its forms, diacritics included), FOLDED (a form once diacritics are folded, the bare
+    stem, or an ending not known here), GENDER (the other-gender form of a surname) or
+    CLASH (a form of the other gender's first name)."""
+    q, folded = question_word, text_fold(question_word)
+    own, pair, other = _name_forms(name_word, is_first)
+    stem = text_stem(name_word)
+    if q in own:
+        return EXACT
+    if folded in {text_fold(f) for f in own} or q == stem or q == folded == text_fold(stem):
+        return FOLDED
+    if folded in pair:
+        return GENDER
+    if folded in other:
+        return CLASH
+    return EXACT if q != folded and text_stem(q) == stem else FOLDED
 
 
 # === 5. Load/validate — the only file I/O; graph_build is pure ===
@@ -569,6 +676,7 @@ class _Match:
     chosen: list[str]
     candidates: list[dict]
     rejected: list[dict]
+    is_ambiguous: bool = False   # the chosen ones compete for the same words of the question
 
 
 def _full_name_variants(graph: Graph, node_id: str) -> list[frozenset[str]]:
@@ -587,39 +695,87 @@ def _hits(graph: Graph, node_type: str, keys: Iterable[str]) -> dict[str, set[st
     return hits
 
 
-def _match_persons(graph: Graph, keys: Iterable[str], name_keys: Iterable[str] = ()) -> _Match:
-    """Return the persons the question names: full-name matches beat partial ones.
+@dataclass
+class _PersonFit:
+    """How the question's words fit a person's name: a verdict, exact words and why."""
 
-    A partial match is a surname or first name alone (or a stem both a male surname and
-    its female -ová form share); several best partial matches are ambiguous. A partial
-    match is rejected when the question names another word its name lacks (Jozef
-    Mrkvička is not Jozef Kráľ).
+    verdict: str       # "full", "partial", GENDER (someone else's full name) or CLASH
+    exact: int = 0     # name words the question gives in an exact form (full matches)
+    note: str = ""     # why, naming the words behind the verdict
+
+
+def _memo_key(word: str, memo: dict[tuple, str]) -> str:
+    """Return text_key(word), memoised for one question (first names repeat across candidates)."""
+    found = memo.get((word,))
+    if found is None:
+        found = memo[(word,)] = text_key(word)
+    return found
+
+
+def _relation(question_word: str, name_word: str, is_first: bool, memo: dict[tuple, str]) -> str:
+    """Return _word_relation, memoised for one question (names repeat across candidates)."""
+    key = (question_word, name_word, is_first)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _word_relation(question_word, name_word, is_first)
+    return found
+
+
+def _variant_fit(text: str, is_label: bool, by_key: dict[str, list[str]],
+                 memo: dict[tuple, str]) -> _PersonFit | None:
+    """Return how the question's words fit one name (label or alias); None if none is asked."""
+    keyed = [(w, _memo_key(w, memo)) for w in text_words(text)]
+    names = [(w, k) for w, k in keyed if len(k) >= MIN_STEM_CHARS]
+    asked = []                                 # (relation, question word, name word)
+    for pos, (name, key) in enumerate(names):
+        is_first = pos == 0 and len(names) > 1
+        pairs = [(_relation(q, name, is_first, memo), q) for q in by_key.get(key, ())]
+        if pairs:
+            relation, q = min(pairs, key=lambda rq: RELATION_ORDER.index(rq[0]))
+            asked.append((relation, q, name))
+    if not asked:
+        return None
+    for relation, q, name in asked:
+        if relation == CLASH:
+            return _PersonFit(CLASH, note=f"'{q}' is a form of another first name than '{name}'")
+    if len(asked) < len(names) or not (is_label or len(names) >= 2):
+        return _PersonFit("partial")
+    for relation, q, name in asked:
+        if relation == GENDER:
+            return _PersonFit(GENDER, note=f"'{q}' is the other gender's form of the surname "
+                                           f"'{name}': the question names someone else")
+    folded = [f"{q} ~ {name}" for relation, q, name in asked if relation != EXACT]
+    note = ("full name matches" if not folded else "full name matches only after folding "
+            "diacritics or endings (" + ", ".join(folded) + ")")
+    return _PersonFit("full", exact=len(asked) - len(folded), note=note)
+
+
+def _person_fit(graph: Graph, node_id: str, by_key: dict[str, list[str]],
+                memo: dict[tuple, str]) -> _PersonFit:
+    """Return the best fit of the question's words over a person's label and aliases."""
+    node = graph.nodes[node_id]
+    fits = [_variant_fit(text, i == 0, by_key, memo)
+            for i, text in enumerate((node.label, *node.aliases))]
+    return min((f for f in fits if f), key=lambda f: (FIT_ORDER.index(f.verdict), -f.exact),
+               default=_PersonFit("partial"))
+
+
+def _first_name_clash(graph: Graph, node_id: str, by_key: dict[str, list[str]],
+                      memo: dict[tuple, str]) -> str | None:
+    """Return why a person is ruled out by a form of the other gender's first name, or None.
+
+    The cheap check for partial matches (often thousands sharing a first name): only the
+    first word of a name of 2+ words can clash, and a word of 2+ letters keeps a key.
     """
-    hits = _hits(graph, PERSON, keys)
-    name_keys = set(name_keys)
-    full, partial = [], []
-    for node_id in sorted(hits):
-        if any(v and v <= hits[node_id] for v in _full_name_variants(graph, node_id)):
-            full.append(node_id)
-        else:
-            partial.append(node_id)
-    def why(node_id: str, kind: str) -> dict:
-        return {"id": node_id, "name": graph.nodes[node_id].label,
-                "matched_keys": sorted(hits[node_id]), "why": kind}
-    partial.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
-    if full:
-        return _Match(full, [why(n, "full name matches") for n in full],
-                      [why(n, "only part of the name matches; a full-name match exists")
-                       for n in partial])
-    unexplained = {n for n in partial if name_keys - frozenset().union(*graph.name_variants[n])}
-    rejected = [why(n, "the question names a word this person's name lacks")
-                for n in partial if n in unexplained]
-    partial = [n for n in partial if n not in unexplained]
-    best = max((len(hits[n]) for n in partial), default=0)
-    chosen = [n for n in partial if len(hits[n]) == best]
-    rejected += [why(n, "fewer name words match than the best candidate")
-                 for n in partial if len(hits[n]) < best]
-    return _Match(chosen, [why(n, _partial_why(graph.nodes[n], hits[n])) for n in chosen], rejected)
+    node = graph.nodes[node_id]
+    for text in (node.label, *node.aliases):
+        names = [w for w in text_words(text) if len(w) >= MIN_STEM_CHARS]
+        if len(names) < 2:
+            continue
+        for q in by_key.get(_memo_key(names[0], memo), ()):
+            if _relation(q, names[0], True, memo) == CLASH:
+                return f"'{q}' is a form of another first name than '{names[0]}'"
+    return None
 
 
 def _partial_why(node: Node, matched: set[str]) -> str:
@@ -633,44 +789,130 @@ def _partial_why(node: Node, matched: set[str]) -> str:
     return "; ".join(parts) or "an alias word matches"
 
 
+def _choose_full(full: list[str], fits: dict[str, _PersonFit], partial: list[str],
+                 why: Callable[[str, str], dict], rejected: list[dict]) -> _Match:
+    """Return the full-name matches with the most exact words; the rest are rejected."""
+    best = max(fits[n].exact for n in full)
+    chosen = [n for n in full if fits[n].exact == best]
+    rejected += [why(n, "fewer of the question's words are exact forms of this name "
+                        "(diacritics included) than of the chosen person's")
+                 for n in full if fits[n].exact < best]
+    rejected += [why(n, "only part of the name matches; a full-name match exists") for n in partial]
+    return _Match(chosen, [why(n, fits[n].note) for n in chosen], rejected, len(chosen) > 1)
+
+
+def _choose_partial(graph: Graph, partial: list[str], hits: dict[str, set[str]],
+                    name_keys: set[str], why: Callable[[str, str], dict], rejected: list[dict],
+                    clash: Callable[[str], str | None]) -> _Match:
+    """Return the best partial matches (most name words hit); several best are ambiguous."""
+    clashing = {n: note for n in partial for note in (clash(n),) if note}
+    rejected += [why(n, note) for n, note in clashing.items()]
+    partial = [n for n in partial if n not in clashing]
+    unexplained = {n for n in partial if name_keys - frozenset().union(*graph.name_variants[n])}
+    rejected += [why(n, "the question names a word this person's name lacks")
+                 for n in partial if n in unexplained]
+    partial = [n for n in partial if n not in unexplained]
+    best = max((len(hits[n]) for n in partial), default=0)
+    chosen = [n for n in partial if len(hits[n]) == best]
+    rejected += [why(n, "fewer name words match than the best candidate")
+                 for n in partial if len(hits[n]) < best]
+    return _Match(chosen, [why(n, _partial_why(graph.nodes[n], hits[n])) for n in chosen], rejected,
+                  len(chosen) > 1)
+
+
+def _match_persons(graph: Graph, words: Iterable[str], name_keys: Iterable[str] = ()) -> _Match:
+    """Return the persons the question's words name: full-name matches beat partial ones.
+
+    Keys find the candidates; then each name word is checked against the question word
+    with its key (_word_relation). A form of the other gender's first name (Jany for Ján)
+    rules a person out; a full name whose surname is the other gender's form (Petra
+    Kováčová for Peter Kováč) names someone else. Among full matches, the person with
+    more words in an exact form (diacritics included) wins; equal ones are ambiguous. A
+    partial match is a surname or first name alone (or a stem both a male surname and its
+    female -ová form share); several best partial matches are ambiguous. A partial match
+    is rejected when the question names another word its name lacks (Jozef Mrkvička is
+    not Jozef Kráľ).
+    """
+    by_key: dict[str, list[str]] = {}
+    for word in words:
+        by_key.setdefault(text_key(word), []).append(word)
+    hits = _hits(graph, PERSON, by_key)
+    memo: dict[tuple, str] = {}
+    fits: dict[str, _PersonFit] = {}
+    partial = []
+    for node_id in sorted(hits):
+        if any(v and v <= hits[node_id] for v in _full_name_variants(graph, node_id)):
+            fits[node_id] = _person_fit(graph, node_id, by_key, memo)
+        else:
+            partial.append(node_id)
+
+    def why(node_id: str, kind: str) -> dict:
+        return {"id": node_id, "name": graph.nodes[node_id].label,
+                "matched_keys": sorted(hits[node_id]), "why": kind}
+    rejected = [why(n, f.note) for n, f in fits.items() if f.verdict in (GENDER, CLASH)]
+    full = [n for n, f in fits.items() if f.verdict == "full"]
+    partial += [n for n, f in fits.items() if f.verdict == "partial"]
+    partial.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
+    if full:
+        return _choose_full(full, fits, partial, why, rejected)
+    return _choose_partial(graph, partial, hits, set(name_keys), why, rejected,
+                           lambda n: _first_name_clash(graph, n, by_key, memo))
+
+
 def _match_keywords(graph: Graph, keys: Iterable[str]) -> _Match:
-    """Return the keywords whose every word is in the question, longest first."""
+    """Return the keywords whose every word is in the question, longest first.
+
+    Several equally long keywords are all chosen: named by different words ("robotika a
+    optimalizácia"), the question asks for each; fitting the very same words (databáza,
+    databázy), it is ambiguous.
+    """
     hits = _hits(graph, KEYWORD, keys)
-    full: list[tuple[int, str]] = []
+    full: dict[str, frozenset[str]] = {}     # keyword -> its longest variant in the question
     rejected = []
     for node_id in sorted(hits):
-        node = graph.nodes[node_id]
-        variants = graph.name_variants[node_id]
-        size = max((len(v) for v in variants if v and v <= hits[node_id]), default=0)
-        if size:
-            full.append((size, node_id))
+        inside = [v for v in graph.name_variants[node_id] if v and v <= hits[node_id]]
+        if inside:
+            full[node_id] = max(inside, key=len)
         else:
-            rejected.append({"id": node_id, "name": node.label,
+            rejected.append({"id": node_id, "name": graph.nodes[node_id].label,
                              "matched_keys": sorted(hits[node_id]),
                              "why": "only some words of the keyword are in the question"})
-    best = max((s for s, _ in full), default=0)
-    chosen = [n for s, n in full if s == best]
+    best = max((len(v) for v in full.values()), default=0)
+    chosen = [n for n, v in full.items() if len(v) == best]
     rejected += [{"id": n, "name": graph.nodes[n].label, "matched_keys": sorted(hits[n]),
-                  "why": "a longer keyword matches"} for s, n in full if s < best]
-    return _Match(chosen, [{"id": n, "name": graph.nodes[n].label, "why": "keyword matches"}
-                          for n in chosen], rejected)
+                  "why": "a longer keyword matches"} for n, v in full.items() if len(v) < best]
+    words = [full[n] for n in chosen]
+    is_ambiguous = len(set(words)) < len(words)
+    why = "the same words of the question fit another keyword" if is_ambiguous else "keyword matches"
+    return _Match(chosen, [{"id": n, "name": graph.nodes[n].label, "matched_keys": sorted(full[n]),
+                            "why": why} for n in chosen], rejected, is_ambiguous)
+
+
+def _title_candidate(graph: Graph, node_id: str, matched: set[str]) -> dict:
+    """Return the candidate record of a chosen title: how many of its words the question has."""
+    total = len(graph.name_variants[node_id][0])
+    return {"id": node_id, "name": graph.nodes[node_id].label, "matched_keys": sorted(matched),
+            "why": f"title matches: {len(matched)} of its {total} words are in the question"}
 
 
 def _match_titles(graph: Graph, keys: Iterable[str]) -> _Match:
-    """Return the theses whose title words the question covers best (>= TITLE_MIN_COVERAGE)."""
+    """Return the theses whose title words the question covers best (>= TITLE_MIN_COVERAGE);
+    of equal coverage, the one with more words in the question (a whole title beats a
+    shorter title inside it); several still equal are ambiguous."""
     hits = _hits(graph, THESIS, set(keys))
     scored = []
     for node_id, matched in hits.items():
         title_keys = graph.name_variants[node_id][0]
-        scored.append((len(matched) / max(len(title_keys), 1), node_id))
-    best = max((s for s, _ in scored if s >= TITLE_MIN_COVERAGE), default=0.0)
-    chosen = sorted(n for s, n in scored if best and s == best)
-    chosen_set = set(chosen)
-    rejected = [{"id": n, "name": graph.nodes[n].label, "coverage": round(s, 2),
-                 "why": "too few title words are in the question"}
-                for s, n in sorted(scored, key=lambda sn: (-sn[0], sn[1])) if n not in chosen_set]
-    return _Match(chosen, [{"id": n, "name": graph.nodes[n].label, "why": "title matches"}
-                          for n in chosen], rejected)
+        scored.append((len(matched) / max(len(title_keys), 1), len(matched), node_id))
+    best = max(((c, m) for c, m, _ in scored if c >= TITLE_MIN_COVERAGE), default=None)
+    chosen = sorted(n for c, m, n in scored if (c, m) == best)
+    rejected = [{"id": n, "name": graph.nodes[n].label, "coverage": round(c, 2),
+                 "why": ("too few title words are in the question" if c < TITLE_MIN_COVERAGE
+                         else "another title fits more words of the question")}
+                for c, m, n in sorted(scored, key=lambda cmn: (-cmn[0], -cmn[1], cmn[2]))
+                if n not in chosen]
+    return _Match(chosen, [_title_candidate(graph, n, hits[n]) for n in chosen], rejected,
+                  len(chosen) > 1)
 
 
 # === 7. Questions — language, intent and year; conservative: None when unsure ===
@@ -743,19 +985,26 @@ def graph_parse_question(question: str, graph: Graph) -> Intent | None:
     kind = _kind(folded, year)
     if kind is None:
         return None
-    keys = tuple(text_key(w) for w in text_words(question) if not RE_YEAR.fullmatch(w))
-    name_keys = _capitalised_keys(question)
+    words = tuple(w for w in text_words(question) if not RE_YEAR.fullmatch(w))
+    keys = tuple(text_key(w) for w in words)
+    name_keys = _name_keys(question, graph)
     if kind == "count_year" and (RE_KEYWORD.search(folded) or RE_SUPERVISE.search(folded)
                                  or _hits(graph, PERSON, name_keys)):
         return None      # a count narrowed by keyword/supervisor/person is not supported
-    if kind == "about" and not _about_target(graph, keys, name_keys)[0]:
+    if kind == "about" and not _about_target(graph, words, name_keys)[0]:
         return None      # "what is known about X" with no graph entity: leave it to RAG
     subject = PERSON
     if (kind == "count_year" and RE_THESIS_WORD.search(folded)
             and not RE_PERSON_WORD.search(folded) and not RE_WHO.search(folded)):
         subject = THESIS
     return Intent(kind=kind, language=_language(question), keys=keys, name_keys=name_keys,
-                  year=year, subject=subject)
+                  year=year, subject=subject, words=words)
+
+
+def _name_keys(question: str, graph: Graph) -> tuple[str, ...]:
+    """Return the keys of the question's likely name words: the capitalised ones, or when
+    capitals mark none (all-caps or lower-case names), the runs that hold a person's name word."""
+    return _capitalised_keys(question) or _name_run_keys(question, graph)
 
 
 def _capitalised_keys(question: str) -> tuple[str, ...]:
@@ -763,7 +1012,23 @@ def _capitalised_keys(question: str) -> tuple[str, ...]:
     words = _WORD_RE.findall(unicodedata.normalize("NFKC", question))[1:]
     return tuple(text_key(w) for w in words
                  if w[:1].isupper() and len(w) > 1 and text_fold(w.casefold()) not in STOP_WORDS
-                 and not w.isupper())     # an all-caps question has no name signal
+                 and not w.isupper())     # all-caps words carry no name signal
+
+
+def _name_run_keys(question: str, graph: Graph) -> tuple[str, ...]:
+    """Return the keys of each run of adjacent non-stop words holding a word of some person's
+    name ("eva veselá": Veselá is named with Eva even if no one is called Veselá)."""
+    index = graph.token_index.get(PERSON, {})
+    keys: list[str] = []
+    run: list[str] = []
+    for word in text_words(question) + [""]:          # the empty word ends the last run
+        if len(word) > 1 and not word.isdigit() and text_fold(word) not in STOP_WORDS:
+            run.append(text_key(word))
+            continue
+        if any(key in index for key in run):
+            keys += run
+        run = []
+    return tuple(dict.fromkeys(keys))
 
 
 # === 8. Question kinds — one function each; lists are proven by one item past the limit ===
@@ -886,18 +1151,17 @@ def _no_answer(intent: Intent, limits: GraphLimits, reason: str, reasons: list[s
 
 
 def _ambiguous(graph: Graph, intent: Intent, limits: GraphLimits, match: _Match) -> GraphResult:
-    """Return the ambiguous_person result listing each candidate and why it was considered."""
+    """Return the ambiguous result listing each candidate and why it was considered."""
     shown, cut = _take(iter(match.candidates), limits.entity_limit)
     entities = [dict(_entity(graph, c["id"], c["why"]), matched_keys=c.get("matched_keys", []))
                 for c in shown]
     names = ", ".join(c["name"] for c in shown)
+    sentence, reason, line = AMBIGUOUS[graph.nodes[match.chosen[0]].node_type]
     rejected, more = _rejected_shown(match.rejected, limits)
     return GraphResult(
-        status="ambiguous", reason="ambiguous_person", intent=intent.kind,
-        language=intent.language,
-        answer=ANSWERS[("ambiguous_person", intent.language)].format(items=names),
-        entities=entities,
-        reasons=[f"{len(match.candidates)} persons fit the name in the question"] + more,
+        status="ambiguous", reason=reason, intent=intent.kind, language=intent.language,
+        answer=ANSWERS[(sentence, intent.language)].format(items=names),
+        entities=entities, reasons=[f"{len(match.candidates)} {line}"] + more,
         rejected_candidates=rejected,
         truncation_reasons=["entity_limit"] if cut else [], limits=limits,
         index_version=graph.index_version)
@@ -906,12 +1170,12 @@ def _ambiguous(graph: Graph, intent: Intent, limits: GraphLimits, match: _Match)
 def _one_person(graph: Graph, intent: Intent,
                 limits: GraphLimits) -> tuple[str | None, GraphResult | None, list[dict]]:
     """Return (person id, None, rejected candidates), or (None, the unknown/ambiguous result, [])."""
-    match = _match_persons(graph, intent.keys, intent.name_keys)
+    match = _match_persons(graph, intent.words, intent.name_keys)
     if not match.chosen:
         return None, _no_answer(intent, limits, "unknown_person",
                                 ["no person's name fits the words of the question"],
                                 match.rejected, graph=graph), []
-    if len(match.chosen) > 1:
+    if match.is_ambiguous:
         return None, _ambiguous(graph, intent, limits, match), []
     return match.chosen[0], None, match.rejected
 
@@ -981,6 +1245,8 @@ def _kind_keyword_theses(graph: Graph, intent: Intent, limits: GraphLimits) -> G
         return _no_answer(intent, limits, "unknown_keyword",
                           ["no keyword of the graph is fully contained in the question"],
                           match.rejected, graph=graph)
+    if match.is_ambiguous:
+        return _ambiguous(graph, intent, limits, match)
     pairs = [(t, k) for k in match.chosen for t in _neighbours(graph, k, HAS_KEYWORD, outgoing=False)]
     evidence = _Evidence(facts=(_fact(graph, t, HAS_KEYWORD, k) for t, k in pairs),
                          paths=(_path(graph, [k, t], [(HAS_KEYWORD, "in")]) for t, k in pairs))
@@ -996,6 +1262,8 @@ def _kind_author_of_title(graph: Graph, intent: Intent, limits: GraphLimits) -> 
         return _no_answer(intent, limits, "unknown_title",
                           [f"no thesis title has {int(TITLE_MIN_COVERAGE * 100)}% of its words "
                            "in the question"], match.rejected, graph=graph)
+    if match.is_ambiguous:
+        return _ambiguous(graph, intent, limits, match)
     pairs = [(p, t) for t in match.chosen for p in _neighbours(graph, t, AUTHORED, outgoing=False)]
     evidence = _Evidence(facts=(_fact(graph, p, AUTHORED, t) for p, t in pairs),
                          paths=(_path(graph, [t, p], [(AUTHORED, "in")]) for p, t in pairs))
@@ -1004,11 +1272,12 @@ def _kind_author_of_title(graph: Graph, intent: Intent, limits: GraphLimits) -> 
     return _finish(graph, intent, limits, evidence, entities, name, rejected=match.rejected)
 
 
-def _about_target(graph: Graph, keys: Iterable[str],
+def _about_target(graph: Graph, words: Iterable[str],
                   name_keys: Iterable[str] = ()) -> tuple[list[str], _Match | None]:
     """Return the ids an 'about' question names (person, else keyword, else title)."""
-    keys = list(keys)
-    for match in (_match_persons(graph, keys, name_keys), _match_keywords(graph, keys),
+    words = list(words)
+    keys = [text_key(w) for w in words]
+    for match in (_match_persons(graph, words, name_keys), _match_keywords(graph, keys),
                   _match_titles(graph, keys)):
         if match.chosen:
             return match.chosen, match
@@ -1048,11 +1317,11 @@ def _incident_facts(graph: Graph, node_id: str) -> Iterator[Fact]:
 
 def _kind_about(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the facts touching an entity and its paths up to max_path_length."""
-    chosen, match = _about_target(graph, intent.keys, intent.name_keys)
+    chosen, match = _about_target(graph, intent.words, intent.name_keys)
     if not chosen:
         return _no_answer(intent, limits, "no_matching_facts",
                           ["no entity of the graph is named in the question"], [], graph=graph)
-    if len(chosen) > 1 and graph.nodes[chosen[0]].node_type == PERSON:
+    if len(chosen) > 1:      # 'about' follows one entity: several named ones are ambiguous
         return _ambiguous(graph, intent, limits, match)
     start = chosen[0]
     evidence = _Evidence(facts=_incident_facts(graph, start),

@@ -76,6 +76,27 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "graph_store.py", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
 
+NAMESAKES = {"p-jan": "Ján Novák", "p-jana": "Jana Nováková",
+             "p-peter": "Peter Kováč", "p-petra": "Petra Kováčová"}
+
+
+def namesakes(*ids: str) -> dict:
+    """Return a graph of the given NAMESAKES: each wrote t-<id>, supervised by the next id (a ring)."""
+    ids = ids or tuple(NAMESAKES)
+    nodes = [{"id": i, "type": "person", "name": NAMESAKES[i]} for i in ids]
+    nodes += [{"id": f"t-{i}", "type": "thesis", "title": f"Práca {i}", "year": 2024} for i in ids]
+    edges = [{"source": i, "target": f"t-{i}", "type": "authored"} for i in ids]
+    edges += [{"source": f"t-{i}", "target": ids[(n + 1) % len(ids)], "type": "supervised_by"}
+              for n, i in enumerate(ids)]
+    return {"nodes": nodes, "edges": edges}
+
+
+def resolved(question: str, data: dict) -> tuple[str, str | None, list[str]]:
+    """Return (status, reason, entity ids) of the answer to question over data."""
+    env = env_of(question, data=data)
+    return env["status"], env["reason"], [e["id"] for e in env["entities"]]
+
+
 
 # === Text ===
 
@@ -284,6 +305,168 @@ class PersonMatchTest(unittest.TestCase):
         env = env_of("Aký názov práce má Eva Veselá?")
         self.assertEqual(env["reason"], "unknown_person")
         self.assertEqual([c["id"] for c in env["rejected_candidates"]], ["p-mala"])
+
+
+class NamesakeTest(unittest.TestCase):
+    """Ján Novák / Jana Nováková and Peter Kováč / Petra Kováčová share every folded stem
+    (jan, novak, petr, kovac); only the words' exact forms and diacritics tell them apart."""
+
+    def test_the_person_whose_name_takes_the_exact_form_is_chosen(self):
+        # Jany/Novákovej are forms of Jana Nováková only; Jána/Nováka of Ján Novák only;
+        # Petra is Peter's genitive and Petra's nominative, so there the surname decides.
+        cases = {"Kto je vedúci práce Jany Novákovej?": "p-jana",
+                 "Kto je vedúci práce Jána Nováka?": "p-jan",
+                 "Aké práce vedie Ján Novák?": "p-jan",
+                 "Aké práce vedie Jana Nováková?": "p-jana",
+                 "Aké práce vedie Petra Kováčová?": "p-petra",
+                 "Aké práce vedie Peter Kováč?": "p-peter",
+                 "Kto je vedúci práce Petra Kováča?": "p-peter",
+                 "Kto je vedúci práce Petry Kováčovej?": "p-petra"}
+        for question, person in cases.items():
+            self.assertEqual(resolved(question, namesakes()), ("ok", None, [person]), question)
+
+    def test_the_look_alike_is_kept_as_rejected_and_the_facts_are_the_chosen_persons(self):
+        env = env_of("Kto je vedúci práce Jany Novákovej?", data=namesakes())
+        self.assertEqual([c["id"] for c in env["rejected_candidates"]], ["p-jan"])
+        # the ring: p-jana's thesis is supervised by the next id, p-peter
+        self.assertEqual([(f["subject"], f["object"]) for f in env["facts"]], [("t-p-jana", "p-peter")])
+
+    def test_only_folded_evidence_is_ambiguous_with_both_and_why(self):
+        env = env_of("Aké práce vedie Jan Novak?", data=namesakes())
+        self.assertEqual((env["status"], env["reason"]), ("ambiguous", "ambiguous_person"))
+        self.assertEqual(sorted(e["id"] for e in env["entities"]), ["p-jan", "p-jana"])
+        self.assertTrue(all("folding" in e["why"] for e in env["entities"]), env["entities"])
+
+    def test_a_form_of_an_absent_namesake_is_unknown_not_its_look_alike(self):
+        men, women = namesakes("p-jan", "p-peter"), namesakes("p-jana", "p-petra")
+        for question, data, look_alike in (
+                ("Kto je vedúci práce Jany Novákovej?", men, "p-jan"),
+                ("Aké práce vedie Petra Kováčová?", men, "p-peter"),
+                ("Aké práce vedie Ján Novák?", women, "p-jana"),
+                ("Kto je vedúci práce Petra Kováča?", women, "p-petra")):
+            env = env_of(question, data=data)
+            self.assertEqual((env["status"], env["reason"]), ("no_answer", "unknown_person"), question)
+            self.assertEqual([c["id"] for c in env["rejected_candidates"]], [look_alike], question)
+            self.assertIn("form", env["rejected_candidates"][0]["why"])
+
+    def test_a_short_alias_does_not_rescue_a_person_the_full_name_rules_out(self):
+        men = namesakes("p-jan", "p-peter")
+        men["nodes"][1]["aliases"] = ["P. Kováč"]       # one surname word: a partial name
+        self.assertEqual(resolved("Aké práce vedie Petra Kováčová?", men),
+                         ("no_answer", "unknown_person", []))
+
+    def test_folded_words_still_find_the_only_fitting_person(self):
+        self.assertEqual(resolved("Aké práce vedie Jan Novak?", namesakes("p-jan", "p-peter")),
+                         ("ok", None, ["p-jan"]))
+        self.assertEqual(resolved("Kto je vedúci práce Petry Kovacovej?", namesakes("p-jana", "p-petra")),
+                         ("ok", None, ["p-petra"]))
+
+    def test_a_first_name_alone_in_a_form_only_one_namesake_takes(self):
+        self.assertEqual(resolved("Kto je vedúci práce Jany?", namesakes()), ("ok", None, ["p-jana"]))
+        # Petra is both Peter's genitive and Petra's nominative: still ambiguous
+        status, reason, ids = resolved("Kto je vedúci práce Petra?", namesakes())
+        self.assertEqual((status, reason, sorted(ids)), ("ambiguous", "ambiguous_person",
+                                                         ["p-peter", "p-petra"]))
+
+
+class LetterCaseTest(unittest.TestCase):
+    """Capitals mark the words that are names; an all-caps or all-lowercase question has
+    no such mark, and must still not put a namesake in place of an unknown person."""
+
+    @staticmethod
+    def kovacova() -> dict:
+        """Return a graph with Mária Kováčová (t-k, supervised by Peter Novák) and no Holp."""
+        return {"nodes": [{"id": "p-kovacova", "type": "person", "name": "Mária Kováčová"},
+                          {"id": "p-novak", "type": "person", "name": "Peter Novák"},
+                          {"id": "t-k", "type": "thesis", "title": "Práca K", "year": 2024}],
+                "edges": [{"source": "p-kovacova", "target": "t-k", "type": "authored"},
+                          {"source": "t-k", "target": "p-novak", "type": "supervised_by"}]}
+
+    def test_the_answer_does_not_depend_on_letter_case(self):
+        cases = [  # (question, graph, expected) with the expected worked out from the graph
+            # Mária Kováčová is not Mária Holpová: Holpovej is a name word her name lacks
+            ("Kto je vedúci práce Márie Holpovej?", self.kovacova(), ("no_answer", "unknown_person", [])),
+            # Eva Malá is not Eva Veselá
+            ("Aký názov práce má Eva Veselá?", fixture(), ("no_answer", "unknown_person", [])),
+            ("Kto je vedúci práce Márie Holpovej?", fixture(), ("ok", None, ["p-holpova"])),
+            ("Kto je vedúci práce Jany Novákovej?", namesakes(), ("ok", None, ["p-jana"])),
+            ("Aký názov práce má Jána Holpa?", fixture(), ("ok", None, ["p-holp"])),
+        ]
+        for question, data, expected in cases:
+            for form in (question, question.upper(), question.lower()):
+                self.assertEqual(resolved(form, data), expected, form)
+
+    def test_a_name_typed_in_lower_case_inside_a_normal_question_counts_as_a_name(self):
+        self.assertEqual(resolved("Aký názov práce má eva veselá?", fixture()),
+                         ("no_answer", "unknown_person", []))
+        self.assertEqual(resolved("Aký názov práce má EVA VESELÁ?", fixture()),
+                         ("no_answer", "unknown_person", []))
+
+    def test_uncased_count_and_ambiguous_questions_keep_their_answers(self):
+        for question in ("KOĽKO OSÔB MÁ PRÁCU V ROKU 2024?", "koľko osôb má prácu v roku 2024?"):
+            self.assertEqual(env_of(question)["aggregation"]["count"], 3, question)
+        for question in ("AKÝ NÁZOV PRÁCE MÁ PETER?", "aký názov práce má holpová?"):
+            self.assertEqual(resolved(question, fixture())[:2], ("ambiguous", "ambiguous_person"), question)
+
+
+def look_alike_titles() -> dict:
+    """Return a graph of four theses whose titles and keywords overlap, one author each:
+    A "Webová aplikácia pre knižnicu" [databáza], B "Webová aplikácia pre školu" [databázy],
+    C "Strojový preklad" [robotika], D "Strojový preklad právnych textov" [optimalizácia]."""
+    theses = {"A": ("Webová aplikácia pre knižnicu", "databáza"),
+              "B": ("Webová aplikácia pre školu", "databázy"),
+              "C": ("Strojový preklad", "robotika"),
+              "D": ("Strojový preklad právnych textov", "optimalizácia")}
+    nodes, edges = [], []
+    for letter, (title, keyword) in theses.items():
+        nodes += [{"id": f"t-{letter}", "type": "thesis", "title": title, "year": 2024},
+                  {"id": f"p-{letter}", "type": "person", "name": f"Autor {letter}"},
+                  {"id": f"k-{letter}", "type": "keyword", "name": keyword}]
+        edges += [{"source": f"p-{letter}", "target": f"t-{letter}", "type": "authored"},
+                  {"source": f"t-{letter}", "target": f"k-{letter}", "type": "has_keyword"}]
+    return {"nodes": nodes, "edges": edges}
+
+
+class TitleKeywordTieTest(unittest.TestCase):
+    def ask(self, question: str) -> dict:
+        return env_of(question, data=look_alike_titles())
+
+    def assert_ambiguous(self, env: dict, ids: list[str]) -> None:
+        # the v1 contract has no ambiguous_title/ambiguous_keyword code: reason stays null
+        self.assertEqual((env["status"], env["reason"]), ("ambiguous", None))
+        self.assertEqual(sorted(e["id"] for e in env["entities"]), ids)
+        self.assertTrue(all(e["why"] for e in env["entities"]))
+        self.assertEqual((env["facts"], env["complete"]), ([], False))
+        self.assertEqual(rc.schema_errors(env, rc.envelope_schema(
+            gs.GRAPH_EXTRA_SCHEMA, {"node_id": {"type": "string"}})), [])
+
+    def test_a_title_fragment_that_fits_two_titles_equally_is_ambiguous(self):
+        # "Webová aplikácia" covers 2 of the 3 content words of both A and B (67% >= 60%)
+        self.assert_ambiguous(self.ask("Kto napísal prácu Webová aplikácia?"), ["t-A", "t-B"])
+        self.assert_ambiguous(self.ask("Čo vieme o práci Webová aplikácia?"), ["t-A", "t-B"])
+
+    def test_the_whole_title_wins_over_a_title_it_contains(self):
+        # both C (2/2 words) and D (4/4) are fully covered; D matches more of the question
+        env = self.ask("Kto napísal prácu Strojový preklad právnych textov?")
+        self.assertEqual((env["status"], [f["subject"] for f in env["facts"]]), ("ok", ["p-D"]))
+        env = self.ask("Kto napísal prácu Strojový preklad?")     # D: only 2 of 4 words
+        self.assertEqual((env["status"], [f["subject"] for f in env["facts"]]), ("ok", ["p-C"]))
+        env = self.ask("Kto napísal prácu Webová aplikácia pre knižnicu?")
+        self.assertEqual((env["status"], [f["subject"] for f in env["facts"]]), ("ok", ["p-A"]))
+
+    def test_one_question_word_fitting_two_keywords_is_ambiguous(self):
+        # databáza and databázy are two keywords with one key; the question names one of them
+        self.assert_ambiguous(self.ask("Ktoré práce majú kľúčové slovo databázy?"), ["k-A", "k-B"])
+
+    def test_what_is_known_about_two_named_keywords_is_ambiguous(self):
+        # 'about' follows one entity; it used to follow the first of them silently
+        self.assert_ambiguous(self.ask("Čo vieme o robotike a optimalizácii?"), ["k-C", "k-D"])
+
+    def test_keywords_named_by_different_words_list_all_their_theses(self):
+        env = self.ask("Ktoré práce majú kľúčové slová robotika a optimalizácia?")
+        self.assertEqual(env["status"], "ok")
+        self.assertEqual(sorted(e["id"] for e in env["entities"]), ["k-C", "k-D"])
+        self.assertEqual(sorted(f["subject"] for f in env["facts"]), ["t-C", "t-D"])
 
 
 # === Question kinds and limits ===
