@@ -205,11 +205,9 @@ ANSWERS: dict[tuple[str, str], str] = {
 }
 
 # An ambiguous answer by the type of its candidates: (answer sentence, reason, reasons line).
-# The v1 contract (retrieval_contract.REASONS) has an ambiguity code for persons only, so an
-# ambiguous title or keyword is status "ambiguous" with reason null until it gains one.
 AMBIGUOUS = {PERSON: ("ambiguous_person", "ambiguous_person", "persons fit the name in the question"),
-             THESIS: ("ambiguous_title", None, "theses fit the title in the question equally well"),
-             KEYWORD: ("ambiguous_keyword", None, "keywords fit the same words of the question")}
+             THESIS: ("ambiguous_title", "ambiguous_title", "theses fit the title in the question equally well"),
+             KEYWORD: ("ambiguous_keyword", "ambiguous_keyword", "keywords fit the same words of the question")}
 
 # JSON Schema of the tool fields to_envelope adds (for rc.envelope_schema).
 _LIST = {"type": "array"}

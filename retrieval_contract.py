@@ -50,6 +50,8 @@ REASONS: dict[str, int] = {
     "unknown_keyword": 200,
     "unknown_title": 200,
     "ambiguous_person": 200,
+    "ambiguous_title": 200,        # beyond DESIGN.md's list: the title and keyword twins of
+    "ambiguous_keyword": 200,      # ambiguous_person, so `ambiguous` never comes without a reason
     "invalid_query": 400,
     "unauthorized": 401,
     "not_found": 404,

@@ -432,8 +432,9 @@ class TitleKeywordTieTest(unittest.TestCase):
         return env_of(question, data=look_alike_titles())
 
     def assert_ambiguous(self, env: dict, ids: list[str]) -> None:
-        # the v1 contract has no ambiguous_title/ambiguous_keyword code: reason stays null
-        self.assertEqual((env["status"], env["reason"]), ("ambiguous", None))
+        # the reason names what was ambiguous: theses (t-*) or keywords (k-*)
+        reason = {"t": "ambiguous_title", "k": "ambiguous_keyword"}[ids[0][0]]
+        self.assertEqual((env["status"], env["reason"]), ("ambiguous", reason))
         self.assertEqual(sorted(e["id"] for e in env["entities"]), ids)
         self.assertTrue(all(e["why"] for e in env["entities"]))
         self.assertEqual((env["facts"], env["complete"]), ([], False))
