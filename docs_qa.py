@@ -1188,9 +1188,11 @@ def cache_open(path: str | None) -> sqlite3.Connection:
     file is not ours or is damaged. None opens a throw-away in-memory index."""
     conn = sqlite3.connect(path or ":memory:", timeout=60.0, isolation_level=None)
     try:
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        conn.execute("BEGIN")     # one snapshot: read apart, a file another process was just
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]   # creating could look
+        version = conn.execute("PRAGMA user_version").fetchone()[0]    # foreign and be deleted
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        conn.execute("COMMIT")
         if not tables and app_id == 0:
             _cache_create(conn)
         elif app_id != CACHE_APPLICATION_ID:
