@@ -13,7 +13,7 @@ Sections (in file order)
      6. Chunking         -- split on headers / blank lines with exact 1-based line ranges
      7. BM25             -- Okapi BM25 scoring over postings
      8. HTTP client      -- _request_json, the one network helper
-     9. Embeddings       -- batching, nomic prefixes, EMBED_MOCK vectors, cosine
+     9. Embeddings       -- batching, nomic prefixes, EMBED_MOCK vectors, cosine, sign bits
     10. Cache            -- the sqlite3 index: files, chunks, postings, vectors
           10a. Indexing        -- refresh what changed, write postings
           10b. index_version   -- corpus generation plus git revision
@@ -70,7 +70,7 @@ __all__ = [
     "corpus_walk", "corpus_read",
     "chunk_text",
     "bm25_idf", "bm25_scores",
-    "embed_texts", "embed_mock_vector", "embed_cosine",
+    "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
     "cache_path", "cache_open",
     "rrf_fuse",
     "to_envelope", "envelope_open_schema",
@@ -108,11 +108,11 @@ RETRY_AFTER_CAP_S = 5.0
 DOC_EXTENSIONS = (".md", ".markdown", ".txt")
 NOMIC_PREFIXES = {"document": "search_document: ", "query": "search_query: "}
 MOCK_DIM = 256
-DENSE_EXACT_MAX = 20000            # up to this many vectors every one is scored exactly; above
-                                   # it a sign-bit prefilter picks which to score (measured:
-DENSE_RESCORE = 500                # reports/performance.md) and this many are rescored exactly
+DENSE_EXACT_MAX = 10000            # up to this many vectors every one is scored exactly; above it
+DENSE_RESCORE = 500                # a sign-bit prefilter picks max(DENSE_RESCORE, share * n) to
+DENSE_RESCORE_SHARE = 0.025        # score exactly (recall@10 0.99 vs exact: reports/performance.md)
 CACHE_SCHEMA_VERSION = 4          # 2: postings as packed arrays per term; 3: chunks_by_sha;
-                                  # 4: vectors keyed by breadcrumb + text (embedding_input),
+                                  # 4: vectors keyed by breadcrumb + text (embed_input),
                                   #    sign-bit signatures of all chunk vectors in one row
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 TOKENIZER_VERSION = "t3"
@@ -1078,7 +1078,7 @@ _SIGN_TO_ASCII = bytes(ord("1") if byte >= 128 else ord("0") for byte in range(2
 _SIGN_BYTES = slice(3, None, 4) if sys.byteorder == "little" else slice(0, None, 4)
 
 
-def sign_bits(packed: bytes) -> int:
+def embed_sign_bits(packed: bytes) -> int:
     """Return the sign bits of a packed float32 vector as one int (bit i set when
     component i is negative): the vector's binary signature for a Hamming prefilter."""
     return int(packed[_SIGN_BYTES][::-1].translate(_SIGN_TO_ASCII), 2)
@@ -1126,7 +1126,7 @@ def embed_texts(texts: list[str], settings: Settings, kind: str = "document",
     return out
 
 
-def embedding_input(sections: tuple[str, ...], text: str) -> str:
+def embed_input(sections: tuple[str, ...], text: str) -> str:
     """Return what a chunk is embedded as: the headings above it that its own lines do
     not show (title > section > ...), a blank line, then its text. A sub-section or a
     piece cut from a long section otherwise loses what it is about."""
@@ -1137,7 +1137,7 @@ def embedding_input(sections: tuple[str, ...], text: str) -> str:
 
 def _embed_key(chunk: Chunk) -> str:
     """Return the key a chunk's vector is cached under: a hash of its breadcrumb and its
-    text, which together decide embedding_input() (built only when a vector is missing)."""
+    text, which together decide embed_input() (built only when a vector is missing)."""
     return _file_sha("\x1f".join(chunk.sections) + "\x1e" + chunk.text)
 
 
@@ -1616,7 +1616,7 @@ def _cache_missing_vectors(conn: sqlite3.Connection, model: str) -> list[tuple[s
     for (sha,) in missing:
         sections, text = conn.execute("SELECT sections, text FROM chunks WHERE embed_sha=? LIMIT 1",
                                       (sha,)).fetchone()
-        out.append((sha, embedding_input(tuple(json.loads(sections)), text)))
+        out.append((sha, embed_input(tuple(json.loads(sections)), text)))
     return out
 
 
@@ -1666,11 +1666,30 @@ def _cache_vectors(conn: sqlite3.Connection, model: str,
     return out
 
 
+def _cache_vectors_state(conn: sqlite3.Connection, model: str) -> str:
+    """Return a key that changes whenever the chunks (files, chunking, tokenizer) or
+    model's chunk vectors change."""
+    return "|".join(str(_meta_get(conn, key)) for key in
+                    ("generation", "index_params", f"vectors_rev|{model}"))
+
+
+def _cache_mark_embedded(conn: sqlite3.Connection, model: str) -> None:
+    """Record that every chunk had a vector for model in the current state."""
+    conn.execute("BEGIN IMMEDIATE")
+    _meta_set(conn, f"embedded|{model}", _cache_vectors_state(conn, model))
+    conn.execute("COMMIT")
+
+
+def _cache_is_embedded(conn: sqlite3.Connection, model: str) -> bool:
+    """Return whether every chunk has a vector for model (no change since it was marked)."""
+    return _meta_get(conn, f"embedded|{model}") == _cache_vectors_state(conn, model)
+
+
 def _cache_signatures(conn: sqlite3.Connection, model: str) -> tuple[array.array, bytes, int]:
     """Return (chunk ids, their sign-bit signatures end to end, bytes per signature) for
     model's chunk vectors, from one row that is rebuilt only when the chunks or the
     vectors changed since it was written."""
-    state = f"{_meta_get(conn, 'generation')}|{_meta_get(conn, f'vectors_rev|{model}')}"
+    state = _cache_vectors_state(conn, model)
     row = conn.execute("SELECT state, width, ids, bits FROM signatures WHERE model=?", (model,)).fetchone()
     if row and row[0] == state:
         return _ints(row[2]), row[3], row[1]
@@ -1680,7 +1699,7 @@ def _cache_signatures(conn: sqlite3.Connection, model: str) -> tuple[array.array
         ids.append(chunk_id)
         parts.append(data)
     width = (len(parts[0]) // 4 + 7) // 8 if parts else 0
-    bits = b"".join(sign_bits(data).to_bytes(width, "little") for data in parts)
+    bits = b"".join(embed_sign_bits(data).to_bytes(width, "little") for data in parts)
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("INSERT OR REPLACE INTO signatures(model, state, width, ids, bits) VALUES(?,?,?,?,?)",
                  (model, state, width, ids.tobytes(), bits))
@@ -1816,7 +1835,8 @@ def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, 
     chunk_ids = None
     if int(_meta_get(conn, "n_chunks") or 0) > settings.dense_exact_max:
         ids, bits, width = _cache_signatures(conn, model)
-        chunk_ids = _nearest_signatures(query, ids, bits, width, max(DENSE_RESCORE, pool + 1))
+        rescore = max(DENSE_RESCORE, int(DENSE_RESCORE_SHARE * len(ids)), pool + 1)
+        chunk_ids = _nearest_signatures(query, ids, bits, width, rescore)
     scores, dot = {}, _dot_with(query)
     for chunk_id, vec in _cache_vectors(conn, model, chunk_ids):
         if len(vec) != len(query):
@@ -1831,7 +1851,7 @@ def _nearest_signatures(query: array.array, ids: array.array, bits: bytes, width
     (ties by position): the candidates a large folder scores exactly."""
     if not width:
         return []
-    signature, from_bytes = sign_bits(query.tobytes()), int.from_bytes
+    signature, from_bytes = embed_sign_bits(query.tobytes()), int.from_bytes
     distances = [(signature ^ from_bytes(bits[i:i + width], "little")).bit_count()
                  for i in range(0, len(bits), width)]
     return [ids[i] for i in heapq.nsmallest(n, range(len(distances)), key=distances.__getitem__)]
@@ -1859,8 +1879,11 @@ def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: Progr
                    dim: int | None = None, notes: list[Note] | None = None) -> int:
     """Embed every chunk without a cached vector, one request per batch, each batch
     committed at once so an interrupted run keeps what it embedded; return how many
-    were embedded. Chunks cut to MAX_EMBED_CHARS are counted in a note."""
+    were embedded. Chunks cut to MAX_EMBED_CHARS are counted in a note. The scan for
+    missing vectors is skipped when nothing changed since the last complete run."""
     model = _model_tag(settings)
+    if _cache_is_embedded(conn, model):
+        return 0
     missing = _cache_missing_vectors(conn, model)
     step = settings.embed_batch
     for start in range(0, len(missing), step):
@@ -1871,6 +1894,7 @@ def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: Progr
         _cache_put_vectors(conn, model, [(sha, vec) for (sha, _), vec in zip(part, vectors)])
         if progress:
             progress("embed", min(start + step, len(missing)), len(missing))
+    _cache_mark_embedded(conn, model)
     cut = sum(1 for _, text in missing if len(text) > MAX_EMBED_CHARS)
     if cut and notes is not None:
         notes.append(Note("embed_truncated", f"{cut} chunk(s) longer than {MAX_EMBED_CHARS} characters "

@@ -80,6 +80,8 @@ def main() -> int:
     build_s = time.perf_counter() - start
     for q in questions:                           # embed (or fetch) every question vector first
         docs_qa._query_vector(conn, q, exact, model)
+    default = max(docs_qa.DENSE_RESCORE, int(docs_qa.DENSE_RESCORE_SHARE * n_vectors), args.pool + 1)
+    rescores = sorted(set(rescores) | {default})
     times: dict[str, list[float]] = {"exact": [], **{f"R={r}": [] for r in rescores}}
     recall: dict[int, list[float]] = {r: [] for r in rescores}
     same_top: dict[int, int] = {r: 0 for r in rescores}
@@ -87,7 +89,8 @@ def main() -> int:
         truth, seconds = ranking(conn, q, exact, args.pool)
         times["exact"].append(seconds)
         for r in rescores:
-            with mock.patch.object(docs_qa, "DENSE_RESCORE", r):
+            with mock.patch.object(docs_qa, "DENSE_RESCORE", r), \
+                    mock.patch.object(docs_qa, "DENSE_RESCORE_SHARE", 0.0):
                 got, seconds = ranking(conn, q, prefilter, args.pool)
             times[f"R={r}"].append(seconds)
             recall[r].append(len(set(got) & set(truth)) / max(len(truth), 1))
@@ -110,7 +113,8 @@ def main() -> int:
     ]
     for r in rescores:
         ts = times[f"R={r}"]
-        lines.append(f"| prefilter, {r} rescored ({r / max(n_vectors, 1):.1%}) | {med[f'R={r}'] * 1000:.0f} ms "
+        mark = " (the default at this size)" if r == default else ""
+        lines.append(f"| prefilter, {r} rescored ({r / max(n_vectors, 1):.1%}){mark} | {med[f'R={r}'] * 1000:.0f} ms "
                      f"| {max(ts) * 1000:.0f} ms | {statistics.mean(recall[r]):.3f} | {min(recall[r]):.2f} "
                      f"| {same_top[r]}/{len(questions)} |")
     lines += ["", "Speed-up over exact (medians): " + ", ".join(

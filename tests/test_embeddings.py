@@ -76,6 +76,18 @@ class EmbeddingClientTest(StubServerCase):
         self.assertEqual(self.stub.embedded_texts, first + 1, "only the one changed chunk is re-embedded")
 
 
+    def test_new_chunking_of_unchanged_files_is_embedded_before_dense_search(self):
+        # same files, so the same content generation: only the chunking settings differ
+        write_files(self.docs, {"long.md": "# Long\n\n" + "".join(
+            f"Paragraph {i} about the zebra crossing rules number {i}.\n\n" for i in range(12))})
+        docs_qa.search("zebra crossing", self.live(chunk_chars=1200))
+        first = self.stub.embedded_texts
+        docs_qa.search("zebra crossing", self.live(chunk_chars=1200))
+        self.assertEqual(self.stub.embedded_texts, first)
+        result = docs_qa.search("zebra crossing", self.live(chunk_chars=120))
+        self.assertGreater(self.stub.embedded_texts, first, "the new, smaller chunks were not embedded")
+        self.assertTrue(all(h.dense_rank is not None for h in result.hits if h.chunk.path == "long.md"))
+
     def test_a_chunk_is_embedded_under_the_headings_above_it_and_cited_by_its_own_lines(self):
         write_files(self.docs, {
             "jpk/terminy.md": "# JPK_V7M\n\nPlik składa się za każdy miesiąc osobno.\n\n## Termin\n\n"
@@ -96,16 +108,16 @@ class EmbeddingClientTest(StubServerCase):
 
 class EmbeddingInputTest(unittest.TestCase):
     def test_headings_the_chunk_does_not_show_come_first(self):
-        self.assertEqual(docs_qa.embedding_input(("Guide", "Setup"), "## Setup\n\nRun it."),
+        self.assertEqual(docs_qa.embed_input(("Guide", "Setup"), "## Setup\n\nRun it."),
                          "Guide\n\n## Setup\n\nRun it.")
-        self.assertEqual(docs_qa.embedding_input(("Guide", "Setup"), "More of the long section."),
+        self.assertEqual(docs_qa.embed_input(("Guide", "Setup"), "More of the long section."),
                          "Guide > Setup\n\nMore of the long section.")
-        self.assertEqual(docs_qa.embedding_input(("Guide",), "# Guide\n\nIntro."), "# Guide\n\nIntro.")
-        self.assertEqual(docs_qa.embedding_input((), "No headings at all."), "No headings at all.")
+        self.assertEqual(docs_qa.embed_input(("Guide",), "# Guide\n\nIntro."), "# Guide\n\nIntro.")
+        self.assertEqual(docs_qa.embed_input((), "No headings at all."), "No headings at all.")
 
     def test_a_merged_chunk_shows_both_headings_so_only_the_title_is_added(self):
         text = "## Short\n\n### Deeper\n\nBody."
-        self.assertEqual(docs_qa.embedding_input(("Title", "Short", "Deeper"), text), "Title\n\n" + text)
+        self.assertEqual(docs_qa.embed_input(("Title", "Short", "Deeper"), text), "Title\n\n" + text)
 
 
 TOPICS = ["zebra kangaroo volcano", "glacier violin tractor", "lighthouse cactus submarine",
@@ -153,7 +165,7 @@ class DensePrefilterTest(StubServerCase):
         for dim in (1, 7, 8, 64, 384, 768):
             vec = [rng.uniform(-1, 1) for _ in range(dim)]
             expected = sum(1 << i for i, x in enumerate(vec) if x < 0)
-            self.assertEqual(docs_qa.sign_bits(docs_qa.array.array("f", vec).tobytes()), expected)
+            self.assertEqual(docs_qa.embed_sign_bits(docs_qa.array.array("f", vec).tobytes()), expected)
 
     def test_prefilter_and_exact_scoring_find_the_same_identical_chunk(self):
         for topic in (TOPICS[0], TOPICS[6], TOPICS[19]):
