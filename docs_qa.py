@@ -2400,6 +2400,7 @@ def _paragraph_sentences(para: list[tuple[int, str]]) -> list[tuple[int, int, st
 
 
 _WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".split())
+_STANDALONE_NUMBER = re.compile(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not JPK_V7, VAT-26
 
 
 def answer_extractive(question: str, result: SearchResult) -> str:
@@ -2407,8 +2408,10 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     each cited with exactly the lines it spans.
 
     A sentence scores one point per question term it contains, plus one when the
-    question asks "when" (kiedy, kedy, when, termin) and the sentence holds a number;
-    ties go to the better-ranked fragment, then to the earlier sentence.
+    question asks "when" (kiedy, kedy, when, termin) and the sentence holds a number
+    standing alone (a day or a year, not the digit of a code such as JPK_V7);
+    ties go to the better-ranked fragment, then to the earlier sentence. The best
+    comes first.
     """
     terms = set(text_query_terms(question))
     wants_date = bool(_WHEN_WORDS & set(_TOKEN_RE.findall(text_fold(question))))
@@ -2416,12 +2419,11 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     for rank, hit in enumerate(result.hits):
         for order, (first, last, sentence) in enumerate(_units(hit.chunk)):
             overlap = len(terms & set(text_tokens(sentence)))
-            if overlap and wants_date and any(ch.isdigit() for ch in sentence):
+            if overlap and wants_date and _STANDALONE_NUMBER.search(sentence):
                 overlap += 1
             scored.append((-overlap, rank, order, first, last, sentence, hit.chunk.path))
     scored.sort()
     best = [s for s in scored if s[0] < 0][:EXTRACTIVE_UNITS] or scored[:1]
-    best.sort(key=lambda s: (s[1], s[2]))
     return "\n".join(f"- {_LIST_MARK.sub('', s[5])} [{s[6]}:{s[3]}-{s[4]}]" for s in best)
 
 

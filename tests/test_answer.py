@@ -157,6 +157,16 @@ class ExtractiveWhenTest(TempDirTest):
         self.assertIn("do 25. dnia miesiąca po okresie. [a.md:11-11]", answer)
         self.assertEqual(answer.count("\n"), docs_qa.EXTRACTIVE_UNITS - 1)
 
+    def test_a_digit_inside_a_code_is_not_a_date(self):
+        # each undated sentence names JPK_V7 or VAT-26 (a digit, but no date); the dated
+        # sentence is the last of five, so it is quoted only if the codes do not score
+        coded = [f"Plik JPK_V7 składa podatnik {w} razem z VAT-26." for w in ("jeden", "dwa", "trzy", "cztery")]
+        write_files(self.docs, {"a.md": "# JPK\n\n" + "\n\n".join(coded)
+                                + "\n\nPlik JPK składa się do 25. dnia miesiąca po okresie.\n"})
+        answer = docs_qa.answer_extractive("do kiedy składam JPK", docs_qa.search(
+            "do kiedy składam JPK", self.settings()))
+        self.assertIn("do 25. dnia miesiąca po okresie. [a.md:11-11]", answer)
+
 
 class ChatModelChoiceTest(StubServerCase):
     """With no chat model configured, the first non-embedding model the server lists."""
