@@ -77,9 +77,11 @@ EDGE_ENDS = {AUTHORED: (PERSON, THESIS), SUPERVISED_BY: (THESIS, PERSON),
 NAMED_TYPES = (PERSON, KEYWORD)   # these need `name`; theses need `title` and `year`
 OPTIONAL_STRINGS = ("document_path", "source_url", "title", "kind", "name")
 
-# Slovak (and Polish-friendly) inflectional endings, longest first; see text_stem.
+# Slovak (and Polish-friendly) inflectional endings, longest first; see text_stem. The
+# female surname endings also come without their accent (Kovacova, Kovacovu), as typed
+# on a keyboard without Slovak letters.
 SUFFIXES = tuple(sorted((
-    "ovej", "ovou", "ovia", "ová", "ovú", "ovi", "ého", "ému", "ými", "ách", "ami",
+    "ovej", "ovou", "ovia", "ová", "ovú", "ova", "ovu", "ovi", "ého", "ému", "ými", "ách", "ami",
     "ích", "och", "iou", "ou", "om", "ov", "ej", "ho", "mu", "ia", "ie", "iu", "ii",
     "ý", "á", "é", "ú", "í", "a", "e", "i", "o", "u", "y",
 ), key=len, reverse=True))
