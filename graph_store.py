@@ -353,8 +353,9 @@ def text_fold(text: str) -> str:
 def text_stem(word: str) -> str:
     """Return a casefolded word without its inflectional ending (Holpa, Holpová -> holp).
 
-    Strips the longest known suffix that leaves at least MIN_STEM_CHARS, then drops a
-    fleeting e before a final consonant (Peter/Petra -> petr). Works on words that
+    Strips the longest known suffix that leaves at least MIN_STEM_CHARS (and then an -ej
+    the stem still ends in, so Andrej/Andreja/Andrejovi meet), then drops a fleeting e
+    before a final consonant (Peter/Petra -> petr). Works on words that
     still carry diacritics, so -ová and -ou stay distinguishable from plain vowels.
     """
     word = unicodedata.normalize("NFC", word.casefold())
@@ -363,6 +364,8 @@ def text_stem(word: str) -> str:
             if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM_CHARS:
                 word = word[: -len(suffix)]
                 break
+        if word.endswith("ej") and len(word) - 2 >= MIN_STEM_CHARS:
+            word = word[:-2]   # Andreja -> andrej -> andr, as Andrej loses -ej as an ending
     return _drop_fleeting_e(word)
 
 

@@ -104,7 +104,9 @@ class TextTest(unittest.TestCase):
     def test_inflected_upper_and_plain_forms_share_one_key(self):
         for forms in (("Ján", "Jána", "JANA", "jan", "Jánovi"),
                       ("Holp", "Holpa", "HOLPA", "Holpovi", "Holpom"),
-                      ("Peter", "Petra", "Petrovi")):
+                      ("Peter", "Petra", "Petrovi"),
+                      ("Andrej", "Andreja", "Andrejovi", "Andrejom", "ANDREJA"),
+                      ("Matej", "Mateja", "Matejovi")):
             self.assertEqual({gs.text_key(f) for f in forms}, {gs.text_key(forms[0])}, forms)
 
     def test_female_surname_collides_with_male_stem(self):
@@ -280,6 +282,16 @@ class PersonMatchTest(unittest.TestCase):
             self.assertEqual(env["status"], "ok", question)
             self.assertEqual([e["id"] for e in env["entities"]], ["p-holp"], question)
             self.assertEqual(sorted(f["object"] for f in env["facts"]), ["t1", "t2"], question)
+
+    def test_a_genitive_of_a_name_in_ej_resolves(self):
+        # Andreja Kubíka is the genitive of Andrej Kubík; -ej used to stem two ways
+        data = {"nodes": [{"id": "p-a", "type": "person", "name": "Andrej Kubík"},
+                          {"id": "p-s", "type": "person", "name": "Eva Malá"},
+                          {"id": "t-a", "type": "thesis", "title": "Bezpečnosť webu", "year": 2021}],
+                "edges": [{"source": "p-a", "target": "t-a", "type": "authored"},
+                          {"source": "t-a", "target": "p-s", "type": "supervised_by"}]}
+        env = env_of("Kto je vedúci práce Andreja Kubíka?", data=data)
+        self.assertEqual((env["status"], [f["object"] for f in env["facts"]]), ("ok", ["p-s"]))
 
     def test_a_female_full_name_without_any_accent_resolves(self):
         env = env_of("Aky nazov prace ma Maria Holpova?")
