@@ -1651,11 +1651,15 @@ def _cache_drop_other_dims(conn: sqlite3.Connection, model: str, dim: int) -> No
     conn.execute("COMMIT")
 
 
+_CHUNK_VECTORS_SQL = ("SELECT c.id, v.data FROM chunks c"
+                      " JOIN vectors v ON v.embed_sha = c.embed_sha AND v.model = ?")
+
+
 def _cache_vectors(conn: sqlite3.Connection, model: str,
                    chunk_ids: list[int] | None = None) -> list[tuple[int, array.array]]:
     """Return (chunk_id, unit vector) for every chunk (or each of chunk_ids) that has a
     vector for model."""
-    sql = "SELECT c.id, v.data FROM chunks c JOIN vectors v ON v.embed_sha = c.embed_sha AND v.model = ?"
+    sql = _CHUNK_VECTORS_SQL
     if chunk_ids is None:
         return [(cid, _unpack(data)) for cid, data in conn.execute(sql, (model,))]
     out = []
@@ -1693,18 +1697,17 @@ def _cache_signatures(conn: sqlite3.Connection, model: str) -> tuple[array.array
     row = conn.execute("SELECT state, width, ids, bits FROM signatures WHERE model=?", (model,)).fetchone()
     if row and row[0] == state:
         return _ints(row[2]), row[3], row[1]
-    ids, parts = array.array("I"), []
-    for chunk_id, data in conn.execute("SELECT c.id, v.data FROM chunks c JOIN vectors v"
-                                       " ON v.embed_sha = c.embed_sha AND v.model = ?", (model,)):
+    ids, bits, width = array.array("I"), bytearray(), 0
+    for chunk_id, data in conn.execute(_CHUNK_VECTORS_SQL, (model,)):   # streamed, not held
+        width = width or (len(data) // 4 + 7) // 8
         ids.append(chunk_id)
-        parts.append(data)
-    width = (len(parts[0]) // 4 + 7) // 8 if parts else 0
-    bits = b"".join(embed_sign_bits(data).to_bytes(width, "little") for data in parts)
+        bits += embed_sign_bits(data).to_bytes(width, "little")
+    packed = bytes(bits)
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("INSERT OR REPLACE INTO signatures(model, state, width, ids, bits) VALUES(?,?,?,?,?)",
-                 (model, state, width, ids.tobytes(), bits))
+                 (model, state, width, ids.tobytes(), packed))
     conn.execute("COMMIT")
-    return ids, bits, width
+    return ids, packed, width
 
 
 # === 11. Fusion — reciprocal rank fusion, deterministic ties ===
