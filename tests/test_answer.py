@@ -146,26 +146,29 @@ class NoAnswerGateTest(TempDirTest):
 
 
 class ExtractiveWhenTest(TempDirTest):
-    def test_a_when_question_prefers_the_sentence_with_a_date(self):
-        undated = [f"Plik JPK składa podatnik numer {w} w urzędzie." for w in ("jeden", "dwa", "trzy", "cztery")]
-        write_files(self.docs, {"a.md": "# JPK\n\n" + "\n\n".join(undated)
-                                + "\n\nPlik JPK składa się do 25. dnia miesiąca po okresie.\n"})
-        # every sentence holds 'jpk' and 'sklad' (2 points); only the last has a number (+1),
-        # so it is among the 3 quoted, and one undated sentence is left out
-        answer = docs_qa.answer_extractive("do kiedy składam JPK", docs_qa.search(
+    DATED = "Plik JPK składa się do 25. dnia miesiąca po okresie."
+
+    def quote_when(self, undated: list[str]) -> str:
+        """Return the extractive answer to a when-question over undated sentences, then the
+        dated one (on line 11: a header and four sentences, each followed by a blank line)."""
+        write_files(self.docs, {"a.md": "# JPK\n\n" + "\n\n".join(undated + [self.DATED]) + "\n"})
+        return docs_qa.answer_extractive("do kiedy składam JPK", docs_qa.search(
             "do kiedy składam JPK", self.settings()))
-        self.assertIn("do 25. dnia miesiąca po okresie. [a.md:11-11]", answer)
+
+    def test_a_when_question_prefers_the_sentence_with_a_date(self):
+        # every sentence holds 'jpk' and 'sklad' (2 points); only the last has a number (+1),
+        # so it is quoted first, and one undated sentence is left out
+        answer = self.quote_when([f"Plik JPK składa podatnik numer {w} w urzędzie."
+                                  for w in ("jeden", "dwa", "trzy", "cztery")])
+        self.assertTrue(answer.startswith(f"- {self.DATED} [a.md:11-11]"), answer)
         self.assertEqual(answer.count("\n"), docs_qa.EXTRACTIVE_UNITS - 1)
 
     def test_a_digit_inside_a_code_is_not_a_date(self):
-        # each undated sentence names JPK_V7 or VAT-26 (a digit, but no date); the dated
+        # each undated sentence names JPK_V7 and VAT-26 (digits, but no date); the dated
         # sentence is the last of five, so it is quoted only if the codes do not score
-        coded = [f"Plik JPK_V7 składa podatnik {w} razem z VAT-26." for w in ("jeden", "dwa", "trzy", "cztery")]
-        write_files(self.docs, {"a.md": "# JPK\n\n" + "\n\n".join(coded)
-                                + "\n\nPlik JPK składa się do 25. dnia miesiąca po okresie.\n"})
-        answer = docs_qa.answer_extractive("do kiedy składam JPK", docs_qa.search(
-            "do kiedy składam JPK", self.settings()))
-        self.assertIn("do 25. dnia miesiąca po okresie. [a.md:11-11]", answer)
+        answer = self.quote_when([f"Plik JPK_V7 składa podatnik {w} razem z VAT-26."
+                                  for w in ("jeden", "dwa", "trzy", "cztery")])
+        self.assertIn(f"{self.DATED} [a.md:11-11]", answer)
 
 
 class ChatModelChoiceTest(StubServerCase):
