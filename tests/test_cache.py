@@ -19,6 +19,13 @@ def _bump_mtime(path: str) -> None:
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
 
 
+def _append(path: str, text: str) -> None:
+    """Append text to a file and make the change visible to a stat."""
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(text)
+    _bump_mtime(path)
+
+
 class CountingCalls:
     """Patch docs_qa.corpus_read and docs_qa.chunk_text to count calls."""
 
@@ -63,10 +70,8 @@ class IncrementalRefreshTest(TempDirTest):
     def test_editing_one_file_redoes_only_that_file(self):
         settings = self.settings(use_embeddings=False)
         docs_qa.index_folder(settings)
-        path = os.path.join(self.docs, "notes.txt")
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write("\nZupełnie nowy akapit o kryptowalutach i podatku od nich.\n")
-        _bump_mtime(path)
+        _append(os.path.join(self.docs, "notes.txt"),
+                "\nZupełnie nowy akapit o kryptowalutach i podatku od nich.\n")
         calls = CountingCalls(self)
         stats = docs_qa.index_folder(settings)
         self.assertEqual(self.counts(stats), (0, 1, 2, 0))
@@ -98,10 +103,8 @@ class IncrementalRefreshTest(TempDirTest):
     def test_incremental_index_ranks_like_a_fresh_one(self):
         settings = self.settings(use_embeddings=False)
         docs_qa.index_folder(settings)
-        path = os.path.join(self.docs, "jpk.md")
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write("\n## Korekta\n\nKorekta pliku JPK jest składana razem z fakturą korygującą.\n")
-        _bump_mtime(path)
+        _append(os.path.join(self.docs, "jpk.md"),
+                "\n## Korekta\n\nKorekta pliku JPK jest składana razem z fakturą korygującą.\n")
         docs_qa.index_folder(settings)
         fresh = self.settings(use_embeddings=False, cache_dir=os.path.join(self.tmp, "fresh"))
         for question in ("korekta faktury", "kara JPK podatnik", "biała lista rachunek"):
