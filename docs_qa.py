@@ -114,6 +114,8 @@ DENSE_RESCORE_SHARE = 0.025        # score exactly (recall@10 0.99 vs exact: rep
 CACHE_SCHEMA_VERSION = 4          # 2: postings as packed arrays per term; 3: chunks_by_sha;
                                   # 4: vectors keyed by breadcrumb + text (embed_input),
                                   #    sign-bit signatures of all chunk vectors in one row
+CACHE_BUSY_TIMEOUT_S = 60.0        # how long sqlite waits for another process's lock
+CACHE_BUSY_RETRIES = 2             # then the whole run is retried this often, never rebuilt
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 TOKENIZER_VERSION = "t3"
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
@@ -1186,7 +1188,7 @@ def default_cache_dir(environ: dict[str, str]) -> str:
 def cache_open(path: str | None) -> sqlite3.Connection:
     """Return a connection to a valid cache (created if new); raise _CacheCorrupt if the
     file is not ours or is damaged. None opens a throw-away in-memory index."""
-    conn = sqlite3.connect(path or ":memory:", timeout=60.0, isolation_level=None)
+    conn = sqlite3.connect(path or ":memory:", timeout=CACHE_BUSY_TIMEOUT_S, isolation_level=None)
     try:
         conn.execute("BEGIN")     # one snapshot: read apart, a file another process was just
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]   # creating could look
@@ -1204,9 +1206,19 @@ def cache_open(path: str | None) -> sqlite3.Connection:
     except _CacheCorrupt:
         conn.close()
         raise
-    except sqlite3.DatabaseError:
+    except sqlite3.DatabaseError as exc:
         conn.close()
+        if _is_busy(exc):
+            raise
         raise _CacheCorrupt("damaged") from None
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    """Return whether a sqlite error means another process holds a lock (retry later),
+    not that the file is damaged (rebuild)."""
+    name = getattr(exc, "sqlite_errorname", "")        # Python 3.11+
+    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc) \
+        or "busy" in str(exc)
 
 
 def _cache_create(conn: sqlite3.Connection) -> None:
@@ -1780,7 +1792,9 @@ def _open_index(settings: Settings) -> tuple[sqlite3.Connection, list[Note]]:
             why = ("was made by another version of docs-qa" if str(exc) == "old_version"
                    else "was damaged or foreign")
             return cache_open(path), [Note("cache_rebuilt", f"the cache file {why} and was rebuilt")]
-    except (OSError, sqlite3.Error, _CacheCorrupt):   # e.g. the file's place is taken by a folder
+    except (OSError, sqlite3.Error, _CacheCorrupt) as exc:   # e.g. the file's place is taken by a folder
+        if isinstance(exc, sqlite3.Error) and _is_busy(exc):
+            raise
         return cache_open(None), unavailable
 
 
@@ -1795,19 +1809,28 @@ def _remove_cache_files(path: str) -> None:
 
 def _with_index(settings: Settings, work: Callable[[sqlite3.Connection, list[Note]], Any]) -> Any:
     """Run work(conn, notes) on the index; if the cache proves damaged mid-way, rebuild
-    it once and run again."""
+    it once and run again. A lock another process holds is waited for and retried, never
+    mistaken for damage: deleting the file would throw away that process's work."""
     _check_docs_dir(settings.docs_dir)
-    for attempt in (1, 2):
-        conn, notes = _open_index(settings)
+    rebuilt, busy = False, 0
+    while True:
         try:
-            return work(conn, notes)
-        except sqlite3.DatabaseError:
-            if attempt == 2 or settings.cache_dir is None:
+            conn, notes = _open_index(settings)
+            try:
+                return work(conn, notes)
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            if _is_busy(exc):
+                busy += 1
+                if busy > CACHE_BUSY_RETRIES:
+                    raise RetrievalUnavailableError("the index is locked by another process") from None
+                time.sleep(0.1 * busy)
+                continue
+            if rebuilt or settings.cache_dir is None:
                 raise RetrievalUnavailableError("the index could not be read") from None
             _remove_cache_files(cache_path(settings.cache_dir, settings.docs_dir))
-        finally:
-            conn.close()
-    raise AssertionError("unreachable")
+            rebuilt = True
 
 
 def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,

@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import unittest
 from unittest import mock
@@ -172,6 +173,33 @@ class ConcurrencyTest(CacheCase):
         result = docs_qa.search("marker123", self.settings(use_embeddings=False))
         self.assertEqual(self.labels(result), ["bulk/f123.md:1-3"])
         self.assertEqual(result.stats.new + result.stats.updated, 0)
+
+    def test_a_lock_another_process_holds_is_waited_for_not_taken_for_damage(self):
+        self.build()                                  # a cache of the 3 corpus files
+        write_files(self.docs, {"extra.md": "# Extra\n\nNowy dokument o akcyzie na paliwa.\n"})
+        holder = sqlite3.connect(self.cache_file(), isolation_level=None, check_same_thread=False)
+        self.addCleanup(holder.close)
+        holder.execute("BEGIN IMMEDIATE")             # another writer holds the lock for 0.6 s
+        threading.Timer(0.6, holder.execute, ("COMMIT",)).start()
+        with mock.patch.object(docs_qa, "CACHE_BUSY_TIMEOUT_S", 0.2), \
+                mock.patch.object(docs_qa, "CACHE_BUSY_RETRIES", 50):
+            result = docs_qa.search(QUESTION, self.settings())
+        # the cache was kept: only the new file was indexed (a rebuild would count 4 new)
+        self.assertEqual((result.stats.new, result.stats.unchanged), (1, 3))
+        self.assertNotIn("cache_rebuilt", [n.code for n in result.notes])
+        self.assertEqual(self.labels(result), self.fresh())
+
+    def test_a_lock_never_released_is_an_error_and_the_cache_survives(self):
+        self.build()
+        write_files(self.docs, {"extra.md": "# Extra\n\nNowy dokument o akcyzie na paliwa.\n"})
+        holder = sqlite3.connect(self.cache_file(), isolation_level=None)
+        self.addCleanup(holder.close)
+        holder.execute("BEGIN IMMEDIATE")
+        with mock.patch.object(docs_qa, "CACHE_BUSY_TIMEOUT_S", 0.1):
+            with self.assertRaises(docs_qa.RetrievalUnavailableError):
+                docs_qa.search(QUESTION, self.settings())
+        holder.execute("COMMIT")
+        self.assertEqual(docs_qa.search(QUESTION, self.settings()).stats.unchanged, 3)
 
     def test_process_killed_mid_write_leaves_a_cache_that_answers_correctly(self):
         self.many_files(3000)
