@@ -168,7 +168,9 @@ class ConcurrencyTest(CacheCase):
             self.assertNotIn("Traceback", err)
         counts = [json.loads(out) for out, _ in outs]
         # together they saw every file once as new; the other run found them unchanged.
-        self.assertEqual(sorted(c["new"] for c in counts), [0, 803])
+        # (the message carries both runs' notes and stderr, should this ever fail again)
+        self.assertEqual(sorted(c["new"] for c in counts), [0, 803],
+                         [(c["notes"], err[-500:]) for c, (_, err) in zip(counts, outs)])
         self.assertEqual(counts[0]["chunks"], counts[1]["chunks"])
         result = docs_qa.search("marker123", self.settings(use_embeddings=False))
         self.assertEqual(self.labels(result), ["bulk/f123.md:1-3"])
