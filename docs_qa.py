@@ -2170,6 +2170,7 @@ _CITE_RANGE = re.compile(r":[ \t]*L?(?P<start>\d{1,9})(?:[ \t]*[-\u2013\u2014][ 
 _CITE_PREFIX = re.compile(r"S\d{1,4}(?:[ \t]*[:=][ \t]*|[ \t]+)")     # "S1: a.md:3", "S2=a.md:3"
 _CITE_LOOSE_PATH = re.compile(r"[^\s\[\]()\"`,;]+")   # an unquoted path that was not returned
 _CITE_BARE_PATH = re.compile(r"[\w./\-]+\.(?:md|markdown|txt)", re.IGNORECASE)
+_CITE_BARE_TOKEN = re.compile(r"[^\s\[\]()\"`]+\Z")   # the word before a bare ':12'
 _CITE_PLAIN_NAME = re.compile(r"[\w./+@~-]+")          # printed without quotes
 _CITE_QUOTES = "\"`"
 _CITE_OPEN = {"[": "]", "(": ")"}
@@ -2201,8 +2202,10 @@ def citation_format(path: str, start_line: int, end_line: int) -> str:
     it holds a double quote) unless it is only letters, digits and `_ . / + @ ~ -`."""
     if _CITE_PLAIN_NAME.fullmatch(path):
         return f"{path}:{start_line}-{end_line}"
-    quote = "`" if '"' in path else '"'
-    return f"{quote}{path}{quote}:{start_line}-{end_line}"
+    fits = [q for q in _CITE_QUOTES if q not in path] or \
+        [q for q in _CITE_QUOTES if not _CITE_RANGE.match(path, path.find(q + ":") + 1)
+         or q + ":" not in path] or ['"']
+    return f"{fits[0]}{path}{fits[0]}:{start_line}-{end_line}"
 
 
 class _PathIndex:
@@ -2263,15 +2266,30 @@ def citation_parse(text: str, paths: Iterable[str] = ()) -> list[Citation]:
         found.extend(Citation(path, start, end, span, False, problem) for path, start, end in items)
         taken.append(span)
     taken.sort()
+    bare: list[Citation] = []
     for pos in scan.starts:
         at = bisect.bisect_right(taken, (pos, len(text) + 1)) - 1
         if at >= 0 and taken[at][0] <= pos < taken[at][1]:
             continue
         cite = _cite_bare(scan, pos)
         if cite is not None:
-            found.append(cite)
-    found.sort(key=lambda c: c.span)
-    return found
+            while bare and bare[-1].span[0] >= cite.span[0]:
+                bare.pop()                 # a ':12' inside a quoted name is part of that name
+            bare.append(cite)
+    return _outermost(sorted(found + bare, key=lambda c: (c.span[0], -c.span[1])))
+
+
+def _outermost(citations: list[Citation]) -> list[Citation]:
+    """Return citations (sorted by start, longest first) without those lying inside
+    another's span: a bracket inside a quoted name is part of that name."""
+    out: list[Citation] = []
+    reach = -1
+    for cite in citations:
+        if cite.span[1] <= reach and not (out and out[-1].span == cite.span):
+            continue
+        out.append(cite)
+        reach = max(reach, cite.span[1])
+    return out
 
 
 def _cite_range(match: re.Match) -> tuple[int, int]:
@@ -2281,23 +2299,29 @@ def _cite_range(match: re.Match) -> tuple[int, int]:
 
 def _cite_item_options(scan: _CiteScan, pos: int, group_end: int) -> list[tuple[str, int, int]]:
     """Return the ways an item starting at pos can be read: (path, unknown 0/1, position
-    of its line reference); a known path is tried whole at every length, quoted or not."""
+    of its line reference); a known path is tried whole at every length, quoted or not,
+    with and without the whitespace before it (a name may begin with a space)."""
     text, out = scan.text, []
-    starts = [pos]
-    prefix = _CITE_PREFIX.match(text, pos, group_end)
+    skipped = pos
+    while skipped < group_end and text[skipped] in " \t":
+        skipped += 1
+    starts = [pos, skipped] if skipped > pos else [pos]
+    prefix = _CITE_PREFIX.match(text, skipped, group_end)
     if prefix:
         starts.append(prefix.end())
     for begin in starts:
+        for ref in scan.starts_in(begin + 1, min(group_end, begin + scan.index.max_chars)):
+            if scan.index.resolve(text[begin:ref]):
+                out.append((text[begin:ref], 0, ref))
+        if begin == pos and skipped > pos:
+            continue                       # only a known name begins with whitespace
         if begin < group_end and text[begin] in _CITE_QUOTES:
-            for ref in scan.starts_in(begin + 2, min(group_end, begin + 2 + max(
+            for ref in scan.starts_in(begin + 3, min(group_end, begin + 2 + max(
                     scan.index.max_chars, MAX_CITATION_PATH_CHARS))):
                 if text[ref - 1] == text[begin]:
                     written = text[begin + 1:ref - 1]
                     out.append((written, 0 if scan.index.resolve(written) else 1, ref))
             continue
-        for ref in scan.starts_in(begin + 1, min(group_end, begin + scan.index.max_chars)):
-            if scan.index.resolve(text[begin:ref]):
-                out.append((text[begin:ref], 0, ref))
         loose = _CITE_LOOSE_PATH.match(text, begin, group_end)
         if loose:
             for ref in scan.starts_in(begin + 1, min(loose.end(), begin + MAX_CITATION_PATH_CHARS)):
@@ -2343,8 +2367,6 @@ def _cite_group_at(scan: _CiteScan, opening: int):
     while queue:
         pos = heapq.heappop(queue)
         unknown, readings, items = states.pop(pos)
-        while pos < limit and text[pos] in " \t":
-            pos += 1
         for written, is_unknown, ref in _cite_item_options(scan, pos, limit):
             match = scan.ranges[ref]
             after = match.end()
@@ -2390,9 +2412,9 @@ def _cite_bare(scan: _CiteScan, ref: int) -> Citation | None:
     known: dict[str, int] = {}
     unknown: list[tuple[str, int]] = []
     if ref >= 2 and text[ref - 1] in _CITE_QUOTES:
-        low = max(0, ref - 2 - max(scan.index.max_chars, MAX_CITATION_PATH_CHARS))
-        for begin in range(ref - 2, low - 1, -1):
-            if text[begin] == "\n":
+        known_low = ref - 2 - scan.index.max_chars        # no known name starts before this
+        for begin in range(ref - 2, max(-1, ref - 3 - max(MAX_CITATION_PATH_CHARS, scan.index.max_chars)), -1):
+            if text[begin] == "\n" or (unknown and begin < known_low):
                 break
             if text[begin] == text[ref - 1] and (begin == 0 or text[begin - 1] in _CITE_BOUNDARY):
                 written = text[begin + 1:ref - 1]
@@ -2406,7 +2428,7 @@ def _cite_bare(scan: _CiteScan, ref: int) -> Citation | None:
             for path in scan.index.resolve(text[begin:ref]):
                 known.setdefault(path, begin)
     if not known and not unknown:
-        token = re.search(r"[^\s\[\]()\"`]+\Z", text[max(0, ref - MAX_CITATION_PATH_CHARS):ref])
+        token = _CITE_BARE_TOKEN.search(text, max(0, ref - MAX_CITATION_PATH_CHARS), ref)
         if token and _CITE_BARE_PATH.fullmatch(token.group()):
             unknown.append((token.group(), ref - len(token.group())))
     if known:

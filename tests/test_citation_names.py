@@ -7,6 +7,7 @@ suffix of it, and an ambiguous one is refused. Checked through the CLI (extracti
 and JSON) and through assistant mode against the chat stand-in.
 """
 import json
+import random
 import unicodedata
 import unittest
 
@@ -84,6 +85,36 @@ class ParseNamesTest(unittest.TestCase):
         self.assertEqual(docs_qa.citation_format("dir/jpk_v7.md", 1, 2), "dir/jpk_v7.md:1-2")
         self.assertEqual(docs_qa.citation_format("my notes.md", 1, 2), '"my notes.md":1-2')
         self.assertEqual(docs_qa.citation_format('say "hi".md', 1, 2), '`say "hi".md`:1-2')
+
+
+class NameFuzzTest(unittest.TestCase):
+    """Seeded random names built from the characters that broke the old parser, each with
+    every tail of it that starts after a space, bracket, separator or quote also known."""
+
+    ALPHABET = list("ab .,;:()[]\"`'-_/é\t") + ["\u0301", "S1 ", ":1", ":2-3", "md"]
+
+    def test_a_formatted_citation_parses_back_to_its_name_and_never_to_a_tail(self):
+        rng = random.Random(20261201)
+        checked = 0
+        while checked < 1500:
+            name = "".join(rng.choice(self.ALPHABET) for _ in range(rng.randint(1, 12))) + ".md"
+            parts = name.split("/")
+            if any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+                continue
+            checked += 1
+            tails = {name[i:] for i in range(1, len(name)) if name[i - 1] in " [(,;\"`/\t"}
+            known = [name] + sorted(tails)
+            # the formatted forms always read back (a name holding both kinds of quote may
+            # be refused as ambiguous); the unquoted form may be refused, never misread
+            both_quotes = '"' in name and "`" in name
+            for text, must_read_back in ((f"Claim [{docs_qa.citation_format(name, 1, 2)}].", not both_quotes),
+                                         (f"x {docs_qa.citation_format(name, 1, 2)} y", not both_quotes),
+                                         (f"Claim [{name}:1-2].", False)):
+                got = parsed(text, known)
+                where = f"name={name!r} text={text!r} got={got}"
+                self.assertFalse([g for g in got if g[3] is None and g[0] != name and g[0] in known], where)
+                if must_read_back:
+                    self.assertEqual(got, [(name, 1, 2, None)], where)
 
 
 class ExtractiveNamesCliTest(TempDirTest):
