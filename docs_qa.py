@@ -2198,14 +2198,14 @@ class Citation:
 
 
 def citation_format(path: str, start_line: int, end_line: int) -> str:
-    """Return the citation text `path:start-end`, the path in double quotes (backquotes if
-    it holds a double quote) unless it is only letters, digits and `_ . / + @ ~ -`."""
+    """Return the citation text `path:start-end`, the path quoted unless it is only letters,
+    digits and `_ . / + @ ~ -`: in double quotes, or backquotes when it holds a double quote
+    (and, holding both, in the quote it never follows with `:12`)."""
     if _CITE_PLAIN_NAME.fullmatch(path):
         return f"{path}:{start_line}-{end_line}"
-    fits = [q for q in _CITE_QUOTES if q not in path] or \
-        [q for q in _CITE_QUOTES if not _CITE_RANGE.match(path, path.find(q + ":") + 1)
-         or q + ":" not in path] or ['"']
-    return f"{fits[0]}{path}{fits[0]}:{start_line}-{end_line}"
+    quote = next((q for q in _CITE_QUOTES if q not in path), None) or next(
+        (q for q in _CITE_QUOTES if not re.search(re.escape(q) + _CITE_RANGE.pattern, path)), '"')
+    return f"{quote}{path}{quote}:{start_line}-{end_line}"
 
 
 class _PathIndex:
@@ -2273,15 +2273,13 @@ def citation_parse(text: str, paths: Iterable[str] = ()) -> list[Citation]:
             continue
         cite = _cite_bare(scan, pos)
         if cite is not None:
-            while bare and bare[-1].span[0] >= cite.span[0]:
-                bare.pop()                 # a ':12' inside a quoted name is part of that name
             bare.append(cite)
     return _outermost(sorted(found + bare, key=lambda c: (c.span[0], -c.span[1])))
 
 
 def _outermost(citations: list[Citation]) -> list[Citation]:
     """Return citations (sorted by start, longest first) without those lying inside
-    another's span: a bracket inside a quoted name is part of that name."""
+    another's span: a bracket or a ':12' inside a quoted name is part of that name."""
     out: list[Citation] = []
     reach = -1
     for cite in citations:
@@ -2354,7 +2352,7 @@ def _cite_groups(scan: _CiteScan) -> Iterator[tuple[tuple[int, int], list[tuple[
             cluster.append(group)
 
 
-def _cite_group_at(scan: _CiteScan, opening: int):
+def _cite_group_at(scan: _CiteScan, opening: int) -> tuple | None:
     """Return (span, items, unknown count, readings) of the best reading of the group
     opened at `opening`, or None; readings > 1 means equally good readings differ."""
     text, closing = scan.text, _CITE_OPEN[scan.text[opening]]
