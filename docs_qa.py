@@ -2521,17 +2521,14 @@ def citation_recheck(citations: list[Citation], chunks: list[Chunk],
 
 
 def _recheck_notes(citations: list[Citation]) -> list[Note]:
-    """Return one note per re-check problem among citations, naming the files."""
-    paths = {code: sorted({c.path for c in citations if c.problem == code}) for code in _RECHECK_MESSAGES}
-    return [Note(code, _RECHECK_MESSAGES[code].format(paths=", ".join(found)))
-            for code, found in paths.items() if found]
+    """Return the source_changed note naming the files whose cited lines changed, if any
+    (an unreadable file is noted with the returned ones, see _without_unreadable)."""
+    changed = sorted({c.path for c in citations if c.problem == "source_changed"})
+    return [Note("source_changed", "the cited lines changed after they were checked; their "
+                 f"sentences are not presented as verified ({', '.join(changed)})")] if changed else []
 
 
-_RECHECK_MESSAGES = {
-    "source_changed": "the cited lines changed after they were checked; their sentences are "
-                      "not presented as verified ({paths})",
-    "unreadable": "a cited file cannot be read now; its text is not shown ({paths})",
-}
+_RECHECK_PROBLEMS = ("source_changed", "unreadable")
 
 
 def citation_support(sentence: str, cited_text: str) -> float:
@@ -2701,7 +2698,7 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None,
             continue
         valid = [c for c in mine if c.valid]
         if not valid:
-            stale = [c.problem for c in mine if c.problem in _RECHECK_MESSAGES]
+            stale = [c.problem for c in mine if c.problem in _RECHECK_PROBLEMS]
             unsupported.append({"sentence": sentence, "problem": (stale or ["no_valid_citation"])[0]})
             continue
         support = max(citation_support(sentence, _cited_text(c, chunks)) for c in valid)
@@ -2863,12 +2860,13 @@ def answer(question: str, settings: Settings, extractive: bool = False,
     complete = False if result.truncated and mode == "assistant" else None
     current = _current_texts(result, settings)
     text, citations, unsupported, caveat = answer_check(reply, result, complete, current)
-    notes += _recheck_notes(citations)
+    readable = _without_unreadable(result, current)
+    notes += readable.notes[len(result.notes):] + _recheck_notes(citations)
     if not text:
         text = REFUSALS[language]
     elif caveat:
         text += "\n\n" + CAVEATS[language]
-    return AnswerResult(result, "ok", None, text, mode, citations, unsupported, prompt, notes)
+    return AnswerResult(readable, "ok", None, text, mode, citations, unsupported, prompt, notes)
 
 
 # === 15. Envelope — map library results onto the v1 contract ===
@@ -3344,8 +3342,8 @@ class ServerContext:
     log: Callable[[str], None] | None = None
 
     def log_line(self, text: str) -> None:
-        if self.log is not None:
-            self.log(text.rstrip("\n") + "\n")
+        if self.log is not None:     # a request line or a file name may hold terminal escapes
+            self.log(rc.visible_text(text.rstrip("\n")) + "\n")
 
 
 def _http_routes() -> dict[str, tuple[str, str]]:

@@ -78,6 +78,7 @@ class StaleCitationTest(StubServerCase):
         envelope = json.loads(self.ask("--json").stdout)
         self.assertEqual([(c["valid"], c["problem"]) for c in envelope["citations"]], [(False, "unreadable")])
         self.assertNotIn("40 euros", envelope["answer"])
+        self.assertNotIn("40 euros", json.dumps(envelope["sources"]))
         self.assertIn("unreadable", [n["code"] for n in envelope["notes"]])
 
 

@@ -7,10 +7,12 @@ docs_qa and graph_store, while --json keeps the exact text.
 """
 import json
 import os
+import socket
+import threading
 import unittest
 
 import retrieval_contract as rc
-from helpers import TempDirTest, run_cli, write_files
+from helpers import TempDirTest, docs_qa, run_cli, write_files
 
 HOSTILE = ("Zebra title \x1b]0;owned\x07 hidden \x1b[8msecret\x1b[0m clip \x1b]52;c;cm0gLXJm\x07 "
            "csi \x9b31m bell \x07 rlo \u202egpj.exe\u202c iso \u2066x\u2069 end")
@@ -53,6 +55,27 @@ class DocsQaTextTest(TempDirTest):
         texts = {s["document_path"]: s["text"] for s in envelope["sources"]}
         self.assertIn(HOSTILE, texts["hostile.md"])
         self.assertIn("zebra \u202egpj.md", texts)
+
+
+class ServerLogTest(TempDirTest):
+    def test_a_request_line_with_escapes_is_logged_visibly(self):
+        settings = self.settings(use_embeddings=False)
+        log: list[str] = []
+        ctx = docs_qa.ServerContext(docs_qa.OperationContext(settings), log=log.append)
+        server = docs_qa.http_server(ctx, "127.0.0.1", 0)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=10) as sock:
+            sock.sendall(b"GET /\x1b]0;owned\x07\xc2\x9b31m HTTP/1.0\r\n\r\n")
+            while sock.recv(65536):
+                pass
+        server.shutdown()
+        logged = "".join(log)
+        self.assertIn("\\x1b]0;owned", logged)
+        for char in ("\x1b", "\x07", "\x9b"):
+            self.assertNotIn(char, logged, repr(char))
 
 
 class GraphTextTest(TempDirTest):
