@@ -68,7 +68,7 @@ __all__ = [
     "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats",
     "settings_from_env", "search", "search_rankings", "answer", "index_folder", "index_refresh",
     "text_fold", "text_tokens", "text_stem", "text_stem_english", "text_language", "text_query_terms",
-    "corpus_walk", "corpus_read", "corpus_reread",
+    "corpus_walk", "corpus_read", "corpus_readable", "corpus_reread",
     "chunk_text",
     "bm25_idf", "bm25_scores",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
@@ -706,10 +706,36 @@ _NO_BLOCK = getattr(os, "O_NONBLOCK", 0)        # a FIFO put in a document's pla
 _AS_DIR = getattr(os, "O_DIRECTORY", 0)
 
 
+def corpus_readable(docs_dir: str, rel_path: str) -> bool:
+    """Return whether a document an earlier walk found can still be opened as a regular
+    file (not gone, not denied, not swapped for a folder, FIFO or symbolic link)."""
+    fd = _open_document(docs_dir, rel_path)
+    if fd is None:
+        return False
+    os.close(fd)
+    return True
+
+
 def corpus_reread(docs_dir: str, rel_path: str, max_bytes: int) -> str | None:
     """Return the current text of a document an earlier walk found, or None when it can
-    no longer be read as one: gone, unreadable, not a regular file any more, reached
-    through a symbolic link, larger than max_bytes or not text."""
+    no longer be read as one (see corpus_readable), is larger than max_bytes or not text."""
+    fd = _open_document(docs_dir, rel_path)
+    if fd is None:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            return None
+        data = _read_fd(fd, size, max_bytes + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return _decode(data) if len(data) <= max_bytes else None
+
+
+def _open_document(docs_dir: str, rel_path: str) -> int | None:
+    """Return a read-only descriptor of a regular file at docs_dir/rel_path, or None."""
     parts = rel_path.split("/")
     if any(part in ("", ".", "..") for part in parts):
         return None
@@ -718,15 +744,12 @@ def corpus_reread(docs_dir: str, rel_path: str, max_bytes: int) -> str | None:
     except OSError:
         return None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
-            return None
-        data = _read_fd(fd, info.st_size, max_bytes + 1)
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
     except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return _decode(data) if len(data) <= max_bytes else None
+        pass
+    os.close(fd)
+    return None
 
 
 def _open_beneath(root: str, parts: list[str]) -> int:
@@ -1994,22 +2017,17 @@ def search(question: str, settings: Settings, progress: ProgressFn | None = None
     question = _validate_question(question)
     result = _with_index(settings, lambda conn, notes: _search_index(conn, notes, question,
                                                                     settings, progress))
-    return _without_unreadable(result, _current_texts(result, settings))
+    return _without_unreadable(result, settings)
 
 
-def _current_texts(result: SearchResult, settings: Settings) -> dict[str, str | None]:
-    """Return each returned file's text as it is now (None: it cannot be read now)."""
+def _without_unreadable(result: SearchResult, settings: Settings) -> SearchResult:
+    """Return result without the hits whose file cannot be opened now, noted `unreadable`:
+    the index must not show text its reader may no longer read (one open per file)."""
     paths = dict.fromkeys(h.chunk.path for h in result.hits)
-    return {p: corpus_reread(settings.docs_dir, p, settings.max_file_bytes) for p in paths}
-
-
-def _without_unreadable(result: SearchResult, current: dict[str, str | None]) -> SearchResult:
-    """Return result without the hits whose file cannot be read now, noted `unreadable`:
-    the index must not show text its reader may no longer read."""
-    gone = sorted(p for p, text in current.items() if text is None)
+    gone = sorted(p for p in paths if not corpus_readable(settings.docs_dir, p))
     if not gone:
         return result
-    return replace(result, hits=[h for h in result.hits if current[h.chunk.path] is not None],
+    return replace(result, hits=[h for h in result.hits if h.chunk.path not in gone],
                    notes=result.notes + [Note("unreadable", "a returned file cannot be read now; "
                                               f"its text is not shown ({', '.join(gone)})")])
 
@@ -2500,15 +2518,15 @@ def _cited_text(cite: Citation, chunks: list[Chunk]) -> str:
 
 
 def citation_recheck(citations: list[Citation], chunks: list[Chunk],
-                     current: dict[str, str | None]) -> list[Citation]:
-    """Mark a valid citation invalid when the file's current lines (`current`: path ->
+                     current: Callable[[str], str | None]) -> list[Citation]:
+    """Mark a valid citation invalid when the file's current lines (`current(path)`: its
     text now, None when it cannot be read) differ from the fragment that was checked
     (problem 'source_changed') or the file cannot be read now ('unreadable')."""
     lines_of: dict[str, list[str]] = {}
     for cite in citations:
-        if not cite.valid or cite.path not in current:
+        if not cite.valid:
             continue
-        text = current[cite.path]
+        text = current(cite.path)
         if text is None:
             cite.problem = "unreadable"
         else:
@@ -2675,7 +2693,7 @@ def _sentences(text: str) -> list[tuple[int, int]]:
 
 
 def answer_check(reply: str, result: SearchResult, complete: bool | None,
-                 current: dict[str, str | None] | None = None
+                 current: Callable[[str], str | None] | None = None
                  ) -> tuple[str, list[Citation], list[dict[str, Any]], bool]:
     """Return (presented answer, citations, unsupported sentences, needs caveat).
 
@@ -2683,8 +2701,8 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None,
     it has a valid citation whose lines support it (citation_support >= threshold).
     Exhaustive claims ("all", "wszystkie", "všetky", ...) are flagged when the evidence
     is proven partial (complete is False); RAG can never prove completeness, so a
-    null `complete` (nothing was cut) does not flag them. `current` (path -> the file's
-    text now, None if unreadable) re-checks each valid citation (see citation_recheck).
+    null `complete` (nothing was cut) does not flag them. `current(path)` (the file's text
+    now, None if unreadable) re-checks each valid citation (see citation_recheck).
     """
     chunks = [h.chunk for h in result.hits]
     citations = citation_validate(citation_parse(reply, {c.path for c in chunks}), chunks)
@@ -2858,9 +2876,10 @@ def answer(question: str, settings: Settings, extractive: bool = False,
         reply = answer_extractive(result.query, result)
     # Exhaustiveness is a claim of the model's; a verbatim quote (extractive) makes none.
     complete = False if result.truncated and mode == "assistant" else None
-    current = _current_texts(result, settings)
+    current = functools.lru_cache(maxsize=None)(
+        functools.partial(corpus_reread, settings.docs_dir, max_bytes=settings.max_file_bytes))
     text, citations, unsupported, caveat = answer_check(reply, result, complete, current)
-    readable = _without_unreadable(result, current)
+    readable = _without_unreadable(result, settings)
     notes += readable.notes[len(result.notes):] + _recheck_notes(citations)
     if not text:
         text = REFUSALS[language]
