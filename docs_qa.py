@@ -20,7 +20,7 @@ Sections (in file order)
           10c. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult
-    13. Citations        -- one parser, one validator, support score
+    13. Citations        -- one parser, one validator, re-check against the file, support score
     14. Answer           -- prompt, chat call, extractive answer, refusal
     15. Envelope         -- map results onto the v1 contract
     16. Operations       -- the operations the transports expose
@@ -3144,7 +3144,9 @@ def _question_parser() -> argparse.ArgumentParser:
         prog="docs_qa.py",
         description="Answer a question over a folder of documents, citing path:lines that were "
                     "checked in code. Other commands: index, serve, mcp (see 'docs_qa.py CMD --help').",
-        epilog="Exit codes: 0 ok or no_answer, 1 error, 2 usage. "
+        epilog="Citations read path:12-18; a path holding spaces or punctuation is quoted, "
+               "\"my notes.md\":3-5, and text output shows control characters as \\x1b. "
+               "Exit codes: 0 ok or no_answer, 1 error, 2 usage. "
                "Environment: DOCS_QA_BASE_URL, DOCS_QA_EMBED_MODEL, DOCS_QA_CHAT_MODEL, "
                "DOCS_QA_API_KEY, EMBED_MOCK=1 (offline mock vectors).")
     parser.add_argument("question", help="the question, in Polish, Slovak or English")
@@ -3592,7 +3594,8 @@ def http_is_loopback(host: str) -> bool:
 MCP_PROTOCOL_VERSIONS = ("2025-06-18", "2025-03-26")   # newest first; older clients accepted
 MCP_SERVER_INFO = {"name": "docs-qa", "title": "docs-qa", "version": rc.CONTRACT_VERSION}
 MCP_INSTRUCTIONS = ("Search and answer over a folder of documents. Every result is a v1 envelope; "
-                    "cite sources as path:start_line-end_line. status no_answer means the "
+                    "cite sources as path:start_line-end_line, a path holding spaces or "
+                    "punctuation in double quotes (\"my notes.md\":3-5). status no_answer means the "
                     "documents do not contain it.")
 _RPC_PARSE_ERROR, _RPC_INVALID_REQUEST, _RPC_NO_METHOD, _RPC_INVALID_PARAMS, _RPC_INTERNAL = (
     -32700, -32600, -32601, -32602, -32603)
