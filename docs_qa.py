@@ -2271,7 +2271,8 @@ def citation_parse(text: str, paths: Iterable[str] = ()) -> list[Citation]:
     `old notes.md:3` never cites `notes.md`. A path that was not returned must be quoted
     or free of those characters (and, bare, end in .md/.markdown/.txt) to be read; it is
     returned for the validator to report. When the text can be read in two ways (two known
-    paths end at the same `:`, or a bracket holds text before the path) the citation gets
+    paths end at the same `:`, or a bracket holds text before the path other than a label
+    ending in ':', as "(see old notes.md:3)" does) the citation gets
     problem 'ambiguous' rather than a guess. A bracketed citation followed by '(' is a
     markdown link dressed as a citation and gets problem 'link_disguised'.
     """
