@@ -16,7 +16,7 @@ Sections (in file order)
      9. Embeddings       -- batching, nomic prefixes, EMBED_MOCK vectors, cosine, sign bits
     10. Cache            -- the sqlite3 index: files, chunks, postings, vectors
           10a. Indexing        -- refresh what changed, write postings
-          10b. index_version   -- corpus generation plus git revision
+          10b. index_version   -- corpus generation plus Git revision read from .git's files
           10c. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult
@@ -48,8 +48,8 @@ import os
 import re
 import socket
 import sqlite3
+import stat
 import struct
-import subprocess
 import sys
 import time
 import traceback
@@ -72,6 +72,7 @@ __all__ = [
     "bm25_idf", "bm25_scores",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
     "cache_path", "cache_open",
+    "GitCheckout", "GitState", "git_checkout", "git_head", "git_is_dirty", "git_probe", "git_probe_file",
     "rrf_fuse",
     "to_envelope", "envelope_open_schema",
     "SEARCH_FIELDS_SCHEMA", "RAG_FIELDS_SCHEMA", "SOURCE_FIELDS_SCHEMA",
@@ -1386,7 +1387,7 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings,
         stats = _refresh_changed(conn, settings, entries, notes, signature, progress)
         meta = dict(conn.execute("SELECT key, value FROM meta"))
     stats.chunks = int(meta.get("n_chunks") or 0)
-    stats.index_version = _index_version(conn, meta, settings.docs_dir)
+    stats.index_version = _index_version(conn, meta, settings.docs_dir, entries)
     return stats
 
 
@@ -1502,82 +1503,337 @@ def _update_generation(conn: sqlite3.Connection) -> None:
     _meta_set(conn, "avg_terms", repr(total / n_chunks if n_chunks else 0.0))
 
 
-# --- 10b. index_version — the corpus generation plus the git revision, git run only on change
+# --- 10b. index_version — the corpus generation plus the Git revision, read from .git's files
+#
+# The docs folder's Git metadata is untrusted data: git itself is never run (its config,
+# hooks, fsmonitor, pager, filters and the like could name any program). HEAD, loose refs,
+# packed-refs, a worktree's `gitdir:` file and `commondir` and the index are parsed here.
 
-def _git_dir(docs_dir: str) -> str | None:
-    """Return the .git folder of the checkout holding docs_dir (following a worktree's
-    'gitdir:' file), or None when docs_dir is not in a Git checkout."""
-    probe = os.path.realpath(docs_dir)
+GIT_MAX_SYMREF_DEPTH = 5           # HEAD -> ref -> ref ... deeper is taken as a loop
+GIT_MAX_REF_BYTES = 64 * 1024      # a larger HEAD or loose ref is not a ref
+GIT_MAX_META_BYTES = 256 * 1024 * 1024   # a larger packed-refs or index is not read
+GIT_HASH_BYTES = {40: 20, 64: 32}  # hex digits of a revision -> bytes of an object id (SHA-1, SHA-256)
+_GIT_REV = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_GIT_REF_NAME = re.compile(r"refs/(?:[A-Za-z0-9._@+-]+/)*[A-Za-z0-9._@+-]+")
+_GIT_PER_WORKTREE_REFS = ("refs/worktree/", "refs/bisect/", "refs/rewritten/")
+_GIT_INDEX_VERSIONS = (2, 3, 4)
+_GIT_ENTRY_FIXED = ">10I"          # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size
+_GIT_REGULAR_MODES = (0o100644, 0o100755)
+_GIT_FLAG_EXTENDED, _GIT_FLAG_STAGE_SHIFT, _GIT_NAME_MASK = 0x4000, 12, 0x0FFF
+_GIT_EXT_SKIP_WORKTREE, _GIT_EXT_INTENT_TO_ADD = 0x4000, 0x2000
+_GIT_HASH_CHUNK = 1 << 20
+
+
+class GitCheckout(NamedTuple):
+    """Where a checkout's metadata lives: git_dir holds HEAD and the index (per worktree),
+    common_dir the refs and packed-refs; work_tree is the folder holding `.git`."""
+
+    git_dir: str
+    common_dir: str
+    work_tree: str
+
+
+class GitState(NamedTuple):
+    """A checkout's HEAD commit (hex) and whether the probed files differ from its index
+    (None: the index could not be read, so nothing is claimed)."""
+
+    rev: str
+    is_dirty: bool | None
+
+
+class _GitIndexEntry(NamedTuple):
+    mtime_s: int
+    mtime_ns: int
+    mode: int
+    size: int
+    oid: bytes
+    stage: int
+    ext_flags: int
+
+
+def _git_read(path: str, max_bytes: int) -> bytes | None:
+    """Return a regular file's bytes (None when missing, not a regular file or too big);
+    opened non-blocking so a FIFO planted in .git cannot hang the run."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None
+        return _read_at_most_fd(fd, max_bytes)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_at_most_fd(fd: int, limit: int) -> bytes | None:
+    """Return the rest of an open file if it holds at most limit bytes, else None."""
+    parts, got = [], 0
+    while got <= limit:
+        part = os.read(fd, min(limit + 1 - got, _GIT_HASH_CHUNK))
+        if not part:
+            return b"".join(parts)
+        parts.append(part)
+        got += len(part)
+    return None
+
+
+def git_checkout(directory: str) -> GitCheckout | None:
+    """Return the Git checkout holding directory (a `.git` folder, or a worktree's or
+    submodule's `.git` file naming its git dir), or None when there is none."""
+    probe = os.path.realpath(directory)
     while True:
         dot_git = os.path.join(probe, ".git")
-        if os.path.isdir(dot_git):
-            return dot_git
-        if os.path.isfile(dot_git):
-            try:
-                with open(dot_git, encoding="utf-8") as fh:
-                    target = fh.read().strip().removeprefix("gitdir:").strip()
-            except (OSError, UnicodeDecodeError):
-                return None
-            return os.path.join(probe, target)
+        git_dir = dot_git if os.path.isdir(dot_git) else _git_dir_from_file(dot_git)
+        if git_dir is not None and os.path.isfile(os.path.join(git_dir, "HEAD")):
+            return GitCheckout(git_dir, _git_common_dir(git_dir), probe)
         parent = os.path.dirname(probe)
         if parent == probe:
             return None
         probe = parent
 
 
-def _git_state_key(git_dir: str, generation: str) -> str:
-    """Return what the Git part of index_version depends on, without running git: the
-    corpus generation, HEAD's text and the mtimes of the git index and of HEAD's ref."""
-    parts = [generation]
-    try:
-        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8") as fh:
-            head = fh.read().strip()
-    except (OSError, UnicodeDecodeError):
-        head = ""
-    parts.append(head)
-    ref = head.removeprefix("ref:").strip() if head.startswith("ref:") else ""
-    for name in ("index", ref, "packed-refs"):
-        try:
-            parts.append(str(os.stat(os.path.join(git_dir, name)).st_mtime_ns) if name else "")
-        except OSError:
-            parts.append("-")
-    return "|".join(parts)
-
-
-def _git_revision(docs_dir: str) -> str | None:
-    """Return 'git-<rev12>' (+ '-dirty' when files under docs_dir differ from HEAD),
-    asking git; None when git cannot tell."""
-    try:
-        rev = subprocess.run(["git", "-C", docs_dir, "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "-C", docs_dir, "status", "--porcelain", "--", "."],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
+def _git_dir_from_file(dot_git: str) -> str | None:
+    """Return the folder a `gitdir: <path>` file names (relative to the file), or None."""
+    data = _git_read(dot_git, GIT_MAX_REF_BYTES)
+    if data is None or not data.startswith(b"gitdir:"):
         return None
-    if not rev:
+    target = data[len(b"gitdir:"):].strip().decode("utf-8", "surrogateescape")
+    return os.path.normpath(os.path.join(os.path.dirname(dot_git), target)) if target else None
+
+
+def _git_common_dir(git_dir: str) -> str:
+    """Return the folder holding the shared refs: the one `commondir` names, else git_dir."""
+    data = _git_read(os.path.join(git_dir, "commondir"), GIT_MAX_REF_BYTES)
+    target = data.strip().decode("utf-8", "surrogateescape") if data else ""
+    return os.path.normpath(os.path.join(git_dir, target)) if target else git_dir
+
+
+def git_head(checkout: GitCheckout) -> str | None:
+    """Return the commit HEAD names (full hex), following symbolic refs through loose refs
+    and packed-refs; None for an unborn branch, a bad or looping ref, or reftable refs."""
+    value = _git_ref_text(os.path.join(checkout.git_dir, "HEAD"))
+    for _ in range(GIT_MAX_SYMREF_DEPTH):
+        if value is None:
+            return None
+        if _GIT_REV.fullmatch(value):
+            return value
+        if not value.startswith("ref:"):
+            return None
+        name = value[len("ref:"):].strip()
+        if not _GIT_REF_NAME.fullmatch(name) or ".." in name or name.endswith((".lock", ".")):
+            return None
+        value = _git_ref(checkout, name)
+    return None
+
+
+def _git_ref_text(path: str) -> str | None:
+    """Return a ref file's first line, or None."""
+    data = _git_read(path, GIT_MAX_REF_BYTES)
+    if not data:
         return None
-    return f"git-{rev[:12]}" + ("-dirty" if dirty else "")
+    return data.decode("utf-8", "replace").strip().split("\n", 1)[0].strip()
 
 
-def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str) -> str | None:
-    """Return the index version: the corpus content generation, plus the Git revision
-    when the folder is in a checkout. git runs only when HEAD, the git index or the
-    corpus changed since the last answer (the result is kept in meta)."""
+def _git_ref(checkout: GitCheckout, name: str) -> str | None:
+    """Return what ref `name` holds (a revision or `ref: ...`): its loose file first,
+    then its line in packed-refs."""
+    base = checkout.git_dir if name.startswith(_GIT_PER_WORKTREE_REFS) else checkout.common_dir
+    loose = os.path.join(base, *name.split("/"))
+    if os.path.lexists(loose):
+        return _git_ref_text(loose)
+    packed = _git_read(os.path.join(checkout.common_dir, "packed-refs"), GIT_MAX_META_BYTES)
+    wanted = name.encode("utf-8")
+    for line in (packed or b"").splitlines():
+        rev, _, ref = line.rstrip(b"\r").partition(b" ")
+        if ref == wanted and not line.startswith((b"#", b"^")):
+            text = rev.decode("ascii", "replace")
+            return text if _GIT_REV.fullmatch(text) else None
+    return None
+
+
+def _git_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """Return (value, next position) of the index v4 offset varint at pos."""
+    byte = data[pos]
+    value = byte & 0x7F
+    while byte & 0x80:
+        pos += 1
+        byte = data[pos]
+        value = ((value + 1) << 7) | (byte & 0x7F)
+    return value, pos + 1
+
+
+def _git_index_parse(data: bytes, hash_bytes: int) -> dict[bytes, _GitIndexEntry] | None:
+    """Return path -> entry of a Git index file (versions 2, 3 and 4), or None when it is
+    not one, is cut short, or is a split index (its entries live in another file)."""
+    if len(data) < 12 or data[:4] != b"DIRC":
+        return None
+    version, count = struct.unpack_from(">II", data, 4)
+    if version not in _GIT_INDEX_VERSIONS:
+        return None
+    entries: dict[bytes, _GitIndexEntry] = {}
+    pos, previous = 12, b""
+    try:
+        for _ in range(count):
+            fields = struct.unpack_from(_GIT_ENTRY_FIXED, data, pos)
+            name_at = pos + 40 + hash_bytes
+            oid = data[pos + 40:name_at]
+            (flags,) = struct.unpack_from(">H", data, name_at)
+            name_at += 2
+            ext_flags = 0
+            if flags & _GIT_FLAG_EXTENDED and version >= 3:
+                (ext_flags,) = struct.unpack_from(">H", data, name_at)
+                name_at += 2
+            if version == 4:
+                strip, name_at = _git_varint(data, name_at)
+                end = data.index(b"\0", name_at)
+                name = previous[:len(previous) - strip] + data[name_at:end]
+                pos = end + 1
+            else:
+                end = data.index(b"\0", name_at)
+                name = data[name_at:end]
+                pos += (name_at - pos + len(name) + 8) & ~7
+            previous = name
+            entries[name] = _GitIndexEntry(fields[2], fields[3], fields[6], fields[9], oid,
+                                           (flags >> _GIT_FLAG_STAGE_SHIFT) & 3, ext_flags)
+        while pos + 8 <= len(data) - hash_bytes:
+            signature, size = data[pos:pos + 4], struct.unpack_from(">I", data, pos + 4)[0]
+            if signature == b"link":
+                return None
+            pos += 8 + size
+    except (struct.error, ValueError, IndexError):
+        return None
+    return entries
+
+
+def _git_blob_id(path: str, size: int, hash_bytes: int) -> bytes | None:
+    """Return the Git blob id of a file's content (SHA-1, or SHA-256 in such a repository)."""
+    digest = hashlib.sha1() if hash_bytes == GIT_HASH_BYTES[40] else hashlib.sha256()
+    digest.update(b"blob %d\0" % size)
+    try:
+        with open(path, "rb") as fh:
+            for part in iter(functools.partial(fh.read, _GIT_HASH_CHUNK), b""):
+                digest.update(part)
+    except OSError:
+        return None
+    return digest.digest()
+
+
+def _git_entry_differs(entry: _GitIndexEntry, file: FileEntry, index_mtime_ns: int,
+                       hash_bytes: int) -> bool:
+    """Return whether a file differs from its index entry: equal size and mtime (older
+    than the index file, as git's racy-clean rule asks) mean equal, else the content's
+    blob id decides."""
+    if entry.stage or entry.ext_flags & _GIT_EXT_INTENT_TO_ADD or entry.mode not in _GIT_REGULAR_MODES:
+        return True
+    if entry.size != file.size % (1 << 32):
+        return True
+    seconds, nanos = divmod(file.mtime_ns, 1_000_000_000)
+    if (entry.mtime_s, entry.mtime_ns) == (seconds % (1 << 32), nanos) and file.mtime_ns < index_mtime_ns:
+        return False
+    return _git_blob_id(file.abs_path, file.size, hash_bytes) != entry.oid
+
+
+def git_is_dirty(checkout: GitCheckout, directory: str, files: list[FileEntry],
+                 is_document: Callable[[str], bool], hash_bytes: int) -> bool | None:
+    """Return whether the probed files under directory differ from the Git index.
+
+    Dirty means: one of `files` (paths relative to directory) is not in the index, is
+    unmerged or intent-to-add, or its content differs from its index entry (size and
+    mtime, then the blob id of its bytes); or a file the index tracks under directory
+    for which is_document(relative path) holds is missing from disk (skip-worktree
+    entries excepted). Not compared: changes staged but not committed, untracked files
+    that are not documents, and files stored through a clean filter or line-ending
+    conversion (their bytes differ from the blob; they count as dirty once their stat
+    changes). None when the index cannot be read (a split index, another format).
+    """
+    index_path = os.path.join(checkout.git_dir, "index")
+    data = _git_read(index_path, GIT_MAX_META_BYTES)
+    if data is None:
+        return bool(files) if not os.path.lexists(index_path) else None
+    tracked = _git_index_parse(data, hash_bytes)
+    if tracked is None:
+        return None
+    index_mtime_ns = os.stat(index_path).st_mtime_ns
+    rel = os.path.relpath(os.path.realpath(directory), checkout.work_tree)
+    prefix = b"" if rel == "." else rel.replace(os.sep, "/").encode("utf-8", "surrogateescape") + b"/"
+    seen = set()
+    for file in files:
+        name = prefix + file.rel_path.encode("utf-8", "surrogateescape")
+        seen.add(name)
+        entry = tracked.get(name)
+        if entry is None or _git_entry_differs(entry, file, index_mtime_ns, hash_bytes):
+            return True
+    for name, entry in tracked.items():
+        if name.startswith(prefix) and name not in seen \
+                and not entry.ext_flags & _GIT_EXT_SKIP_WORKTREE \
+                and is_document(name[len(prefix):].decode("utf-8", "surrogateescape")) \
+                and not os.path.lexists(os.path.join(checkout.work_tree, os.fsdecode(name))):
+            return True
+    return False
+
+
+def git_probe(directory: str, files: list[FileEntry],
+              is_document: Callable[[str], bool]) -> GitState | None:
+    """Return the HEAD revision and dirty state of the checkout holding directory (see
+    git_is_dirty), or None when directory is in no checkout or HEAD names no commit."""
+    checkout = git_checkout(directory)
+    rev = git_head(checkout) if checkout else None
+    if checkout is None or rev is None:
+        return None
+    return GitState(rev, git_is_dirty(checkout, directory, files, is_document, GIT_HASH_BYTES[len(rev)]))
+
+
+def git_probe_file(path: str) -> GitState | None:
+    """Return git_probe for one file (the graph file): is it clean in its checkout?"""
+    directory, name = os.path.split(os.path.abspath(path))
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    entry = FileEntry(name, os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    return git_probe(directory, [entry], name.__eq__)
+
+
+def _is_document_name(rel_path: str) -> bool:
+    """Return whether the walk would take a path for a document (extension, nothing hidden)."""
+    return rel_path.lower().endswith(DOC_EXTENSIONS) and not any(
+        part.startswith(".") for part in rel_path.split("/"))
+
+
+def _git_index_stamp(checkout: GitCheckout) -> str:
+    """Return the git index file's (mtime_ns, size): it changes whenever git rewrites it."""
+    try:
+        st = os.stat(os.path.join(checkout.git_dir, "index"))
+    except OSError:
+        return "-"
+    return f"{st.st_mtime_ns}:{st.st_size}"
+
+
+def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str,
+                   files: list[FileEntry]) -> str | None:
+    """Return the index version (retrieval_contract.index_version_docs): the corpus
+    generation plus the Git revision when the folder is in a checkout. HEAD is resolved
+    every time (a few small reads); the dirty check runs only when HEAD, the git index or
+    a document's stat changed since the last answer (the result is kept in meta)."""
     generation = meta.get("generation")
     if generation is None:
         return None
-    git_dir = _git_dir(docs_dir)
-    git = None
-    if git_dir is not None:
-        key = _git_state_key(git_dir, generation)
-        if meta.get("git_key") == key:
-            git = meta.get("git_rev") or None
-        else:
-            git = _git_revision(docs_dir)
-            # `git status` may rewrite .git/index, so the key is read again after it ran
-            conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
-                             [("git_key", _git_state_key(git_dir, generation)), ("git_rev", git or "")])
-    return f"docs-{generation}" + (f"+{git}" if git else "")
+    checkout = git_checkout(docs_dir)
+    rev = git_head(checkout) if checkout else None
+    if checkout is None or rev is None:
+        return rc.index_version_docs(generation)
+    key = "|".join((rev, meta.get("stat_sig", ""), _git_index_stamp(checkout)))
+    if meta.get("git_key") == key:
+        is_dirty = meta.get("git_dirty") == "1"
+    else:
+        is_dirty = bool(git_is_dirty(checkout, docs_dir, files, _is_document_name, GIT_HASH_BYTES[len(rev)]))
+        conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
+                         [("git_key", key), ("git_dirty", "1" if is_dirty else "0")])
+    return rc.index_version_docs(generation, rev, is_dirty)
 
 
 # --- 10c. Reads and vectors — postings, chunks, vectors by model, sign-bit signatures
@@ -3402,4 +3658,5 @@ def _run_http(ctx: ServerContext, host: str, port: int) -> int:
 
 
 if __name__ == "__main__":
+    sys.modules.setdefault("docs_qa", sys.modules[__name__])   # graph_store imports it: one copy
     sys.exit(main())
