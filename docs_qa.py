@@ -71,7 +71,7 @@ __all__ = [
     "chunk_text",
     "bm25_idf", "bm25_scores",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
-    "cache_path", "cache_open",
+    "cache_path", "cache_open", "cache_snapshot",
     "GitCheckout", "GitState", "git_checkout", "git_head", "git_is_dirty", "git_probe", "git_probe_file",
     "rrf_fuse",
     "to_envelope", "envelope_open_schema",
@@ -1209,9 +1209,52 @@ def cache_open(path: str | None) -> sqlite3.Connection:
         raise
     except sqlite3.DatabaseError as exc:
         conn.close()
-        if _is_busy(exc):
+        if _cache_fault(exc) != "damaged":
             raise
         raise _CacheCorrupt("damaged") from None
+
+
+def _cache_fault(exc: sqlite3.Error) -> str:
+    """Return what a sqlite error proves: 'busy' (another process holds a lock: wait),
+    'damaged' (SQLITE_CORRUPT / SQLITE_NOTADB or a missing table: rebuild) or 'unwritable'
+    (disk full, quota, read-only, I/O error, anything else: keep the file untouched)."""
+    if _is_busy(exc):
+        return "busy"
+    name = getattr(exc, "sqlite_errorname", "") or ""      # Python 3.11+; else the text tells
+    text = str(exc).lower()
+    if name.startswith(_SQLITE_DAMAGE_NAMES) or any(t in text for t in _SQLITE_DAMAGE_TEXTS):
+        return "damaged"
+    return "unwritable"
+
+
+_SQLITE_DAMAGE_NAMES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+_SQLITE_DAMAGE_TEXTS = ("malformed", "not a database", "no such table", "no such column")
+
+
+def cache_snapshot(path: str) -> sqlite3.Connection:
+    """Return an in-memory copy of the cache file at path as it stands, for a run that
+    cannot write it (the file is only read: opened read-only, else as immutable); an
+    empty in-memory index when the file is missing, unreadable or not a valid cache."""
+    if not os.path.isfile(path):
+        return cache_open(None)
+    memory = sqlite3.connect(":memory:", isolation_level=None)
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path))
+    for mode in ("mode=ro", "mode=ro&immutable=1"):
+        try:
+            source = sqlite3.connect(f"{uri}?{mode}", uri=True, timeout=CACHE_BUSY_TIMEOUT_S)
+            try:
+                source.backup(memory)
+            finally:
+                source.close()
+            app_id = memory.execute("PRAGMA application_id").fetchone()[0]
+            version = memory.execute("PRAGMA user_version").fetchone()[0]
+            if app_id == CACHE_APPLICATION_ID and version == CACHE_SCHEMA_VERSION:
+                return memory
+            break
+        except sqlite3.Error:
+            continue
+    memory.close()
+    return cache_open(None)
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
@@ -1235,8 +1278,14 @@ def _cache_create(conn: sqlite3.Connection) -> None:
             conn.execute(f"PRAGMA user_version={CACHE_SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        _rollback(conn)
         raise
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if sqlite has not already (it does on SQLITE_FULL)."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
 
 
 def _meta_get(conn: sqlite3.Connection, key: str) -> str | None:
@@ -1437,7 +1486,7 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, entries: list
         _meta_set(conn, "file_notes", json.dumps([[n.code, n.message] for n in file_notes]))
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        _rollback(conn)
         raise
     return stats
 
@@ -2027,19 +2076,18 @@ def _check_docs_dir(docs_dir: str) -> None:
 
 
 def _open_index(settings: Settings) -> tuple[sqlite3.Connection, list[Note]]:
-    """Return an open index for settings, rebuilding a corrupt cache or falling back to
-    memory (with a note) when the cache folder cannot be written."""
+    """Return an open index for settings, rebuilding a corrupt cache, or working on an
+    in-memory copy of the cache as it stands (with a note) when it cannot be written."""
     if settings.cache_dir is None:
         return cache_open(None), []
-    unavailable = [Note("cache_unavailable",
-                        "the cache folder cannot be written; indexed in memory only")]
+    path = cache_path(settings.cache_dir, settings.docs_dir)
+    unavailable = [_CACHE_UNAVAILABLE]
     try:
         os.makedirs(settings.cache_dir, exist_ok=True)
     except OSError:
-        return cache_open(None), unavailable
+        return cache_snapshot(path), unavailable
     if not os.access(settings.cache_dir, os.W_OK | os.X_OK):
-        return cache_open(None), unavailable
-    path = cache_path(settings.cache_dir, settings.docs_dir)
+        return cache_snapshot(path), unavailable
     try:
         try:
             return cache_open(path), []
@@ -2048,10 +2096,15 @@ def _open_index(settings: Settings) -> tuple[sqlite3.Connection, list[Note]]:
             why = ("was made by another version of docs-qa" if str(exc) == "old_version"
                    else "was damaged or foreign")
             return cache_open(path), [Note("cache_rebuilt", f"the cache file {why} and was rebuilt")]
-    except (OSError, sqlite3.Error, _CacheCorrupt) as exc:   # e.g. the file's place is taken by a folder
+    except (OSError, sqlite3.Error, _CacheCorrupt) as exc:   # e.g. disk full, or a folder in its place
         if isinstance(exc, sqlite3.Error) and _is_busy(exc):
             raise
-        return cache_open(None), unavailable
+        return cache_snapshot(path), unavailable
+
+
+_CACHE_UNAVAILABLE = Note("cache_unavailable", "the cache cannot be written (disk full, quota, "
+                          "read-only or I/O error); answered from an in-memory copy of the cache "
+                          "as it stands, and the cache file was left untouched")
 
 
 def _remove_cache_files(path: str) -> None:
@@ -2066,7 +2119,9 @@ def _remove_cache_files(path: str) -> None:
 def _with_index(settings: Settings, work: Callable[[sqlite3.Connection, list[Note]], Any]) -> Any:
     """Run work(conn, notes) on the index; if the cache proves damaged mid-way, rebuild
     it once and run again. A lock another process holds is waited for and retried, never
-    mistaken for damage: deleting the file would throw away that process's work."""
+    mistaken for damage: deleting the file would throw away that process's work. A write
+    that fails (disk full, quota, read-only) runs the work again on an in-memory copy of
+    the cache: the file, its vectors included, is never deleted for it."""
     _check_docs_dir(settings.docs_dir)
     rebuilt, busy = False, 0
     while True:
@@ -2077,7 +2132,10 @@ def _with_index(settings: Settings, work: Callable[[sqlite3.Connection, list[Not
             finally:
                 conn.close()
         except sqlite3.DatabaseError as exc:
-            if _is_busy(exc):
+            fault = _cache_fault(exc)
+            if fault == "unwritable" and settings.cache_dir is not None:
+                return _with_snapshot(settings, work)
+            if fault == "busy":
                 busy += 1
                 if busy > CACHE_BUSY_RETRIES:
                     raise RetrievalUnavailableError("the index is locked by another process") from None
@@ -2087,6 +2145,17 @@ def _with_index(settings: Settings, work: Callable[[sqlite3.Connection, list[Not
                 raise RetrievalUnavailableError("the index could not be read") from None
             _remove_cache_files(cache_path(settings.cache_dir, settings.docs_dir))
             rebuilt = True
+
+
+def _with_snapshot(settings: Settings, work: Callable[[sqlite3.Connection, list[Note]], Any]) -> Any:
+    """Run work on an in-memory copy of the cache file (see cache_snapshot)."""
+    conn = cache_snapshot(cache_path(settings.cache_dir, settings.docs_dir))
+    try:
+        return work(conn, [_CACHE_UNAVAILABLE])
+    except sqlite3.DatabaseError:
+        raise RetrievalUnavailableError("the index could not be read") from None
+    finally:
+        conn.close()
 
 
 def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,
