@@ -118,7 +118,7 @@ CACHE_SCHEMA_VERSION = 4          # 2: postings as packed arrays per term; 3: ch
 CACHE_BUSY_TIMEOUT_S = 60.0        # how long sqlite waits for another process's lock
 CACHE_BUSY_RETRIES = 2             # then the whole run is retried this often, never rebuilt
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
-TOKENIZER_VERSION = "t3"
+TOKENIZER_VERSION = "t4"          # t4: format characters (Cf) dropped inside words
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
 PROGRESS_EVERY = 500               # files between progress reports while indexing
 PARSE_BATCH_FILES = 500            # files per parsing task (one tokenizer memo per task)
@@ -242,6 +242,14 @@ _EXTRA_FOLDS = str.maketrans({"ł": "l", "đ": "d", "ø": "o", "æ": "ae", "œ":
 _EXTRA_FOLD_CHARS = re.compile("[" + "".join(chr(c) for c in _EXTRA_FOLDS) + "]")
 _COMBINING_MARKS = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 _TOKEN_RE = re.compile(r"[^\W_]+")
+# Unicode category Cf (format characters: soft hyphen, zero-width space/joiners, word
+# joiner, BOM, bidi controls, ...), as of Unicode 15.1; tests/test_corpus_encodings.py
+# checks the list against unicodedata. Listed, not computed, so import stays instant.
+_FORMAT_CHARS = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f]")
 
 # Function words, folded (no diacritics). English is the classic SMART-style core
 # (measured on Cranfield in reports/hybrid-vs-single.md); Polish and Slovak are kept
@@ -278,10 +286,11 @@ _MIN_STEM = 4
 
 
 def text_fold(text: str) -> str:
-    """Return text in NFKC, casefolded, with diacritics removed (ł -> l too)."""
+    """Return text in NFKC, casefolded, with diacritics and format characters (category
+    Cf, e.g. a zero-width space inside a word) removed (ł -> l too)."""
     if text.isascii():             # NFKC is the identity and casefold == lower on ASCII
         return text.lower()
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    folded = _FORMAT_CHARS.sub("", unicodedata.normalize("NFKC", text)).casefold()
     if folded.isascii():
         return folded
     if _EXTRA_FOLD_CHARS.search(folded):   # translate() is slow on long non-ASCII text
@@ -494,7 +503,7 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
     """Return the documents under root (sorted) and notes on what was skipped.
 
     Hidden entries, symlinks (a link can lead out of the root or in a loop) and special
-    files are skipped; unreadable folders are skipped with a note. Costs one stat per
+    files are skipped; unreadable folders and the skip_dirs (the cache) with a note. Costs one stat per
     document, done in C-level map() calls since this runs before every question.
     """
     skip_ids = _dir_ids(skip_dirs)
@@ -516,7 +525,11 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
         if len(regular) + len(dirs) + len(links) < len(entries):
             _note_not_regular(entries, regular, dirs, links, prefix, skipped)
         for entry in dirs:
-            if entry.name[0] != "." and (not skip_ids or not _is_skipped_dir(entry, skip_ids)):
+            if entry.name[0] == ".":
+                continue
+            if skip_ids and _is_skipped_dir(entry, skip_ids):
+                skipped.setdefault("cache_dir_skipped", []).append(prefix + entry.name)
+            else:
                 stack.append((entry.path, prefix + entry.name))
         for entry in links:
             if entry.name[0] != ".":
@@ -641,8 +654,10 @@ _SKIP_MESSAGES = {
     "unreadable_folder": "skipped {n} folder(s) that could not be read",
     "unreadable_file": "skipped {n} file(s) that could not be read",
     "symlink_skipped": "did not follow {n} symbolic link(s)",
-    "not_text": "skipped {n} file(s) that are binary or not valid UTF-8/UTF-16 text",
+    "not_text": "skipped {n} file(s) that are binary, hold NUL characters or are not valid UTF-8/16/32 text",
     "file_too_large": "skipped {n} file(s) larger than the size cap",
+    "cache_dir_skipped": "skipped {n} folder(s) inside the docs folder that hold the cache "
+                         "(--cache-dir), with every file under them",
 }
 
 
@@ -652,19 +667,21 @@ def _summarise_skips(code: str, paths: list[str]) -> Note:
     return Note(code, _SKIP_MESSAGES[code].format(n=len(paths)) + f" ({shown})")
 
 
+_BOM_CODECS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),   # UTF-32 first:
+              (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))               # its LE BOM starts as UTF-16's
+
+
 def _decode(data: bytes) -> str | None:
-    """Return data as text (UTF-8, UTF-8 BOM, UTF-16 with BOM) or None if it is not text."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        try:
-            return data.decode("utf-16")
-        except UnicodeDecodeError:
-            return None
-    if b"\x00" in data[:8192]:
+    """Return data as text (UTF-8, UTF-8 BOM, UTF-16 or UTF-32 with BOM) or None if it is
+    not text: undecodable, or holding a NUL character anywhere (binary or NUL-padded)."""
+    codec = next((name for bom, name in _BOM_CODECS if data.startswith(bom)), "utf-8-sig")
+    if codec == "utf-8-sig" and b"\x00" in data:
         return None
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode(codec)
     except UnicodeDecodeError:
         return None
+    return None if codec != "utf-8-sig" and "\x00" in text else text
 
 
 def corpus_read(entry: FileEntry, max_bytes: int) -> tuple[str | None, str | None]:
@@ -2056,7 +2073,8 @@ def _validate_question(question: Any) -> str:
     """Return the question stripped of control characters; raise InvalidQueryError."""
     if not isinstance(question, str):
         raise InvalidQueryError("the question must be text", ("question",))
-    cleaned = "".join(ch if ch.isprintable() or ch in "\t\n" else " " for ch in question).strip()
+    cleaned = "".join(ch if ch.isprintable() or ch in "\t\n" else " "    # a format character (J\u200bPK)
+                      for ch in _FORMAT_CHARS.sub("", question)).strip()    # joins, never splits
     if not cleaned:
         raise InvalidQueryError("the question is empty", ("question",))
     if len(question) > MAX_QUESTION_CHARS:
