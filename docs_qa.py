@@ -1712,13 +1712,12 @@ def _git_ref(checkout: GitCheckout, name: str) -> str | None:
     if os.path.lexists(loose):
         return _git_ref_text(loose)
     packed = _git_read(os.path.join(checkout.common_dir, "packed-refs"), GIT_MAX_META_BYTES)
-    wanted = name.encode("utf-8")
-    for line in (packed or b"").splitlines():
-        rev, _, ref = line.rstrip(b"\r").partition(b" ")
-        if ref == wanted and not line.startswith((b"#", b"^")):
-            text = rev.decode("ascii", "replace")
-            return text if _GIT_REV.fullmatch(text) else None
-    return None
+    data = b"\n" + (packed or b"") + b"\n"         # lines are '<rev> <name>' (found in C, not split)
+    end = data.find(b" " + name.encode("utf-8") + b"\n")
+    if end < 0:
+        return None
+    rev = data[data.rfind(b"\n", 0, end) + 1:end].decode("ascii", "replace")
+    return rev if _GIT_REV.fullmatch(rev) else None
 
 
 def _git_varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -1742,24 +1741,24 @@ def _git_index_parse(data: bytes, hash_bytes: int) -> dict[bytes, _GitIndexEntry
         return None
     entries: dict[bytes, _GitIndexEntry] = {}
     pos, previous = 12, b""
+    head = struct.Struct(f"{_GIT_ENTRY_FIXED}{hash_bytes}sH")    # fixed part, object id, flags
+    find = data.index
     try:
         for _ in range(count):
-            fields = struct.unpack_from(_GIT_ENTRY_FIXED, data, pos)
-            name_at = pos + 40 + hash_bytes
-            oid = data[pos + 40:name_at]
-            (flags,) = struct.unpack_from(">H", data, name_at)
-            name_at += 2
+            fields = head.unpack_from(data, pos)
+            oid, flags = fields[10], fields[11]
+            name_at = pos + head.size
             ext_flags = 0
             if flags & _GIT_FLAG_EXTENDED and version >= 3:
                 (ext_flags,) = struct.unpack_from(">H", data, name_at)
                 name_at += 2
             if version == 4:
                 strip, name_at = _git_varint(data, name_at)
-                end = data.index(b"\0", name_at)
+                end = find(b"\0", name_at)
                 name = previous[:len(previous) - strip] + data[name_at:end]
                 pos = end + 1
             else:
-                end = data.index(b"\0", name_at)
+                end = find(b"\0", name_at)
                 name = data[name_at:end]
                 pos += (name_at - pos + len(name) + 8) & ~7
             previous = name
@@ -1780,11 +1779,18 @@ def _git_blob_id(path: str, size: int, hash_bytes: int) -> bytes | None:
     digest = hashlib.sha1() if hash_bytes == GIT_HASH_BYTES[40] else hashlib.sha256()
     digest.update(b"blob %d\0" % size)
     try:
-        with open(path, "rb") as fh:
-            for part in iter(functools.partial(fh.read, _GIT_HASH_CHUNK), b""):
-                digest.update(part)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))   # never block on a FIFO
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        for part in iter(functools.partial(os.read, fd, _GIT_HASH_CHUNK), b""):
+            digest.update(part)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     return digest.digest()
 
 
@@ -1821,21 +1827,22 @@ def git_is_dirty(checkout: GitCheckout, directory: str, files: list[FileEntry],
     if data is None:
         return bool(files) if not os.path.lexists(index_path) else None
     tracked = _git_index_parse(data, hash_bytes)
+    try:
+        index_mtime_ns = os.stat(index_path).st_mtime_ns
+    except OSError:
+        return None
     if tracked is None:
         return None
-    index_mtime_ns = os.stat(index_path).st_mtime_ns
     rel = os.path.relpath(os.path.realpath(directory), checkout.work_tree)
     prefix = b"" if rel == "." else rel.replace(os.sep, "/").encode("utf-8", "surrogateescape") + b"/"
-    seen = set()
-    for file in files:
-        name = prefix + file.rel_path.encode("utf-8", "surrogateescape")
-        seen.add(name)
+    names = [prefix + file.rel_path.encode("utf-8", "surrogateescape") for file in files]
+    for name, file in zip(names, files):
         entry = tracked.get(name)
         if entry is None or _git_entry_differs(entry, file, index_mtime_ns, hash_bytes):
             return True
-    for name, entry in tracked.items():
-        if name.startswith(prefix) and name not in seen \
-                and not entry.ext_flags & _GIT_EXT_SKIP_WORKTREE \
+    for name in tracked.keys() - set(names):
+        entry = tracked[name]
+        if name.startswith(prefix) and not entry.ext_flags & _GIT_EXT_SKIP_WORKTREE \
                 and is_document(name[len(prefix):].decode("utf-8", "surrogateescape")) \
                 and not os.path.lexists(os.path.join(checkout.work_tree, os.fsdecode(name))):
             return True
