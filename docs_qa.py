@@ -43,6 +43,7 @@ import ipaddress
 import itertools
 import json
 import math
+import mmap
 import operator
 import os
 import re
@@ -55,6 +56,7 @@ import time
 import traceback
 import unicodedata
 import urllib.parse
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
@@ -1809,19 +1811,297 @@ def _git_entry_differs(entry: _GitIndexEntry, file: FileEntry, index_mtime_ns: i
     return _git_blob_id(file.abs_path, file.size, hash_bytes) != entry.oid
 
 
-def git_is_dirty(checkout: GitCheckout, directory: str, files: list[FileEntry],
-                 is_document: Callable[[str], bool], hash_bytes: int) -> bool | None:
-    """Return whether the probed files under directory differ from the Git index.
+GIT_MAX_DELTA_DEPTH = 100          # a longer delta chain (git's default limit is 50) is a loop
+GIT_MAX_OBJECT_BYTES = 64 * 1024 * 1024   # a larger commit or tree is not read
+_GIT_TREE_MODE = 0o40000
+_GIT_OBJECT_KINDS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+_GIT_OFS_DELTA, _GIT_REF_DELTA = 6, 7
+_GIT_PACK_IDX_MAGIC = b"\xfftOc\x00\x00\x00\x02"   # pack index version 2
+_GIT_FANOUT_END = 8 + 256 * 4
+
+
+def _git_inflate(data: Any, pos: int, size: int) -> bytes | None:
+    """Return the zlib stream at data[pos:] inflated, or None when it is not size bytes."""
+    inflater, out, got = zlib.decompressobj(), [], 0
+    while not inflater.eof and got <= size:
+        piece = data[pos:pos + _GIT_HASH_CHUNK]
+        if not piece:
+            return None
+        pos += len(piece)
+        out.append(inflater.decompress(piece))
+        got += len(out[-1])
+    return b"".join(out) if got == size else None
+
+
+def _git_size(data: bytes, pos: int) -> tuple[int, int]:
+    """Return (value, next position) of a delta header's little-endian base-128 size."""
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos
+
+
+def _git_apply_delta(base: bytes, delta: bytes) -> bytes:
+    """Return the object a pack delta makes of base; raise ValueError on a bad delta."""
+    _, pos = _git_size(delta, 0)
+    size, pos = _git_size(delta, pos)
+    out = bytearray()
+    while pos < len(delta):
+        op = delta[pos]
+        pos += 1
+        if op & 0x80:                  # copy from base: offset and length bytes as flagged
+            offset = length = 0
+            for i in range(4):
+                if op & (1 << i):
+                    offset |= delta[pos] << (8 * i)
+                    pos += 1
+            for i in range(3):
+                if op & (0x10 << i):
+                    length |= delta[pos] << (8 * i)
+                    pos += 1
+            out += base[offset:offset + (length or 0x10000)]
+        elif op:                       # insert the next op bytes
+            out += delta[pos:pos + op]
+            pos += op
+        else:
+            raise ValueError("reserved delta op")
+    if len(out) != size:
+        raise ValueError("delta size")
+    return bytes(out)
+
+
+class _GitObjects:
+    """Reads a checkout's commit and tree objects as files: loose (zlib) or in packs
+    (index v2, offset and ref deltas). Objects in alternates or promisor remotes are
+    not found (None). Use as a context manager: the pack maps are closed on exit."""
+
+    def __init__(self, checkout: GitCheckout, hash_bytes: int) -> None:
+        self.dir = os.path.join(checkout.common_dir, "objects")
+        self.hash_bytes = hash_bytes
+        self.packs: list[tuple[Any, Any, int]] | None = None
+        self.maps: list[mmap.mmap] = []
+
+    def __enter__(self) -> "_GitObjects":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for mapped in self.maps:
+            mapped.close()
+
+    def read(self, oid: bytes, depth: int = 0) -> tuple[int, bytes] | None:
+        """Return (kind, body) of an object (1 commit, 2 tree, 3 blob, 4 tag), or None."""
+        try:
+            found = self._loose(oid)
+            if found is not None or depth > GIT_MAX_DELTA_DEPTH:
+                return found
+            for idx, pack, count in self._packs():
+                offset = self._offset(idx, count, oid)
+                if offset is not None:
+                    return self._unpack(pack, offset, depth)
+        except (OSError, ValueError, IndexError, struct.error, zlib.error):
+            return None
+        return None
+
+    def _loose(self, oid: bytes) -> tuple[int, bytes] | None:
+        hexid = oid.hex()
+        data = _git_read(os.path.join(self.dir, hexid[:2], hexid[2:]), GIT_MAX_OBJECT_BYTES)
+        if data is None:
+            return None
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(data, GIT_MAX_OBJECT_BYTES)
+        header, _, body = raw.partition(b"\0")
+        kind, _, size = header.partition(b" ")
+        if kind not in _GIT_OBJECT_KINDS or not size.isdigit() or int(size) != len(body):
+            return None
+        return _GIT_OBJECT_KINDS[kind], body
+
+    def _map(self, path: str) -> Any:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode) or not os.fstat(fd).st_size:
+                return None
+            mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+        self.maps.append(mapped)
+        return mapped
+
+    def _packs(self) -> list[tuple[Any, Any, int]]:
+        if self.packs is None:
+            self.packs = []
+            pack_dir = os.path.join(self.dir, "pack")
+            names = sorted(os.listdir(pack_dir)) if os.path.isdir(pack_dir) else []
+            for name in names:
+                if not name.endswith(".idx"):
+                    continue
+                idx = self._map(os.path.join(pack_dir, name))
+                pack = self._map(os.path.join(pack_dir, name[:-len(".idx")] + ".pack"))
+                if idx is not None and pack is not None and idx[:8] == _GIT_PACK_IDX_MAGIC \
+                        and len(idx) >= _GIT_FANOUT_END:
+                    self.packs.append((idx, pack, struct.unpack_from(">I", idx, _GIT_FANOUT_END - 4)[0]))
+        return self.packs
+
+    def _offset(self, idx: Any, count: int, oid: bytes) -> int | None:
+        """Return oid's offset in the pack, by binary search within its fan-out bucket."""
+        width = self.hash_bytes
+        low = struct.unpack_from(">I", idx, 8 + (oid[0] - 1) * 4)[0] if oid[0] else 0
+        high = struct.unpack_from(">I", idx, 8 + oid[0] * 4)[0]
+        while low < high:
+            mid = (low + high) // 2
+            at = _GIT_FANOUT_END + mid * width
+            current = idx[at:at + width]
+            if current < oid:
+                low = mid + 1
+            elif current > oid:
+                high = mid
+            else:
+                offsets = _GIT_FANOUT_END + count * (width + 4)      # after ids and CRCs
+                (offset,) = struct.unpack_from(">I", idx, offsets + mid * 4)
+                if offset & 0x80000000:                              # in the 64-bit table
+                    (offset,) = struct.unpack_from(">Q", idx, offsets + count * 4
+                                                   + (offset & 0x7FFFFFFF) * 8)
+                return offset
+        return None
+
+    def _unpack(self, pack: Any, offset: int, depth: int) -> tuple[int, bytes] | None:
+        """Return the object at offset in a pack, resolving delta chains."""
+        byte = pack[offset]
+        kind, size, shift, pos = (byte >> 4) & 7, byte & 0x0F, 4, offset + 1
+        while byte & 0x80:
+            byte = pack[pos]
+            pos += 1
+            size |= (byte & 0x7F) << shift
+            shift += 7
+        if size > GIT_MAX_OBJECT_BYTES or depth > GIT_MAX_DELTA_DEPTH:
+            return None
+        base = None
+        if kind == _GIT_OFS_DELTA:
+            byte = pack[pos]
+            pos += 1
+            back = byte & 0x7F
+            while byte & 0x80:
+                byte = pack[pos]
+                pos += 1
+                back = ((back + 1) << 7) | (byte & 0x7F)
+            base = self._unpack(pack, offset - back, depth + 1) if 0 < back <= offset else None
+        elif kind == _GIT_REF_DELTA:
+            base = self.read(bytes(pack[pos:pos + self.hash_bytes]), depth + 1)
+            pos += self.hash_bytes
+        data = _git_inflate(pack, pos, size)
+        if data is None:
+            return None
+        if kind in (_GIT_OFS_DELTA, _GIT_REF_DELTA):
+            return None if base is None else (base[0], _git_apply_delta(base[1], data))
+        return kind, data
+
+
+def _git_tree_entries(body: bytes, hash_bytes: int) -> dict[bytes, tuple[int, bytes]]:
+    """Return name -> (mode, object id) of a tree object's body."""
+    out, pos = {}, 0
+    while pos < len(body):
+        space = body.index(b" ", pos)
+        nul = body.index(b"\0", space)
+        out[body[space + 1:nul]] = (int(body[pos:space], 8), body[nul + 1:nul + 1 + hash_bytes])
+        pos = nul + 1 + hash_bytes
+    return out
+
+
+def _git_index_trees(tracked: dict[bytes, _GitIndexEntry], prefix: bytes, hash_bytes: int
+                     ) -> dict[bytes, tuple[bytes, dict[bytes, tuple[int, bytes]]]]:
+    """Return folder ('' or 'a/b/', under prefix) -> (tree id, entries) of the trees the
+    index would commit, as `git write-tree` builds them (intent-to-add entries left out)."""
+    by_dir: dict[bytes, dict[bytes, tuple[int, bytes]]] = {b"": {}}
+    for name, entry in tracked.items():
+        if not name.startswith(prefix) or entry.stage or entry.ext_flags & _GIT_EXT_INTENT_TO_ADD:
+            continue
+        rel = name[len(prefix):]
+        folder = rel[:rel.rfind(b"/") + 1]
+        by_dir.setdefault(folder, {})[rel[len(folder):]] = (entry.mode, entry.oid)
+        while folder:
+            folder = folder[:folder[:-1].rfind(b"/") + 1]
+            by_dir.setdefault(folder, {})
+    new_hash = hashlib.sha1 if hash_bytes == GIT_HASH_BYTES[40] else hashlib.sha256
+    trees = {}
+    for folder in sorted(by_dir, key=lambda f: f.count(b"/"), reverse=True):
+        entries = by_dir[folder]
+        ordered = sorted(entries.items(), key=lambda kv: kv[0] + (b"/" if kv[1][0] == _GIT_TREE_MODE else b""))
+        body = b"".join(b"%o %s\0%s" % (mode, name, oid) for name, (mode, oid) in ordered)
+        oid = new_hash(b"tree %d\0%s" % (len(body), body)).digest()
+        trees[folder] = (oid, entries)
+        if folder:
+            parent = folder[:folder[:-1].rfind(b"/") + 1]
+            by_dir[parent][folder[len(parent):-1]] = (_GIT_TREE_MODE, oid)
+    return trees
+
+
+def _git_head_tree(objects: _GitObjects, rev: str, prefix: bytes) -> bytes | None:
+    """Return the id of HEAD's tree at prefix ('' for the root), b'' when HEAD has no
+    such folder; None when an object cannot be read."""
+    commit = objects.read(bytes.fromhex(rev))
+    if commit is None or commit[0] != _GIT_OBJECT_KINDS[b"commit"] or not commit[1].startswith(b"tree "):
+        return None
+    oid = bytes.fromhex(commit[1][5:5 + 2 * objects.hash_bytes].decode("ascii"))
+    for part in filter(None, prefix.split(b"/")):
+        tree = objects.read(oid)
+        if tree is None:
+            return None
+        mode, oid = _git_tree_entries(tree[1], objects.hash_bytes).get(part, (0, b""))
+        if mode != _GIT_TREE_MODE:
+            return b""
+    return oid
+
+
+def _git_staged(objects: _GitObjects, trees: dict, folder: bytes, head_oid: bytes,
+                is_document: Callable[[str], bool]) -> bool | None:
+    """Return whether a document under folder differs between the index's trees and HEAD's
+    tree head_oid (b'': none), descending only into subtrees whose ids differ."""
+    index_oid, index_entries = trees.get(folder, (b"", {}))
+    if index_oid == head_oid:
+        return False
+    head_entries: dict[bytes, tuple[int, bytes]] = {}
+    if head_oid:
+        tree = objects.read(head_oid)
+        if tree is None:
+            return None
+        head_entries = _git_tree_entries(tree[1], objects.hash_bytes)
+    for name in index_entries.keys() | head_entries.keys():
+        ours, theirs = index_entries.get(name), head_entries.get(name)
+        if ours == theirs:
+            continue
+        path = folder + name
+        ours_tree = ours is not None and ours[0] == _GIT_TREE_MODE
+        theirs_tree = theirs is not None and theirs[0] == _GIT_TREE_MODE
+        if ours_tree or theirs_tree:
+            found = _git_staged(objects, trees, path + b"/", theirs[1] if theirs_tree else b"", is_document)
+            if found is not False:
+                return found
+            is_flat = (ours is not None and not ours_tree) or (theirs is not None and not theirs_tree)
+            if is_flat and is_document(path.decode("utf-8", "surrogateescape")):
+                return True
+        elif is_document(path.decode("utf-8", "surrogateescape")):
+            return True
+    return False
+
+
+def git_is_dirty(checkout: GitCheckout, rev: str, directory: str, files: list[FileEntry],
+                 is_document: Callable[[str], bool]) -> bool | None:
+    """Return whether the documents under directory differ from commit rev (HEAD).
 
     Dirty means: one of `files` (paths relative to directory) is not in the index, is
     unmerged or intent-to-add, or its content differs from its index entry (size and
     mtime, then the blob id of its bytes); or a file the index tracks under directory
     for which is_document(relative path) holds is missing from disk (skip-worktree
-    entries excepted). Not compared: changes staged but not committed, untracked files
-    that are not documents, and files stored through a clean filter or line-ending
-    conversion (their bytes differ from the blob; they count as dirty once their stat
-    changes). None when the index cannot be read (a split index, another format).
+    entries excepted); or such a document is staged: added, changed or deleted in the
+    index against rev's tree. Not compared: files that are not documents, and files
+    stored through a clean filter or line-ending conversion (their bytes differ from
+    the blob; they count as dirty once their stat changes). None when the index or an
+    object cannot be read (a split or sparse index, objects in alternates).
     """
+    hash_bytes = GIT_HASH_BYTES[len(rev)]
     index_path = os.path.join(checkout.git_dir, "index")
     data = _git_read(index_path, GIT_MAX_META_BYTES)
     if data is None:
@@ -1846,7 +2126,14 @@ def git_is_dirty(checkout: GitCheckout, directory: str, files: list[FileEntry],
                 and is_document(name[len(prefix):].decode("utf-8", "surrogateescape")) \
                 and not os.path.lexists(os.path.join(checkout.work_tree, os.fsdecode(name))):
             return True
-    return False
+    if any(name.endswith(b"/") for name in tracked):        # a sparse index's folder entries
+        return None
+    with _GitObjects(checkout, hash_bytes) as objects:
+        head_oid = _git_head_tree(objects, rev, prefix)
+        if head_oid is None:
+            return None
+        return _git_staged(objects, _git_index_trees(tracked, prefix, hash_bytes), b"", head_oid,
+                           is_document)
 
 
 def git_probe(directory: str, files: list[FileEntry],
@@ -1857,7 +2144,7 @@ def git_probe(directory: str, files: list[FileEntry],
     rev = git_head(checkout) if checkout else None
     if checkout is None or rev is None:
         return None
-    return GitState(rev, git_is_dirty(checkout, directory, files, is_document, GIT_HASH_BYTES[len(rev)]))
+    return GitState(rev, git_is_dirty(checkout, rev, directory, files, is_document))
 
 
 def git_probe_file(path: str) -> GitState | None:
@@ -1903,7 +2190,7 @@ def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str
     if meta.get("git_key") == key:
         is_dirty = meta.get("git_dirty") == "1"
     else:
-        is_dirty = bool(git_is_dirty(checkout, docs_dir, files, _is_document_name, GIT_HASH_BYTES[len(rev)]))
+        is_dirty = bool(git_is_dirty(checkout, rev, docs_dir, files, _is_document_name))
         conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
                          [("git_key", key), ("git_dirty", "1" if is_dirty else "0")])
     return rc.index_version_docs(generation, rev, is_dirty)

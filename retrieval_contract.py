@@ -27,9 +27,10 @@ index_version (one spelling for RAG and the graph; `+` joins parts, `-` joins a 
                   | "graph-" label "+sha256-" hex12    graph: the file's `version` label and content hash
     rev12 is the first 12 hex digits of the commit HEAD names in the Git checkout holding the
     docs folder (or the graph file), read from .git's files; git itself is never run. `-dirty`
-    means a document under that folder (or the graph file) differs from the Git index or is
-    not in it (docs_qa.git_probe says exactly what is compared). label is the graph's
-    `version` with every character outside [A-Za-z0-9._-] made `_` (`unversioned` when absent).
+    means a document under that folder (or the graph file) differs from the Git index, is
+    not in it, or is staged against HEAD (docs_qa.git_is_dirty says exactly what is
+    compared). label is the graph's `version` with every character outside [A-Za-z0-9._-]
+    made `_` (`unversioned` when absent).
 
 Invariants
     * `index_version` is None after an error; `complete` is False for errors and ambiguity.

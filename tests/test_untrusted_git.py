@@ -300,6 +300,54 @@ class GitRevisionTest(unittest.TestCase):
             git(self.repo, "add", "-N", "docs/later.md")
             self.assertRevision(self.version(), self.repo, dirty=True)
 
+    def test_staged_changes_against_head(self):
+        with self.subTest("a document changed and staged"):
+            write_files(self.docs, {"sub/b.txt": "zebra two, staged\n"})
+            git(self.repo, "add", "docs/sub/b.txt")
+            self.assertRevision(self.version(), self.repo, dirty=True)
+            git(self.repo, "commit", "-qm", "three")
+            self.assertRevision(self.version(), self.repo)
+        with self.subTest("a document deleted and staged"):
+            git(self.repo, "rm", "-q", "docs/sub/b.txt")
+            self.assertRevision(self.version(), self.repo, dirty=True)
+            git(self.repo, "commit", "-qm", "four")
+            self.assertRevision(self.version(), self.repo)
+        with self.subTest("a new document staged, then unstaged and removed"):
+            write_files(self.docs, {"sub/c.md": "zebra three\n"})
+            git(self.repo, "add", "docs/sub/c.md")
+            self.assertRevision(self.version(), self.repo, dirty=True)
+            git(self.repo, "rm", "-q", "--cached", "docs/sub/c.md")
+            os.remove(os.path.join(self.docs, "sub", "c.md"))
+            self.assertRevision(self.version(), self.repo)
+        with self.subTest("a staged file that is no document, or outside the folder: clean"):
+            write_files(self.repo, {"docs/image.png": "not text", "README": "staged elsewhere\n"})
+            git(self.repo, "add", "docs/image.png", "README")
+            self.assertRevision(self.version(), self.repo)
+
+    def test_packed_objects_and_deltas(self):
+        write_files(self.docs, {f"sub/page-{n:02d}.md": f"zebra page {n}\n" for n in range(40)})
+        git(self.repo, "add", "-A")                  # trees big enough for git to store deltas
+        for n in range(4):
+            write_files(self.docs, {"sub/b.txt": f"zebra two, version {n}\n"})
+            git(self.repo, "commit", "-qam", f"v{n}")
+        git(self.repo, "gc", "-q", "--aggressive")
+        checkout = docs_qa.git_checkout(self.docs)
+        listing = git(self.repo, "verify-pack", "-v", *[
+            os.path.join(self.repo, ".git", "objects", "pack", n)
+            for n in os.listdir(os.path.join(self.repo, ".git", "objects", "pack")) if n.endswith(".idx")])
+        trees = [line.split() for line in listing.splitlines() if line.split()[1:2] == ["tree"]]
+        self.assertTrue(any(len(t) > 5 for t in trees), "no tree was stored as a delta")
+        with docs_qa._GitObjects(checkout, 20) as objects:
+            for tree in trees:
+                raw = subprocess.run(["git", "-C", self.repo, "cat-file", "tree", tree[0]],
+                                     capture_output=True, check=True).stdout
+                self.assertEqual(objects.read(bytes.fromhex(tree[0])), (2, raw), tree)
+        git(self.repo, "checkout", "-q", "--detach", "HEAD~2")
+        self.assertRevision(self.version(), self.repo)
+        write_files(self.docs, {"sub/b.txt": "zebra two, staged on a packed tree\n"})
+        git(self.repo, "add", "docs/sub/b.txt")
+        self.assertRevision(self.version(), self.repo, dirty=True)
+
     def test_index_v4(self):
         git(self.repo, "update-index", "--index-version", "4")
         self.assertRevision(self.version(), self.repo)
