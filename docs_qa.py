@@ -16,7 +16,7 @@ Sections (in file order)
      9. Embeddings       -- batching, nomic prefixes, EMBED_MOCK vectors, cosine, sign bits
     10. Cache            -- the sqlite3 index: files, chunks, postings, vectors
           10a. Indexing        -- refresh what changed, write postings
-          10b. index_version   -- corpus generation plus Git revision read from .git's files
+          10b. index_version   -- corpus generation plus Git revision; .git read as files, git never run
           10c. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult
@@ -1575,7 +1575,8 @@ def _update_generation(conn: sqlite3.Connection) -> None:
 #
 # The docs folder's Git metadata is untrusted data: git itself is never run (its config,
 # hooks, fsmonitor, pager, filters and the like could name any program). HEAD, loose refs,
-# packed-refs, a worktree's `gitdir:` file and `commondir` and the index are parsed here.
+# packed-refs, a worktree's `gitdir:` file and `commondir`, the index, and the commit and
+# tree objects (loose, or in packs) are parsed here.
 
 GIT_MAX_SYMREF_DEPTH = 5           # HEAD -> ref -> ref ... deeper is taken as a loop
 GIT_MAX_REF_BYTES = 64 * 1024      # a larger HEAD or loose ref is not a ref
@@ -1587,7 +1588,7 @@ _GIT_PER_WORKTREE_REFS = ("refs/worktree/", "refs/bisect/", "refs/rewritten/")
 _GIT_INDEX_VERSIONS = (2, 3, 4)
 _GIT_ENTRY_FIXED = ">10I"          # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size
 _GIT_REGULAR_MODES = (0o100644, 0o100755)
-_GIT_FLAG_EXTENDED, _GIT_FLAG_STAGE_SHIFT, _GIT_NAME_MASK = 0x4000, 12, 0x0FFF
+_GIT_FLAG_EXTENDED, _GIT_FLAG_STAGE_SHIFT = 0x4000, 12
 _GIT_EXT_SKIP_WORKTREE, _GIT_EXT_INTENT_TO_ADD = 0x4000, 0x2000
 _GIT_HASH_CHUNK = 1 << 20
 
@@ -1602,8 +1603,8 @@ class GitCheckout(NamedTuple):
 
 
 class GitState(NamedTuple):
-    """A checkout's HEAD commit (hex) and whether the probed files differ from its index
-    (None: the index could not be read, so nothing is claimed)."""
+    """A checkout's HEAD commit (hex) and whether the probed documents differ from it
+    (see git_is_dirty; None: the index or an object could not be read, nothing is claimed)."""
 
     rev: str
     is_dirty: bool | None
