@@ -2416,7 +2416,7 @@ def _open_index(settings: Settings) -> tuple[sqlite3.Connection, list[Note]]:
 
 
 _CACHE_UNAVAILABLE = Note("cache_unavailable", "the cache cannot be written (disk full, quota, "
-                          "read-only or I/O error); answered from an in-memory copy of the cache "
+                          "read-only or I/O error); this run used an in-memory copy of the cache "
                           "as it stands, and the cache file was left untouched")
 
 
