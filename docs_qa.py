@@ -242,16 +242,18 @@ class _CacheCorrupt(Exception):
 _EXTRA_FOLDS = str.maketrans({"ł": "l", "đ": "d", "ø": "o", "æ": "ae", "œ": "oe", "ı": "i",
                               "ħ": "h", "ŧ": "t", "ð": "d", "þ": "th"})
 _EXTRA_FOLD_CHARS = re.compile("[" + "".join(chr(c) for c in _EXTRA_FOLDS) + "]")
-_COMBINING_MARKS = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 _TOKEN_RE = re.compile(r"[^\W_]+")
 # Unicode category Cf (format characters: soft hyphen, zero-width space/joiners, word
 # joiner, BOM, bidi controls, ...), as of Unicode 15.1; tests/test_corpus_encodings.py
 # checks the list against unicodedata. Listed, not computed, so import stays instant.
-_FORMAT_CHARS = re.compile(
-    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
-    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
-    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
-    "\U000e0020-\U000e007f]")
+_FORMAT_RANGES = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+                  "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+                  "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+                  "\U000e0020-\U000e007f")
+_FORMAT_CHARS = re.compile(f"[{_FORMAT_RANGES}]")
+# removed after NFD in one pass: combining marks (diacritics) and format characters
+_COMBINING_MARKS = re.compile(
+    f"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f{_FORMAT_RANGES}]")
 
 # Function words, folded (no diacritics). English is the classic SMART-style core
 # (measured on Cranfield in reports/hybrid-vs-single.md); Polish and Slovak are kept
@@ -292,7 +294,7 @@ def text_fold(text: str) -> str:
     Cf, e.g. a zero-width space inside a word) removed (ł -> l too)."""
     if text.isascii():             # NFKC is the identity and casefold == lower on ASCII
         return text.lower()
-    folded = _FORMAT_CHARS.sub("", unicodedata.normalize("NFKC", text)).casefold()
+    folded = unicodedata.normalize("NFKC", text).casefold()
     if folded.isascii():
         return folded
     if _EXTRA_FOLD_CHARS.search(folded):   # translate() is slow on long non-ASCII text
