@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """docs_qa — answer questions over a folder of documents with citations checked in code.
 
-Pipeline: folder -> chunks -> BM25 + embeddings (pool 2*k each, --pool-factor) -> RRF -> top-k -> answer.
+Pipeline: folder -> chunks -> BM25 + embeddings (pool 4*k each, --pool-factor) -> RRF -> top-k -> answer.
 Standard library only. Every response is a v1 envelope (see retrieval_contract.py).
 
 Sections (in file order)
@@ -64,7 +64,7 @@ from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequest
                                 RetrievalUnavailableError)
 
 __all__ = [
-    "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats",
+    "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats", "GateSignals",
     "settings_from_env", "search", "search_rankings", "search_gate_signals", "answer", "index_folder", "index_refresh",
     "text_fold", "text_tokens", "text_stem", "text_stem_english", "text_language", "text_query_terms",
     "text_query_counts",
@@ -91,9 +91,10 @@ MAX_LIMIT = 100
 DEFAULT_RRF_K = 60
 FUSION_WEIGHTS = {"bm25": 1.5, "dense": 1.0}   # RRF weight per method: BM25's sure hits weigh more
 CODE_QUESTION_FLOORS = {"bm25": 1}   # a question with a code-like word: BM25's top N lead the fused list
-DEFAULT_POOL_FACTOR = 2            # candidate pool per method = POOL_FACTOR * limit (tuned: reports/hybrid-vs-single.md)
+DEFAULT_POOL_FACTOR = 4            # candidate pool per method = POOL_FACTOR * limit (tuned: reports/hybrid-vs-single.md)
 DEFAULT_MIN_COVERAGE = 0.45        # no-answer gate: IDF-weighted share of the question one chunk holds
                                    # (calibrated: reports/calibrate_gate.py, reports/hybrid-vs-single.md)
+DEFAULT_MIN_FOLDER_COVERAGE = 0.7  # ... or the folder holds this share of it (long questions spread over a fragment)
 DEFAULT_MIN_SIMILARITY = 0.75      # ... unless the best dense cosine reaches this (model-dependent)
 GATE_THRESHOLD_MAX = 1.01          # a gate threshold above 1 never passes (1.01 switches a signal off)
 CODE_WORD_WEIGHT = 3               # a code-like word (WIS, GTU_12, VAT-26) counts as this many words
@@ -193,6 +194,7 @@ class Settings:
     per_document_limit: int = DEFAULT_PER_DOCUMENT_LIMIT
     min_coverage: float = DEFAULT_MIN_COVERAGE
     min_similarity: float = DEFAULT_MIN_SIMILARITY
+    min_folder_coverage: float = DEFAULT_MIN_FOLDER_COVERAGE
     k1: float = DEFAULT_K1
     b: float = DEFAULT_B
     chunk_chars: int = DEFAULT_CHUNK_CHARS
@@ -1831,10 +1833,17 @@ def _fuse(question: str, rankings: dict[str, list[int]], settings: Settings) -> 
     """Return the fused ranking of search() and search_rankings(): RRF weighted towards BM25
     and, for a question with a code-like word (GTU_12, JPK), BM25's top hit first."""
     fused = rrf_fuse(rankings, settings.rrf_k, FUSION_WEIGHTS)
-    case_tells = _case_tells(question)
-    if any(_is_code_word(w, case_tells) for w in _QUESTION_WORD.findall(question)):
+    if any(_is_identifier(w, _case_tells(question)) for w in _QUESTION_WORD.findall(question)):
         fused = rrf_floor(fused, rankings, CODE_QUESTION_FLOORS)
     return fused
+
+
+def _is_identifier(word: str, case_tells: bool) -> bool:
+    """Return True for a code-like word with a digit, an underscore or (in mixed-case text)
+    two capitals: GTU_12, VAT-26, JPK, KSeF; not a hyphenated word such as high-speed."""
+    return _is_code_word(word, case_tells) and (
+        any(ch.isdigit() for ch in word) or "_" in word
+        or (case_tells and sum(ch.isupper() for ch in word) >= 2))
 
 
 # === 12. Retrieval — search(question, settings): index, BM25, embeddings, RRF, limits ===
@@ -2080,15 +2089,16 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
         notes=notes, stats=stats)
 
 
-def _question_coverage(conn: sqlite3.Connection, question: str) -> float:
-    """Return the best chunk's share (0..1) of the question's weight: each content word
+def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, float]:
+    """Return (the best chunk's share, the folder's share) (0..1) of the question's weight: each content word
     weighs its IDF in the folder (a word the folder lacks counts as if one chunk had it;
     code-like words weigh CODE_WORD_WEIGHT times more), and a chunk earns the weight of the
     words it holds under any of their stems. So a word common in the folder cannot carry a
-    question, and words spread over unrelated chunks do not add up."""
+    question, and words spread over unrelated chunks do not add up (the folder's share
+    counts every word found anywhere, so a long question is not refused for that)."""
     n_chunks = int(_meta_get(conn, "n_chunks") or 0)
     case_tells = _case_tells(question)
-    total, earned = 0.0, Counter()
+    total, found, earned = 0.0, 0.0, Counter()
     for word in _QUESTION_WORD.findall(question):
         terms = text_query_terms(word)
         if not terms:
@@ -2097,9 +2107,12 @@ def _question_coverage(conn: sqlite3.Connection, question: str) -> float:
         weight = bm25_idf(n_chunks, max(1, len(ids))) * (
             CODE_WORD_WEIGHT if _is_code_word(word, case_tells) else 1)
         total += weight
+        found += weight if ids else 0.0
         for chunk_id in ids:
             earned[chunk_id] += weight
-    return max(earned.values(), default=0.0) / total if total else 0.0
+    if not total:
+        return 0.0, 0.0
+    return max(earned.values(), default=0.0) / total, found / total
 
 
 def _word_chunks(conn: sqlite3.Connection, terms: list[str]) -> set[int]:
@@ -2132,33 +2145,40 @@ def _implausible_note(conn: sqlite3.Connection, question: str, dense_scores: Ite
     """Return the no_plausible_match note when retrieval found nothing plausible (too few
     of the question's words occur in the folder and no embedding match is close), else
     None: the no-answer gate, shared by search() and search_rankings()."""
-    coverage = _question_coverage(conn, question)
+    coverage, folder_coverage = _question_coverage(conn, question)
     best_similarity = max(dense_scores, default=None)
-    if coverage >= settings.min_coverage or (
+    if coverage >= settings.min_coverage or folder_coverage >= settings.min_folder_coverage or (
             best_similarity is not None and best_similarity >= settings.min_similarity):
         return None
     return Note("no_plausible_match",
                 f"the best-matching fragment holds only {coverage:.0%} of the question's words "
-                f"(weighted by rarity; --min-coverage {settings.min_coverage:g})"
+                f"(weighted by rarity; --min-coverage {settings.min_coverage:g}), the folder "
+                f"{folder_coverage:.0%}"
                 + ("" if best_similarity is None else
                    f" and the best embedding similarity is {best_similarity:.2f} "
                    f"(--min-similarity {settings.min_similarity:g})")
                 + "; nothing is returned rather than weak hits")
 
 
-def search_gate_signals(question: str, settings: Settings) -> tuple[float, float | None]:
-    """Return the no-answer gate's two signals for question: the coverage that
-    --min-coverage is compared with, and the best embedding similarity (None when
-    embeddings are off) that --min-similarity is compared with; raise BackendError."""
+class GateSignals(NamedTuple):
+    """The no-answer gate's signals for one question (a question passes when any reaches its bar)."""
+
+    coverage: float                # the best fragment's share of the question (--min-coverage)
+    folder_coverage: float         # the folder's share (Settings.min_folder_coverage)
+    similarity: float | None       # the best embedding cosine (--min-similarity); None: embeddings off
+
+
+def search_gate_signals(question: str, settings: Settings) -> GateSignals:
+    """Return the no-answer gate's signals for question; raise BackendError."""
     question = _validate_question(question)
 
-    def work(conn: sqlite3.Connection, notes: list[Note]) -> tuple[float, float | None]:
+    def work(conn: sqlite3.Connection, notes: list[Note]) -> GateSignals:
         index_refresh(conn, settings)
         similarity = None
         if settings.use_embeddings:
             similarity = max((sim for _, sim in _dense_ranking(conn, question, settings, 1, None)),
                              default=None)
-        return _question_coverage(conn, question), similarity
+        return GateSignals(*_question_coverage(conn, question), similarity)
     return _with_index(settings, work)
 
 

@@ -32,29 +32,36 @@ def measure(questions: list[dict], settings: docs_qa.Settings) -> list[dict]:
     ungated = dataclasses.replace(settings, min_coverage=0.0)
     rows = []
     for q in questions:
-        coverage, similarity = docs_qa.search_gate_signals(q["query"], settings)
+        coverage, folder, similarity = docs_qa.search_gate_signals(q["query"], settings)
         rank = None
         if q["expected"]:
             ranked = docs_qa.search_rankings(q["query"], ungated, settings.limit)["rrf"]
             rank = ev.first_hit_rank([(c.path, c.start_line, c.end_line) for c in ranked], q["expected"])
-        rows.append({"id": q["id"], "query": q["query"], "off": not q["expected"], "coverage": coverage,
+        rows.append({"id": q["id"], "query": q["query"], "off": not q["expected"], "coverage": coverage, "folder": folder,
                      "similarity": similarity, "rank": rank})
     return rows
 
 
-def thresholds(rows: list[dict]) -> tuple[float | None, float | None, list[str]]:
-    """Return (coverage threshold, similarity threshold, ids of retrievable questions that
-    neither threshold lets through)."""
-    off = [r for r in rows if r["off"]]
-    kept = [r for r in rows if not r["off"] and r["rank"] is not None]
-    top_off = max((r["coverage"] for r in off), default=0.0)
-    above = [r["coverage"] for r in kept if r["coverage"] > top_off]
-    coverage = (top_off + min(above)) / 2 if above else None
-    sims = [r["similarity"] for r in off if r["similarity"] is not None]
+def _midway(rows: list[dict], key: str) -> float | None:
+    """Return the value midway between the highest off-corpus and the next retrievable question."""
+    top_off = max((r[key] for r in rows if r["off"]), default=0.0)
+    above = [r[key] for r in rows if not r["off"] and r["rank"] is not None and r[key] > top_off]
+    return (top_off + min(above)) / 2 if above else None
+
+
+def thresholds(rows: list[dict]) -> tuple[float | None, float | None, float | None, list[str]]:
+    """Return (coverage, folder coverage and similarity thresholds, ids of retrievable
+    questions that no threshold lets through)."""
+    coverage, folder = _midway(rows, "coverage"), _midway(rows, "folder")
+    sims = [r["similarity"] for r in rows if r["off"] and r["similarity"] is not None]
     similarity = round(max(sims) + SIMILARITY_STEP, 2) if sims else None
-    lost = [r["id"] for r in kept if not (coverage is not None and r["coverage"] >= coverage)
-            and not (similarity is not None and r["similarity"] is not None and r["similarity"] >= similarity)]
-    return coverage, similarity, lost
+
+    def passes(r: dict) -> bool:
+        return (coverage is not None and r["coverage"] >= coverage) or \
+            (folder is not None and r["folder"] >= folder) or \
+            (similarity is not None and r["similarity"] is not None and r["similarity"] >= similarity)
+    lost = [r["id"] for r in rows if not r["off"] and r["rank"] is not None and not passes(r)]
+    return coverage, folder, similarity, lost
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,15 +82,20 @@ def main(argv: list[str] | None = None) -> int:
     rows = measure(questions, settings)
     model = {"off": "none", "mock": "EMBED_MOCK (not semantic)", "live": args.embed_model}[args.embeddings]
     print(f"Gate signals, embeddings: {model}; defaults min_coverage {docs_qa.DEFAULT_MIN_COVERAGE}, "
+          f"min_folder_coverage {docs_qa.DEFAULT_MIN_FOLDER_COVERAGE}, "
           f"min_similarity {docs_qa.DEFAULT_MIN_SIMILARITY}.\n")
-    print("| id | question | off-corpus | coverage | similarity | ungated top-k rank |\n|---|---|---|---:|---:|---:|")
+    print("| id | question | off-corpus | coverage | folder coverage | similarity | ungated top-k rank |\n"
+          "|---|---|---|---:|---:|---:|---:|")
     for r in sorted(rows, key=lambda r: r["coverage"]):
         sim = "" if r["similarity"] is None else f"{r['similarity']:.2f}"
         rank = "" if r["off"] else (str(r["rank"]) if r["rank"] else "not in top k")
-        print(f"| {r['id']} | {r['query']} | {'yes' if r['off'] else ''} | {r['coverage']:.2f} | {sim} | {rank} |")
-    coverage, similarity, lost = thresholds(rows)
+        print(f"| {r['id']} | {r['query']} | {'yes' if r['off'] else ''} | {r['coverage']:.2f} | "
+              f"{r['folder']:.2f} | {sim} | {rank} |")
+    coverage, folder, similarity, lost = thresholds(rows)
     print(f"\nSeparating --min-coverage: {'none' if coverage is None else f'{coverage:.2f}'} "
           "(midway between the highest off-corpus and the next retrievable question)")
+    print(f"Separating folder coverage: {'none' if folder is None else f'{folder:.2f}'} "
+          f"(Settings.min_folder_coverage, default {docs_qa.DEFAULT_MIN_FOLDER_COVERAGE})")
     print(f"Separating --min-similarity: {'none' if similarity is None else f'{similarity:.2f}'} "
           "(just above the highest off-corpus cosine)")
     print(f"Retrievable questions neither threshold lets through: {', '.join(lost) or 'none'}")

@@ -137,11 +137,12 @@ class NoAnswerGateTest(TempDirTest):
 
     def test_close_embedding_rescues_a_paraphrase(self):
         # coverage 7/8 is below a bar of 0.99, but the mock cosine with wis.md (same words) is >= 0.5
-        settings = self.settings(min_coverage=0.99, min_similarity=0.5)
+        settings = self.settings(min_coverage=0.99, min_similarity=0.5, min_folder_coverage=1.01)
         result = docs_qa.search("Opłata za wniosek o WIS wynosi 40 zł dziś", settings)
         self.assertTrue(result.hits)
         strict = docs_qa.search("Opłata za wniosek o WIS wynosi 40 zł dziś",
-                                self.settings(min_coverage=0.99, min_similarity=1.01))
+                                self.settings(min_coverage=0.99, min_similarity=1.01,
+                                              min_folder_coverage=1.01))
         self.assertEqual(strict.hits, [])
 
 

@@ -124,9 +124,10 @@ class GateTest(TempDirTest):
         self.assertIn("--min-coverage", proc.stderr)
 
     def test_gate_signals_are_public_for_calibration(self):
-        coverage, similarity = docs_qa.search_gate_signals("Can bees swim?", self.settings())
-        self.assertLess(coverage, docs_qa.DEFAULT_MIN_COVERAGE)
-        self.assertIsNotNone(similarity)
+        signals = docs_qa.search_gate_signals("Can bees swim?", self.settings())
+        self.assertLess(signals.coverage, docs_qa.DEFAULT_MIN_COVERAGE)
+        self.assertLess(signals.folder_coverage, docs_qa.DEFAULT_MIN_FOLDER_COVERAGE)
+        self.assertIsNotNone(signals.similarity)
 
 
 class MockNoteTest(TempDirTest):
