@@ -460,6 +460,7 @@ class _Tokenizer:
         return "en" if text_language(_TOKEN_RE.findall(text_fold(text))) == "en" else "other"
 
     def tokens(self, text: str, language: str | None = None) -> list[str]:
+        """Return text's index terms, stemmed for language ('en' or 'other'; default: text's own)."""
         words = _TOKEN_RE.findall(text_fold(text))
         if language is None:
             language = "en" if text_language(words) == "en" else "other"
