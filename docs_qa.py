@@ -1007,14 +1007,20 @@ def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int
 def _read_events(resp: Any, on_event: Callable[[Any], None], timeout_s: float, deadline: float,
                  max_bytes: int) -> None:
     """Pass each `data:` event of a server-sent event stream to on_event until [DONE] or
-    the end; raise BackendError past the deadline, TimeoutError after timeout_s of silence."""
+    the end; raise BackendError('deadline') past the deadline, TimeoutError after
+    timeout_s of silence."""
     received = 0
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise BackendError("deadline")
         _set_read_timeout(resp, min(timeout_s, remaining))
-        line = resp.readline(MAX_EVENT_LINE_BYTES + 1)
+        try:
+            line = resp.readline(MAX_EVENT_LINE_BYTES + 1)
+        except TimeoutError:
+            if remaining < timeout_s:      # silent until the whole call's deadline
+                raise BackendError("deadline") from None
+            raise
         if not line:
             return
         received += len(line)
