@@ -2751,7 +2751,9 @@ class OperationContext:
 
 
 _LIMIT_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
-_QUESTION_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS}
+_QUESTION_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS,
+                    "pattern": r"[^\s\x00-\x1f\x7f-\x9f]"}   # something besides spaces and controls
+_QUESTION_CONTENT = re.compile(_QUESTION_SCHEMA["pattern"])
 
 
 def _request_schema(required: str, optional: dict[str, dict]) -> dict:
@@ -2766,7 +2768,7 @@ def operation_validate(operation: Operation, request: Any) -> dict[str, Any]:
         raise InvalidQueryError("the request must be a JSON object")
     text_field = operation.request_schema["required"][0]
     value = request.get(text_field)
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_QUESTION_CHARS:
+    if not isinstance(value, str) or not _QUESTION_CONTENT.search(value) or len(value) > MAX_QUESTION_CHARS:
         if value is None or isinstance(value, str):
             raise InvalidQueryError("the question is missing, empty or too long", (text_field,))
     request = _integral_floats_as_ints(request, operation.request_schema)
@@ -3365,6 +3367,13 @@ def _http_classes() -> tuple[type, type]:
             self._write_reply(status, reply_headers, data)
 
         do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _serve
+
+        def __getattr__(self, name: str) -> Any:
+            """Serve any other method (TRACE, QUERY, ...) too: a JSON 405 or 404, not
+            http.server's HTML 501 page."""
+            if name.startswith("do_"):
+                return self._serve
+            raise AttributeError(name)
 
         def _read_body(self, length: int) -> bytes | None:
             """Return the body, or None when it ends early or takes longer than

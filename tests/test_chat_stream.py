@@ -65,6 +65,7 @@ class StreamedReplyTest(ChatStreamCase):
         self.stub.chat_stream = False
         envelope, _ = self.ask()
         self.assertEqual((envelope["answer_mode"], self.stub.chat_requests), ("assistant", 1))
+        self.assertIs(self.chat_bodies()[0]["stream"], True)     # asked to stream, read plain
         self.assertEqual(self.stub.streamed_tokens, 0)
         self.assertIn("25. dnia", envelope["answer"])
 
@@ -116,6 +117,12 @@ class HungServerTest(ChatStreamCase):
                 self.assertEqual(self.stub.chat_requests, 1)
 
     def test_a_503_before_any_byte_is_retried_and_the_accepted_request_sent_once(self):
+        self.stub.chat_fault = "http_503"
+        envelope, _ = self.ask("--timeout", "2", "--chat-timeout", "2")
+        self.assertEqual(envelope["answer_mode"], "extractive")
+        self.assertGreater(self.stub.chat_requests, 1)          # retried while the deadline allows
+        self.stub.reset()
+        self.stub.chat_reply = REPLY
         self.stub.chat_fault = "refuse_then_ok"
         self.stub.fail_first = 1
         envelope, _ = self.ask("--timeout", "2")
