@@ -12,7 +12,7 @@ Sections (in file order)
      5. Corpus walk      -- the only code that reads documents
      6. Chunking         -- split on headers / blank lines with exact 1-based line ranges
      7. BM25             -- Okapi BM25 scoring over postings
-     8. HTTP client      -- _request_json, the one network helper
+     8. HTTP client      -- _request_json, the one network helper (JSON or streamed events)
      9. Embeddings       -- batching, nomic prefixes, EMBED_MOCK vectors, cosine, sign bits
     10. Cache            -- the sqlite3 index: files, chunks, postings, vectors
           10a. Indexing        -- refresh what changed, write postings
@@ -21,12 +21,12 @@ Sections (in file order)
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult
     13. Citations        -- one parser, one validator, support score
-    14. Answer           -- prompt, chat call, extractive answer, refusal
+    14. Answer           -- prompt, streamed chat call, extractive answer, refusal
     15. Envelope         -- map results onto the v1 contract
     16. Operations       -- the operations the transports expose
     17. CLI              -- argparse, text formatting
-    18. HTTP server      -- handle_request + a thin handler
-    19. MCP              -- JSON-RPC over stdio
+    18. HTTP server      -- handle_request + a thin handler, CORS for browser clients
+    19. MCP              -- JSON-RPC over stdio; concurrent tool calls, background start-up index
     20. main
 """
 

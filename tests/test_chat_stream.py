@@ -147,6 +147,22 @@ class LengthCutTest(ChatStreamCase):
                 self.assertEqual(self.stub.chat_requests, 1)
 
 
+class HttpRagBoundTest(ChatStreamCase):
+    def test_rag_over_http_honours_the_gap_timeout_and_sends_once(self):
+        self.stub.chat_fault = "hang_mid"
+        settings = self.settings(base_url=self.stub.base_url, use_embeddings=False, timeout_s=2.0)
+        ctx = docs_qa.ServerContext(docs_qa.OperationContext(settings, chat_model="stub-chat-7b",
+                                                             chat_timeout_s=60.0))
+        started = time.monotonic()
+        status, _, body = docs_qa.handle_request("POST", "/rag", {}, json.dumps(
+            {"question": QUESTION}).encode(), ctx)
+        self.assertLess(time.monotonic() - started, BOUND_S)
+        envelope = json.loads(body)
+        self.assertEqual((status, envelope["answer_mode"]), (200, "extractive"))
+        self.assertIn("(timeout)", self.notes(envelope)["llm_unavailable"])
+        self.assertEqual(self.stub.chat_requests, 1)
+
+
 class ChatTimeoutOptionTest(ChatStreamCase):
     def test_a_bad_chat_timeout_is_refused_in_one_line(self):
         proc = run_cli(QUESTION, "--docs", self.docs, "--no-cache",
