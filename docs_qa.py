@@ -192,6 +192,8 @@ class Settings:
     dense_exact_max: int = DENSE_EXACT_MAX
     memory_index: str | None = None   # with cache_dir None: a shared in-memory sqlite URI a
                                       # server keeps open for its lifetime (None: throw-away)
+    index_lock: Any = field(default=None, compare=False, repr=False)   # serialises uses of a
+                                      # memory_index (shared-cache locks are not waited for)
 
     @property
     def candidate_limit(self) -> int:
@@ -1876,11 +1878,12 @@ def _with_index(settings: Settings, work: Callable[[sqlite3.Connection, list[Not
     rebuilt, busy = False, 0
     while True:
         try:
-            conn, notes = _open_index(settings)
-            try:
-                return work(conn, notes)
-            finally:
-                conn.close()
+            with settings.index_lock or contextlib.nullcontext():
+                conn, notes = _open_index(settings)
+                try:
+                    return work(conn, notes)
+                finally:
+                    conn.close()
         except sqlite3.DatabaseError as exc:
             if _is_busy(exc):
                 busy += 1
@@ -2950,8 +2953,11 @@ def _server_parser(command: str) -> argparse.ArgumentParser:
     """Return the parser of `serve` (HTTP tool server) or `mcp` (MCP over stdio)."""
     what = {"serve": "Serve /rag, /search, /graph, /health and /openapi.json over HTTP. "
                      "Set DOCS_QA_TOKEN to require 'Authorization: Bearer <token>'.",
-            "mcp": "Serve the tools search_docs, ask_docs and query_graph to an MCP client "
-                   "over stdio (JSON-RPC 2.0, one message per line; logs go to stderr)."}[command]
+            "mcp": "Serve the tools search_docs, ask_docs and (with --graph) query_graph to an "
+                   "MCP client over stdio (JSON-RPC 2.0, one message per line; logs go to stderr). "
+                   "initialize is answered at once while the index is built in the background; "
+                   "a tool call waits for it, with progress notifications when asked. Tool calls "
+                   "run concurrently; notifications/cancelled drops the call it names."}[command]
     parser = argparse.ArgumentParser(prog=f"docs_qa.py {command}", description=what)
     _add_common_flags(parser)
     parser.add_argument("--graph", metavar="FILE", help="JSON knowledge graph for /graph (query_graph)")
@@ -3792,8 +3798,9 @@ def _server_context(args: argparse.Namespace, environ: dict[str, str], token: st
     settings = _settings_from_args(args, environ)
     keeper = None
     if settings.cache_dir is None:
+        import threading
         settings = replace(settings, memory_index=f"file:docs-qa-{os.getpid()}-{id(args)}"
-                                                  "?mode=memory&cache=shared")
+                                                  "?mode=memory&cache=shared", index_lock=threading.Lock())
         keeper = cache_open(None, settings.memory_index)
     ops = OperationContext(settings, chat_model=args.chat_model
                            or environ.get("DOCS_QA_CHAT_MODEL") or None,

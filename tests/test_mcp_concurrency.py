@@ -230,6 +230,15 @@ class NoCacheServerTest(StubServerCase):
         self.assertLess(self.stub.embedded_texts - after_start - 3, after_start,
                         "only the changed file was embedded again")
 
+        statuses: list = []                         # one index, many threads: none is refused
+        threads = [threading.Thread(target=lambda i=i: statuses.extend(
+            search(f"VAT termin {i} {j}")["status"] for j in range(4))) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        self.assertEqual(statuses, ["ok"] * 32)
+
 
 if __name__ == "__main__":
     unittest.main()
