@@ -71,8 +71,8 @@ class StreamedReplyTest(ChatStreamCase):
 
     def test_slow_but_steady_tokens_are_waited_for_past_the_gap_timeout(self):
         self.stub.chat_fault = "slow"
-        self.stub.token_gap_s = 0.4            # 10 words: ~4 s in all, never 1 s silent
-        envelope, _ = self.ask("--timeout", "1", "--chat-timeout", "60")
+        self.stub.token_gap_s = 0.5            # 10 words: ~5 s in all, never 2 s silent
+        envelope, _ = self.ask("--timeout", "2", "--chat-timeout", "60")
         self.assertEqual(envelope["answer_mode"], "assistant", envelope["notes"])
         self.assertEqual(self.stub.chat_requests, 1)
         self.assertIn("25. dnia", envelope["answer"])

@@ -148,7 +148,8 @@ class McpConcurrencyTest(StubServerCase):
         self.assertIs(mcp.recv_reply(searched)["result"]["isError"], False)   # another call, meanwhile
 
         mcp.send("notifications/cancelled", {"requestId": asked, "reason": "user"}, notify=True)
-        time.sleep(0.2)                             # let the reader see the cancel before the release
+        pinged = mcp.send("ping")                   # read in order: once answered, the cancel was seen
+        self.assertEqual(mcp.recv()["id"], pinged)
         self.stub.release.set()                     # the chat answers now; the call must stay silent
         code, rest = mcp.close()
         self.assertEqual(code, 0)
