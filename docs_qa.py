@@ -3750,8 +3750,8 @@ def _main_server(command: str | None, argv: list[str], environ: dict[str, str]) 
     with _sigterm_as_interrupt():
         try:
             ctx = _server_context(args, environ, token, background=command == "mcp")
-        except KeyboardInterrupt:
-            return EXIT_INTERRUPTED
+        except KeyboardInterrupt as exc:
+            return EXIT_TERMINATED if isinstance(exc, _Terminated) else EXIT_INTERRUPTED
         except Exception as exc:  # start-up failures (no such folder, ...): a message, exit 1
             if args.debug:
                 raise
