@@ -109,6 +109,7 @@ FIT_ORDER = ("full", CLASH, GENDER, "partial")
 LANG_HINTS = {
     "en": {"what", "who", "which", "how", "many", "thesis", "theses", "title", "is", "the",
            "of", "about", "known", "supervisor", "supervised", "keyword", "persons",
+           "supervisors", "list", "all", "are", "when", "called", "defend", "whom", "with",
            "people", "have", "has", "wrote", "tell", "did", "in", "year"},
     "pl": {"jaki", "jaka", "jest", "ile", "osób", "pracę", "pracy", "tytuł", "promotor",
            "napisał", "wiadomo", "kluczowe", "słowo", "których", "jakie", "prace", "roku"},
@@ -132,7 +133,7 @@ RE_ABOUT = re.compile(r"\b(co vieme o|co je zname o|co viete o|co wiadomo o|what
                       r"what do you know about|what do we know about|tell me about|"
                       r"informacie o|povedz mi o)\b")
 RE_SUPERVISE = re.compile(r"\b(veduc\w*|skolitel\w*|supervis\w*|viedol|viedla|vedie|"
-                          r"promotor\w*|opiekun\w*|pod vedenim)\b")
+                          r"promotor\w*|opiekun\w*|pod vedenim|prowadz\w*|spoluvie\w*)\b")
 RE_SUPERVISED_BY = re.compile(r"(^\s*(ktore|ktorych|ake|which|what|list|jakie|vymenuj)\b)|"
                               r"\b(supervised by|pod vedenim|theses of supervisor)\b")
 RE_KEYWORD = re.compile(r"\b(klucov\w*|keywords?|kluczow\w*|tagom|tag)\b")
@@ -146,7 +147,7 @@ RE_DEFEND = re.compile(r"\b(obhaj\w*|defen[cds]\w*|obroni\w*|finish\w*|graduat\w
 RE_WHO_IS = re.compile(r"^\s*(kto je|kto bol|kto bola|kto to je|who is|who s|who was|"
                        r"kim jest|kim byl\w*|kto jest)\b")
 RE_COSUPERVISE = re.compile(
-    r"\b(spoluved\w*|spolu s|spolocne s|co ?supervis\w*|together with|jointly|wspolnie z|"
+    r"\b(spoluved\w*|spoluvie\w*|spolu s|spolocne s|co ?supervis\w*|together with|jointly|wspolnie z|"
     r"razem z|wspolpromotor\w*|dvoch veduc\w*|dvaja veduci|viac(?:erych)? veduc\w*|"
     r"viacer\w* veduc\w*|two supervisors|several supervisors|more than one supervisor|"
     r"multiple supervisors|dwoch promotor\w*|kilku promotor\w*|dwoma promotor\w*)\b")
@@ -276,6 +277,12 @@ ANSWERS: dict[tuple[str, str], str] = {
     ("absent_co_supervised", "sk"): "Osoba {name} neviedla v grafe žiadnu prácu s ďalším vedúcim",
     ("absent_co_supervised", "en"): "{name} co-supervised no thesis in the graph",
     ("absent_co_supervised", "pl"): "Osoba {name} nie prowadziła w grafie pracy z innym promotorem",
+    ("absent_keyword", "sk"): "Žiadna práca v grafe nemá kľúčové slovo {name}",
+    ("absent_keyword", "en"): "No thesis in the graph has the keyword {name}",
+    ("absent_keyword", "pl"): "Żadna praca w grafie nie ma słowa kluczowego {name}",
+    ("absent_any", "sk"): "{name} je v grafe, ale nespája ho s ničím žiadna hrana.",
+    ("absent_any", "en"): "{name} is in the graph, but no edge links it to anything.",
+    ("absent_any", "pl"): "{name} jest w grafie, ale żadna krawędź nie łączy go z niczym.",
     ("absent_keyword_year", "sk"): "Žiadna práca s kľúčovým slovom {name} nie je z roku {year}",
     ("absent_keyword_year", "en"): "No thesis with the keyword {name} is from {year}",
     ("absent_keyword_year", "pl"): "Żadna praca ze słowem kluczowym {name} nie jest z roku {year}",
@@ -311,8 +318,8 @@ RELATIONS: dict[tuple[str, str, str], str] = {
 # Which absent_* sentence says that the asked relation is missing, by question kind.
 ABSENT = {"thesis_title": "absent_authored", "thesis_year": "absent_authored",
           "supervisor_of": "absent_supervisor", "supervised_by": "absent_supervised",
-          "co_supervisors": "absent_co_supervised", "keyword_theses": "absent_keyword_year",
-          "author_of_title": "absent_authors"}
+          "co_supervisors": "absent_co_supervised", "keyword_theses": "absent_keyword",
+          "author_of_title": "absent_authors", "who_is": "absent_any", "about": "absent_any"}
 
 # Did you mean: the largest folded edit distance offered, by the length of the typed word.
 SUGGEST_MAX_DISTANCE = ((4, 1), (10**9, 2))   # up to 4 letters: 1 edit; longer: 2
@@ -1190,7 +1197,8 @@ def _kind_by_words(folded: str) -> str | None:
         return "author_of_title"
     if RE_ABOUT.search(folded):
         return "about"
-    supervising = RE_SUPERVISE.search(folded) or re.search(r"spoluved|supervis|promotor", folded)
+    supervising = RE_SUPERVISE.search(folded) or re.search(r"spoluve|spoluvi|supervis|promotor",
+                                                           folded)
     if RE_COSUPERVISE.search(folded) and supervising:
         return "co_supervision"      # co_supervisors of a person, or co_supervised theses
     if RE_WHEN.search(folded) and not supervising and (
@@ -1419,9 +1427,10 @@ def _absent(graph: Graph, intent: Intent, limits: GraphLimits, entities: list[di
     if key == "absent_supervisor" and not _neighbours(graph, focus, AUTHORED):
         key = "absent_authored"     # no supervisor because there is no thesis at all
     summary = _summary(graph, focus, lang, limits.fact_limit)
-    result.answer = (ANSWERS[(key, lang)].format(name=name, year=intent.year)
-                     + (ANSWERS[("known", lang)].format(items=summary) if summary
-                        else ANSWERS[("nothing_known", lang)]))
+    result.answer = ANSWERS[(key, lang)].format(name=name, year=intent.year)
+    if key != "absent_any":
+        result.answer += (ANSWERS[("known", lang)].format(items=summary) if summary
+                          else ANSWERS[("nothing_known", lang)])
     evidence = _Evidence(facts=_incident_facts(graph, focus), paths=iter(()))
     result.facts, _, result.documents, _, result.truncation_reasons = _limited(
         graph, limits, evidence, entities)
