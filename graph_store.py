@@ -1479,7 +1479,7 @@ def _no_answer(intent: Intent, limits: GraphLimits, reason: str, reasons: list[s
         names = [c["name"] for c in suggestions]
         listed = ", ".join(names[:-1]) + ANSWERS[("or", lang)] + names[-1] if len(names) > 1 else names[0]
         answer += ANSWERS[("did_you_mean", lang)].format(items=listed)
-        reasons = reasons + [f"{len(suggestions)} names of similar spelling are offered, not chosen"]
+        reasons = reasons + ["names of similar spelling are offered, never chosen: " + ", ".join(names)]
     return GraphResult(status="no_answer", reason=reason, intent=intent.kind,
                        language=lang, answer=answer,
                        entities=entities or [], reasons=reasons + more,
