@@ -40,6 +40,7 @@ import subprocess
 import sys
 import unicodedata
 from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
 from typing import Any, Callable, Iterable, Iterator
 
 import retrieval_contract as rc
@@ -381,6 +382,10 @@ class Graph:
     name_variants: dict[str, tuple[frozenset[str], ...]]   # label keys, then each alias's
     edge_count: int
     index_version: str | None = None
+    # key -> persons whose label is that one word; built on first use by _one_word_labels
+    one_word_labels: dict[str, set[str]] | None = None
+    # theses with more than one supervisor, in year order; built on first use (_co_supervised)
+    co_supervised: list[str] | None = None
 
 
 @dataclass
@@ -412,6 +417,7 @@ class Intent:
     subject: str = PERSON       # for year questions: count persons or theses
     words: tuple[str, ...] = ()  # the casefolded words behind keys, diacritics kept
     filters: tuple[str, ...] = ()  # count_filtered: "supervisor", "author" and/or "keyword"
+    target: tuple | None = None    # about/who_is: (chosen ids, match) found while parsing
 
 
 @dataclass
@@ -804,6 +810,31 @@ class _Match:
     is_ambiguous: bool = False   # the chosen ones compete for the same words of the question
 
 
+class _Records(Sequence):
+    """A list of rejected-candidate records whose tail is built only when read: namesakes
+    can be thousands, while an answer shows entity_limit of them and counts the rest."""
+
+    def __init__(self, head: list[dict], tail_ids: list[str], build: Callable[[str], dict]) -> None:
+        self.head, self.tail_ids, self.build = head, tail_ids, build
+
+    def __len__(self) -> int:
+        return len(self.head) + len(self.tail_ids)
+
+    def without(self, ids: set[str], first: list[dict]) -> "_Records":
+        """Return first, then these records except those of ids, still built lazily."""
+        return _Records(first + [c for c in self.head if c.get("id") not in ids],
+                        [i for i in self.tail_ids if i not in ids], self.build)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self.head[i] if i < len(self.head) else self.build(self.tail_ids[i - len(self.head)])
+
+
 def _full_name_variants(graph: Graph, node_id: str) -> list[frozenset[str]]:
     """Return the key sets that name a person fully: the label, and aliases of 2+ words."""
     label, *aliases = graph.name_variants[node_id]
@@ -922,14 +953,19 @@ def _choose_full(full: list[str], fits: dict[str, _PersonFit], partial: list[str
     rejected += [why(n, "fewer of the question's words are exact forms of this name "
                         "(diacritics included) than of the chosen person's")
                  for n in full if fits[n].exact < best]
-    rejected += [why(n, "only part of the name matches; a full-name match exists") for n in partial]
-    return _Match(chosen, [why(n, fits[n].note) for n in chosen], rejected, len(chosen) > 1)
+    partial_why = "only part of the name matches; a full-name match exists"
+    return _Match(chosen, [why(n, fits[n].note) for n in chosen],
+                  _Records(rejected, partial, lambda n: why(n, partial_why)), len(chosen) > 1)
 
 
 def _choose_partial(graph: Graph, partial: list[str], hits: dict[str, set[str]],
                     name_keys: set[str], why: Callable[[str, str], dict], rejected: list[dict],
                     clash: Callable[[str], str | None]) -> _Match:
     """Return the best partial matches (most name words hit); several best are ambiguous."""
+    if name_keys - graph.token_index.get(PERSON, {}).keys():
+        # a name word no person has: every candidate is ruled out, each record says why
+        lacks = "the question names a word this person's name lacks"
+        return _Match([], [], _Records(rejected, partial, lambda n: why(n, clash(n) or lacks)))
     clashing = {n: note for n in partial for note in (clash(n),) if note}
     rejected += [why(n, note) for n, note in clashing.items()]
     partial = [n for n in partial if n not in clashing]
@@ -963,25 +999,44 @@ def _match_persons(graph: Graph, words: Iterable[str], name_keys: Iterable[str] 
         by_key.setdefault(text_key(word), []).append(word)
     hits = _hits(graph, PERSON, by_key)
     memo: dict[tuple, str] = {}
-    fits: dict[str, _PersonFit] = {}
-    partial = []
-    for node_id in sorted(hits):
-        if any(v and v <= hits[node_id] for v in _full_name_variants(graph, node_id)):
-            fits[node_id] = _person_fit(graph, node_id, by_key, memo)
-        else:
-            partial.append(node_id)
 
     def why(node_id: str, kind: str) -> dict:
         return {"id": node_id, "name": graph.nodes[node_id].label,
                 "matched_keys": sorted(hits[node_id]), "why": kind}
-    rejected = [why(n, f.note) for n, f in fits.items() if f.verdict in (GENDER, CLASH)]
+    # A full name needs all its words: a person hit by one word only is a full match only
+    # if that word is their whole label. The rest are partial, and when a full match exists
+    # they are just rejected, so thousands of namesakes are never looked at one by one.
+    one_word = _one_word_labels(graph)
+    may_be_full = sorted(n for n, keys in hits.items()
+                         if len(keys) > 1 or n in one_word.get(next(iter(keys)), ()))
+    fits = {n: _person_fit(graph, n, by_key, memo) for n in may_be_full
+            if any(v and v <= hits[n] for v in _full_name_variants(graph, n))}
     full = [n for n, f in fits.items() if f.verdict == "full"]
-    partial += [n for n, f in fits.items() if f.verdict == "partial"]
-    partial.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
     if full:
+        rejected = [why(n, f.note) for n, f in fits.items() if f.verdict in (GENDER, CLASH)]
+        partial = ([n for n in may_be_full if n not in fits]
+                   + [n for n, f in fits.items() if f.verdict == "partial"])
+        partial.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
+        chosen_set = set(may_be_full)
+        partial += sorted(n for n in hits if n not in chosen_set)   # one word hit: fewest keys
         return _choose_full(full, fits, partial, why, rejected)
+    rejected = [why(n, f.note) for n, f in fits.items() if f.verdict in (GENDER, CLASH)]
+    partial = ([n for n in sorted(hits) if n not in fits]
+               + [n for n, f in fits.items() if f.verdict == "partial"])
+    partial.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
     return _choose_partial(graph, partial, hits, set(name_keys), why, rejected,
                            lambda n: _first_name_clash(graph, n, by_key, memo))
+
+
+def _one_word_labels(graph: Graph) -> dict[str, set[str]]:
+    """Return key -> the persons whose label is that one word (built once per graph)."""
+    if graph.one_word_labels is None:
+        index: dict[str, set[str]] = {}
+        for node_id, variants in graph.name_variants.items():
+            if len(variants[0]) == 1 and graph.nodes[node_id].node_type == PERSON:
+                index.setdefault(next(iter(variants[0])), set()).add(node_id)
+        graph.one_word_labels = index
+    return graph.one_word_labels
 
 
 def _match_keywords(graph: Graph, keys: Iterable[str]) -> _Match:
@@ -1237,15 +1292,15 @@ def graph_parse_question(question: str, graph: Graph) -> Intent | None:
     kind, filters = _kind_refined(kind, folded, year, graph, name_keys)
     if kind is None:
         return None
-    if kind in ("about", "who_is") and not _about_target(graph, words, name_keys)[0] \
-            and not (name_keys and _suggest_persons(graph, name_keys)):
+    target = _about_target(graph, words, name_keys) if kind in ("about", "who_is") else None
+    if target is not None and not target[0] and not (name_keys and _suggest_persons(graph, name_keys)):
         return None      # "who is / what is known about X" with no graph entity: leave it to RAG
     subject = PERSON
     if (kind in ("count_year", "count_filtered") and RE_THESIS_WORD.search(folded)
             and not RE_PERSON_WORD.search(folded) and not RE_WHO.search(folded)):
         subject = THESIS
     return Intent(kind=kind, language=_language(question), keys=keys, name_keys=name_keys,
-                  year=year, subject=subject, words=words, filters=filters)
+                  year=year, subject=subject, words=words, filters=filters, target=target)
 
 
 def _kind_refined(kind: str, folded: str, year: int | None, graph: Graph,
@@ -1471,8 +1526,10 @@ def _no_answer(intent: Intent, limits: GraphLimits, reason: str, reasons: list[s
     suggestions (names of similar spelling) come first and are asked about, never chosen."""
     suggestions = suggestions or []
     offered = {c["id"] for c in suggestions}
-    shown, more = _rejected_shown(suggestions + [c for c in rejected if c.get("id") not in offered],
-                                  limits)
+    if suggestions:
+        rejected = (rejected.without(offered, suggestions) if isinstance(rejected, _Records)
+                    else suggestions + [c for c in rejected if c.get("id") not in offered])
+    shown, more = _rejected_shown(rejected, limits)
     lang = intent.language
     answer = ANSWERS[(reason, lang)]
     if suggestions:
@@ -1679,7 +1736,7 @@ def _incident_facts(graph: Graph, node_id: str) -> Iterator[Fact]:
 
 def _kind_about(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the facts touching an entity and its paths up to max_path_length."""
-    chosen, match = _about_target(graph, intent.words, intent.name_keys)
+    chosen, match = intent.target or _about_target(graph, intent.words, intent.name_keys)
     if not chosen:
         return _unknown_entity(graph, intent, limits)
     if len(chosen) > 1:      # 'about' follows one entity: several named ones are ambiguous
@@ -1718,7 +1775,7 @@ def _unknown_entity(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphR
 
 def _kind_who_is(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return who or what an entity is: a summary of its facts (counts exact), plus paths."""
-    chosen, match = _about_target(graph, intent.words, intent.name_keys)
+    chosen, match = intent.target or _about_target(graph, intent.words, intent.name_keys)
     if not chosen:
         return _unknown_entity(graph, intent, limits)
     if len(chosen) > 1:
@@ -1759,12 +1816,24 @@ def _scoped_theses(graph: Graph, intent: Intent) -> Iterable[str]:
     """Return the theses of the question's year, or every thesis when it names none."""
     if intent.year is not None:
         return graph.year_index.get(intent.year, [])
-    return (t for ids in graph.year_index.values() for t in ids)
+    return (t for year in sorted(graph.year_index) for t in graph.year_index[year])
+
+
+def _co_supervised(graph: Graph, intent: Intent) -> list[str]:
+    """Return the theses of the question's year (or all) with more than one supervisor; the
+    all-years list is built once per graph, since it reads every thesis."""
+    if intent.year is not None:
+        return [t for t in graph.year_index.get(intent.year, [])
+                if len(_neighbours(graph, t, SUPERVISED_BY)) > 1]
+    if graph.co_supervised is None:
+        graph.co_supervised = [t for t in _scoped_theses(graph, intent)
+                               if len(_neighbours(graph, t, SUPERVISED_BY)) > 1]
+    return graph.co_supervised
 
 
 def _kind_co_supervised(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the theses with more than one supervisor (counted exactly)."""
-    theses = [t for t in _scoped_theses(graph, intent) if len(_neighbours(graph, t, SUPERVISED_BY)) > 1]
+    theses = _co_supervised(graph, intent)
     items = "; ".join(f"{_node_item(graph, t)}: "
                       + ", ".join(graph.nodes[s].label for s in _neighbours(graph, t, SUPERVISED_BY))
                       for t in theses[:limits.fact_limit])

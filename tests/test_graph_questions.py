@@ -205,6 +205,31 @@ class DidYouMeanTest(unittest.TestCase):
 
 
 
+class NamesakesTest(unittest.TestCase):
+    """Thousands of namesakes are rejected lazily: shown up to entity_limit, counted exactly."""
+
+    def setUp(self):
+        nodes = [{"id": "p-holp", "type": "person", "name": "Ján Holp"},
+                 {"id": "t-holp", "type": "thesis", "title": "Strojový preklad", "year": 2024}]
+        nodes += [{"id": f"p{i:03}", "type": "person", "name": f"Ján Kováč{i}"} for i in range(30)]
+        edges = [{"source": "p-holp", "target": "t-holp", "type": "authored"}]
+        self.graph = gs.graph_build({"nodes": nodes, "edges": edges})
+
+    def test_full_match_among_namesakes(self):
+        result = gs.ask("Aký názov práce má Ján Holp?", self.graph, gs.GraphLimits(entity_limit=5))
+        self.assertEqual([e["id"] for e in result.entities], ["p-holp"])
+        self.assertEqual([c["id"] for c in result.rejected_candidates], ["p000", "p001", "p002", "p003", "p004"])
+        self.assertIn("25 further rejected candidates are not listed (entity_limit)", result.reasons)
+
+    def test_typo_among_namesakes(self):
+        result = gs.ask("Aký názov práce má Ján Hlopp?", self.graph, gs.GraphLimits(entity_limit=5))
+        self.assertEqual(result.status, "no_answer")
+        self.assertEqual([(c["id"], c["why"]) for c in result.rejected_candidates[:2]],
+                         [("p-holp", "similar spelling"),
+                          ("p000", "the question names a word this person's name lacks")])
+        self.assertIn("26 further rejected candidates are not listed (entity_limit)", result.reasons)
+
+
 # === Question forms: >= 3 phrasings each (Slovak inflected, without diacritics, English, Polish) ===
 
 class QuestionFormsTest(unittest.TestCase):
