@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import gc
 import hashlib
+import heapq
 import itertools
 import json
 import os
@@ -40,6 +41,7 @@ import subprocess
 import sys
 import unicodedata
 from dataclasses import asdict, dataclass, field
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Callable, Iterable, Iterator
 
@@ -386,6 +388,10 @@ class Graph:
     one_word_labels: dict[str, set[str]] | None = None
     # theses with more than one supervisor, in year order; built on first use (_co_supervised)
     co_supervised: list[str] | None = None
+    # supervisor -> theses supervised, over all years; built on first use (_supervisor_counts)
+    supervisor_counts: Counter | None = None
+    # node type -> word length -> [(key, its letters)]; built on the first typo (_spelling_index)
+    spelling: dict[str, dict[int, list[tuple[str, frozenset[str]]]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -1131,13 +1137,26 @@ def _near_keys(graph: Graph, node_type: str, typed: Iterable[str]) -> dict[str, 
         if key in index or len(key) < SUGGEST_MIN_CHARS or key.isdigit():
             continue
         cap, letters = _max_distance(key), set(key)
-        for other in index:
-            if abs(len(other) - len(key)) > cap or len(letters ^ set(other)) > 2 * cap:
-                continue
-            dist = _edit_distance(key, other, cap)
-            if dist <= cap and dist < near.get(other, ("", cap + 1))[1]:
-                near[other] = (key, dist)
+        by_length = _spelling_index(graph, node_type)
+        for length in range(len(key) - cap, len(key) + cap + 1):
+            for other, other_letters in by_length.get(length, ()):
+                if len(letters ^ other_letters) > 2 * cap:
+                    continue
+                dist = _edit_distance(key, other, cap)
+                if dist <= cap and dist < near.get(other, ("", cap + 1))[1]:
+                    near[other] = (key, dist)
     return near
+
+
+def _spelling_index(graph: Graph, node_type: str) -> dict[int, list[tuple[str, frozenset[str]]]]:
+    """Return the index keys of node_type by length, with their letters (built once per type)."""
+    found = graph.spelling.get(node_type)
+    if found is None:
+        found = {}
+        for key in graph.token_index.get(node_type, {}):
+            found.setdefault(len(key), []).append((key, frozenset(key)))
+        graph.spelling[node_type] = found
+    return found
 
 
 def _suggestion(graph: Graph, node_id: str, typed: list[str], dist: int) -> dict:
@@ -1209,8 +1228,8 @@ def _language(question: str) -> str:
     if PL_LETTERS & set(question.casefold()):
         return "pl"
     folded = [text_fold(w) for w in words]
-    scores = {lang: sum(w in {text_fold(h) for h in hints} for w in folded)
-              for lang, hints in LANG_HINTS.items()}
+    hint_sets = {lang: {text_fold(h) for h in hints} for lang, hints in LANG_HINTS.items()}
+    scores = {lang: sum(w in hint_sets[lang] for w in folded) for lang in LANG_HINTS}
     # diacritics count only in lower-case words: a Slovak name in an English question
     # ("Who supervised Eva Šimková?") says nothing about the question's language
     has_diacritics = any(text_fold(w) != w for w in re.findall(r"[^\W\d_]+", question)
@@ -1312,7 +1331,8 @@ def _kind_refined(kind: str, folded: str, year: int | None, graph: Graph,
     asks for their co-supervisors, without one for the co-supervised theses. A supervisor
     question that names no one (no capitalised word, no person's word) lists supervisors.
     """
-    named = bool(name_keys and _hits(graph, PERSON, name_keys))
+    person_index = graph.token_index.get(PERSON, {})
+    named = any(k in person_index for k in name_keys)
     if kind == "count_year" and (RE_KEYWORD.search(folded) or RE_SUPERVISE.search(folded) or named):
         kind = "count_filtered"
     if kind == "count_filtered":
@@ -1847,22 +1867,35 @@ def _kind_co_supervised(graph: Graph, intent: Intent, limits: GraphLimits) -> Gr
     return _finish(graph, intent, limits, evidence, [], "", aggregation, answer=answer)
 
 
+def _supervisor_counts(graph: Graph, intent: Intent) -> Counter:
+    """Return supervisor -> theses supervised in the question's year (or all years; that
+    count reads every thesis, so it is built once per graph)."""
+    if intent.year is None and graph.supervisor_counts is not None:
+        return graph.supervisor_counts
+    counts = Counter(s for t in _scoped_theses(graph, intent) for s in _neighbours(graph, t, SUPERVISED_BY))
+    if intent.year is None:
+        graph.supervisor_counts = counts
+    return counts
+
+
 def _kind_supervisor_list(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return every supervisor (of the year's theses, if a year is asked) with their counts."""
-    by_person: dict[str, list[str]] = {}
-    for t in _scoped_theses(graph, intent):
-        for s in _neighbours(graph, t, SUPERVISED_BY):
-            by_person.setdefault(s, []).append(t)
-    ranked = sorted(by_person, key=lambda p: (-len(by_person[p]), graph.nodes[p].label))
-    items = "; ".join(f"{graph.nodes[p].label} ({len(by_person[p])})"
-                      for p in ranked[:limits.fact_limit])
-    evidence = _Evidence(facts=(_fact(graph, t, SUPERVISED_BY, p) for p in ranked for t in by_person[p]),
+    counts = _supervisor_counts(graph, intent)
+    # every supervisor has a thesis, so the top fact_limit + 1 give enough facts to prove a cut
+    ranked = heapq.nsmallest(limits.fact_limit + 1, counts,
+                             key=lambda p: (-counts[p], graph.nodes[p].label))
+
+    def theses_of(person: str) -> list[str]:
+        return [t for t in _neighbours(graph, person, SUPERVISED_BY, outgoing=False)
+                if intent.year is None or graph.nodes[t].year == intent.year]
+    items = "; ".join(f"{graph.nodes[p].label} ({counts[p]})" for p in ranked[:limits.fact_limit])
+    evidence = _Evidence(facts=(_fact(graph, t, SUPERVISED_BY, p) for p in ranked for t in theses_of(p)),
                          paths=(_path(graph, [p, t], [(SUPERVISED_BY, "in")])
-                                for p in ranked for t in by_person[p]))
+                                for p in ranked for t in theses_of(p)))
     lang = intent.language
     scope = ANSWERS[("scope_year", lang)].format(year=intent.year) if intent.year else ""
-    aggregation = {"count": len(ranked), "complete": True, "year": intent.year, "counted": "supervisor"}
-    answer = ANSWERS[("supervisor_list", lang)].format(scope=scope, count=len(ranked), items=items or "—")
+    aggregation = {"count": len(counts), "complete": True, "year": intent.year, "counted": "supervisor"}
+    answer = ANSWERS[("supervisor_list", lang)].format(scope=scope, count=len(counts), items=items or "—")
     return _finish(graph, intent, limits, evidence, [], "", aggregation, answer=answer)
 
 

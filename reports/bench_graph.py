@@ -144,6 +144,7 @@ def new_form_questions(data: dict) -> list[tuple[str, str, object]]:
         ("co-supervised theses of a year", "Ktoré práce mali dvoch vedúcich v roku 2024?", status("ok")),
         ("co-supervised theses, all years", "Ktoré práce mali dvoch vedúcich?", status("ok")),
         ("supervisors of a year", "Kto viedol práce v roku 2024?", status("ok")),
+        ("supervisors, all years", "Vymenuj všetkých vedúcich prác.", status("ok")),
         ("absent relation (what is known)", f"Who supervised {names[sup]}?", status("no_answer")),
         ("did you mean (2-letter typo)", "Aký názov práce má Ján Hlopp?", status("no_answer")),
     ]
@@ -158,7 +159,9 @@ def render_forms(forms: list, count_ms: tuple[list[float], list[float]]) -> str:
         rows.append(f"| {label} | \"{question}\" | median {statistics.median(wall):.1f} ms, "
                     f"max {max(wall):.1f} | median {statistics.median(cpu):.1f} ms | {len(wall)} | "
                     f"{statistics.median(cpu) / base:.1f}x |")
-    rows += ["", f"The count question's CPU median here is {base:.2f} ms.", ""]
+    rows += ["", f"The count question's CPU median here is {base:.2f} ms. The first typo builds a "
+             "by-length index of the name keys and the first all-years co-supervision and supervisor "
+             "questions build their lists, once per loaded graph: that one run is the max in their rows.", ""]
     return "\n".join(rows)
 
 
