@@ -388,8 +388,9 @@ class Graph:
     one_word_labels: dict[str, set[str]] | None = None
     # theses with more than one supervisor, in year order; built on first use (_co_supervised)
     co_supervised: list[str] | None = None
-    # supervisor -> theses supervised, over all years; built on first use (_supervisor_counts)
-    supervisor_counts: Counter | None = None
+    # supervisor -> theses supervised over all years, and the supervisors ranked by it (most
+    # first, then by name); built on first use (_supervisor_ranking)
+    supervisor_counts: tuple[Counter, list[str]] | None = None
     # node type -> word length -> [(key, its letters)]; built on the first typo (_spelling_index)
     spelling: dict[str, dict[int, list[tuple[str, frozenset[str]]]]] = field(default_factory=dict)
 
@@ -1867,23 +1868,27 @@ def _kind_co_supervised(graph: Graph, intent: Intent, limits: GraphLimits) -> Gr
     return _finish(graph, intent, limits, evidence, [], "", aggregation, answer=answer)
 
 
-def _supervisor_counts(graph: Graph, intent: Intent) -> Counter:
-    """Return supervisor -> theses supervised in the question's year (or all years; that
-    count reads every thesis, so it is built once per graph)."""
+def _supervisor_ranking(graph: Graph, intent: Intent, top: int) -> tuple[Counter, list[str]]:
+    """Return supervisor -> theses supervised in the question's year (or all years) and the
+    top supervisors, most theses first, then by name. The all-years ranking reads every
+    thesis, so it is built once per graph."""
     if intent.year is None and graph.supervisor_counts is not None:
-        return graph.supervisor_counts
+        counts, ranked = graph.supervisor_counts
+        return counts, ranked[:top]
     counts = Counter(s for t in _scoped_theses(graph, intent) for s in _neighbours(graph, t, SUPERVISED_BY))
+
+    def rank(p: str) -> tuple[int, str]:
+        return -counts[p], graph.nodes[p].label
     if intent.year is None:
-        graph.supervisor_counts = counts
-    return counts
+        graph.supervisor_counts = (counts, sorted(counts, key=rank))
+        return counts, graph.supervisor_counts[1][:top]
+    return counts, heapq.nsmallest(top, counts, key=rank)
 
 
 def _kind_supervisor_list(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return every supervisor (of the year's theses, if a year is asked) with their counts."""
-    counts = _supervisor_counts(graph, intent)
     # every supervisor has a thesis, so the top fact_limit + 1 give enough facts to prove a cut
-    ranked = heapq.nsmallest(limits.fact_limit + 1, counts,
-                             key=lambda p: (-counts[p], graph.nodes[p].label))
+    counts, ranked = _supervisor_ranking(graph, intent, limits.fact_limit + 1)
 
     def theses_of(person: str) -> list[str]:
         return [t for t in _neighbours(graph, person, SUPERVISED_BY, outgoing=False)
