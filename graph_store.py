@@ -13,11 +13,14 @@ Sections
     3. Errors         -- GraphFormatError (a RetrievalUnavailableError)
     4. Text           -- casefold, light Slovak suffix stemmer, diacritic folding, keys
     5. Load/validate  -- graph_load (the only file I/O), graph_build (pure), indexes
-    6. Entity matching-- persons, keywords, thesis titles via the token index
+    6. Entity matching-- persons, keywords, thesis titles via the token index; names of
+                         similar spelling for a typo (offered, never chosen)
     7. Questions      -- graph_parse_question: language, intent, year
-    8. Question kinds -- one function per kind, all returning GraphResult
+    8. Question kinds -- one function per kind, all returning GraphResult; _absent says
+                         what is known when the asked relation is missing
     9. Envelope       -- to_envelope: GraphResult -> retrieval_contract.Envelope
-   10. CLI            -- format_answer_text, main
+   10. CLI            -- format_answer_text (the one text renderer of a graph answer, also
+                         used by docs_qa.py's CLI and MCP), main
 
 Public API
     graph_load(path) -> Graph            graph_build(data, index_version) -> Graph
@@ -1337,10 +1340,13 @@ def _kind_refined(kind: str, folded: str, year: int | None, graph: Graph,
     if kind == "count_year" and (RE_KEYWORD.search(folded) or RE_SUPERVISE.search(folded) or named):
         kind = "count_filtered"
     if kind == "count_filtered":
+        supervising = bool(RE_SUPERVISE.search(folded))
         filters = tuple(f for f, on in (
-            ("supervisor", bool(RE_SUPERVISE.search(folded))),
-            ("author", not RE_SUPERVISE.search(folded) and (named or bool(name_keys))),
+            ("supervisor", supervising and bool(name_keys)),
+            ("author", not supervising and (named or bool(RE_WROTE.search(folded) and name_keys))),
             ("keyword", bool(RE_KEYWORD.search(folded)))) if on)
+        if supervising and "supervisor" not in filters:
+            return None, ()      # how many supervisors, or by someone unnamed: left to search
         if not filters:
             return ("count_year" if year is not None else None), ()
         return kind, filters
@@ -2089,14 +2095,18 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="graph_store.py",
         description="Answer a structured question over a JSON knowledge graph (format: README, "
-                    "'GraphRAG'). Understands, in Slovak, English and Polish: the thesis title of a "
-                    "person, the supervisor of a person, theses supervised by someone, theses with a "
-                    "keyword, authors of a title, how many persons or theses in a year, and what is "
-                    "known about an entity.",
-        epilog='Examples: "Aký názov práce má Jána Holpa?", "Koľko osôb má prácu v roku 2024?", '
-               '"Who supervised Eva Šimková?". Counts are exact (aggregation.complete); the limits '
-               "cut only what is shown and are reported as truncated. Exit codes: 0 ok, no_answer "
-               "or ambiguous; 1 error; 2 usage.")
+                    "'GraphRAG'). Understands, in Slovak, English and Polish, with or without "
+                    "diacritics: the name of a person's thesis, the year of it, who someone is, the "
+                    "supervisor of a person, theses supervised by someone (in a year), their "
+                    "co-supervisors, theses with more than one supervisor, the list of supervisors, "
+                    "theses with a keyword (in a year), authors of a title, what is known about an "
+                    "entity, and counts by year, supervisor, author or keyword. When the asked "
+                    "relation is absent the answer says what the graph does know; a misspelt name "
+                    "gets 'did you mean', never a guess.",
+        epilog='Examples: "Ako sa volá práca Jána Holpa?", "Kto je Peter Novák?", '
+               '"Koľko prác viedol Peter Novák v roku 2024?", "Who supervised Eva Šimková?". Counts '
+               "are exact (aggregation.complete); the limits cut only the facts and paths shown and "
+               "are reported as truncated. Exit codes: 0 ok, no_answer or ambiguous; 1 error; 2 usage.")
     p.add_argument("question", help="the question, in Slovak, English or Polish")
     p.add_argument("--graph", required=True, metavar="FILE", help="the graph JSON file")
     p.add_argument("--limit", type=_positive_int, metavar="N",

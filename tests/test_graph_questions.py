@@ -347,6 +347,9 @@ class QuestionFormsTest(unittest.TestCase):
         env = ask("Koľko prác viedla Eva Šimková?")
         self.assertEqual(env["aggregation"]["count"], len(supervised))
         self.assertEqual(ask("Koľko prác napísala Katarína Vargová?")["aggregation"]["count"], 2)
+        # a misspelt author is asked about; a count of unnamed supervisors stays with search
+        self.assertIn("Did you mean Ján Holp or Mária Holpová?", ask("How many theses did Hlop write?")["answer"])
+        self.assertIsNone(gs.graph_parse_question("Koľko vedúcich viedlo práce v roku 2024?", demo()))
 
 
 
