@@ -3224,6 +3224,16 @@ def _http_classes() -> tuple[type, type]:
             self._reader.deadline = time.monotonic() + HTTP_REQUEST_DEADLINE_S
             super().handle_one_request()
 
+        def parse_request(self) -> bool:
+            """Parse as http.server does, but refuse HTTP/0.9: its replies carry no status
+            line and no length, so nothing could follow them on the connection."""
+            if not super().parse_request():
+                return False
+            if self.request_version == "HTTP/0.9":
+                self.send_error(505)
+                return False
+            return True
+
         def _serve(self) -> None:
             framing = _framing_error(self.headers.get_all("Content-Length") or [],
                                      self.headers.get_all("Transfer-Encoding") or [])

@@ -270,7 +270,8 @@ class ServeProcess:
         self.lines: list[str] = []
         self._ready = threading.Event()
         self.port = 0
-        threading.Thread(target=self._collect, daemon=True).start()
+        self._collector = threading.Thread(target=self._collect, daemon=True)
+        self._collector.start()
         self._ready.wait(60)
         if not self.port:
             self.close()
@@ -294,6 +295,7 @@ class ServeProcess:
         if self.proc.poll() is None:
             self.proc.terminate()
         self.proc.wait(30)
+        self._collector.join(30)     # it ends at EOF; closing the pipe under it would race
         self.proc.stdout.close()
         self.proc.stderr.close()
         return self.stderr

@@ -136,6 +136,18 @@ class FramingAndErrorPagesTest(unittest.TestCase):
                 self.assertNotIn(b"<html", raw.lower())
                 self.assertEqual(headers.get("connection"), "close")
 
+    def test_http_0_9_is_refused_with_a_status_line_not_answered_unframed(self):
+        # an HTTP/0.9 reply has no status line and no length: with 'Connection: keep-alive'
+        # http.server kept the connection open after it, so a reply could not be delimited
+        cases = {505: b"GET /health\r\nConnection: keep-alive\r\n\r\n" + HEALTH,
+                 400: b"POST /search\r\n\r\n"}
+        for expected, data in cases.items():
+            with self.subTest(status=expected):
+                status, headers, envelope, raw = self.reply(data)
+                self.assertEqual(status, expected)
+                self.assertNotIn(b"<html", raw.lower())
+                self.assertEqual(headers.get("connection"), "close")
+
     def test_a_chunked_body_is_411_and_the_connection_closed(self):
         data = post("/search", b"11\r\n{\"query\": \"JPK\"}\r\n0\r\n\r\n", "Transfer-Encoding: chunked")
         status, headers, envelope, _ = self.reply(data)
