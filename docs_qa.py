@@ -2826,7 +2826,10 @@ def _index_parser() -> argparse.ArgumentParser:
 def _server_parser(command: str) -> argparse.ArgumentParser:
     """Return the parser of `serve` (HTTP tool server) or `mcp` (MCP over stdio)."""
     what = {"serve": "Serve /rag, /search, /graph, /health and /openapi.json over HTTP. "
-                     "Set DOCS_QA_TOKEN to require 'Authorization: Bearer <token>'.",
+                     "Set DOCS_QA_TOKEN to require 'Authorization: Bearer <token>'. "
+                     f"At most {HTTP_MAX_CONNECTIONS} connections are served at once (more get 503 "
+                     f"with Retry-After); a request must arrive whole within "
+                     f"{HTTP_REQUEST_DEADLINE_S:g} s, with a Content-Length body of at most 1 MiB.",
             "mcp": "Serve the tools search_docs, ask_docs and query_graph to an MCP client "
                    "over stdio (JSON-RPC 2.0, one message per line; logs go to stderr)."}[command]
     parser = argparse.ArgumentParser(prog=f"docs_qa.py {command}", description=what)

@@ -20,7 +20,7 @@ Sections
    10. CLI            -- format_answer_text, main
 
 Public API
-    graph_load(path) -> Graph            graph_build(data, index_version) -> Graph
+    graph_load(path, max_bytes) -> Graph graph_build(data, index_version) -> Graph
     graph_parse_question(q, graph) -> Intent | None
     ask(q, graph, limits) -> GraphResult to_envelope(result) -> Envelope
     GraphLimits, Graph, Intent, GraphResult, GraphFormatError, GRAPH_EXTRA_SCHEMA
@@ -646,7 +646,8 @@ def _edges_index(graph: Graph, raw_edges: list) -> None:
         _adjacency_append(out_edges, src, edge_type, dst)
         _adjacency_append(in_edges, dst, edge_type, src)
     repeats = _drop_repeats(out_edges)
-    _drop_repeats(in_edges)
+    if repeats:                      # the same edges, seen from their other end
+        _drop_repeats(in_edges)
     graph.edge_count = len(raw_edges) - repeats
 
 
@@ -660,11 +661,10 @@ def _drop_repeats(adjacency: dict[str, dict[str, list[str]]]) -> int:
     dropped = 0
     for by_type in adjacency.values():
         for edge_type, targets in by_type.items():
-            if len(targets) > 1:
+            if len(targets) > 1 and len(set(targets)) != len(targets):
                 unique = list(dict.fromkeys(targets))
-                if len(unique) != len(targets):
-                    dropped += len(targets) - len(unique)
-                    by_type[edge_type] = unique
+                dropped += len(targets) - len(unique)
+                by_type[edge_type] = unique
     return dropped
 
 
