@@ -3096,7 +3096,7 @@ def _framing_error(lengths: list[str], encodings: list[str]) -> tuple[int, Contr
     return None
 
 
-_HTTP_ERROR_TYPES = {405: rc.MethodNotAllowedError, 501: rc.MethodNotAllowedError,
+_HTTP_ERROR_TYPES = {501: rc.MethodNotAllowedError,      # a method http.server has no do_ for
                      503: RetrievalUnavailableError}   # any other error status: invalid_query
 
 
@@ -3447,9 +3447,11 @@ def _mcp_call_tool(params: dict, ctx: ServerContext) -> dict:
 
 
 def _rpc_id(message: Any) -> Any:
-    """Return the message's id if it is a valid one (string, number or null), else None."""
+    """Return the message's id if it is a valid one (string, finite number or null), else None;
+    NaN or Infinity (json.loads takes them) would make the reply itself invalid JSON."""
     msg_id = message.get("id") if isinstance(message, dict) else None
-    is_number = isinstance(msg_id, (int, float)) and not isinstance(msg_id, bool)
+    is_number = ((isinstance(msg_id, int) and not isinstance(msg_id, bool))
+                 or (isinstance(msg_id, float) and math.isfinite(msg_id)))
     return msg_id if isinstance(msg_id, str) or is_number else None
 
 

@@ -219,7 +219,7 @@ def check_http_reply(test: unittest.TestCase, request: bytes, raw: bytes, where:
 # Pieces of JSON-RPC lines: ids of every JSON type (and lone surrogates), methods,
 # params, arguments; whole lines of broken JSON and raw bytes.
 RPC_IDS = [b"1", b'"a"', b"null", b"1.5", b"-7", b"true", b'{"x":1}', b"[1]", b'"\\ud800"', b"1e999",
-           b"9" * 400]
+           b"9" * 400, b"9" * 5000]
 RPC_METHODS = [b'"ping"', b'"tools/list"', b'"tools/call"', b'"initialize"', b'"nope"', b"7", b"null",
                b'"notifications/initialized"', b'"\\udc00"']
 RPC_PARAMS = [b"{}", b"[]", b'"x"', b"null", b'{"name":"search_docs","arguments":{"query":"JPK"}}',
@@ -305,7 +305,12 @@ class WireFuzzTest(unittest.TestCase):
     def read_until_ping(self, session: McpSession, ping_id: str, where: str) -> None:
         """Read replies until the ping's: each one a JSON-RPC 2.0 response with a valid id."""
         while True:
-            reply = session.recv()
+            line = session.proc.stdout.readline()
+            self.assertTrue(line, f"{where}: the server closed stdout")
+            try:                     # strict JSON: NaN or Infinity would break a client
+                reply = json.loads(line, parse_constant=lambda name: 1 / 0)
+            except (ValueError, ZeroDivisionError):
+                self.fail(f"{where}: not a JSON reply: {line[:300]!r}")
             self.assertEqual(reply.get("jsonrpc"), "2.0", where)
             self.assertTrue(("result" in reply) != ("error" in reply), where)
             self.assertTrue(reply["id"] is None or isinstance(reply["id"], (str, int, float))

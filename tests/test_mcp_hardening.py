@@ -56,7 +56,7 @@ class McpHardeningTest(unittest.TestCase):
         self.assert_alive_and_clean()
 
     def test_an_id_that_is_not_a_string_number_or_null_is_not_echoed(self):
-        for bad_id in (b'{"a":1}', b"[1]", b"true"):
+        for bad_id in (b'{"a":1}', b"[1]", b"true", b"NaN", b"1e999"):
             with self.subTest(bad_id=bad_id):
                 reply = self.raw_reply(b'{"jsonrpc":"2.0","id":' + bad_id + b',"method":"ping"}')
                 self.assertEqual((reply["id"], reply["error"]["code"]), (None, -32600))
