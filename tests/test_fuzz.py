@@ -187,6 +187,15 @@ def random_http_request(rng: random.Random) -> bytes:
         data += b"GET /health HTTP/1.1\r\n\r\n"
     if rng.random() < 0.1:           # cut anywhere
         data = data[:rng.randint(0, len(data))]
+    if rng.random() < 0.15 and data:  # a few bytes flipped or inserted anywhere
+        buffer = bytearray(data)
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(buffer))
+            if rng.random() < 0.5:
+                buffer[at] = rng.randrange(256)
+            else:
+                buffer.insert(at, rng.choice(b"\r\n :\x00\\\"{["))
+        data = bytes(buffer)
     return data
 
 
