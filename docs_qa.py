@@ -3033,8 +3033,11 @@ def http_openapi(with_auth: bool = False) -> dict:
 
     errors = {str(code): reply(f"error envelope ({reason})", error_ref)
               for code, reason in ((400, "invalid_query"), (401, "unauthorized"),
+                                   (411, "invalid_query: a body needs Content-Length"),
                                    (413, "invalid_query: body over 1 MiB"), (422, "invalid_request"),
-                                   (500, "internal_error"), (503, "retrieval_unavailable"))}
+                                   (500, "internal_error"),
+                                   (503, "retrieval_unavailable; or too many connections, "
+                                         "with Retry-After"))}
     schemas: dict[str, dict] = {"Error": rc.error_schema(), "Health": _HEALTH_SCHEMA}
     paths: dict[str, dict] = {}
     for name, op in OPERATIONS.items():
