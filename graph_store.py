@@ -506,8 +506,14 @@ def _graph_read(path: str, max_bytes: int) -> bytes:
     return raw
 
 
-class _LongInteger(str):
-    """A JSON integer of more than GRAPH_MAX_INT_DIGITS digits, kept as its text."""
+class _LongInteger:
+    """A JSON integer of more than GRAPH_MAX_INT_DIGITS digits: only its digit count is
+    kept (it is no int and no str, so every type check refuses it)."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, text: str) -> None:
+        self.digits = len(text.lstrip("-"))
 
 
 def _parse_int(text: str) -> int | _LongInteger:
@@ -612,7 +618,7 @@ def _node_parse(i: int, raw: Any) -> Node:
         raise GraphFormatError(f"{where}: 'aliases' must be a list of strings")
     year = raw.get("year")
     if isinstance(year, _LongInteger):
-        raise GraphFormatError(f"{where}: 'year' has {len(year.lstrip('-'))} digits, "
+        raise GraphFormatError(f"{where}: 'year' has {year.digits} digits, "
                                f"more than {GRAPH_MAX_INT_DIGITS}")
     if year is not None and (not isinstance(year, int) or isinstance(year, bool)):
         raise GraphFormatError(f"{where}: 'year' must be an integer")

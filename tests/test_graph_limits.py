@@ -51,6 +51,10 @@ class GraphFileTest(unittest.TestCase):
         text = json.dumps(data).replace('"year": 2022', '"year": ' + "9" * 5000)
         self.assert_format_error(self.graph_file(text), "node #8 (id 't4')", "'year' has 5000 digits")
 
+    def test_a_long_integer_id_is_refused_like_a_short_one(self):
+        text = json.dumps(fixture()).replace('"id": "p-mala"', '"id": ' + "7" * 30)
+        self.assert_format_error(self.graph_file(text), "node #4: 'id' must be a non-empty string")
+
     def test_dev_zero_and_other_non_regular_files_are_refused_unread(self):
         fifo = os.path.join(self.tmp, "fifo.json")
         os.mkfifo(fifo)                      # reading it would wait for a writer forever
