@@ -108,6 +108,8 @@ MIN_COMPOUND_PART = 3              # letters per half when the gate splits 'hone
 DEFAULT_PER_DOCUMENT_LIMIT = 3
 DEFAULT_K1 = 1.4                   # tuned on Cranfield, see reports/hybrid-vs-single.md
 DEFAULT_B = 0.6
+BM25_K1_MIN = 0.0                  # k1 < 0 can zero the BM25 denominator (a division by zero)
+BM25_B_RANGE = (0.0, 1.0)          # b outside it can make the length norm negative
 BM25_K3 = 8.0                      # query-term frequency saturation: (k3+1)qtf/(k3+qtf) (Robertson, TREC-3)
 TF_UNITS = 2                       # postings count a body word as this many units ...
 HEADING_TF_UNITS = 3               # ... and a word of a level-1 heading (title) as this many
@@ -3935,7 +3937,25 @@ def settings_from_env(environ: dict[str, str], **overrides: Any) -> Settings:
     if overrides.get("no_cache"):
         values["cache_dir"] = None
     values.pop("no_cache", None)
-    return Settings(**values)
+    settings = Settings(**values)
+    problems = _bm25_param_problems(settings.k1, settings.b)
+    if problems:
+        raise InvalidRequestError("; ".join(problems), [p.split()[0] for p in problems])
+    return settings
+
+
+def _bm25_param_problems(k1: Any, b: Any) -> list[str]:
+    """Return what is wrong with BM25's k1 and b (finite, k1 >= 0, 0 <= b <= 1): [] when fine."""
+    problems = []
+    if not _is_finite_number(k1) or k1 < BM25_K1_MIN:
+        problems.append(f"k1 must be a finite number >= {BM25_K1_MIN:g}")
+    if not _is_finite_number(b) or not BM25_B_RANGE[0] <= b <= BM25_B_RANGE[1]:
+        problems.append(f"b must be a finite number from {BM25_B_RANGE[0]:g} to {BM25_B_RANGE[1]:g}")
+    return problems
+
+
+def _is_finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _gate_threshold(text: str, name: str) -> float:
@@ -4115,6 +4135,18 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _bounded_float(low: float, high: float = math.inf) -> Callable[[str], float]:
+    """Return an argparse type: a finite float from low to high (nan and inf are usage errors)."""
+    def parse(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value) or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be a finite number >= {low:g}" if high == math.inf
+                                             else f"must be a finite number from {low:g} to {high:g}")
+        return value
+    parse.__name__ = "number"        # argparse names it in "invalid number value"
+    return parse
+
+
 def _gate_float(text: str) -> float:
     try:
         value = float(text)
@@ -4173,8 +4205,10 @@ def _question_parser() -> argparse.ArgumentParser:
                         help=f"fragments per document at most (default {DEFAULT_PER_DOCUMENT_LIMIT})")
     parser.add_argument("--pool-factor", type=_bounded_int(1, 1000), default=DEFAULT_POOL_FACTOR,
                         metavar="F", help=f"candidates per method = F * limit (default {DEFAULT_POOL_FACTOR})")
-    parser.add_argument("--k1", type=float, default=DEFAULT_K1, help=f"BM25 k1 (default {DEFAULT_K1})")
-    parser.add_argument("--b", type=float, default=DEFAULT_B, help=f"BM25 b (default {DEFAULT_B})")
+    parser.add_argument("--k1", type=_bounded_float(BM25_K1_MIN), default=DEFAULT_K1,
+                        help=f"BM25 k1, finite and >= {BM25_K1_MIN:g} (default {DEFAULT_K1})")
+    parser.add_argument("--b", type=_bounded_float(*BM25_B_RANGE), default=DEFAULT_B,
+                        help=f"BM25 b, from {BM25_B_RANGE[0]:g} to {BM25_B_RANGE[1]:g} (default {DEFAULT_B})")
     _add_gate_flags(parser)
     parser.add_argument("--chat-model", metavar="NAME",
                         help="chat model (env DOCS_QA_CHAT_MODEL; default: the first chat model the "
@@ -4198,7 +4232,10 @@ def _index_parser() -> argparse.ArgumentParser:
 def _server_parser(command: str) -> argparse.ArgumentParser:
     """Return the parser of `serve` (HTTP tool server) or `mcp` (MCP over stdio)."""
     what = {"serve": "Serve /rag, /search, /graph, /health and /openapi.json over HTTP. "
-                     "Set DOCS_QA_TOKEN to require 'Authorization: Bearer <token>'.",
+                     "Set DOCS_QA_TOKEN to require 'Authorization: Bearer <token>'. "
+                     f"At most {HTTP_MAX_CONNECTIONS} connections are served at once (more get 503 "
+                     f"with Retry-After); a request must arrive whole within "
+                     f"{HTTP_REQUEST_DEADLINE_S:g} s, with a Content-Length body of at most 1 MiB.",
             "mcp": "Serve the tools search_docs, ask_docs and (with --graph) query_graph to an "
                    "MCP client over stdio (JSON-RPC 2.0, one message per line; logs go to stderr). "
                    "initialize is answered at once while the index is built in the background; "
@@ -4420,6 +4457,13 @@ DEFAULT_PORT = 8000
 HTTP_MAX_BODY_BYTES = 1024 * 1024  # larger bodies: 413 invalid_query, never read
 HTTP_TIMEOUT_S = 10.0              # per socket operation, so a stuck client frees its thread
 HTTP_BODY_DEADLINE_S = 30.0        # for the whole body, so a client dripping bytes frees it too
+HTTP_REQUEST_DEADLINE_S = 30.0     # request line + headers + body, so dripped headers free it too
+HTTP_MAX_CONNECTIONS = 64          # connections served at once; more are answered 503 at once
+HTTP_BUSY_RETRY_AFTER_S = 1        # the Retry-After of that 503
+HTTP_LINGER_S = 1.0                # a refused socket stays half-closed this long before it is drained
+HTTP_MAX_LINGERING = 256           # and at most this many wait so; older ones are closed at once
+HTTP_DRAIN_READS = 16              # reads of 64 KiB at most when draining a refused socket
+HTTP_MAX_LENGTH_DIGITS = 18        # a longer Content-Length is over any limit (no huge int parsing)
 HTTP_LISTEN_BACKLOG = 128
 _JSON_TYPE = "application/json; charset=utf-8"
 _OPEN_PATHS = ("/health",)         # answered without a token
@@ -4470,8 +4514,11 @@ def http_openapi(with_auth: bool = False) -> dict:
 
     errors = {str(code): reply(f"error envelope ({reason})", error_ref)
               for code, reason in ((400, "invalid_query"), (401, "unauthorized"),
+                                   (411, "invalid_query: a body needs Content-Length"),
                                    (413, "invalid_query: body over 1 MiB"), (422, "invalid_request"),
-                                   (500, "internal_error"), (503, "retrieval_unavailable"))}
+                                   (500, "internal_error"),
+                                   (503, "retrieval_unavailable; or too many connections, "
+                                         "with Retry-After"))}
     schemas: dict[str, dict] = {"Error": rc.error_schema(), "Health": _HEALTH_SCHEMA}
     paths: dict[str, dict] = {}
     for name, op in OPERATIONS.items():
@@ -4505,13 +4552,45 @@ def _header(headers: dict[str, str], name: str) -> str | None:
     return next((v for k, v in headers.items() if k.lower() == name), None)
 
 
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+
+
 def _content_length(headers: dict[str, str]) -> int | None:
-    """Return the declared body length; None when absent, -1 when not a valid number."""
+    """Return the declared body length; None when absent, -1 when not ASCII digits
+    (str.isdigit would take '²'); a number too long to matter counts as over the limit."""
     value = _header(headers, "Content-Length")
     if value is None:
         return None
-    value = value.strip()
-    return int(value) if value.isdigit() else -1
+    digits = value.strip()
+    if not _ASCII_DIGITS.fullmatch(digits):
+        return -1
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= HTTP_MAX_LENGTH_DIGITS else HTTP_MAX_BODY_BYTES + 1
+
+
+def _framing_error(lengths: list[str], encodings: list[str]) -> tuple[int, ContractError] | None:
+    """Return (status, error) when a body's framing is ambiguous (RFC 9112 6.1, 6.3): two
+    different Content-Length values or one with Transfer-Encoding (400); a body only in
+    Transfer-Encoding (411: send Content-Length). None when the framing is fine."""
+    if encodings and lengths:
+        return 400, InvalidQueryError("Content-Length together with Transfer-Encoding")
+    if len({v.strip() for line in lengths for v in line.split(",")}) > 1:
+        return 400, InvalidQueryError("different Content-Length values")
+    if encodings:
+        return 411, InvalidQueryError("a body needs Content-Length (chunked is not read)")
+    return None
+
+
+_HTTP_ERROR_TYPES = {501: rc.MethodNotAllowedError,      # a method http.server has no do_ for
+                     503: RetrievalUnavailableError}   # any other error status: invalid_query
+
+
+def _error_reply(status: int, error: ContractError | None = None) -> tuple[int, dict[str, str], bytes]:
+    """Return (status, headers, body) of a transport-level error (framing, limits, a bad
+    request line): the error envelope, and the connection closed after it."""
+    error = error or _HTTP_ERROR_TYPES.get(status, InvalidQueryError)()
+    body = json.dumps(rc.error_result(error).to_dict(), ensure_ascii=False).encode("utf-8")
+    return status, {"Content-Type": _JSON_TYPE, "Cache-Control": "no-store", "Connection": "close"}, body
 
 
 def _is_authorized(headers: dict[str, str], token: str) -> bool:
@@ -4521,10 +4600,22 @@ def _is_authorized(headers: dict[str, str], token: str) -> bool:
                                token.encode("utf-8", "surrogatepass")) and scheme.lower() == "bearer"
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")   # the only way JSON text can hold a surrogate
+
+
+def _json_loads(text: str) -> Any:
+    """Return the parsed JSON text; raise ValueError (or RecursionError) when it is not
+    JSON or holds a lone UTF-16 surrogate, which has no UTF-8 form (no reply could echo it)."""
+    value = json.loads(text)
+    if _SURROGATE_ESCAPE.search(text):   # rare: paired escapes (emoji) are fine, lone ones are not
+        json.dumps(value, ensure_ascii=False).encode("utf-8")   # UnicodeEncodeError is a ValueError
+    return value
+
+
 def _json_request(body: bytes) -> Any:
     """Return the parsed JSON body; raise InvalidQueryError when it is not JSON."""
     try:
-        return json.loads(body.decode("utf-8"))
+        return _json_loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise InvalidQueryError("the body is not valid JSON") from None
 
@@ -4586,7 +4677,10 @@ def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
                    ctx: ServerContext) -> tuple[int, dict[str, str], bytes]:
     """Return (status, headers, body) for one HTTP request; every failure is an error
     envelope (the HTTP transport's one boundary), without exception text."""
-    path = urllib.parse.urlsplit(path).path
+    try:
+        path = urllib.parse.urlsplit(path).path
+    except ValueError:               # e.g. '//[': left as given, so it is a 404
+        pass
     if method == "OPTIONS":
         preflight = _cors_preflight(path, headers, ctx)
         if preflight is not None:
@@ -4613,7 +4707,29 @@ def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
 def _http_classes() -> tuple[type, type]:
     """Return (handler class, server class), defined on first use so that importing
     docs_qa (every CLI question) does not load http.server, about 20 ms."""
+    import collections
+    import io
+    import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class _DeadlineReader(io.RawIOBase):
+        """The socket's reads, each bounded by the socket timeout and, while a request is
+        read, by that request's deadline: a client dripping bytes is cut at the deadline."""
+
+        def __init__(self, sock: socket.socket, timeout_s: float | None) -> None:
+            super().__init__()
+            self.sock, self.timeout_s, self.deadline = sock, timeout_s, None
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: Any) -> int:
+            if self.deadline is not None:
+                left = self.deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("the request deadline passed")
+                self.sock.settimeout(left if self.timeout_s is None else min(self.timeout_s, left))
+            return self.sock.recv_into(buffer)
 
     class _HttpHandler(BaseHTTPRequestHandler):
         """Reads the request (never a body over the limit), calls handle_request, writes."""
@@ -4623,7 +4739,32 @@ def _http_classes() -> tuple[type, type]:
         timeout = HTTP_TIMEOUT_S
         disable_nagle_algorithm = True   # headers and body are two writes: no 40 ms delayed-ACK stall
 
+        def setup(self) -> None:
+            super().setup()
+            self._reader = _DeadlineReader(self.connection, self.timeout)
+            self.rfile = io.BufferedReader(self._reader)
+
+        def handle_one_request(self) -> None:
+            self._reader.deadline = time.monotonic() + HTTP_REQUEST_DEADLINE_S
+            super().handle_one_request()
+
+        def parse_request(self) -> bool:
+            """Parse as http.server does, but refuse HTTP/0.9: its replies carry no status
+            line and no length, so nothing could follow them on the connection."""
+            if not super().parse_request():
+                return False
+            if self.request_version == "HTTP/0.9":
+                self.send_error(505)
+                return False
+            return True
+
         def _serve(self) -> None:
+            framing = _framing_error(self.headers.get_all("Content-Length") or [],
+                                     self.headers.get_all("Transfer-Encoding") or [])
+            if framing is not None:
+                self.close_connection = True    # the body's end is unknown: nothing after it is safe
+                self._write_reply(*_error_reply(*framing))
+                return
             headers = dict(self.headers.items())
             length = _content_length(headers)
             readable = length is not None and 0 <= length <= HTTP_MAX_BODY_BYTES
@@ -4664,6 +4805,8 @@ def _http_classes() -> tuple[type, type]:
 
         def _write_reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
             """The one writer of replies: status line, headers, Content-Length and the body."""
+            self._reader.deadline = None         # the request is read; writes get the full timeout
+            self.connection.settimeout(self.timeout)
             self.send_response(status)
             for key, value in headers.items():
                 self.send_header(key, value)
@@ -4672,6 +4815,14 @@ def _http_classes() -> tuple[type, type]:
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(data)
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            """Answer http.server's own errors (bad request line, 414, 431, 501, 505) with the
+            error envelope instead of its HTML page, and close the connection."""
+            self.log_error("code %d, message %s", code, message)
+            self.close_connection = True
+            self.request_version = self.protocol_version   # a status line even for an unparsed request line
+            self._write_reply(*_error_reply(code))
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
             self.server.ctx.log_line(f"{self.address_string()} - {format % args}")
@@ -4685,9 +4836,81 @@ def _http_classes() -> tuple[type, type]:
             if ":" in address[0]:
                 self.address_family = socket.AF_INET6
             self.ctx = ctx
+            self._slots = threading.BoundedSemaphore(HTTP_MAX_CONNECTIONS)
+            self._lingering: collections.deque = collections.deque()   # (close at, socket)
             super().__init__(address, _HttpHandler)
 
+        def process_request(self, request: socket.socket, client_address: Any) -> None:
+            """Serve the connection in a thread while fewer than HTTP_MAX_CONNECTIONS are
+            served; past that, answer 503 from this thread and start none."""
+            if not self._slots.acquire(blocking=False):
+                self._refuse_busy(request)
+                return
+            try:
+                super().process_request(request, client_address)
+            except BaseException:
+                self._slots.release()
+                raise
+
+        def process_request_thread(self, request: socket.socket, client_address: Any) -> None:
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                self._slots.release()
+
+        def _refuse_busy(self, request: socket.socket) -> None:
+            """Send 503 + Retry-After without reading the request or blocking, half-close,
+            and keep the socket to drain before closing (an unread request would make the
+            close a reset, which can destroy the 503 before the client reads it)."""
+            status, headers, data = _error_reply(503)
+            headers["Retry-After"] = str(HTTP_BUSY_RETRY_AFTER_S)
+            headers["Content-Length"] = str(len(data))
+            head = f"HTTP/1.1 {status} Service Unavailable\r\n" + "".join(
+                f"{key}: {value}\r\n" for key, value in headers.items()) + "\r\n"
+            try:
+                request.setblocking(False)
+                request.send(head.encode("ascii") + data)
+                request.shutdown(socket.SHUT_WR)
+            except OSError:
+                request.close()
+                return
+            self._lingering.append((time.monotonic() + HTTP_LINGER_S, request))
+            while len(self._lingering) > HTTP_MAX_LINGERING:
+                self._lingering.popleft()[1].close()
+
+        def service_actions(self) -> None:
+            """Drain and close the refused sockets whose linger time is over (serve_forever
+            calls this between requests and at least every poll interval)."""
+            now = time.monotonic()
+            while self._lingering and self._lingering[0][0] <= now:
+                _drain_and_close(self._lingering.popleft()[1])
+
+        def server_close(self) -> None:
+            while self._lingering:
+                _drain_and_close(self._lingering.popleft()[1])
+            super().server_close()
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            """Log a client that went away as one line; anything else is a bug: traceback."""
+            exc = sys.exc_info()[1]
+            if isinstance(exc, OSError):
+                self.ctx.log_line(f"{client_address[0]} - connection lost ({type(exc).__name__})")
+            else:
+                self.ctx.log_line(traceback.format_exc())
+
     return _HttpHandler, _HttpServer
+
+
+def _drain_and_close(sock: socket.socket) -> None:
+    """Read what a refused client already sent (so the close is not a reset), then close;
+    the socket is non-blocking and the reads are bounded, so this never stalls the server."""
+    try:
+        for _ in range(HTTP_DRAIN_READS):
+            if not sock.recv(65536):
+                break
+    except OSError:                  # BlockingIOError: nothing more is waiting
+        pass
+    sock.close()
 
 
 def __getattr__(name: str) -> Any:
@@ -4757,13 +4980,29 @@ def _mcp_call_tool(params: dict, ctx: ServerContext) -> dict:
             "structuredContent": envelope, "isError": envelope["status"] == "error"}
 
 
+def _rpc_id(message: Any) -> Any:
+    """Return the message's id if it is a valid one (string, finite number or null), else None;
+    NaN or Infinity (json.loads takes them) would make the reply itself invalid JSON."""
+    msg_id = message.get("id") if isinstance(message, dict) else None
+    is_number = ((isinstance(msg_id, int) and not isinstance(msg_id, bool))
+                 or (isinstance(msg_id, float) and math.isfinite(msg_id)))
+    return msg_id if isinstance(msg_id, str) or is_number else None
+
+
+def _is_rpc_response(message: Any) -> bool:
+    """Return True for a response object (result or error, no method): it gets no reply."""
+    return (isinstance(message, dict) and "method" not in message
+            and ("result" in message or "error" in message))
+
+
 def mcp_handle(message: Any, ctx: ServerContext) -> dict | None:
-    """Return the JSON-RPC reply to one message (None for a notification)."""
+    """Return the JSON-RPC reply to one message (None for a notification or a response)."""
+    if _is_rpc_response(message):
+        return None                  # a client's reply to a request we never send: nothing to say
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" \
-            or not isinstance(message.get("method"), str):
-        msg_id = message.get("id") if isinstance(message, dict) else None
-        return _rpc_error(msg_id if isinstance(msg_id, (str, int)) else None,
-                          _RPC_INVALID_REQUEST, "Invalid Request")
+            or not isinstance(message.get("method"), str) \
+            or ("id" in message and message["id"] is not None and _rpc_id(message) is None):
+        return _rpc_error(_rpc_id(message), _RPC_INVALID_REQUEST, "Invalid Request")
     if "id" not in message:
         return None                  # notifications/initialized, cancelled, ...: nothing to say
     msg_id, method, params = message["id"], message["method"], message.get("params") or {}
@@ -4780,7 +5019,8 @@ def mcp_handle(message: Any, ctx: ServerContext) -> dict | None:
     elif method == "tools/list":
         result = {"tools": mcp_tools(ctx)}
     elif method == "tools/call":
-        if params.get("name") not in {tool["name"] for tool in mcp_tools(ctx)}:
+        name = params.get("name")
+        if not isinstance(name, str) or name not in {tool["name"] for tool in mcp_tools(ctx)}:
             return _rpc_error(msg_id, _RPC_INVALID_PARAMS, "Unknown tool")
         if not isinstance(params.get("arguments", {}), dict):
             return _rpc_error(msg_id, _RPC_INVALID_PARAMS, "arguments must be an object")
@@ -4912,7 +5152,7 @@ def mcp_serve(ctx: ServerContext, stdin: Any, stdout: Any) -> int:
         if not line.strip():
             continue
         try:
-            message = json.loads(line.decode("utf-8"))
+            message = _json_loads(line.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
             session.write(_rpc_error(None, _RPC_PARSE_ERROR, "Parse error"))
             continue
@@ -4927,8 +5167,7 @@ def mcp_serve(ctx: ServerContext, stdin: Any, stdout: Any) -> int:
             if ctx.debug:
                 raise
             ctx.log_line(traceback.format_exc())
-            msg_id = message.get("id") if isinstance(message, dict) else None
-            reply = _rpc_error(msg_id, _RPC_INTERNAL, "Internal error")
+            reply = _rpc_error(_rpc_id(message), _RPC_INTERNAL, "Internal error")
         if reply is not None:
             session.write(reply)
     session.jobs.join()
@@ -5004,7 +5243,11 @@ def _main_server(command: str | None, argv: list[str], environ: dict[str, str]) 
         args = _server_parser(command).parse_args(argv)
     except SystemExit as exc:
         return EXIT_USAGE if exc.code else EXIT_OK
-    token = environ.get("DOCS_QA_TOKEN") or None
+    try:
+        token = _token_from_env(environ) if command == "serve" else None
+    except InvalidRequestError as exc:
+        sys.stderr.write(f"docs_qa: error: {exc.message}\n")
+        return EXIT_USAGE
     if command == "serve" and token is None and not http_is_loopback(args.host):
         sys.stderr.write(f"docs_qa: refusing to serve on {args.host} without a token: set "
                          "DOCS_QA_TOKEN, or bind to 127.0.0.1\n")
@@ -5055,6 +5298,20 @@ def _cors_refusal(origins: tuple[str, ...], token: str | None) -> str | None:
         return ("refusing --cors-origin '*' while DOCS_QA_TOKEN is set: any web page could "
                 "then call the server with a user's token; list the origins instead")
     return None
+
+
+def _token_from_env(environ: dict[str, str]) -> str | None:
+    """Return DOCS_QA_TOKEN stripped (None: unset or blank), warning on stderr when it had
+    surrounding whitespace; raise InvalidRequestError for a token no client could send."""
+    raw = environ.get("DOCS_QA_TOKEN") or ""
+    token = raw.strip()
+    if not token.isascii() or not token.isprintable():
+        raise InvalidRequestError("DOCS_QA_TOKEN must be printable ASCII: HTTP headers carry no "
+                                  "other text, so no client could ever send it", ("token",))
+    if token != raw:
+        sys.stderr.write("docs_qa: warning: DOCS_QA_TOKEN had spaces or line breaks around it; "
+                         "they were removed" + ("" if token else ", leaving no token") + "\n")
+    return token or None
 
 
 def _server_context(args: argparse.Namespace, environ: dict[str, str], token: str | None,
