@@ -40,6 +40,11 @@ EXAMPLES = [
     ("08-one-entry-point-graph", "One entry point: the graph answers what it understands",
      'python3 docs_qa.py "Kto je vedúci práce Jána Holpa?" --docs corpus --graph corpus/graph.json --no-embed',
      "docs_qa.py routes a graph question to the graph and cites its source documents."),
+    ("09-removed-and-refused", "What the answer check removed, and why",
+     'python3 examples/with_model_reply.py examples/09-model-reply.txt -- "do kiedy składam JPK" --docs corpus --no-embed',
+     "A stand-in model (a fixed reply from examples/09-model-reply.txt) adds a command that is not "
+     "in its cited lines, an unsupported claim and a citation outside the fragments: each is removed "
+     "and the text output says so, one line per kind."),
 ]
 
 
