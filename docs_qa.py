@@ -8,7 +8,8 @@ Sections (in file order)
      1. Constants        -- defaults, limits, reason tables
      2. Types            -- Chunk, Hit, Note, Settings, SearchResult, IndexStats
      3. Errors           -- typed exceptions from retrieval_contract
-     4. Text             -- NFKC, casefold, diacritic folding, tokens, stop words, stemmer
+     4. Text             -- NFKC, casefold, diacritic folding, tokens, stop words, stemmer,
+                            the one sentence splitter, the one language detector
      5. Corpus walk      -- the only code that reads documents
      6. Chunking         -- split on headers / blank lines with exact 1-based line ranges
      7. BM25             -- Okapi BM25 scoring over postings
@@ -21,10 +22,11 @@ Sections (in file order)
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult
     13. Citations        -- one parser, one validator, support score
-    14. Answer           -- prompt, chat call, extractive answer, refusal
+    14. Answer           -- prompt, chat call, reply check (units, verbatim code),
+                            extractive answer in whole units, refusal
     15. Envelope         -- map results onto the v1 contract
     16. Operations       -- the operations the transports expose
-    17. CLI              -- argparse, text formatting
+    17. CLI              -- argparse, text formatting (what was removed and why, limits)
     18. HTTP server      -- handle_request + a thin handler
     19. MCP              -- JSON-RPC over stdio
     20. main
@@ -67,6 +69,7 @@ __all__ = [
     "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats",
     "settings_from_env", "search", "search_rankings", "answer", "index_folder", "index_refresh",
     "text_fold", "text_tokens", "text_stem", "text_stem_english", "text_language", "text_query_terms",
+    "text_sentences", "text_detect_language",
     "corpus_walk", "corpus_read",
     "chunk_text",
     "bm25_idf", "bm25_scores",
@@ -406,13 +409,14 @@ def text_detect_language(text: str, default: str = "en") -> str:
     if coarse == "en":
         return "en"
     scores = {"pl": 0, "sk": 0}
-    for raw, word in zip(raw_words, words):
+    for n, (raw, word) in enumerate(zip(raw_words, words)):
         if raw.isupper() and len(raw) > 1 or any(ch.isdigit() for ch in raw):
             continue               # codes and acronyms (VAT, JPK_V7) say nothing
-        lowered = raw.casefold()
-        scores["pl"] += 3 * bool(_PL_LETTERS & set(lowered)) + 2 * (word in _PL_WORDS) \
+        # a capitalised word inside the text is a name: "Jaki tytuł ma praca Jána Holpa?"
+        letters = set(raw.casefold()) if n == 0 or not raw[:1].isupper() else set()
+        scores["pl"] += 3 * bool(_PL_LETTERS & letters) + 2 * (word in _PL_WORDS) \
             + len(_PL_MARKS.findall(word))
-        scores["sk"] += 3 * bool(_SK_LETTERS & set(lowered)) + 2 * (word in _SK_WORDS) \
+        scores["sk"] += 3 * bool(_SK_LETTERS & letters) + 2 * (word in _SK_WORDS) \
             + len(_SK_MARKS.findall(word))
     if scores["pl"] == scores["sk"]:
         return default if coarse == "unknown" or scores["pl"] == 0 else "pl"
@@ -2435,6 +2439,7 @@ class _Part:
     line: int = 0                  # index of the reply line it starts on
     citations: list[Citation] = field(default_factory=list)
     inherited: bool = False        # citations taken from the next sentence or the group
+    is_label: bool = False         # a head that states nothing: shown only above what it introduces
     kept: bool = False
     text: str = ""
 
@@ -2542,7 +2547,8 @@ def _check_part(part: _Part, reply: str, chunks: list[Chunk], complete: bool | N
     sentence = _strip_citations(reply, part.start, part.end, part.citations)
     part.text = sentence
     if not _is_claim(sentence):        # a cited label, a table rule: kept, never reported
-        part.kept = bool(valid) and (part.is_continuation or not part.inherited)
+        part.kept = bool(valid) and bool(sentence) and (part.is_continuation or not part.inherited)
+        part.is_label = not part.is_continuation
         return None
     if not valid:
         refused = [_cite_label(c) for c in part.citations if not part.inherited]
@@ -2645,6 +2651,9 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None
             if entry is not None:
                 unsupported.append(entry)
                 caveat = caveat or entry["problem"] == "exhaustive_claim"
+        for n, part in enumerate(group):
+            if part.is_label and part.kept:
+                part.kept = any(p.kept and (p.kind == "block" or p.is_continuation) for p in group[n + 1:])
         kept_lines.extend(_render_group(group))
     # citations past the cap are stripped and never count; one "too_many" shows the drop
     return "\n".join(kept_lines), citations[:MAX_CITATIONS + 1], unsupported, caveat

@@ -10,7 +10,7 @@ class DetectTest(unittest.TestCase):
         "pl": ["przepis na sernik z rodzynkami", "przepis na sernik z rodzynkami?",
                "do kiedy składam JPK", "do kiedy skladam JPK", "jak dlugo przechowywac faktury",
                "czy musze wystawic fakture korygujaca", "ile wynosi skladka zdrowotna w 2026",
-               "kto wygral mistrzostwa swiata w pilce noznej"],
+               "kto wygral mistrzostwa swiata w pilce noznej", "Jaki tytuł ma praca Jána Holpa?"],
         "sk": ["kto vyhral majstrovstvá sveta v hokeji", "kto vyhral majstrovstva sveta v hokeji",
                "Kto je vedúci práce Jána Holpa?", "kto je veduci prace Jana Holpa",
                "ako dlho uchovavat faktury", "Aký názov práce má Ján Holp?",
@@ -31,6 +31,14 @@ class DetectTest(unittest.TestCase):
 
     def test_the_answer_language_is_the_detector(self):
         self.assertEqual(docs_qa.answer_language("kto vyhral majstrovstva sveta v hokeji"), "sk")
+
+
+class GraphLanguageTest(unittest.TestCase):
+    def test_the_graph_uses_the_same_detector(self):
+        import graph_store
+        self.assertEqual(graph_store._language("jaki tytul ma praca Jana Holpa"), "pl")
+        self.assertEqual(graph_store._language("Koľko osôb má prácu v roku 2024?"), "sk")
+        self.assertEqual(graph_store._language("Who supervised Eva Šimková?"), "en")
 
 
 class RefusalLanguageTest(TempDirTest):
