@@ -2692,6 +2692,7 @@ _LIST_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+\S")
 _NUMBERED_ITEM = re.compile(r"^\s*\d+[.)]\s")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _CODE_KINDS = frozenset(("fence", "command", "table"))
+_DEFINITION_LINE = re.compile(r"^\s*:\s+\S")
 
 
 class _Block(NamedTuple):
@@ -2852,9 +2853,13 @@ def _intro_unit(first: int, head: str, block: _Block, extra: tuple[str, ...] = (
 
 
 def _paragraph_units(block: _Block, nxt: _Block | None) -> list[_Unit]:
-    """Return a paragraph's sentences; its last sentence with the block it introduces
-    when it ends with ':' or is followed by code or a command."""
+    """Return a paragraph's sentences (a term with its ': definition' lines is one unit);
+    its last sentence with the block it introduces when it ends with ':' or is followed
+    by code or a command."""
     para = [(block.first + k, line.strip()) for k, line in enumerate(block.lines)]
+    if any(_DEFINITION_LINE.match(line) for line in block.lines[1:]):    # "Term\n: definition"
+        joined = re.sub(r"\s+:", ":", " ".join(line for _, line in para))
+        return [_Unit(((block.first, block.last),), joined, (), 1)]
     sentences = _paragraph_sentences(para)
     units = [_Unit(((a, b),), text, (), 1) for a, b, text in sentences]
     if sentences and nxt is not None and nxt.first <= block.last + 2:
@@ -2949,7 +2954,7 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     (a day or a year, not the digit of a code such as JPK_V7). Ties go to the better-ranked
     fragment, then to a unit that brings code, a command or a table row, then to the
     earlier unit; a prose unit that holds a smaller unit scoring as well gives way to it,
-    and units never overlap. The best comes first.
+    and no unit quoted holds another. The best comes first.
     """
     terms = set(text_query_terms(question))
     wants_date = bool(_WHEN_WORDS & set(_TOKEN_RE.findall(text_fold(question))))
@@ -2973,9 +2978,16 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     for entry in [s for s in scored if s[0] < 0] or scored[:1]:
         if len(chosen) == EXTRACTIVE_UNITS:
             break
-        if not any(c[4] == entry[4] and c[3][0] <= entry[3][1] and entry[3][0] <= c[3][1] for c in chosen):
+        if not any(c[4] == entry[4] and _nested(c[5], entry[5]) for c in chosen):
             chosen.append(entry)
     return "\n".join(_unit_render(s[5], s[4]) for s in chosen)
+
+
+def _nested(one: _Unit, other: _Unit) -> bool:
+    """Return True when one unit quotes the other (an item inside its list; two sentences
+    sharing a line are not nested)."""
+    first, second = _normalise_code(one.text), _normalise_code(other.text)
+    return first in second or second in first
 
 
 def _unit_render(unit: _Unit, path: str) -> str:

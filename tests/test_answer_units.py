@@ -69,9 +69,10 @@ class UnitKindsTest(TempDirTest):
                       "  | VAT-26 | zgłoszenie pojazdu firmowego |", result.answer)
 
     def test_a_definition_comes_with_its_term(self):
-        text = "# Słownik\n\nWIS\n: wiążąca informacja stawkowa wydawana przez Dyrektora KIS.\n\nInny akapit o kasach.\n"
-        result = self.ask({"s.md": text}, "co to jest wiążąca informacja stawkowa")
-        self.assertIn("- WIS: wiążąca informacja stawkowa wydawana przez Dyrektora KIS. [s.md:3-4]",
+        text = ("# Słownik\n\nWIS\n: wiążąca informacja stawkowa. Wydaje ją Dyrektor KIS na wniosek.\n\n"
+                "Inny akapit o kasach.\n")
+        result = self.ask({"s.md": text}, "kto wydaje ją na wniosek")
+        self.assertIn("- WIS: wiążąca informacja stawkowa. Wydaje ją Dyrektor KIS na wniosek. [s.md:3-4]",
                       result.answer)
 
     def test_a_long_code_block_is_cut_marked_and_cited_for_the_lines_shown(self):
@@ -128,6 +129,20 @@ class ModelCodeTest(StubServerCase):
     def test_the_prompt_asks_for_commands_verbatim(self):
         result = self.ask("x")
         self.assertIn("Copy commands, code, paths and flags verbatim", result.prompt["instructions"])
+
+
+class ModelTitlesTest(StubServerCase):
+    corpus = {"holp.md": HOLP}
+
+    def test_a_reply_with_titles_is_one_sentence_and_kept_whole(self):
+        self.stub.chat_reply = ("Vedúcim práce Jána Holpa je doc. Ing. Peter Novák, PhD. [holp.md:7-7] "
+                                "Práca je bakalárska [holp.md:5-5].")
+        settings = self.settings(base_url=self.stub.base_url, timeout_s=2, retries=0, use_embeddings=False)
+        result = docs_qa.answer("Kto je vedúci práce Jána Holpa?", settings, chat_timeout_s=2)
+        self.assertEqual(result.answer.split("\n"), [
+            "Vedúcim práce Jána Holpa je doc. Ing. Peter Novák, PhD. [holp.md:7-7]",
+            "Práca je bakalárska. [holp.md:5-5]"])
+        self.assertEqual(result.unsupported, [])
 
 
 class TextOutputTest(TempDirTest):
