@@ -8,8 +8,9 @@ Sections (in file order)
      1. Constants        -- defaults, limits, reason tables
      2. Types            -- Chunk, Hit, Note, Settings, SearchResult, IndexStats
      3. Errors           -- typed exceptions from retrieval_contract
-     4. Text             -- NFKC, casefold, diacritic folding, tokens, stop words, stemmer,
-                            the one sentence splitter, the one language detector
+     4. Text             -- NFKC, casefold, diacritic folding, tokens, stop words, stemmer
+          4a. Sentences        -- the one sentence splitter (abbreviations, dates, URLs)
+          4b. Language         -- the one language detector (pl/sk/en, with or without diacritics)
      5. Corpus walk      -- the only code that reads documents
      6. Chunking         -- split on headers / blank lines with exact 1-based line ranges
      7. BM25             -- Okapi BM25 scoring over postings
@@ -22,8 +23,10 @@ Sections (in file order)
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult
     13. Citations        -- one parser, one validator, support score
-    14. Answer           -- prompt, chat call, reply check (units, verbatim code),
-                            extractive answer in whole units, refusal
+    14. Answer           -- prompt, chat call, refusal
+          14a. Reply check     -- units of a reply, citations, support, verbatim code
+          14b. Extractive      -- whole units: sentence, item, intro + code/list/table, row
+          14c. answer()        -- search, reply or quote, check
     15. Envelope         -- map results onto the v1 contract
     16. Operations       -- the operations the transports expose
     17. CLI              -- argparse, text formatting (what was removed and why, limits)
@@ -312,7 +315,7 @@ def text_language(words: list[str]) -> str:
     return "en" if english > slavic else "other"
 
 
-# --- Sentences: the one splitter, used by extractive answers, the support check and the
+# --- 4a. Sentences — the one splitter, used by extractive answers, the support check and the
 # model-reply parser. A sentence ends at . ! ? or an ellipsis (closing quotes, brackets and
 # citations that follow stay with it) before whitespace and a capital letter, never after
 # an abbreviation that cannot end a sentence, an initial, or inside a token (decimals,
@@ -381,7 +384,7 @@ def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-# --- Language: one detector for questions, refusals, caveats and the tokenizer. The
+# --- 4b. Language — one detector for questions, refusals, caveats and the tokenizer. The
 # tokenizer's English-or-not decision (text_language, by stop words) comes first; Polish
 # and Slovak are then told apart by letters, function words and inflection, so a question
 # typed without diacritics ("przepis na sernik", "kto vyhral majstrovstva") is placed too.
@@ -2408,11 +2411,11 @@ def _chat(prompt: dict[str, str], settings: Settings, chat_model: str, timeout_s
     return content
 
 
-# --- The model's reply (or the extractive quote) as units: a group is a line that starts
-# at the margin with its indented continuation lines and the fenced blocks after it; each
-# line is cut into sentences by text_sentences. A sentence without a citation takes the
-# citation of the next sentence on its line (a citation at the end of a line covers it);
-# continuation lines and blocks take the group's. Each is then checked on its own.
+# --- 14a. Reply check — the model's reply (or the extractive quote) as units. A group is
+# a line that starts at the margin, with its indented continuation lines and the fenced
+# blocks after it; each line is cut into sentences by text_sentences. A sentence without a
+# citation takes the citation of the next sentence on its line (a citation at the end of a
+# line covers it); continuation lines and blocks take the group's. Each is checked alone.
 
 _FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
 _CITATIONS_ONLY = re.compile(r"^\s*(?:\[[^\[\]\n]{1,400}\]\s*)+$")
@@ -2679,11 +2682,12 @@ def _strip_citations(text: str, start: int, end: int, citations: list[Citation])
     return re.sub(r"\s+([.,;:!?])", r"\1", re.sub(r"[ \t]+", " ", "".join(pieces))).strip()
 
 
-# --- Extractive units: what a quote never cuts. A chunk's lines are read as blocks
+# --- 14b. Extractive units — what a quote never cuts. A chunk's lines are read as blocks
 # (paragraph, list, fenced code, command line, table, heading); the units are sentences,
 # list items with their nested lines, a line that introduces something (ends with ':',
-# or a heading the question matches) with what it introduces, and a table row with its
-# header. Long blocks are cut at MAX_QUOTED_LINES, marked, and cited for the lines shown.
+# or a heading the question matches) with what it introduces, a table row with its
+# header, a term with its definition. Long blocks are cut at MAX_QUOTED_LINES, marked,
+# and cited for the lines shown.
 
 MAX_QUOTED_LINES = 15
 _COMMAND_LINE = re.compile(r"^\s*`[^`\n]+`\s*$")
@@ -2756,10 +2760,10 @@ def _block_at(lines: list[str], i: int) -> tuple[str, int]:
             return kind, j
     if _LIST_ITEM.match(line):
         return "list", _list_end(lines, i)
-    j = i
+    j = i + 1
     while j < len(lines) and lines[j].strip() and not (
             _FENCE_LINE.match(lines[j]) or _HEADER_RE.match(lines[j]) or _LIST_ITEM.match(lines[j])
-            or _TABLE_LINE.match(lines[j]) or _COMMAND_LINE.match(lines[j])) or j == i:
+            or _TABLE_LINE.match(lines[j]) or _COMMAND_LINE.match(lines[j])):
         j += 1
     return "paragraph", j
 
@@ -2998,6 +3002,8 @@ def _unit_render(unit: _Unit, path: str) -> str:
 
 _LIST_MARK = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 
+
+# --- 14c. answer() — search, then the model's reply or the extractive quote, checked
 
 def answer(question: str, settings: Settings, extractive: bool = False,
            chat_model: str | None = None, chat_timeout_s: float = DEFAULT_CHAT_TIMEOUT_S,
