@@ -2541,9 +2541,9 @@ def _check_part(part: _Part, reply: str, chunks: list[Chunk], complete: bool | N
     if part.kind == "block":
         part.text = reply[part.start:part.end]
         code = _block_code(part.text)
-        entry = {"sentence": code, "problem": "no_valid_citation"} if not valid else None
+        entry = {"sentence": code, "problem": "no_valid_citation", "code": code} if not valid else None
         if valid and _normalise_code(code) not in _normalise_code(cited):
-            entry = {"sentence": code, "problem": "code_not_in_cited_lines",
+            entry = {"sentence": code, "problem": "code_not_in_cited_lines", "code": code,
                      "citations": [_cite_label(c) for c in valid]}
         part.kept = entry is None
         return entry
@@ -3439,8 +3439,8 @@ def _excerpt(text: str) -> str:
 def _removal_line(problem: str, entries: list[dict[str, Any]]) -> str:
     """Return the line saying what was removed (or flagged) for one problem, and why."""
     n, first = len(entries), entries[0]
-    noun = _plural(n, "code block" if "\n" in first["sentence"] or problem == "code_not_in_cited_lines"
-                   and not first.get("code") else "sentence")
+    is_block = first.get("code") == first["sentence"]     # a fenced block, not a sentence
+    noun = _plural(n, "code block" if is_block else "sentence")
     named = _excerpt(first["sentence"]) + (f" (+{n - 1} more)" if n > 1 else "")
     if problem == "no_valid_citation":
         refused = list(dict.fromkeys(c for e in entries for c in e.get("citations", [])))
@@ -3449,8 +3449,8 @@ def _removal_line(problem: str, entries: list[dict[str, Any]]) -> str:
                f"{', '.join(refused[:MAX_NAMED])}{' …' if len(refused) > MAX_NAMED else ''} "
                f"{'is' if len(refused) == 1 else 'are'} outside the fragments shown")
     elif problem == "code_not_in_cited_lines":
-        why = (f"its code {_excerpt(first['code'])} is not in the cited lines" if first.get("code")
-               else "the code is not in the cited lines")
+        why = ("the code is not in the cited lines" if is_block
+               else f"its code {_excerpt(first['code'])} is not in the cited lines")
         why += f" {', '.join(first.get('citations', [])[:MAX_NAMED])}".rstrip()
     elif problem == "exhaustive_claim":
         return f"{noun} flagged: it claims a complete list, but the fragments shown may be partial: {named}"
@@ -3462,10 +3462,11 @@ def _removal_line(problem: str, entries: list[dict[str, Any]]) -> str:
 def format_removals(envelope: dict[str, Any]) -> str:
     """Return the lines saying what was removed from the answer and why, one per kind,
     then the refused citations ('' when nothing was removed)."""
-    by_problem: dict[str, list[dict[str, Any]]] = {}
+    by_kind: dict[tuple[str, bool], list[dict[str, Any]]] = {}
     for entry in envelope.get("unsupported") or []:
-        by_problem.setdefault(entry["problem"], []).append(entry)
-    lines = [_removal_line(problem, entries) for problem, entries in by_problem.items()]
+        is_block = entry.get("code") == entry["sentence"]
+        by_kind.setdefault((entry["problem"], is_block), []).append(entry)
+    lines = [_removal_line(problem, entries) for (problem, _), entries in by_kind.items()]
     refused = [c for c in envelope.get("citations") or [] if not c["valid"]]
     if refused:
         named = [f"{c['path']}:{c['start_line']}-{c['end_line']} "
