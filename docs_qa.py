@@ -2866,7 +2866,7 @@ def _paragraph_units(block: _Block, nxt: _Block | None) -> list[_Unit]:
         return [_Unit(((block.first, block.last),), joined, (), 1)]
     sentences = _paragraph_sentences(para)
     units = [_Unit(((a, b),), text, (), 1) for a, b, text in sentences]
-    if sentences and nxt is not None and nxt.first <= block.last + 2:
+    if sentences and nxt is not None and nxt.first <= block.last + 2 and nxt.kind != "heading":
         a, b, text = sentences[-1]
         if text.endswith(":") or nxt.kind in ("fence", "command"):
             units[-1] = _intro_unit(a, text, nxt)
@@ -2963,20 +2963,8 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     terms = set(text_query_terms(question))
     wants_date = bool(_WHEN_WORDS & set(_TOKEN_RE.findall(text_fold(question))))
     scored = []
-    for rank, hit in enumerate(result.hits):
-        units = _units(hit.chunk)
-        mine = []
-        for unit in units:
-            if unit.needs_match and not terms & set(text_tokens(unit.needs_match)):
-                continue
-            overlap = len(terms & set(text_tokens(unit.text)))
-            if overlap and wants_date and _STANDALONE_NUMBER.search(unit.text):
-                overlap += 1
-            mine.append((overlap, unit))
-        for overlap, unit in mine:
-            if unit.prefer and _contains_equal(unit, overlap, mine):
-                continue
-            scored.append((-overlap, rank, unit.prefer, unit.span, hit.chunk.path, unit))
+    for chunk, pieces in _joined_fragments(result.hits):
+        scored.extend(_scored_units(terms, wants_date, chunk, pieces))
     scored.sort(key=lambda s: s[:5])
     chosen: list[tuple] = []
     for entry in [s for s in scored if s[0] < 0] or scored[:1]:
@@ -2985,6 +2973,56 @@ def answer_extractive(question: str, result: SearchResult) -> str:
         if not any(c[4] == entry[4] and _nested(c[5], entry[5]) for c in chosen):
             chosen.append(entry)
     return "\n".join(_unit_render(s[5], s[4]) for s in chosen)
+
+
+def _scored_units(terms: set[str], wants_date: bool, chunk: Chunk,
+                  pieces: tuple[tuple[int, int, int], ...]) -> list[tuple]:
+    """Return (-score, rank, prefer, span, path, unit) for each unit of a fragment worth
+    quoting: its citations split where the fragment's pieces meet, its rank the best of
+    the pieces it quotes from (see _joined_fragments)."""
+    mine = []
+    for unit in _units(chunk):
+        if unit.needs_match and not terms & set(text_tokens(unit.needs_match)):
+            continue
+        overlap = len(terms & set(text_tokens(unit.text)))
+        if overlap and wants_date and _STANDALONE_NUMBER.search(unit.text):
+            overlap += 1
+        mine.append((overlap, replace(unit, ranges=_split_ranges(unit.ranges, pieces))))
+    return [(-overlap, _unit_rank(unit, pieces), unit.prefer, unit.span, chunk.path, unit)
+            for overlap, unit in mine if not (unit.prefer and _contains_equal(unit, overlap, mine))]
+
+
+def _unit_rank(unit: _Unit, pieces: tuple[tuple[int, int, int], ...]) -> int:
+    """Return the best rank among the fragments a unit quotes from."""
+    return min(rank for lo, hi, rank in pieces for a, b in unit.ranges if lo <= a and b <= hi)
+
+
+def _joined_fragments(hits: list[Hit]) -> list[tuple[Chunk, tuple[tuple[int, int, int], ...]]]:
+    """Return the fragments to quote from, with (start_line, end_line, rank) of the returned
+    fragments each is made of: two returned fragments of one document with at most one
+    blank line between them are read as one, so a line that ends one fragment and
+    introduces a command at the start of the next is quoted with it (cited in two parts,
+    each inside its own fragment)."""
+    out: list[tuple[Chunk, tuple[tuple[int, int, int], ...]]] = []
+    for rank, hit in enumerate(hits):
+        chunk, pieces = hit.chunk, ((hit.chunk.start_line, hit.chunk.end_line, rank),)
+        for k, (joined, joined_pieces) in enumerate(out):
+            first, second = sorted((joined, chunk), key=lambda c: c.start_line)
+            if joined.path == chunk.path and second.start_line - first.end_line in (1, 2):
+                text = first.text + "\n" * (second.start_line - first.end_line) + second.text
+                out[k] = (Chunk(chunk.path, first.start_line, second.end_line, first.sections, text),
+                          tuple(sorted(joined_pieces + pieces)))
+                break
+        else:
+            out.append((chunk, pieces))
+    return out
+
+
+def _split_ranges(ranges: tuple[tuple[int, int], ...], pieces: tuple[tuple[int, int, int], ...]
+                  ) -> tuple[tuple[int, int], ...]:
+    """Return ranges cut where they leave one piece, so each lies inside one fragment."""
+    return tuple((max(a, lo), min(b, hi)) for a, b in ranges for lo, hi, _ in pieces
+                 if max(a, lo) <= min(b, hi))
 
 
 def _nested(one: _Unit, other: _Unit) -> bool:

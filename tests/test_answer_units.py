@@ -85,6 +85,21 @@ class UnitKindsTest(TempDirTest):
                       result.answer)
 
 
+class FragmentBoundaryTest(TempDirTest):
+    def test_a_command_in_the_next_fragment_is_quoted_with_its_description(self):
+        text = ("# tiles\n\n> Draw tiles.\n\n- Make a checkerboard pattern from square tiles:\n\n"
+                "`tiles --checker 8 out.png`\n\n- Draw a striped pattern with wide horizontal bands:\n\n"
+                "`tiles --stripes 4 out.png`\n")
+        write_files(self.docs, {"t.md": text})
+        settings = self.settings(use_embeddings=False, chunk_chars=60)
+        self.assertEqual([c.label for c in docs_qa.chunk_text("t.md", text, 60)][:2], ["t.md:1-5", "t.md:7-11"])
+        result = docs_qa.answer("make a checkerboard pattern from square tiles", settings, extractive=True)
+        self.assertTrue(result.answer.startswith(
+            "- Make a checkerboard pattern from square tiles: [t.md:5-5] [t.md:7-7]\n"
+            "```\ntiles --checker 8 out.png\n```"), result.answer)
+        self.assertTrue(all(c.valid for c in result.citations))
+
+
 class ModelCodeTest(StubServerCase):
     corpus = {"multitail.md": TLDR}
 
