@@ -2673,13 +2673,16 @@ def _cut_answer(text: str, max_chars: int) -> str:
 
 
 def _strip_citations(text: str, start: int, end: int, citations: list[Citation]) -> str:
-    """Return text[start:end] without its citation spans, whitespace tidied."""
-    pieces, pos = [], start
+    """Return text[start:end] without its citation spans, whitespace tidied (no space is
+    left between a sentence and the stop that followed its citation)."""
+    kept, pos = "", start
     for cite in sorted({c.span for c in citations if start <= c.span[0] < end}):
-        pieces.append(text[pos:max(cite[0], pos)])
+        kept += text[pos:max(cite[0], pos)]
         pos = max(pos, cite[1])
-    pieces.append(text[pos:end])
-    return re.sub(r"\s+([.,;:!?])", r"\1", re.sub(r"[ \t]+", " ", "".join(pieces))).strip()
+        if re.match(r"[ \t]*[.,;:!?]", text[pos:end]):
+            kept = kept.rstrip()   # "claim [a.md:1]." -> "claim."; code such as "cut -d . -f 1" is left as is
+    kept += text[pos:end]
+    return re.sub(r"[ \t]+", " ", kept).strip()
 
 
 # --- 14b. Extractive units — what a quote never cuts. A chunk's lines are read as blocks

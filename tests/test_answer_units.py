@@ -40,6 +40,14 @@ class UnitKindsTest(TempDirTest):
             "```\nmultitail -Q 1 '{{pattern}}'\n```"), result.answer)
         self.assertEqual(result.unsupported, [])
 
+    def test_inline_code_in_a_quoted_line_keeps_its_spacing(self):
+        text = ("# faker\n\n- Fake addresses of one country (use `locales | cut --delimiter . --fields 1` "
+                "to list them):\n\n`faker --lang {{de_DE}} address`\n")
+        result = self.ask({"faker.md": text}, "fake addresses of one country")
+        self.assertIn("(use `locales | cut --delimiter . --fields 1` to list them): [faker.md:3-5]\n```\n"
+                      "faker --lang {{de_DE}} address\n```", result.answer)
+        self.assertEqual(result.unsupported, [])
+
     def test_an_example_heading_answers_with_its_code_block_line_for_line(self):
         result = self.ask({"convert.md": EXAMPLE}, "Convert a provider path to a registry path")
         first = result.answer.split("\n- ")[0]
