@@ -113,19 +113,6 @@ RELATION_ORDER = (EXACT, FOLDED, GENDER, CLASH)             # best first
 # the question names someone else outweighs a partial fit of a short alias (P. Kováč).
 FIT_ORDER = ("full", CLASH, GENDER, "partial")
 
-LANG_HINTS = {
-    "en": {"what", "who", "which", "how", "many", "thesis", "theses", "title", "is", "the",
-           "of", "about", "known", "supervisor", "supervised", "keyword", "persons",
-           "supervisors", "list", "all", "are", "when", "called", "defend", "whom", "with",
-           "people", "have", "has", "wrote", "tell", "did", "in", "year"},
-    "pl": {"jaki", "jaka", "jest", "ile", "osób", "pracę", "pracy", "tytuł", "promotor",
-           "napisał", "wiadomo", "kluczowe", "słowo", "których", "jakie", "prace", "roku"},
-    "sk": {"aký", "aká", "aké", "má", "koľko", "osôb", "prácu", "práce", "práca", "kto",
-           "ktoré", "vedúci", "roku", "vieme", "názov", "kľúčové", "slovo", "napísal",
-           "viedol", "viedla", "je", "o", "v"},
-}
-PL_LETTERS = set("łąęśżźćń")
-
 # Intent patterns over the folded, lower-case question (diacritics removed).
 RE_YEAR = re.compile(r"\b(19[5-9]\d|20\d\d)\b")
 RE_COUNT = re.compile(r"\b(kolko|how many|ile|number of|pocet|count)\b")
@@ -1305,24 +1292,9 @@ def _suggest_titles(graph: Graph, typed: Iterable[str]) -> list[dict]:
 # === 7. Questions — language, intent and year; conservative: None when unsure ===
 
 def _language(question: str) -> str:
-    """Return 'sk', 'en' or 'pl' by letters and common question words (default 'sk')."""
-    words = text_words(question)
-    if PL_LETTERS & set(question.casefold()):
-        return "pl"
-    folded = [text_fold(w) for w in words]
-    hint_sets = {lang: {text_fold(h) for h in hints} for lang, hints in LANG_HINTS.items()}
-    scores = {lang: sum(w in hint_sets[lang] for w in folded) for lang in LANG_HINTS}
-    # diacritics count only in lower-case words: a Slovak name in an English question
-    # ("Who supervised Eva Šimková?") says nothing about the question's language
-    has_diacritics = any(text_fold(w) != w for w in re.findall(r"[^\W\d_]+", question)
-                         if not w[:1].isupper())
-    if has_diacritics:
-        scores["sk"] += 2
-    best = max(scores.values())
-    for lang in ("sk", "en", "pl"):
-        if scores[lang] == best:
-            return lang
-    return "sk"
+    """Return 'sk', 'en' or 'pl': docs_qa's one language detector (default 'sk')."""
+    import docs_qa                 # imported on first use: loading a graph does not pay for it
+    return docs_qa.text_detect_language(question, default="sk")
 
 
 def _kind(folded: str, year: int | None) -> str | None:
