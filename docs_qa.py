@@ -5530,7 +5530,7 @@ def _http_classes() -> tuple[type, type]:
                 return
             try:
                 super().process_request(request, client_address)
-            except BaseException:
+            except Exception:    # no thread took the slot; Ctrl-C/SIGTERM may land after one did
                 self._slots.release()
                 raise
 
