@@ -32,6 +32,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 import docs_qa  # noqa: E402
+import svg_charts  # noqa: E402  (beside this script)
 
 METHODS = ("bm25", "dense", "rrf")
 METHOD_NAMES = {"bm25": "BM25 only", "dense": "embeddings only", "rrf": "RRF (hybrid)"}
@@ -288,6 +289,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bm25s", action="store_true", help="also run bm25s when installed (datasets)")
     p.add_argument("--out", help="write the markdown section here (else stdout)")
     p.add_argument("--title", default=None)
+    p.add_argument("--svg-dir", help="also write SVG charts here (svg_charts.py: demo-ranks.svg, ndcg-by-collection.svg)")
     return p
 
 
@@ -304,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = _settings(args, args.docs)
         rows = run_labelled(load_jsonl(args.queries), settings)
         body = format_labelled(rows, methods, settings.candidate_limit)
+        if args.svg_dir:
+            svg_charts.save_rank_chart(args.svg_dir, rows, methods, DEPTH, METHOD_NAMES, f"embeddings: {model}")
     else:
         docs_dir, queries = load_dataset(args.dataset)
         settings = _settings(args, docs_dir)
@@ -317,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
             summaries["bm25s: not installed, skipped"] = dict.fromkeys(
                 ["nDCG@10", "MRR@10", "Recall@100"] + [f"hit@{k}" for k in HIT_KS], float("nan"))
         body = f"{len(queries)} judged queries.\n\n" + format_dataset(summaries)
+        if args.svg_dir:
+            svg_charts.save_ndcg_chart(args.svg_dir, os.path.basename(os.path.normpath(args.dataset)), summaries, model)
     header = [f"### {args.title or (args.queries or args.dataset)}", "",
               f"- command: `python3 reports/eval_retrieval.py {shlex.join(sys.argv[1:] if argv is None else argv)}`",
               f"- date: {datetime.date.today().isoformat()}; run time {time.time() - started:.0f} s",
