@@ -3382,6 +3382,8 @@ ol.lines li::marker{color:var(--muted)}
 @media (min-width:60rem){main{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:1.5rem}
   #viewer{position:sticky;top:0.5rem;align-self:start;max-height:96vh;overflow:auto}}
 footer{font-size:0.85rem;color:var(--muted)}
+#status{margin:0.25rem 0;min-height:1.5em}
+main>div>section:first-child h2{margin-top:0.25rem}
 """
 
 _PAGE_JS = r"""
