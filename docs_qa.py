@@ -3603,8 +3603,9 @@ _PAGE_JS = r"""
     guarded(() => showSource(link));
   });
   $("back").addEventListener("click", (event) => {
+    if (!lastLink) return;
     event.preventDefault();
-    if (lastLink) lastLink.focus();
+    lastLink.focus();
   });
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();

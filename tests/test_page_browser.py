@@ -26,6 +26,16 @@ QUESTION = "do kiedy składa się plik JPK_V7M"
 TOKEN = "page-t0ken-for-tests"
 
 
+GRAPH = {"nodes": [
+    {"id": "p-holp", "type": "person", "name": "Ján Holp", "document_path": "osoby/holp.md"},
+    {"id": "p-holpova", "type": "person", "name": "Mária Holpová"},
+    {"id": "t1", "type": "thesis", "title": "Strojový preklad právnych textov", "year": 2024,
+     "document_path": "prace/t1.md"},
+    {"id": "t2", "type": "thesis", "title": "Vizualizácia dát miest", "year": 2024}],
+    "edges": [{"source": "p-holp", "target": "t1", "type": "authored"},
+              {"source": "p-holpova", "target": "t2", "type": "authored"}]}
+
+
 def find_browser() -> str | None:
     """Return the path of a Chromium-like browser on PATH, or None."""
     return next((path for path in map(shutil.which, BROWSER_NAMES) if path), None)
@@ -152,6 +162,21 @@ class PageInBrowserTest(unittest.TestCase):
         self.assertIn("changed after it was indexed", dom.text["freshness"])
         self.assertEqual([value for value, _ in dom.hits], ["5"])
         self.assertIn("answer-box", dom.hidden)
+
+    def test_graph_answers_show_the_count_facts_sources_and_candidates(self):
+        import graph_store
+        live = LiveDocsServer(graph=graph_store.graph_build(GRAPH, "test-graph"))
+        self.addCleanup(live.close)
+        dom = self.dom(self.url(live, q="Koľko osôb má prácu v roku 2024?", mode="graph"))
+        answer = dom.text["answer"]
+        self.assertIn("Počet: 2 (presný: spočítalo sa všetko)", answer)
+        self.assertIn("Ján Holp -authored-> Strojový preklad právnych textov — S", answer)
+        self.assertIn("prace/t1.md", answer)                          # the fact's source
+        self.assertIn("prace/t1.md", dom.text["sources"])
+        dom = self.dom(self.url(live, q="Aký názov práce má Holp?", mode="graph"))
+        self.assertIn("koho ste mysleli?", dom.text["answer"])
+        self.assertIn("Ján Holp", dom.text["answer"])
+        self.assertIn("Mária Holpová", dom.text["answer"])
 
     def test_with_a_token_the_page_asks_for_it_and_shows_no_answer(self):
         live = LiveDocsServer(token=TOKEN)
