@@ -307,7 +307,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = run_labelled(load_jsonl(args.queries), settings)
         body = format_labelled(rows, methods, settings.candidate_limit)
         if args.svg_dir:
-            svg_charts.save_rank_chart(args.svg_dir, rows, methods, DEPTH, METHOD_NAMES, f"embeddings: {model}")
+            chart = svg_charts.save_rank_chart(args.svg_dir, rows, methods, DEPTH, METHOD_NAMES,
+                                               "embeddings: " + model.split(" at ")[0])
     else:
         docs_dir, queries = load_dataset(args.dataset)
         settings = _settings(args, docs_dir)
@@ -322,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
                 ["nDCG@10", "MRR@10", "Recall@100"] + [f"hit@{k}" for k in HIT_KS], float("nan"))
         body = f"{len(queries)} judged queries.\n\n" + format_dataset(summaries)
         if args.svg_dir:
-            svg_charts.save_ndcg_chart(args.svg_dir, os.path.basename(os.path.normpath(args.dataset)), summaries, model)
+            chart = svg_charts.save_ndcg_chart(args.svg_dir, os.path.basename(os.path.normpath(args.dataset)),
+                                               summaries, model.split(" at ")[0])
     header = [f"### {args.title or (args.queries or args.dataset)}", "",
               f"- command: `python3 reports/eval_retrieval.py {shlex.join(sys.argv[1:] if argv is None else argv)}`",
               f"- date: {datetime.date.today().isoformat()}; run time {time.time() - started:.0f} s",
@@ -331,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
               f"pool={settings.candidate_limit}/method (limit {settings.limit} x pool_factor "
               f"{settings.pool_factor}) chunk_chars={settings.chunk_chars} "
               f"tokenizer={docs_qa.TOKENIZER_VERSION}", "", ""]
+    if args.svg_dir:
+        link = os.path.relpath(chart, os.path.dirname(os.path.abspath(args.out or "x")))
+        body += f"\n\n![{os.path.basename(chart)[:-4]}]({link})"
     text = "\n".join(header) + body + "\n"
     if args.out:
         with open(args.out, "a", encoding="utf-8") as fh:

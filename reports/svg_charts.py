@@ -48,6 +48,18 @@ def _open(height: int, title: str, desc: str) -> list[str]:
             f'<text x="12" y="24" font-size="16" font-weight="600" {FONT}>{escape(title)}</text>']
 
 
+def _note_lines(note: str) -> list[str]:
+    """Return a note split into lines at '; ' so that it fits the chart's width."""
+    return [part for part in note.split("; ") if part] if note else []
+
+
+def _note(note: str, height: int) -> list[str]:
+    """Return the note's text lines at the bottom of a chart of the given height."""
+    lines = _note_lines(note)
+    return [f'<text x="12" y="{height - 10 - 14 * (len(lines) - 1 - i)}" font-size="11" fill="#555555" '
+            f'{FONT}>{escape(line)}</text>' for i, line in enumerate(lines)]
+
+
 def _marker(shape: str, x: float, y: float, colour: str, label: str, size: float = 5.0) -> str:
     """Return one marker of a shape at (x, y) with a hover title."""
     tip = f"<title>{escape(label)}</title>"
@@ -78,7 +90,7 @@ def rank_chart(labels: list[str], ranks: dict[str, list[int | None]], depth: int
     """Return a dot chart: one row per query, each method's rank of the target on a log
     axis from 1 to depth; None (not within depth) is drawn in a 'not found' column."""
     names = list(ranks)
-    height = MARGIN_TOP + ROW_HEIGHT * max(len(labels), 1) + MARGIN_BOTTOM + (16 if note else 0)
+    height = MARGIN_TOP + ROW_HEIGHT * max(len(labels), 1) + MARGIN_BOTTOM + 14 * len(_note_lines(note))
     plot_right = WIDTH - MARGIN_RIGHT - 70                 # the 'not found' column lies beyond it
     span = math.log10(max(depth, 2))
 
@@ -114,8 +126,7 @@ def rank_chart(labels: list[str], ranks: dict[str, list[int | None]], depth: int
             x = missing_x + offset * 2 if rank is None else x_of(rank)
             out.append(_marker(shape, x, y + offset, colour,
                                f"{label}: {name} {MISSING_LABEL if rank is None else f'rank {rank}'}", 4.0))
-    if note:
-        out.append(f'<text x="12" y="{height - 10}" font-size="11" fill="#555555" {FONT}>{escape(note)}</text>')
+    out += _note(note, height)
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -125,7 +136,7 @@ def grouped_bar_chart(groups: list[str], series: dict[str, list[float | None]], 
     """Return a grouped bar chart: one group per label, one bar per series, each bar
     labelled with its value; None is written as 'not run' with no bar."""
     names = list(series)
-    height = MARGIN_TOP + BAR_AREA_HEIGHT + MARGIN_BOTTOM + (16 if note else 0)
+    height = MARGIN_TOP + BAR_AREA_HEIGHT + MARGIN_BOTTOM + 14 * len(_note_lines(note))
     left, right = 60, WIDTH - MARGIN_RIGHT
     base = MARGIN_TOP + BAR_AREA_HEIGHT
     out = _open(height, title, f"{y_label} per group ({', '.join(groups)}) and series "
@@ -159,8 +170,7 @@ def grouped_bar_chart(groups: list[str], series: dict[str, list[float | None]], 
             out.append(f'<text x="{x + bar_width / 2:.1f}" y="{base - bar - 4:.1f}" font-size="10" '
                        f'text-anchor="middle" {FONT}>{value:.3f}</text>')
     out.append(f'<line x1="{left}" y1="{base}" x2="{right}" y2="{base}" stroke="#333333"/>')
-    if note:
-        out.append(f'<text x="12" y="{height - 10}" font-size="11" fill="#555555" {FONT}>{escape(note)}</text>')
+    out += _note(note, height)
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -171,7 +181,7 @@ def line_chart(series: dict[str, list[tuple[float, float]]], title: str, x_label
     with log_x the x axis is logarithmic (x must then be > 0)."""
     names = list(series)
     points = [p for pts in series.values() for p in pts]
-    height = MARGIN_TOP + BAR_AREA_HEIGHT + MARGIN_BOTTOM + (16 if note else 0)
+    height = MARGIN_TOP + BAR_AREA_HEIGHT + MARGIN_BOTTOM + 14 * len(_note_lines(note))
     left, right, base = 70, WIDTH - MARGIN_RIGHT, MARGIN_TOP + BAR_AREA_HEIGHT
     out = _open(height, title, f"{y_label} against {x_label} for {', '.join(names) or 'no series'}. {note}".strip())
     out += _legend(names, 46)
@@ -209,8 +219,7 @@ def line_chart(series: dict[str, list[tuple[float, float]]], title: str, x_label
     out.append(f'<text x="14" y="{MARGIN_TOP + BAR_AREA_HEIGHT / 2:.1f}" font-size="12" '
                f'transform="rotate(-90 14 {MARGIN_TOP + BAR_AREA_HEIGHT / 2:.1f})" text-anchor="middle" '
                f'{FONT}>{escape(y_label)}</text>')
-    if note:
-        out.append(f'<text x="12" y="{height - 10}" font-size="11" fill="#555555" {FONT}>{escape(note)}</text>')
+    out += _note(note, height)
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
