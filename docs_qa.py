@@ -79,7 +79,8 @@ __all__ = [
     "SEARCH_FIELDS_SCHEMA", "RAG_FIELDS_SCHEMA", "SOURCE_FIELDS_SCHEMA",
     "OPERATIONS", "Operation", "OperationContext", "operation_validate", "operation_run",
     "ServerContext", "handle_request", "http_server", "http_openapi", "http_is_loopback",
-    "PageReply", "PAGE_TEXTS", "page_language", "page_html", "page_reply", "page_url", "source_lines",
+    "PageReply", "PAGE_TEXTS", "page_language", "page_html", "page_reply", "page_url", "page_source_lines",
+    "page_openapi_paths",
     "mcp_tools", "mcp_handle", "mcp_serve",
     "main",
 ]
@@ -3093,7 +3094,7 @@ def _http_dispatch(method: str, path: str, headers: dict[str, str], body: bytes,
     if target == "page":
         return 200, page_reply(query, headers, ctx)
     if target == "source":
-        return 200, source_lines(ctx.ops.settings, *_source_request(query))
+        return 200, page_source_lines(ctx.ops.settings, *_source_request(query))
     length = _content_length(headers)
     if length is not None and length > HTTP_MAX_BODY_BYTES:
         return 413, rc.error_result(InvalidQueryError()).to_dict()
@@ -3775,7 +3776,7 @@ def _indexed_file(settings: Settings, rel_path: str) -> tuple[int, int, str] | N
     return _with_index(settings, work)
 
 
-def source_lines(settings: Settings, rel_path: str, start_line: int, end_line: int,
+def page_source_lines(settings: Settings, rel_path: str, start_line: int, end_line: int,
                  context: int = PAGE_CONTEXT_LINES) -> dict[str, Any]:
     """Return an indexed document's lines start_line..end_line (clamped to the file) with
     context lines around them, and whether the file changed since it was indexed; raise
