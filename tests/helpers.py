@@ -265,8 +265,8 @@ class LiveDocsServer:
         self._cleanup = shutil.rmtree
         self.tmp = tempfile.mkdtemp()
         self.docs = write_files(os.path.join(self.tmp, "docs"), TAX_CORPUS if corpus is None else corpus)
-        self.settings = docs_qa.Settings(docs_dir=self.docs, cache_dir=os.path.join(self.tmp, "cache"),
-                                         embed_mock=True, **settings)
+        settings.setdefault("cache_dir", os.path.join(self.tmp, "cache"))
+        self.settings = docs_qa.Settings(docs_dir=self.docs, embed_mock=True, **settings)
         docs_qa.index_folder(self.settings)
         self.log: list[str] = []
         self.ctx = docs_qa.ServerContext(docs_qa.OperationContext(self.settings, graph=graph),

@@ -174,6 +174,13 @@ class SourceEndpointTest(unittest.TestCase):
         os.remove(os.path.join(live.docs, "notes.txt"))
         self.assert_not_found("/source?path=notes.txt&start=1", live)
 
+    def test_without_a_cache_folder_the_in_memory_index_is_used(self):
+        live = LiveDocsServer(cache_dir=None)
+        self.addCleanup(live.close)
+        status, data = self.get("/source?path=jpk.md&start=5&context=0", live)
+        self.assertEqual((status, data["freshness"], data["lines"][0]["text"]), (200, "unchanged", JPK_LINE_5))
+        self.assert_not_found("/source?path=../secret.md&start=1", live)
+
     # -- auth and the spec ---------------------------------------------------------------
     def test_the_token_is_required_as_everywhere(self):
         live = LiveDocsServer(token=TOKEN)
