@@ -3768,16 +3768,16 @@ def _source_request(query: str) -> tuple[str, int, int, int]:
 
 def _indexed_file(settings: Settings, rel_path: str) -> tuple[int, int, str] | None:
     """Return the stored (mtime_ns, size, sha) of a document the index holds, else None
-    (an in-memory index, with no cache folder, is built for the call)."""
+    (an in-memory index, with no usable cache folder, is built for the call)."""
     def work(conn: sqlite3.Connection, notes: list[Note]) -> tuple[int, int, str] | None:
-        if settings.cache_dir is None:
+        if settings.cache_dir is None or any(n.code == "cache_unavailable" for n in notes):
             index_refresh(conn, settings)
         return conn.execute("SELECT mtime_ns, size, sha FROM files WHERE path=?", (rel_path,)).fetchone()
     return _with_index(settings, work)
 
 
 def page_source_lines(settings: Settings, rel_path: str, start_line: int, end_line: int,
-                 context: int = PAGE_CONTEXT_LINES) -> dict[str, Any]:
+                      context: int = PAGE_CONTEXT_LINES) -> dict[str, Any]:
     """Return an indexed document's lines start_line..end_line (clamped to the file) with
     context lines around them, and whether the file changed since it was indexed; raise
     NotFoundError for any path that is not a document the index holds under the root."""

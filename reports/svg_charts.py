@@ -161,8 +161,9 @@ def grouped_bar_chart(groups: list[str], series: dict[str, list[float | None]], 
             value = series[name][g]
             x = start + bar_width * i
             if value is None or (isinstance(value, float) and math.isnan(value)):
-                out.append(f'<text x="{x + bar_width / 2:.1f}" y="{base - 4}" font-size="10" text-anchor="middle" '
-                           f'fill="#777777" {FONT}>not run</text>')
+                cx = x + bar_width / 2 + 3                          # vertical, so it fits a narrow bar
+                out.append(f'<text x="{cx:.1f}" y="{base - 4}" font-size="10" transform="rotate(-90 {cx:.1f} '
+                           f'{base - 4})" fill="#777777" {FONT}>not run</text>')
                 continue
             bar = BAR_AREA_HEIGHT * min(max(value, 0.0), y_max) / y_max
             out.append(f'<rect x="{x + 1:.1f}" y="{base - bar:.1f}" width="{bar_width - 2:.1f}" height="{bar:.1f}" '
@@ -269,6 +270,8 @@ def save_ndcg_chart(svg_dir: str, collection: str, summaries: dict[str, dict[str
     names = list(dict.fromkeys(name for g in groups for name in data[g]["nDCG@10"]))
     series = {name: [data[g]["nDCG@10"].get(name) for g in groups] for name in names}
     models = sorted({data[g]["embeddings"] for g in groups})
+    note = "; ".join(f"embeddings {m}{' (BM25 only)' if m == 'none' else ''}: " + ", ".join(g for g in groups if data[g]["embeddings"] == m)
+                     for m in models)
     return write_svg(os.path.join(svg_dir, "ndcg-by-collection.svg"),
                      grouped_bar_chart(groups, series, "nDCG@10 per collection and method", "nDCG@10",
-                                       note="embeddings: " + "; ".join(models)))
+                                       note=note))
