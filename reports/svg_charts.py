@@ -11,6 +11,8 @@ resource, and marks missing values ("not found", "not run") instead of inventing
     save_rank_chart(...)    eval_retrieval.py --svg-dir, labelled queries: DIR/demo-ranks.svg
     save_ndcg_chart(...)    eval_retrieval.py --svg-dir, a dataset: merges its nDCG@10 into
                             DIR/ndcg-by-collection.json and redraws DIR/ndcg-by-collection.svg
+    draw_ndcg_chart(DIR)    redraws that chart from the JSON alone:
+                            python3 -c 'import svg_charts; svg_charts.draw_ndcg_chart(".")' in reports/
 
 The growth-curve chart is ready for the speed issue's index-growth measurements; no such
 measurements exist yet, so no growth chart is written by any script today.
@@ -33,6 +35,7 @@ TICK_COUNT = 5
 SERIES_STYLE = (("#0072B2", "circle"), ("#E69F00", "square"), ("#009E73", "triangle"),
                 ("#CC79A7", "diamond"), ("#56B4E9", "circle"), ("#D55E00", "square"))
 MISSING_LABEL = "not found"
+METHOD_ORDER = ("BM25 only", "embeddings only", "RRF (hybrid)")   # eval_retrieval's names, drawn in this order
 
 
 def _attr(value: str) -> str:
@@ -266,8 +269,16 @@ def save_ndcg_chart(svg_dir: str, collection: str, summaries: dict[str, dict[str
     with open(data_path, "w", encoding="utf-8") as fh:
         json.dump(data, fh, ensure_ascii=False, indent=1, sort_keys=True)
         fh.write("\n")
+    return draw_ndcg_chart(svg_dir)
+
+
+def draw_ndcg_chart(svg_dir: str) -> str:
+    """Redraw DIR/ndcg-by-collection.svg from DIR/ndcg-by-collection.json; return its path."""
+    with open(os.path.join(svg_dir, "ndcg-by-collection.json"), encoding="utf-8") as fh:
+        data = json.load(fh)
     groups = sorted(data)
-    names = list(dict.fromkeys(name for g in groups for name in data[g]["nDCG@10"]))
+    names = sorted({name for g in groups for name in data[g]["nDCG@10"]},
+                   key=lambda n: (METHOD_ORDER.index(n) if n in METHOD_ORDER else len(METHOD_ORDER), n))
     series = {name: [data[g]["nDCG@10"].get(name) for g in groups] for name in names}
     models = sorted({data[g]["embeddings"] for g in groups})
     note = "; ".join(f"embeddings {m}{' (BM25 only)' if m == 'none' else ''}: " + ", ".join(g for g in groups if data[g]["embeddings"] == m)
