@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """docs_qa — answer questions over a folder of documents with citations checked in code.
 
-Pipeline: folder -> chunks -> BM25 + embeddings (pool 2*k each, --pool-factor) -> RRF -> top-k -> answer.
+Pipeline: folder -> chunks -> BM25 + embeddings (pool 4*k each, --pool-factor) -> RRF -> top-k -> answer.
 Standard library only. Every response is a v1 envelope (see retrieval_contract.py).
 
 Sections (in file order)
@@ -66,15 +66,16 @@ from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequest
                                 RetrievalUnavailableError)
 
 __all__ = [
-    "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats",
-    "settings_from_env", "search", "search_rankings", "answer", "index_folder", "index_refresh",
+    "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats", "GateSignals",
+    "settings_from_env", "search", "search_rankings", "search_gate_signals", "answer", "index_folder", "index_refresh",
     "text_fold", "text_tokens", "text_stem", "text_stem_english", "text_language", "text_query_terms",
+    "text_query_counts",
     "corpus_walk", "corpus_read", "corpus_entry",
     "chunk_text",
-    "bm25_idf", "bm25_scores",
+    "bm25_idf", "bm25_scores", "bm25_query_weight", "bm25_term_counts",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
     "cache_path", "cache_open",
-    "rrf_fuse",
+    "rrf_fuse", "rrf_floor",
     "to_envelope", "envelope_open_schema",
     "SEARCH_FIELDS_SCHEMA", "RAG_FIELDS_SCHEMA", "SOURCE_FIELDS_SCHEMA",
     "OPERATIONS", "Operation", "OperationContext", "operation_validate", "operation_run",
@@ -92,13 +93,23 @@ DEFAULT_EMBED_MODEL = "text-embedding-nomic-embed-text-v1.5"
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 100
 DEFAULT_RRF_K = 60
-DEFAULT_POOL_FACTOR = 2            # candidate pool per method = POOL_FACTOR * limit (tuned: reports/hybrid-vs-single.md)
-DEFAULT_MIN_COVERAGE = 0.4         # no-answer gate: weighted share of question words found in the folder
+FUSION_WEIGHTS = {"bm25": 1.5, "dense": 1.0}   # RRF weight per method: BM25's sure hits weigh more
+CODE_QUESTION_FLOORS = {"bm25": 1}   # a question with a code-like word: BM25's top N lead the fused list
+DEFAULT_POOL_FACTOR = 4            # candidate pool per method = POOL_FACTOR * limit (tuned: reports/hybrid-vs-single.md)
+DEFAULT_MIN_COVERAGE = 0.45        # no-answer gate: IDF-weighted share of the question one chunk holds
+                                   # (calibrated: reports/calibrate_gate.py, reports/hybrid-vs-single.md)
+DEFAULT_MIN_FOLDER_COVERAGE = 0.7  # ... or the folder holds this share of it (long questions spread over a fragment)
 DEFAULT_MIN_SIMILARITY = 0.75      # ... unless the best dense cosine reaches this (model-dependent)
+GATE_THRESHOLD_MAX = 1.01          # a gate threshold above 1 never passes (1.01 switches a signal off)
 CODE_WORD_WEIGHT = 3               # a code-like word (WIS, GTU_12, VAT-26) counts as this many words
+MOBILE_E_ENDINGS = ("ek", "ec")    # the gate also tries 'podatek' as 'podatk' (Polish mobile e)
+MIN_COMPOUND_PART = 3              # letters per half when the gate splits 'honeybees' into 'honey bees'
 DEFAULT_PER_DOCUMENT_LIMIT = 3
 DEFAULT_K1 = 1.4                   # tuned on Cranfield, see reports/hybrid-vs-single.md
 DEFAULT_B = 0.6
+BM25_K3 = 8.0                      # query-term frequency saturation: (k3+1)qtf/(k3+qtf) (Robertson, TREC-3)
+TF_UNITS = 2                       # postings count a body word as this many units ...
+HEADING_TF_UNITS = 3               # ... and a word of a level-1 heading (title) as this many
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_RETRIES = 2                # extra attempts after a transient fault
 DEFAULT_EMBED_BATCH = 32
@@ -121,7 +132,7 @@ CACHE_SCHEMA_VERSION = 4          # 2: postings as packed arrays per term; 3: ch
 CACHE_BUSY_TIMEOUT_S = 60.0        # how long sqlite waits for another process's lock
 CACHE_BUSY_RETRIES = 2             # then the whole run is retried this often, never rebuilt
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
-TOKENIZER_VERSION = "t3"
+TOKENIZER_VERSION = "t4"
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
 PROGRESS_EVERY = 500               # files between progress reports while indexing
 PARSE_BATCH_FILES = 500            # files per parsing task (one tokenizer memo per task)
@@ -187,6 +198,7 @@ class Settings:
     per_document_limit: int = DEFAULT_PER_DOCUMENT_LIMIT
     min_coverage: float = DEFAULT_MIN_COVERAGE
     min_similarity: float = DEFAULT_MIN_SIMILARITY
+    min_folder_coverage: float = DEFAULT_MIN_FOLDER_COVERAGE
     k1: float = DEFAULT_K1
     b: float = DEFAULT_B
     chunk_chars: int = DEFAULT_CHUNK_CHARS
@@ -268,6 +280,20 @@ nie od po pod pre pri sa si so su sme tak tam ten tie to tu uz v vo z za ze ktor
 ktora ktore kde kedy aky aka ake preco kto
 """.split())
 STOP_WORDS = _STOP_EN | _STOP_SLAVIC
+
+# Request boilerplate ("I am interested in", "I would be pleased to receive", "interesuje
+# mnie", "zaujíma ma"): dropped from questions only, never from documents, where such
+# words can be content. Words that are content in some collection ("need" in "information
+# needs", "documents", "articles", "information") are deliberately left out
+# (reports/hybrid-vs-single.md, "BM25 levers").
+_STOP_REQUEST = frozenset("""
+interested interest pleased grateful glad receive wish like want wanted looking please
+give tell describe described describing discuss discussed discussing deal deals dealing
+concerning regarding especially particularly exist exists something anything etc
+interesuje interesuja chcialbym chcialabym chcielibysmy szukam szukamy prosze
+zaujima zaujimaju zaujimalo hladam hladame chcel chcela chcem prosim
+zrobic robic zrobit urobit robit
+""".split())
 
 # Inflectional endings stripped by text_stem (longest first): the commonest Polish and
 # Slovak case endings, plus English plural/verb endings for texts not judged English.
@@ -433,9 +459,15 @@ class _Tokenizer:
     def __init__(self) -> None:
         self._memo: dict[str, dict[str, str | None]] = {"en": {}, "other": {}}
 
-    def tokens(self, text: str) -> list[str]:
+    def language(self, text: str) -> str:
+        """Return the stemmer a text is indexed with: 'en' (Porter) or 'other' (light)."""
+        return "en" if text_language(_TOKEN_RE.findall(text_fold(text))) == "en" else "other"
+
+    def tokens(self, text: str, language: str | None = None) -> list[str]:
+        """Return text's index terms, stemmed for language ('en' or 'other'; default: text's own)."""
         words = _TOKEN_RE.findall(text_fold(text))
-        language = "en" if text_language(words) == "en" else "other"
+        if language is None:
+            language = "en" if text_language(words) == "en" else "other"
         memo = self._memo[language]
         stem = text_stem_english if language == "en" else text_stem
         for word in set(words).difference(memo):     # each new word once (speed only)
@@ -451,30 +483,48 @@ def text_tokens(text: str) -> list[str]:
 _QUESTION_WORD = re.compile(r"[^\W_]+(?:[_\-/.][^\W_]+)*")
 
 
-def _is_code_word(word: str) -> bool:
-    """Return True for identifiers such as WIS, KSeF, GTU_12, VAT-26, JPK_V7M, 106j."""
+def _is_code_word(word: str, case_tells: bool = True) -> bool:
+    """Return True for identifiers such as WIS, KSeF, GTU_12, VAT-26, JPK_V7M, 106j; in a
+    text written all in capitals (case_tells False) capitals alone do not make one."""
     has_digit = any(ch.isdigit() for ch in word)
     has_alpha = any(ch.isalpha() for ch in word)
     joined = any(ch in "_-/." for ch in word)
     return (has_digit and has_alpha) or (joined and has_alpha) or \
-        sum(ch.isupper() for ch in word) >= 2
+        (case_tells and sum(ch.isupper() for ch in word) >= 2)
+
+
+def _case_tells(text: str) -> bool:
+    """Return False when text has no lower-case letter, so capitals say nothing about a word."""
+    return any(ch.islower() for ch in text)
 
 
 def text_query_terms(text: str) -> list[str]:
-    """Return a question's distinct terms; when its stop words do not tell its language
-    (e.g. 'zebra', 'GTU_12'), each word's English and light stems both, so a short query
-    still meets documents of either language. An English question also gets the light
-    stems of its code-like words, so they meet Polish documents ('WIS' is 'wi' to Porter,
-    'wis' to them)."""
-    terms = text_tokens(text)
-    words = [w for w in _TOKEN_RE.findall(text_fold(text)) if w not in STOP_WORDS]
-    language = text_language(_TOKEN_RE.findall(text_fold(text)))
-    if language == "unknown":
-        terms += [text_stem_english(w) for w in words]
-    elif language == "en":
-        codes = " ".join(w for w in _QUESTION_WORD.findall(text) if _is_code_word(w))
-        terms += [text_stem(w) for w in _TOKEN_RE.findall(text_fold(codes)) if w not in STOP_WORDS]
-    return list(dict.fromkeys(terms))
+    """Return a question's distinct terms, in order (see text_query_counts)."""
+    return list(text_query_counts(text))
+
+
+def text_query_counts(text: str) -> dict[str, int]:
+    """Return a question's terms with how often the question says each (its qtf), request
+    boilerplate ('I am interested in') dropped. When its stop words do not tell its language
+    (e.g. 'zebra', 'GTU_12'), each word counts under its English and light stems both, so a
+    short query still meets documents of either language. An English question also gets the
+    light stems of its code-like words, so they meet Polish documents ('WIS' is 'wi' to
+    Porter, 'wis' to them); capitals make a word code-like only when the question has lower case."""
+    folded = _TOKEN_RE.findall(text_fold(text))
+    language = text_language(folded)
+    words = [w for w in folded if w not in STOP_WORDS and w not in _STOP_REQUEST]
+    stem = text_stem_english if language == "en" else text_stem
+    counts: Counter = Counter()
+    for word in words:
+        counts.update(dict.fromkeys((stem(word), text_stem_english(word)) if language == "unknown"
+                                    else (stem(word),), 1))
+    if language == "en":
+        case_tells = _case_tells(text)
+        codes = " ".join(w for w in _QUESTION_WORD.findall(text) if _is_code_word(w, case_tells))
+        for word in _TOKEN_RE.findall(text_fold(codes)):
+            if word not in STOP_WORDS and text_stem(word) not in counts:
+                counts[text_stem(word)] = 1
+    return dict(counts)
 
 
 def _word_count(text: str) -> int:
@@ -925,25 +975,50 @@ def bm25_idf(n_docs: int, df: int) -> float:
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
+def bm25_query_weight(qtf: int, k3: float | None = None) -> float:
+    """Return the query-term factor (k3 + 1) * qtf / (k3 + qtf), k3 BM25_K3 by default: 1 for
+    a word said once, rising towards qtf as k3 grows (Robertson et al., Okapi at TREC-3)."""
+    k3 = BM25_K3 if k3 is None else k3
+    return (k3 + 1.0) * qtf / (k3 + qtf)
+
+
 def bm25_scores(postings: dict[str, list[tuple[int, int, int]]], n_docs: int,
-                avg_len: float, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> dict[int, float]:
+                avg_len: float, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
+                query_weights: dict[str, float] | None = None, tf_units: int = 1) -> dict[int, float]:
     """Return chunk id -> BM25 score for the query terms' postings [(chunk_id, tf, length)].
 
-    score = sum over terms of idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len))
-    (Robertson et al., Okapi at TREC-3; IDF as in Lucene, never negative).
+    score = sum over terms of w * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len))
+    (Robertson et al., Okapi at TREC-3; IDF as in Lucene, never negative), where w is the
+    term's query weight (default 1) and tf counts tf_units per occurrence (lengths are in
+    the same units, so only tf is rescaled).
     """
     scores: dict[int, float] = {}
     avg_len = avg_len or 1.0
-    for rows in postings.values():
+    k1_plus_1 = k1 + 1.0
+    norm_a, norm_b = tf_units * k1 * (1.0 - b), tf_units * k1 * b / avg_len
+    for term, rows in postings.items():
         if not rows:
             continue
-        idf = bm25_idf(n_docs, len(rows))
-        k1_plus_1 = k1 + 1.0
-        norm_a, norm_b = k1 * (1.0 - b), k1 * b / avg_len
+        weight = 1.0 if query_weights is None else query_weights.get(term, 1.0)
+        idf = weight * bm25_idf(n_docs, len(rows))
         for chunk_id, tf, length in rows:
             scores[chunk_id] = scores.get(chunk_id, 0.0) + \
                 idf * tf * k1_plus_1 / (tf + norm_a + norm_b * length)
     return scores
+
+
+def bm25_term_counts(text: str, tokenizer: _Tokenizer) -> tuple[Counter, int]:
+    """Return a chunk's postings counts and length in TF_UNITS per word, the words of a
+    level-1 heading (a document's title) counting HEADING_TF_UNITS (a light BM25F: a title
+    word weighs 1.5)."""
+    language = tokenizer.language(text)
+    counts = Counter({t: n * TF_UNITS for t, n in Counter(tokenizer.tokens(text, language)).items()})
+    lines = text.split("\n")
+    heads = " ".join(lines[i] for i, level, _ in _headers(lines, 0) if level == 1)
+    if heads:
+        for term in tokenizer.tokens(heads, language):
+            counts[term] += HEADING_TF_UNITS - TF_UNITS
+    return counts, sum(counts.values())
 
 
 def _top(scores: dict[int, float], n: int) -> list[tuple[int, float]]:
@@ -1053,6 +1128,10 @@ def _retry_after_s(value: str | None, attempt: int) -> float:
 
 
 # === 9. Embeddings — batching, nomic prefixes, mock vectors, cosine ===
+
+EMBED_MOCK_NOTE = Note("embed_mock", "EMBED_MOCK is set: the embedding scores come from hashed words "
+                                    "(offline mock vectors), not from a model")
+
 
 def _prefix(settings: Settings, kind: str) -> str:
     """Return the task prefix for kind ('document' or 'query') under settings."""
@@ -1485,8 +1564,8 @@ def _parse_files(job: tuple[list[tuple[FileEntry, str | None]], int, int, _Token
         if sha != known_sha:
             parsed = []
             for chunk in chunk_text(entry.rel_path, text, chunk_chars):
-                terms = tokenizer.tokens(chunk.text)
-                parsed.append((chunk, Counter(terms), len(terms), _embed_key(chunk)))
+                counts, n_units = bm25_term_counts(chunk.text, tokenizer)
+                parsed.append((chunk, counts, n_units, _embed_key(chunk)))
         out.append((entry, None, sha, title, url, parsed))
     return out
 
@@ -1749,19 +1828,48 @@ def _cache_signatures(conn: sqlite3.Connection, model: str) -> tuple[array.array
 
 # === 11. Fusion — reciprocal rank fusion, deterministic ties ===
 
-def rrf_fuse(rankings: dict[str, list[int]], rrf_k: int = DEFAULT_RRF_K) -> list[tuple[int, float]]:
-    """Return (id, score) best first, score = sum over methods of 1 / (rrf_k + rank).
+def rrf_fuse(rankings: dict[str, list[int]], rrf_k: int = DEFAULT_RRF_K,
+             weights: dict[str, float] | None = None) -> list[tuple[int, float]]:
+    """Return (id, score) best first, score = sum over methods of w / (rrf_k + rank), w the
+    method's weight (1 unless weights names it).
 
     Ranks are 1-based positions in each method's list. Ties go to the id with the
     better best rank, then the smaller id, so the order never depends on dict order.
     """
     scores: dict[int, float] = {}
     best_rank: dict[int, int] = {}
-    for ranked in rankings.values():
+    for method, ranked in rankings.items():
+        weight = 1.0 if weights is None else weights.get(method, 1.0)
         for rank, item in enumerate(ranked, 1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (rrf_k + rank)
+            scores[item] = scores.get(item, 0.0) + weight / (rrf_k + rank)
             best_rank[item] = min(best_rank.get(item, rank), rank)
     return sorted(scores.items(), key=lambda kv: (-kv[1], best_rank[kv[0]], kv[0]))
+
+
+def rrf_floor(fused: list[tuple[int, float]], rankings: dict[str, list[int]],
+              floors: dict[str, int]) -> list[tuple[int, float]]:
+    """Return fused with each method's first floors[method] ids moved to the front (in
+    fused order), the rest after them in fused order: a sure hit is never fused away."""
+    protected = {i for m, ranked in rankings.items() for i in ranked[:floors.get(m, 0)]}
+    return [item for item in fused if item[0] in protected] + \
+        [item for item in fused if item[0] not in protected]
+
+
+def _fuse(question: str, rankings: dict[str, list[int]], settings: Settings) -> list[tuple[int, float]]:
+    """Return the fused ranking of search() and search_rankings(): RRF weighted towards BM25
+    and, for a question with a code-like word (GTU_12, JPK), BM25's top hit first."""
+    fused = rrf_fuse(rankings, settings.rrf_k, FUSION_WEIGHTS)
+    if any(_is_identifier(w, _case_tells(question)) for w in _QUESTION_WORD.findall(question)):
+        fused = rrf_floor(fused, rankings, CODE_QUESTION_FLOORS)
+    return fused
+
+
+def _is_identifier(word: str, case_tells: bool) -> bool:
+    """Return True for a code-like word with a digit, an underscore or (in mixed-case text)
+    two capitals: GTU_12, VAT-26, JPK, KSeF; not a hyphenated word such as high-speed."""
+    return _is_code_word(word, case_tells) and (
+        any(ch.isdigit() for ch in word) or "_" in word
+        or (case_tells and sum(ch.isupper() for ch in word) >= 2))
 
 
 # === 12. Retrieval — search(question, settings): index, BM25, embeddings, RRF, limits ===
@@ -1861,10 +1969,11 @@ def _with_index(settings: Settings, work: Callable[[sqlite3.Connection, list[Not
 def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,
                   pool: int) -> tuple[list[tuple[int, float]], int]:
     """Return the top pool+1 BM25 (chunk id, score) and how many chunks matched at all."""
-    terms = text_query_terms(question)
+    weights = {t: bm25_query_weight(n) for t, n in text_query_counts(question).items()}
     n_chunks = int(_meta_get(conn, "n_chunks") or 0)
     avg = float(_meta_get(conn, "avg_terms") or 0.0)
-    scores = bm25_scores(_cache_postings(conn, terms), n_chunks, avg, settings.k1, settings.b)
+    scores = bm25_scores(_cache_postings(conn, list(weights)), n_chunks, avg, settings.k1, settings.b,
+                         weights, TF_UNITS)
     return _top(scores, pool + 1), len(scores)
 
 
@@ -1984,12 +2093,14 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
             rankings["dense"] = [cid for cid, _ in dense_top[:pool]]
             method_scores["dense"] = dict(dense_top)
             mode = "hybrid"
+            if settings.embed_mock:
+                notes.append(EMBED_MOCK_NOTE)
         except BackendError as exc:
             notes.append(Note("embeddings_unavailable",
                               f"embeddings unavailable ({exc.kind}); results are BM25 only"))
     else:
         notes.append(Note("embeddings_disabled", "embeddings are switched off; results are BM25 only"))
-    fused = rrf_fuse(rankings, settings.rrf_k)
+    fused = _fuse(question, rankings, settings)
     implausible = _implausible_note(conn, question, method_scores.get("dense", {}).values(), settings)
     if implausible is not None:
         fused, truncation = [], []
@@ -2004,20 +2115,55 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
         notes=notes, stats=stats)
 
 
-def _question_coverage(conn: sqlite3.Connection, question: str) -> float:
-    """Return the weighted share (0..1) of the question's content words that occur in
-    the index under any of their stems; code-like words weigh CODE_WORD_WEIGHT."""
-    found = total = 0
+def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, float]:
+    """Return (the best chunk's share, the folder's share) (0..1) of the question's weight: each content word
+    weighs its IDF in the folder (a word the folder lacks counts as if one chunk had it;
+    code-like words weigh CODE_WORD_WEIGHT times more), and a chunk earns the weight of the
+    words it holds under any of their stems. So a word common in the folder cannot carry a
+    question, and words spread over unrelated chunks do not add up (the folder's share
+    counts every word found anywhere, so a long question is not refused for that)."""
+    n_chunks = int(_meta_get(conn, "n_chunks") or 0)
+    case_tells = _case_tells(question)
+    total, found, earned = 0.0, 0.0, Counter()
     for word in _QUESTION_WORD.findall(question):
         terms = text_query_terms(word)
         if not terms:
-            continue                         # a stop word
-        weight = CODE_WORD_WEIGHT if _is_code_word(word) else 1
+            continue                         # a stop word or request boilerplate
+        ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms) or _compound_chunks(conn, word)
+        weight = bm25_idf(n_chunks, max(1, len(ids))) * (
+            CODE_WORD_WEIGHT if _is_code_word(word, case_tells) else 1)
         total += weight
-        if any(conn.execute("SELECT 1 FROM postings WHERE term=? LIMIT 1", (t,)).fetchone()
-               for t in terms):
-            found += weight
-    return found / total if total else 0.0
+        found += weight if ids else 0.0
+        for chunk_id in ids:
+            earned[chunk_id] += weight
+    if not total:
+        return 0.0, 0.0
+    return max(earned.values(), default=0.0) / total, found / total
+
+
+def _word_chunks(conn: sqlite3.Connection, terms: list[str]) -> set[int]:
+    """Return the ids of the chunks that hold any of terms."""
+    return {row[0] for rows in _cache_postings(conn, terms).values() for row in rows}
+
+
+def _mobile_e_chunks(conn: sqlite3.Connection, terms: list[str]) -> set[int]:
+    """Return the chunks holding a term without the Polish mobile e the light stemmer keeps
+    ('podatek' is 'podatk-u' in other cases, 'handlowiec' 'handlowc-a')."""
+    bare = [t[:-2] + t[-1] for t in terms if t.endswith(MOBILE_E_ENDINGS) and len(t) > MIN_COMPOUND_PART + 2]
+    return _word_chunks(conn, bare) if bare else set()
+
+
+def _compound_chunks(conn: sqlite3.Connection, word: str) -> set[int]:
+    """Return the chunks holding both halves of a closed compound the folder writes apart
+    ('honeybees' -> 'honey bees'), trying each split with halves of MIN_COMPOUND_PART letters."""
+    folded = text_fold(word)
+    for cut in range(MIN_COMPOUND_PART, len(folded) - MIN_COMPOUND_PART + 1):
+        left, right = text_query_terms(folded[:cut]), text_query_terms(folded[cut:])
+        if left and right:
+            both = _word_chunks(conn, left) & _word_chunks(conn, right)
+            if both:
+                return both
+    return set()
 
 
 def _implausible_note(conn: sqlite3.Connection, question: str, dense_scores: Iterable[float],
@@ -2025,16 +2171,41 @@ def _implausible_note(conn: sqlite3.Connection, question: str, dense_scores: Ite
     """Return the no_plausible_match note when retrieval found nothing plausible (too few
     of the question's words occur in the folder and no embedding match is close), else
     None: the no-answer gate, shared by search() and search_rankings()."""
-    coverage = _question_coverage(conn, question)
+    coverage, folder_coverage = _question_coverage(conn, question)
     best_similarity = max(dense_scores, default=None)
-    if coverage >= settings.min_coverage or (
+    if coverage >= settings.min_coverage or folder_coverage >= settings.min_folder_coverage or (
             best_similarity is not None and best_similarity >= settings.min_similarity):
         return None
     return Note("no_plausible_match",
-                f"only {coverage:.0%} of the question's words occur in the documents"
+                f"the best-matching fragment holds only {coverage:.0%} of the question's words "
+                f"(weighted by rarity; --min-coverage {settings.min_coverage:g}), the folder "
+                f"{folder_coverage:.0%}"
                 + ("" if best_similarity is None else
-                   f" and the best embedding similarity is {best_similarity:.2f}")
+                   f" and the best embedding similarity is {best_similarity:.2f} "
+                   f"(--min-similarity {settings.min_similarity:g})")
                 + "; nothing is returned rather than weak hits")
+
+
+class GateSignals(NamedTuple):
+    """The no-answer gate's signals for one question (a question passes when any reaches its bar)."""
+
+    coverage: float                # the best fragment's share of the question (--min-coverage)
+    folder_coverage: float         # the folder's share (Settings.min_folder_coverage)
+    similarity: float | None       # the best embedding cosine (--min-similarity); None: embeddings off
+
+
+def search_gate_signals(question: str, settings: Settings) -> GateSignals:
+    """Return the no-answer gate's signals for question; raise BackendError."""
+    question = _validate_question(question)
+
+    def work(conn: sqlite3.Connection, notes: list[Note]) -> GateSignals:
+        index_refresh(conn, settings)
+        similarity = None
+        if settings.use_embeddings:
+            similarity = max((sim for _, sim in _dense_ranking(conn, question, settings, 1, None)),
+                             default=None)
+        return GateSignals(*_question_coverage(conn, question), similarity)
+    return _with_index(settings, work)
 
 
 def _apply_limits(conn: sqlite3.Connection, fused: list[tuple[int, float]],
@@ -2086,7 +2257,7 @@ def search_rankings(question: str, settings: Settings, depth: int,
         if settings.use_embeddings:
             dense_top = _dense_ranking(conn, question, settings, max(depth, pool), progress)
             ids["dense"] = [cid for cid, _ in dense_top[:max(depth, pool)]]
-        fused = rrf_fuse({m: ranked[:pool] for m, ranked in ids.items()}, settings.rrf_k)
+        fused = _fuse(question, {m: ranked[:pool] for m, ranked in ids.items()}, settings)
         implausible = _implausible_note(conn, question, (sim for _, sim in dense_top), settings)
         ids["rrf"] = [cid for cid, _ in fused] if implausible is None else []
         meta = _cache_chunks(conn, sorted({cid for ranked in ids.values() for cid in ranked}))
@@ -2102,6 +2273,8 @@ def index_folder(settings: Settings, progress: ProgressFn | None = None) -> Inde
         if settings.use_embeddings:
             try:
                 _embed_missing(conn, settings, progress, notes=stats.notes)
+                if settings.embed_mock:
+                    stats.notes.append(EMBED_MOCK_NOTE)
             except BackendError as exc:
                 stats.notes.append(Note("embeddings_unavailable",
                                         f"embeddings unavailable ({exc.kind}); indexed for BM25 only"))
@@ -2633,11 +2806,25 @@ def settings_from_env(environ: dict[str, str], **overrides: Any) -> Settings:
         "embed_mock": environ.get("EMBED_MOCK", "") not in ("", "0", "false", "no"),
         "cache_dir": default_cache_dir(environ),
     }
+    for key, name in (("min_coverage", "DOCS_QA_MIN_COVERAGE"), ("min_similarity", "DOCS_QA_MIN_SIMILARITY")):
+        if environ.get(name):
+            values[key] = _gate_threshold(environ[name], name)
     values.update({k: v for k, v in overrides.items() if v is not None})
     if overrides.get("no_cache"):
         values["cache_dir"] = None
     values.pop("no_cache", None)
     return Settings(**values)
+
+
+def _gate_threshold(text: str, name: str) -> float:
+    """Return a no-answer gate threshold read from the environment; raise InvalidRequestError."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= GATE_THRESHOLD_MAX:
+        raise InvalidRequestError(f"{name} must be a number from 0 to {GATE_THRESHOLD_MAX:g}", (name,))
+    return value
 
 
 @dataclass(frozen=True)
@@ -2762,6 +2949,28 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _gate_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a number") from None
+    if not 0.0 <= value <= GATE_THRESHOLD_MAX:
+        raise argparse.ArgumentTypeError(f"must be from 0 to {GATE_THRESHOLD_MAX:g}")
+    return value
+
+
+def _add_gate_flags(parser: argparse.ArgumentParser) -> None:
+    """Add the no-answer gate's thresholds (a question passes when either is reached)."""
+    parser.add_argument("--min-coverage", type=_gate_float, metavar="X",
+                        help="no-answer gate: the best fragment must hold this share of the question's "
+                             "words, weighted by rarity (env DOCS_QA_MIN_COVERAGE, default "
+                             f"{DEFAULT_MIN_COVERAGE:g}; 0 lets every question through)")
+    parser.add_argument("--min-similarity", type=_gate_float, metavar="X",
+                        help="... or the best embedding cosine must reach this (env DOCS_QA_MIN_SIMILARITY, "
+                             f"default {DEFAULT_MIN_SIMILARITY:g}, model-dependent: calibrate with "
+                             "reports/calibrate_gate.py; 1.01 turns it off)")
+
+
 def _bounded_int(low: int, high: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         value = int(text)
@@ -2778,7 +2987,8 @@ def _question_parser() -> argparse.ArgumentParser:
                     "checked in code. Other commands: index, serve, mcp (see 'docs_qa.py CMD --help').",
         epilog="Exit codes: 0 ok or no_answer, 1 error, 2 usage. "
                "Environment: DOCS_QA_BASE_URL, DOCS_QA_EMBED_MODEL, DOCS_QA_CHAT_MODEL, "
-               "DOCS_QA_API_KEY, EMBED_MOCK=1 (offline mock vectors).")
+               "DOCS_QA_API_KEY, DOCS_QA_MIN_COVERAGE, DOCS_QA_MIN_SIMILARITY, "
+               "EMBED_MOCK=1 (offline mock vectors).")
     parser.add_argument("question", help="the question, in Polish, Slovak or English")
     _add_common_flags(parser)
     parser.add_argument("--search", action="store_true", help="ranked fragments only, no answer")
@@ -2796,6 +3006,7 @@ def _question_parser() -> argparse.ArgumentParser:
                         metavar="F", help=f"candidates per method = F * limit (default {DEFAULT_POOL_FACTOR})")
     parser.add_argument("--k1", type=float, default=DEFAULT_K1, help=f"BM25 k1 (default {DEFAULT_K1})")
     parser.add_argument("--b", type=float, default=DEFAULT_B, help=f"BM25 b (default {DEFAULT_B})")
+    _add_gate_flags(parser)
     parser.add_argument("--chat-model", metavar="NAME",
                         help="chat model (env DOCS_QA_CHAT_MODEL; default: the first chat model the "
                              "server lists at /models)")
@@ -2824,6 +3035,7 @@ def _server_parser(command: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"docs_qa.py {command}", description=what)
     _add_common_flags(parser)
     parser.add_argument("--graph", metavar="FILE", help="JSON knowledge graph for /graph (query_graph)")
+    _add_gate_flags(parser)
     parser.add_argument("--chat-model", metavar="NAME",
                         help="chat model (env DOCS_QA_CHAT_MODEL; default: the first chat model the "
                              "server lists at /models)")
@@ -2853,7 +3065,9 @@ def _settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Se
         limit=getattr(args, "limit", None), rrf_k=getattr(args, "rrf_k", None),
         per_document_limit=getattr(args, "per_document_limit", None),
         pool_factor=getattr(args, "pool_factor", None),
-        k1=getattr(args, "k1", None), b=getattr(args, "b", None))
+        k1=getattr(args, "k1", None), b=getattr(args, "b", None),
+        min_coverage=getattr(args, "min_coverage", None),
+        min_similarity=getattr(args, "min_similarity", None))
 
 
 def format_notes(notes: list[dict[str, str]]) -> str:

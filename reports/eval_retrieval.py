@@ -13,10 +13,13 @@ Two inputs:
 Per method it reports hit@k, MRR@10, nDCG@10 (linear graded gains, as trec_eval) and
 Recall@100, and for labelled queries the rank of the target per method. Rankings come
 from docs_qa.search_rankings(), the same code path as docs_qa.search().
-Standard library only; bm25s (optional) is imported lazily as an external anchor.
+Standard library only; the lexical anchors (--anchors: rank_bm25, bm25s, bm25s + Snowball,
+SQLite FTS5 with and without Porter) are imported lazily and skipped when absent.
 
     python3 reports/eval_retrieval.py --docs corpus --queries reports/demo-queries.jsonl
     python3 reports/eval_retrieval.py --dataset ../shared/datasets/cranfield --embeddings live
+    VENV/bin/python reports/eval_retrieval.py --embeddings off --limit 10 --anchors \
+        --dataset DATASETS/cranfield DATASETS/cacm DATASETS/adi DATASETS/npl DATASETS/lisa
 """
 
 from __future__ import annotations
@@ -153,34 +156,106 @@ def run_dataset(queries: list[dict], settings: docs_qa.Settings) -> dict[str, di
     return out
 
 
-def bm25s_rankings(docs_dir: str, queries: list[dict]) -> tuple[str, dict[str, list[str]]] | None:
-    """Return (label, query id -> doc ranking) from bm25s over whole files, or None when absent."""
-    try:
-        import bm25s  # optional anchor, never a dependency
-    except ImportError:
-        return None
-    from importlib.metadata import version
-    try:
-        import Stemmer  # PyStemmer (Snowball), optional
-        stemmer = Stemmer.Stemmer("english")
-        stem_label = f"+ PyStemmer {version('PyStemmer')} Snowball english"
-    except ImportError:
-        stemmer, stem_label = None, "(no stemmer)"
+# --- Lexical anchors: each ranks whole files with its library's defaults; a missing
+# library is skipped (third-party packages are never a dependency of docs-qa).
+
+def _read_docs(docs_dir: str) -> tuple[list[str], list[str]]:
+    """Return (doc ids, texts) of a dataset's docs folder, sorted by file name."""
     names = sorted(os.listdir(docs_dir))
-    ids = [os.path.splitext(n)[0] for n in names]
     texts = []
     for name in names:
         with open(os.path.join(docs_dir, name), encoding="utf-8") as fh:
             texts.append(fh.read())
+    return [os.path.splitext(n)[0] for n in names], texts
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+    return version(package)
+
+
+def anchor_bm25s(ids: list[str], texts: list[str], queries: list[dict],
+                 snowball: bool) -> tuple[str, dict[str, list[str]]] | None:
+    """Return (label, query id -> doc ranking) from bm25s (stopwords=en, optionally PyStemmer's
+    Snowball English), or None when the package is absent."""
+    try:
+        import bm25s  # optional anchor, never a dependency
+        stemmer = None
+        if snowball:
+            import Stemmer  # PyStemmer, optional
+            stemmer = Stemmer.Stemmer("english")
+    except ImportError:
+        return None
     retriever = bm25s.BM25()
     retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
                     show_progress=False)
     out = {}
     for q in queries:
         tokens = bm25s.tokenize([q["query"]], stopwords="en", stemmer=stemmer, show_progress=False)
+        if not tokens.vocab:
+            out[q["id"]] = []
+            continue
         docs, _ = retriever.retrieve(tokens, k=min(DEPTH, len(ids)), show_progress=False)
         out[q["id"]] = [ids[i] for i in docs[0]]
-    return f"bm25s {version('bm25s')} {stem_label}, stopwords=en", out
+    label = f"bm25s {_version('bm25s')}" + (f" + Snowball (PyStemmer {_version('PyStemmer')})" if snowball else "")
+    return label, out
+
+
+def anchor_rank_bm25(ids: list[str], texts: list[str],
+                     queries: list[dict]) -> tuple[str, dict[str, list[str]]] | None:
+    """Return (label, rankings) from rank_bm25's BM25Okapi over lower-cased words, or None."""
+    try:
+        from rank_bm25 import BM25Okapi  # optional anchor
+    except ImportError:
+        return None
+    import re
+    words = re.compile(r"\w+")
+    bm25 = BM25Okapi([words.findall(t.lower()) for t in texts])
+    out = {}
+    for q in queries:
+        scores = bm25.get_scores(words.findall(q["query"].lower()))
+        order = sorted(range(len(ids)), key=lambda i: (-scores[i], i))[:DEPTH]
+        out[q["id"]] = [ids[i] for i in order if scores[i] > 0]
+    return f"rank_bm25 {_version('rank_bm25')}", out
+
+
+def anchor_fts5(ids: list[str], texts: list[str], queries: list[dict],
+                porter: bool) -> tuple[str, dict[str, list[str]]] | None:
+    """Return (label, rankings) from SQLite FTS5's bm25() (an OR of the query's words), or
+    None when this sqlite3 has no FTS5."""
+    import re
+    import sqlite3
+    conn = sqlite3.connect(":memory:")
+    tokenize = "porter unicode61" if porter else "unicode61"
+    try:
+        conn.execute(f"CREATE VIRTUAL TABLE d USING fts5(body, tokenize='{tokenize}')")
+    except sqlite3.OperationalError:
+        return None
+    conn.executemany("INSERT INTO d(rowid, body) VALUES(?, ?)", enumerate(texts))
+    out = {}
+    for q in queries:
+        words = dict.fromkeys(re.findall(r"\w+", q["query"].lower()))
+        match = " OR ".join(f'"{w}"' for w in words)
+        rows = conn.execute("SELECT rowid FROM d WHERE d MATCH ? ORDER BY rank LIMIT ?",
+                            (match, DEPTH)).fetchall() if match else []
+        out[q["id"]] = [ids[r[0]] for r in rows]
+    conn.close()
+    return f"FTS5{' + Porter' if porter else ''} (SQLite {sqlite3.sqlite_version})", out
+
+
+ANCHORS = {
+    "rank_bm25": lambda ids, texts, qs: anchor_rank_bm25(ids, texts, qs),
+    "bm25s": lambda ids, texts, qs: anchor_bm25s(ids, texts, qs, snowball=False),
+    "bm25s + Snowball": lambda ids, texts, qs: anchor_bm25s(ids, texts, qs, snowball=True),
+    "FTS5": lambda ids, texts, qs: anchor_fts5(ids, texts, qs, porter=False),
+    "FTS5 + Porter": lambda ids, texts, qs: anchor_fts5(ids, texts, qs, porter=True),
+}
+
+
+def anchor_rankings(docs_dir: str, queries: list[dict]) -> dict[str, tuple[str, dict[str, list[str]]] | None]:
+    """Return anchor name -> (label, rankings), or None for an anchor whose library is absent."""
+    ids, texts = _read_docs(docs_dir)
+    return {name: run(ids, texts, queries) for name, run in ANCHORS.items()}
 
 
 # === Summaries ===
@@ -267,30 +342,79 @@ def _settings(args: argparse.Namespace, docs_dir: str) -> docs_qa.Settings:
         embed_model=args.embed_model, embed_mock=not live and args.embeddings == "mock",
         use_embeddings=args.embeddings != "off", limit=args.limit, pool_factor=args.pool_factor,
         rrf_k=args.rrf_k, k1=args.k1, b=args.b, chunk_chars=args.chunk_chars,
-        per_document_limit=docs_qa.MAX_LIMIT)
+        per_document_limit=docs_qa.MAX_LIMIT, timeout_s=args.timeout, embed_batch=args.embed_batch)
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--queries", help="labelled JSONL (needs --docs)")
-    src.add_argument("--dataset", help="folder with docs/, queries.jsonl, qrels.tsv")
+    src.add_argument("--dataset", nargs="+", metavar="DIR",
+                     help="one or more folders with docs/, queries.jsonl, qrels.tsv; with several, "
+                          "a summary table of all of them ends the output")
     p.add_argument("--docs", help="docs folder for --queries")
     p.add_argument("--embeddings", choices=("mock", "live", "off"), default="mock")
     p.add_argument("--base-url", default=docs_qa.DEFAULT_BASE_URL)
     p.add_argument("--embed-model", default=docs_qa.DEFAULT_EMBED_MODEL)
     p.add_argument("--cache-dir", default=None, help="sqlite cache folder (reuse vectors across runs)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per embedding request")
+    p.add_argument("--embed-batch", type=int, default=docs_qa.DEFAULT_EMBED_BATCH)
     p.add_argument("--limit", type=int, default=docs_qa.DEFAULT_LIMIT)
     p.add_argument("--pool-factor", type=int, default=docs_qa.DEFAULT_POOL_FACTOR)
     p.add_argument("--rrf-k", type=int, default=docs_qa.DEFAULT_RRF_K)
     p.add_argument("--k1", type=float, default=docs_qa.DEFAULT_K1)
     p.add_argument("--b", type=float, default=docs_qa.DEFAULT_B)
     p.add_argument("--chunk-chars", type=int, default=docs_qa.DEFAULT_CHUNK_CHARS)
-    p.add_argument("--bm25s", action="store_true", help="also run bm25s when installed (datasets)")
+    p.add_argument("--anchors", "--bm25s", action="store_true",
+                   help="also rank datasets with the lexical anchors (rank_bm25, bm25s, bm25s + "
+                        "Snowball, SQLite FTS5, FTS5 + Porter); an absent library is skipped")
     p.add_argument("--out", help="write the markdown section here (else stdout)")
     p.add_argument("--title", default=None)
     p.add_argument("--svg-dir", help="also write SVG charts here (svg_charts.py: demo-ranks.svg, ndcg-by-collection.svg)")
     return p
+
+
+def run_one_dataset(folder: str, args: argparse.Namespace,
+                    methods: list[str]) -> tuple[docs_qa.Settings, dict[str, dict[str, float]], int]:
+    """Return (settings, row name -> metrics, query count) for one dataset folder."""
+    docs_dir, queries = load_dataset(folder)
+    settings = _settings(args, docs_dir)
+    per_method = run_dataset(queries, settings)
+    summaries = {METHOD_NAMES[m]: dataset_summary(per_method[m], queries) for m in methods
+                 if m in per_method}
+    if args.anchors:
+        for name, found in anchor_rankings(docs_dir, queries).items():
+            if found is None:
+                summaries[f"{name}: not installed, skipped"] = None
+            else:
+                summaries[found[0]] = dataset_summary(found[1], queries)
+    return settings, summaries, len(queries)
+
+
+def format_collections(results: dict[str, dict[str, dict[str, float] | None]], methods: list[str]) -> str:
+    """Return one nDCG@10 row per collection: each anchor, then docs-qa's methods; the best
+    lexical figure of the row in bold."""
+    columns: list[str] = []
+    for summaries in results.values():
+        for name in summaries:
+            if name not in columns and name not in METHOD_NAMES.values():
+                columns.append(name)
+    columns += [METHOD_NAMES[m] for m in methods]
+    lexical = [c for c in columns if c not in (METHOD_NAMES["dense"], METHOD_NAMES["rrf"])]
+    lines = ["| collection | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
+    for coll, summaries in results.items():
+        values = {c: summaries[c]["nDCG@10"] for c in columns if summaries.get(c)}
+        best = max((values[c] for c in lexical if c in values), default=None)
+        cells = []
+        for c in columns:
+            if c not in values:
+                cells.append("—")
+            elif c in lexical and round(values[c], 3) == round(best, 3):
+                cells.append(f"**{values[c]:.3f}**")
+            else:
+                cells.append(f"{values[c]:.3f}")
+        lines.append(f"| {coll} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -310,26 +434,28 @@ def main(argv: list[str] | None = None) -> int:
             chart = svg_charts.save_rank_chart(args.svg_dir, rows, methods, DEPTH, METHOD_NAMES,
                                                "embeddings: " + model.split(" at ")[0])
     else:
-        docs_dir, queries = load_dataset(args.dataset)
-        settings = _settings(args, docs_dir)
-        per_method = run_dataset(queries, settings)
-        summaries = {METHOD_NAMES[m]: dataset_summary(per_method[m], queries) for m in methods
-                     if m in per_method}
-        anchor = bm25s_rankings(docs_dir, queries) if args.bm25s else None
-        if anchor:
-            summaries[anchor[0]] = dataset_summary(anchor[1], queries)
-        elif args.bm25s:
-            summaries["bm25s: not installed, skipped"] = dict.fromkeys(
-                ["nDCG@10", "MRR@10", "Recall@100"] + [f"hit@{k}" for k in HIT_KS], float("nan"))
-        body = f"{len(queries)} judged queries.\n\n" + format_dataset(summaries)
-        if args.svg_dir:
-            chart = svg_charts.save_ndcg_chart(args.svg_dir, os.path.basename(os.path.normpath(args.dataset)),
-                                               summaries, model.split(" at ")[0])
-    header = [f"### {args.title or (args.queries or args.dataset)}", "",
-              f"- command: `python3 reports/eval_retrieval.py {shlex.join(sys.argv[1:] if argv is None else argv)}`",
+        parts, results = [], {}
+        for folder in args.dataset:
+            settings, summaries, n_queries = run_one_dataset(folder, args, methods)
+            name = os.path.basename(os.path.normpath(folder))
+            results[name] = summaries
+            shown = {k: v for k, v in summaries.items() if v is not None}
+            skipped = [k for k, v in summaries.items() if v is None]
+            if args.svg_dir:
+                chart = svg_charts.save_ndcg_chart(args.svg_dir, name, shown, model.split(" at ")[0])
+            parts.append(f"#### {name}\n\n{n_queries} judged queries."
+                         + (f" Skipped: {'; '.join(skipped)}." if skipped else "")
+                         + "\n\n" + format_dataset(shown))
+        if len(args.dataset) > 1:
+            parts.insert(0, "nDCG@10, one run; bold = the best lexical figure of the row.\n\n"
+                         + format_collections(results, methods))
+        body = "\n\n".join(parts)
+    command = shlex.join(sys.argv[1:] if argv is None else argv)
+    header = [f"### {args.title or (args.queries or ', '.join(args.dataset))}", "",
+              f"- command: `python3 reports/eval_retrieval.py {command}`",
               f"- date: {datetime.date.today().isoformat()}; run time {time.time() - started:.0f} s",
               f"- embeddings: {model}",
-              f"- settings: k1={settings.k1} b={settings.b} rrf_k={settings.rrf_k} "
+              f"- settings: k1={settings.k1} b={settings.b} k3={docs_qa.BM25_K3} rrf_k={settings.rrf_k} "
               f"pool={settings.candidate_limit}/method (limit {settings.limit} x pool_factor "
               f"{settings.pool_factor}) chunk_chars={settings.chunk_chars} "
               f"tokenizer={docs_qa.TOKENIZER_VERSION}", "", ""]

@@ -55,7 +55,7 @@ class AnswerTest(StubServerCase):
 
     def test_exhaustive_claim_is_flagged_only_when_evidence_is_truncated(self):
         reply = "To są wszystkie terminy: plik JPK_V7M składa się do 25. dnia miesiąca [jpk.md:5]."
-        truncated = self.ask(reply, question="jakie są terminy JPK_V7M i kasa fiskalna", limit=1)
+        truncated = self.ask(reply, question="jakie są terminy pliku JPK_V7M i kasa fiskalna", limit=1)
         self.assertTrue(truncated.search.truncated)
         self.assertIn("exhaustive_claim", [u["problem"] for u in truncated.unsupported])
         self.assertIn(docs_qa.CAVEATS["pl"], truncated.answer)
@@ -137,11 +137,12 @@ class NoAnswerGateTest(TempDirTest):
 
     def test_close_embedding_rescues_a_paraphrase(self):
         # coverage 7/8 is below a bar of 0.99, but the mock cosine with wis.md (same words) is >= 0.5
-        settings = self.settings(min_coverage=0.99, min_similarity=0.5)
+        settings = self.settings(min_coverage=0.99, min_similarity=0.5, min_folder_coverage=1.01)
         result = docs_qa.search("Opłata za wniosek o WIS wynosi 40 zł dziś", settings)
         self.assertTrue(result.hits)
         strict = docs_qa.search("Opłata za wniosek o WIS wynosi 40 zł dziś",
-                                self.settings(min_coverage=0.99, min_similarity=1.01))
+                                self.settings(min_coverage=0.99, min_similarity=1.01,
+                                              min_folder_coverage=1.01))
         self.assertEqual(strict.hits, [])
 
 

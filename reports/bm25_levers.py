@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""bm25_levers — per-lever ablation of docs-qa's BM25 over public test collections.
+
+Each collection is chunked and indexed in memory with docs_qa's own functions
+(chunk_text, bm25_term_counts, text_query_counts, bm25_query_weight, bm25_scores), so the
+"defaults" row equals `eval_retrieval.py --embeddings off --limit 10`. A lever is switched
+off (or on) by patching the one docs_qa constant or function that carries it, for this
+process only. RM3 pseudo-relevance feedback is measured here only (docs-qa does not ship
+it). Prints markdown: nDCG@10 per collection and lever, a k1/b grid and leave-one-out
+choices of k1/b. Standard library only.
+
+    python3 reports/bm25_levers.py DATASETS/cranfield DATASETS/cacm DATASETS/adi DATASETS/npl DATASETS/lisa
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections import Counter
+from contextlib import contextmanager
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import docs_qa  # noqa: E402
+import eval_retrieval as ev  # noqa: E402
+
+K1S = (0.9, 1.2, 1.4, 1.6, 2.0)
+BS = (0.4, 0.6, 0.75, 0.9)
+RM3 = {"fb_docs": 5, "fb_terms": 20, "alpha": 0.7}   # Lavrenko & Croft relevance model, RM3 mix
+
+
+@contextmanager
+def patched(**values):
+    """Temporarily set docs_qa attributes (the lever's constant or function)."""
+    old = {k: getattr(docs_qa, k) for k in values}
+    for k, v in values.items():
+        setattr(docs_qa, k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            setattr(docs_qa, k, v)
+
+
+LEVERS = {
+    "defaults (all levers on)": {},
+    "- query-term frequency (k3 = 0: each word once)": {"BM25_K3": 1e-9},
+    "- request stop words": {"_STOP_REQUEST": frozenset()},
+    "- all-caps rule (capitals make code words)": {"_case_tells": lambda text: True},
+    "- title weight (title words weigh 1)": {"HEADING_TF_UNITS": docs_qa.TF_UNITS},
+    "stemmer: light stripper for English too (no Porter)": {"text_stem_english": docs_qa.text_stem},
+    "stemmer: none": {"text_stem_english": lambda w: w, "text_stem": lambda w: w},
+    "previous defaults (t3: none of the four levers)": {
+        "BM25_K3": 1e-9, "_STOP_REQUEST": frozenset(), "_case_tells": lambda text: True,
+        "HEADING_TF_UNITS": docs_qa.TF_UNITS},
+}
+
+
+class Collection:
+    """A dataset chunked and indexed in memory with docs_qa's functions."""
+
+    def __init__(self, folder: str) -> None:
+        self.name = os.path.basename(os.path.normpath(folder))
+        docs_dir, self.queries = ev.load_dataset(folder)
+        self.chunks = []
+        for name in sorted(os.listdir(docs_dir)):
+            with open(os.path.join(docs_dir, name), encoding="utf-8") as fh:
+                self.chunks += docs_qa.chunk_text(name, fh.read(), docs_qa.DEFAULT_CHUNK_CHARS)
+
+    def index(self) -> None:
+        """(Re)build postings, lengths and per-chunk term lists under the current patches."""
+        tokenizer = docs_qa._Tokenizer()
+        self.postings: dict[str, list[tuple[int, int, int]]] = {}
+        self.forward: list[list[tuple[str, int]]] = []
+        self.lengths: list[int] = []
+        for cid, chunk in enumerate(self.chunks):
+            counts, length = docs_qa.bm25_term_counts(chunk.text, tokenizer)
+            self.lengths.append(length)
+            self.forward.append(list(counts.items()))
+            for term, tf in counts.items():
+                self.postings.setdefault(term, []).append((cid, tf, length))
+        self.avg = sum(self.lengths) / len(self.lengths)
+
+    def scores(self, weights: dict[str, float], k1: float, b: float) -> dict[int, float]:
+        found = {t: self.postings.get(t, []) for t in weights}
+        return docs_qa.bm25_scores(found, len(self.chunks), self.avg, k1, b, weights, docs_qa.TF_UNITS)
+
+    def rm3(self, first: dict[int, float], weights: dict[str, float], k1: float, b: float) -> dict[int, float]:
+        """Return the second pass: the query mixed with terms of the first pass's top chunks."""
+        top = sorted(first.items(), key=lambda kv: (-kv[1], kv[0]))[:RM3["fb_docs"]]
+        total = sum(s for _, s in top)
+        if not top or total <= 0:
+            return first
+        model: Counter = Counter()
+        for cid, score in top:
+            for term, tf in self.forward[cid]:
+                model[term] += (score / total) * tf / self.lengths[cid]
+        expansion = dict(model.most_common(RM3["fb_terms"]))
+        mixed: Counter = Counter()
+        for term, w in weights.items():
+            mixed[term] += RM3["alpha"] * w / sum(weights.values())
+        for term, w in expansion.items():
+            mixed[term] += (1 - RM3["alpha"]) * w / sum(expansion.values())
+        return self.scores(dict(mixed), k1, b)
+
+    def ndcg(self, k1: float = docs_qa.DEFAULT_K1, b: float = docs_qa.DEFAULT_B, prf: bool = False) -> float:
+        """Return nDCG@10 over the judged queries, a document ranked by its best chunk."""
+        values = []
+        for q in self.queries:
+            weights = {t: docs_qa.bm25_query_weight(n) for t, n in docs_qa.text_query_counts(q["query"]).items()}
+            scores = self.scores(weights, k1, b)
+            if prf:
+                scores = self.rm3(scores, weights, k1, b)
+            ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:ev.DEPTH * 3]
+            docs = ev.doc_ranking([self.chunks[cid].path for cid, _ in ranked])
+            values.append(ev.ndcg_at(docs, q["gains"]))
+        return ev.mean(values)
+
+
+def _row(label: str, values: list[float]) -> str:
+    return f"| {label} | " + " | ".join(f"{v:.3f}" for v in values) + f" | {ev.mean(values):.3f} |"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("datasets", nargs="+", metavar="DIR")
+    p.add_argument("--no-grid", action="store_true", help="skip the k1/b grid")
+    args = p.parse_args(argv)
+    started = time.time()
+    colls = [Collection(f) for f in args.datasets]
+    head = "| lever | " + " | ".join(c.name for c in colls) + " | mean |\n|---|" + "---:|" * (len(colls) + 1)
+    print(f"nDCG@10, BM25 only, k1={docs_qa.DEFAULT_K1} b={docs_qa.DEFAULT_B} k3={docs_qa.BM25_K3}, "
+          f"tokenizer {docs_qa.TOKENIZER_VERSION}.\n\n{head}")
+    for label, values in LEVERS.items():
+        with patched(**values):
+            for c in colls:
+                c.index()
+            print(_row(label, [c.ndcg() for c in colls]), flush=True)
+    for c in colls:
+        c.index()
+    print(_row(f"+ RM3 feedback, every question ({RM3})", [c.ndcg(prf=True) for c in colls]))
+    default_k3 = docs_qa.BM25_K3
+    for k3 in (1.2, 100.0):
+        with patched(BM25_K3=k3):
+            print(_row(f"k3 = {k3:g} instead of {default_k3:g}", [c.ndcg() for c in colls]))
+    if not args.no_grid:
+        grid = {(k1, b): [c.ndcg(k1, b) for c in colls] for k1 in K1S for b in BS}
+        print(f"\nk1/b grid (other levers at their defaults):\n\n{head}")
+        for (k1, b), values in grid.items():
+            print(_row(f"k1={k1} b={b}", values))
+        print("\nLeave one out: k1/b with the best mean over the other collections, scored on the left-out one.\n")
+        print("| left out | chosen k1, b | its nDCG@10 | with the defaults |\n|---|---|---:|---:|")
+        default = (docs_qa.DEFAULT_K1, docs_qa.DEFAULT_B)
+        for i, c in enumerate(colls):
+            best = max(grid, key=lambda kb: ev.mean([v for j, v in enumerate(grid[kb]) if j != i]))
+            print(f"| {c.name} | {best[0]}, {best[1]} | {grid[best][i]:.3f} | {grid[default][i]:.3f} |")
+    print(f"\nRun time {time.time() - started:.0f} s.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

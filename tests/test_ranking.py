@@ -1,0 +1,144 @@
+"""Ranking (issue 15): BM25 with query-term frequency and title weight, fusion that keeps
+BM25's sure hits, and the IDF-weighted no-answer gate, through public functions and the CLI."""
+import math
+import unittest
+
+from helpers import TempDirTest, docs_qa, run_cli, write_files
+
+
+class QueryTermFrequencyTest(unittest.TestCase):
+    def test_a_repeated_word_counts_with_its_frequency(self):
+        self.assertEqual(docs_qa.text_query_counts("kot kot na pies"), {"kot": 2, "pies": 1})
+
+    def test_request_boilerplate_is_dropped_from_questions(self):
+        self.assertEqual(docs_qa.text_query_counts("I am interested in associative stores"),
+                         {"associ": 1, "store": 1})
+        self.assertEqual(docs_qa.text_query_counts("interesuje mnie faktura"), {"faktur": 1})
+
+    def test_capitals_of_an_all_caps_question_do_not_make_code_words(self):
+        # mixed case: WIS is a code word and also gets its light stem; all caps: Porter only
+        self.assertIn("wis", docs_qa.text_query_counts("fee for WIS"))
+        self.assertEqual(docs_qa.text_query_counts("FEE FOR RULINGS"), {"fee": 1, "rule": 1})
+
+    def test_query_weight_is_robertsons_k3_saturation(self):
+        self.assertEqual(docs_qa.bm25_query_weight(1, 8.0), 1.0)
+        self.assertAlmostEqual(docs_qa.bm25_query_weight(2, 8.0), 18 / 10)   # (8+1)*2/(8+2)
+        self.assertAlmostEqual(docs_qa.bm25_query_weight(3, 8.0), 27 / 11)
+
+    def test_bm25_by_hand_with_a_repeated_query_word(self):
+        # N=3, df=1 each: idf = ln(1 + 2.5/1.5) = ln(8/3); k1=1.2, b=0.75, len = avg = 4:
+        # kot (tf 2, said twice): 1.8 * idf * 2 * 2.2 / (2 + 1.2) ; pies (tf 1, once): idf * 2.2 / 2.2
+        postings = {"kot": [(1, 2, 4)], "pies": [(2, 1, 4)]}
+        scores = docs_qa.bm25_scores(postings, 3, 4.0, k1=1.2, b=0.75,
+                                     query_weights={"kot": 1.8, "pies": 1.0})
+        idf = math.log(8 / 3)
+        self.assertAlmostEqual(scores[1], 1.8 * idf * 4.4 / 3.2)
+        self.assertAlmostEqual(scores[2], idf)
+
+    def test_tf_units_rescale_term_frequency_only(self):
+        plain = docs_qa.bm25_scores({"x": [(1, 2, 6)]}, 4, 5.0)
+        halves = docs_qa.bm25_scores({"x": [(1, 4, 12)]}, 4, 10.0, tf_units=2)
+        self.assertAlmostEqual(plain[1], halves[1])
+
+    def test_title_words_weigh_one_and_a_half(self):
+        counts, length = docs_qa.bm25_term_counts("# Kot\n\nkot pies\n", docs_qa._Tokenizer())
+        # body: kot 2 x 2 units, pies 1 x 2 units; the title's kot adds 3 - 2 = 1 unit
+        self.assertEqual(dict(counts), {"kot": 5, "pies": 2})
+        self.assertEqual(length, 7)
+
+
+class RepeatedWordSearchTest(TempDirTest):
+    def test_the_word_a_question_repeats_decides_between_two_equal_documents(self):
+        write_files(self.docs, {"a.md": "alpha gamma delta\n", "b.md": "beta gamma delta\n"})
+        settings = self.settings(use_embeddings=False, min_coverage=0.0)
+        self.assertEqual(docs_qa.search("beta beta alpha", settings).hits[0].chunk.path, "b.md")
+        self.assertEqual(docs_qa.search("alpha alpha beta", settings).hits[0].chunk.path, "a.md")
+
+
+class FusionTest(unittest.TestCase):
+    # BM25's rank-1 chunk 9 is one the embeddings never return; chunks 1-4 are ranked by both
+    RANKINGS = {"bm25": [9, 1, 2, 3, 4], "dense": [1, 2, 3, 4, 5, 6, 7]}
+
+    def test_plain_rrf_would_push_the_bm25_rank_1_hit_to_fifth(self):
+        self.assertEqual([i for i, _ in docs_qa.rrf_fuse(self.RANKINGS)].index(9), 4)
+
+    def test_a_rank_1_bm25_code_hit_stays_in_the_top_3(self):
+        fused = docs_qa._fuse("termin GTU_12", self.RANKINGS, docs_qa.Settings(docs_dir="."))
+        self.assertIn(9, [i for i, _ in fused[:3]])
+
+    def test_bm25_weighs_more_than_the_embeddings(self):
+        # 1.5/(60+1) for BM25's first beats 1/(60+1) for the embeddings' first
+        fused = docs_qa.rrf_fuse({"bm25": [7], "dense": [8]}, 60, docs_qa.FUSION_WEIGHTS)
+        self.assertEqual(fused[0], (7, 1.5 / 61))
+
+    def test_floor_moves_protected_ids_first_and_keeps_the_rest_in_order(self):
+        fused = [(1, 0.5), (2, 0.4), (3, 0.3), (9, 0.1)]
+        self.assertEqual([i for i, _ in docs_qa.rrf_floor(fused, {"bm25": [9, 3]}, {"bm25": 1})],
+                         [9, 1, 2, 3])
+
+
+BEES = {
+    "varroa.md": "# Varroa\n\nVarroa destructor is a parasitic mite of honey bees.\n",
+    "pollination.md": "# Pollination\n\nHoney bees pollinate apple orchards and rapeseed fields.\n",
+    "hive.md": "# The hive\n\nA hive of honey bees holds a queen, drones and workers.\n",
+    "wax.md": "# Wax\n\nWorker bees make wax from glands on their abdomen to build the comb.\n",
+    "swarm.md": "# Swarming\n\nIn spring a colony of bees may swarm when the hive gets crowded.\n",
+}
+
+
+class GateTest(TempDirTest):
+    """The no-answer gate over five small English documents, with mock embeddings."""
+
+    def setUp(self):
+        super().setUp()
+        write_files(self.docs, BEES)
+
+    def test_the_honeybee_question_is_answered_from_varroa(self):
+        # parasite (in varroa only), honeybees (written 'honey bees'), harms (nowhere):
+        # 33% of the words, but the rare ones, held by one fragment
+        result = docs_qa.search("Which parasite harms honeybees?", self.settings())
+        self.assertEqual(result.hits[0].chunk.path, "varroa.md")
+        self.assertLessEqual(result.hits[0].chunk.start_line, 3)
+        self.assertGreaterEqual(result.hits[0].chunk.end_line, 3)
+
+    def test_a_question_sharing_one_common_word_is_refused(self):
+        # 'bees' is in every document (half the words, but nearly no weight); 'swim' is in none
+        result = docs_qa.search("Can bees swim?", self.settings())
+        self.assertEqual(result.hits, [])
+        self.assertIn("no_plausible_match", [n.code for n in result.notes])
+
+    def test_cli_refuses_it_and_the_threshold_can_be_lowered(self):
+        proc = run_cli("Can bees swim?", "--docs", self.docs, "--no-cache", "--search", "--json")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn('"status": "no_answer"', proc.stdout)
+        proc = run_cli("Can bees swim?", "--docs", self.docs, "--no-cache", "--search", "--json",
+                       "--min-coverage", "0")
+        self.assertIn('"status": "ok"', proc.stdout)
+        proc = run_cli("Can bees swim?", "--docs", self.docs, "--no-cache", "--search", "--json",
+                       env={"DOCS_QA_MIN_COVERAGE": "0"})
+        self.assertIn('"status": "ok"', proc.stdout)
+
+    def test_a_bad_threshold_is_a_usage_error(self):
+        proc = run_cli("bees", "--docs", self.docs, "--no-cache", "--min-coverage", "2")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--min-coverage", proc.stderr)
+
+    def test_gate_signals_are_public_for_calibration(self):
+        signals = docs_qa.search_gate_signals("Can bees swim?", self.settings())
+        self.assertLess(signals.coverage, docs_qa.DEFAULT_MIN_COVERAGE)
+        self.assertLess(signals.folder_coverage, docs_qa.DEFAULT_MIN_FOLDER_COVERAGE)
+        self.assertIsNotNone(signals.similarity)
+
+
+class MockNoteTest(TempDirTest):
+    def test_mock_vectors_are_announced(self):
+        write_files(self.docs, BEES)
+        result = docs_qa.search("varroa mite", self.settings())
+        self.assertEqual(result.mode, "hybrid")
+        self.assertIn("embed_mock", [n.code for n in result.notes])
+        live_off = docs_qa.search("varroa mite", self.settings(use_embeddings=False))
+        self.assertNotIn("embed_mock", [n.code for n in live_off.notes])
+
+
+if __name__ == "__main__":
+    unittest.main()
