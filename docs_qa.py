@@ -16,7 +16,7 @@ Sections (in file order)
      9. Embeddings       -- batching, nomic prefixes, EMBED_MOCK vectors, cosine, sign bits
     10. Cache            -- the sqlite3 index: files, chunks, postings, vectors
           10a. Indexing        -- refresh what changed, write postings
-          10b. index_version   -- corpus generation plus git revision
+          10b. index_version   -- corpus generation plus Git revision; .git read as files, git never run
           10c. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult
@@ -44,6 +44,7 @@ import ipaddress
 import itertools
 import json
 import math
+import mmap
 import operator
 import os
 import re
@@ -51,12 +52,12 @@ import socket
 import sqlite3
 import stat
 import struct
-import subprocess
 import sys
 import time
 import traceback
 import unicodedata
 import urllib.parse
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
@@ -74,7 +75,8 @@ __all__ = [
     "chunk_text",
     "bm25_idf", "bm25_scores", "bm25_query_weight", "bm25_term_counts",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
-    "cache_path", "cache_open",
+    "cache_path", "cache_open", "cache_snapshot",
+    "GitCheckout", "GitState", "git_checkout", "git_head", "git_is_dirty", "git_probe", "git_probe_file",
     "rrf_fuse", "rrf_floor",
     "to_envelope", "envelope_open_schema",
     "SEARCH_FIELDS_SCHEMA", "RAG_FIELDS_SCHEMA", "SOURCE_FIELDS_SCHEMA",
@@ -132,7 +134,7 @@ CACHE_SCHEMA_VERSION = 4          # 2: postings as packed arrays per term; 3: ch
 CACHE_BUSY_TIMEOUT_S = 60.0        # how long sqlite waits for another process's lock
 CACHE_BUSY_RETRIES = 2             # then the whole run is retried this often, never rebuilt
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
-TOKENIZER_VERSION = "t4"
+TOKENIZER_VERSION = "t5"          # t5: format characters (Cf) dropped inside words
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
 PROGRESS_EVERY = 500               # files between progress reports while indexing
 PARSE_BATCH_FILES = 500            # files per parsing task (one tokenizer memo per task)
@@ -255,8 +257,18 @@ class _CacheCorrupt(Exception):
 _EXTRA_FOLDS = str.maketrans({"ł": "l", "đ": "d", "ø": "o", "æ": "ae", "œ": "oe", "ı": "i",
                               "ħ": "h", "ŧ": "t", "ð": "d", "þ": "th"})
 _EXTRA_FOLD_CHARS = re.compile("[" + "".join(chr(c) for c in _EXTRA_FOLDS) + "]")
-_COMBINING_MARKS = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 _TOKEN_RE = re.compile(r"[^\W_]+")
+# Unicode category Cf (format characters: soft hyphen, zero-width space/joiners, word
+# joiner, BOM, bidi controls, ...), as of Unicode 15.1; tests/test_corpus_encodings.py
+# checks the list against unicodedata. Listed, not computed, so import stays instant.
+_FORMAT_RANGES = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+                  "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+                  "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+                  "\U000e0020-\U000e007f")
+_FORMAT_CHARS = re.compile(f"[{_FORMAT_RANGES}]")
+# removed after NFD in one pass: combining marks (diacritics) and format characters
+_COMBINING_MARKS = re.compile(
+    f"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f{_FORMAT_RANGES}]")
 
 # Function words, folded (no diacritics). English is the classic SMART-style core
 # (measured on Cranfield in reports/hybrid-vs-single.md); Polish and Slovak are kept
@@ -307,7 +319,8 @@ _MIN_STEM = 4
 
 
 def text_fold(text: str) -> str:
-    """Return text in NFKC, casefolded, with diacritics removed (ł -> l too)."""
+    """Return text in NFKC, casefolded, with diacritics and format characters (category
+    Cf, e.g. a zero-width space inside a word) removed (ł -> l too)."""
     if text.isascii():             # NFKC is the identity and casefold == lower on ASCII
         return text.lower()
     folded = unicodedata.normalize("NFKC", text).casefold()
@@ -547,7 +560,7 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
     """Return the documents under root (sorted) and notes on what was skipped.
 
     Hidden entries, symlinks (a link can lead out of the root or in a loop) and special
-    files are skipped; unreadable folders are skipped with a note. Costs one stat per
+    files are skipped; unreadable folders and the skip_dirs (the cache) with a note. Costs one stat per
     document, done in C-level map() calls since this runs before every question.
     """
     skip_ids = _dir_ids(skip_dirs)
@@ -569,7 +582,11 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
         if len(regular) + len(dirs) + len(links) < len(entries):
             _note_not_regular(entries, regular, dirs, links, prefix, skipped)
         for entry in dirs:
-            if entry.name[0] != "." and (not skip_ids or not _is_skipped_dir(entry, skip_ids)):
+            if entry.name[0] == ".":
+                continue
+            if skip_ids and _is_skipped_dir(entry, skip_ids):
+                skipped.setdefault("cache_dir_skipped", []).append(prefix + entry.name)
+            else:
                 stack.append((entry.path, prefix + entry.name))
         for entry in links:
             if entry.name[0] != ".":
@@ -694,8 +711,10 @@ _SKIP_MESSAGES = {
     "unreadable_folder": "skipped {n} folder(s) that could not be read",
     "unreadable_file": "skipped {n} file(s) that could not be read",
     "symlink_skipped": "did not follow {n} symbolic link(s)",
-    "not_text": "skipped {n} file(s) that are binary or not valid UTF-8/UTF-16 text",
+    "not_text": "skipped {n} file(s) that are binary, hold NUL characters or are not valid UTF-8/16/32 text",
     "file_too_large": "skipped {n} file(s) larger than the size cap",
+    "cache_dir_skipped": "skipped {n} folder(s) inside the docs folder that hold the cache "
+                         "(--cache-dir), with every file under them",
 }
 
 
@@ -705,19 +724,21 @@ def _summarise_skips(code: str, paths: list[str]) -> Note:
     return Note(code, _SKIP_MESSAGES[code].format(n=len(paths)) + f" ({shown})")
 
 
+_BOM_CODECS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),   # UTF-32 first:
+              (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))               # its LE BOM starts as UTF-16's
+
+
 def _decode(data: bytes) -> str | None:
-    """Return data as text (UTF-8, UTF-8 BOM, UTF-16 with BOM) or None if it is not text."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        try:
-            return data.decode("utf-16")
-        except UnicodeDecodeError:
-            return None
-    if b"\x00" in data[:8192]:
+    """Return data as text (UTF-8, UTF-8 BOM, UTF-16 or UTF-32 with BOM) or None if it is
+    not text: undecodable, or holding a NUL character anywhere (binary or NUL-padded)."""
+    codec = next((name for bom, name in _BOM_CODECS if data.startswith(bom)), "utf-8-sig")
+    if codec == "utf-8-sig" and b"\x00" in data:
         return None
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode(codec)
     except UnicodeDecodeError:
         return None
+    return None if codec != "utf-8-sig" and "\x00" in text else text
 
 
 def corpus_read(entry: FileEntry, max_bytes: int) -> tuple[str | None, str | None]:
@@ -1312,9 +1333,52 @@ def cache_open(path: str | None) -> sqlite3.Connection:
         raise
     except sqlite3.DatabaseError as exc:
         conn.close()
-        if _is_busy(exc):
+        if _cache_fault(exc) != "damaged":
             raise
         raise _CacheCorrupt("damaged") from None
+
+
+def _cache_fault(exc: sqlite3.Error) -> str:
+    """Return what a sqlite error proves: 'busy' (another process holds a lock: wait),
+    'damaged' (SQLITE_CORRUPT / SQLITE_NOTADB or a missing table: rebuild) or 'unwritable'
+    (disk full, quota, read-only, I/O error, anything else: keep the file untouched)."""
+    if _is_busy(exc):
+        return "busy"
+    name = getattr(exc, "sqlite_errorname", "") or ""      # Python 3.11+; else the text tells
+    text = str(exc).lower()
+    if name.startswith(_SQLITE_DAMAGE_NAMES) or any(t in text for t in _SQLITE_DAMAGE_TEXTS):
+        return "damaged"
+    return "unwritable"
+
+
+_SQLITE_DAMAGE_NAMES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+_SQLITE_DAMAGE_TEXTS = ("malformed", "not a database", "no such table", "no such column")
+
+
+def cache_snapshot(path: str) -> sqlite3.Connection:
+    """Return an in-memory copy of the cache file at path as it stands, for a run that
+    cannot write it (the file is only read: opened read-only, else as immutable); an
+    empty in-memory index when the file is missing, unreadable or not a valid cache."""
+    if not os.path.isfile(path):
+        return cache_open(None)
+    memory = sqlite3.connect(":memory:", isolation_level=None)
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path))
+    for mode in ("mode=ro", "mode=ro&immutable=1"):
+        try:
+            source = sqlite3.connect(f"{uri}?{mode}", uri=True, timeout=CACHE_BUSY_TIMEOUT_S)
+            try:
+                source.backup(memory)
+            finally:
+                source.close()
+            app_id = memory.execute("PRAGMA application_id").fetchone()[0]
+            version = memory.execute("PRAGMA user_version").fetchone()[0]
+            if app_id == CACHE_APPLICATION_ID and version == CACHE_SCHEMA_VERSION:
+                return memory
+            break
+        except sqlite3.Error:
+            continue
+    memory.close()
+    return cache_open(None)
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
@@ -1338,8 +1402,14 @@ def _cache_create(conn: sqlite3.Connection) -> None:
             conn.execute(f"PRAGMA user_version={CACHE_SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        _rollback(conn)
         raise
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if sqlite has not already (it does on SQLITE_FULL)."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
 
 
 def _meta_get(conn: sqlite3.Connection, key: str) -> str | None:
@@ -1490,7 +1560,7 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings,
         stats = _refresh_changed(conn, settings, entries, notes, signature, progress)
         meta = dict(conn.execute("SELECT key, value FROM meta"))
     stats.chunks = int(meta.get("n_chunks") or 0)
-    stats.index_version = _index_version(conn, meta, settings.docs_dir)
+    stats.index_version = _index_version(conn, meta, settings.docs_dir, entries)
     return stats
 
 
@@ -1540,7 +1610,7 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, entries: list
         _meta_set(conn, "file_notes", json.dumps([[n.code, n.message] for n in file_notes]))
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        _rollback(conn)
         raise
     return stats
 
@@ -1606,82 +1676,630 @@ def _update_generation(conn: sqlite3.Connection) -> None:
     _meta_set(conn, "avg_terms", repr(total / n_chunks if n_chunks else 0.0))
 
 
-# --- 10b. index_version — the corpus generation plus the git revision, git run only on change
+# --- 10b. index_version — the corpus generation plus the Git revision, read from .git's files
+#
+# The docs folder's Git metadata is untrusted data: git itself is never run (its config,
+# hooks, fsmonitor, pager, filters and the like could name any program). HEAD, loose refs,
+# packed-refs, a worktree's `gitdir:` file and `commondir`, the index, and the commit and
+# tree objects (loose, or in packs) are parsed here.
 
-def _git_dir(docs_dir: str) -> str | None:
-    """Return the .git folder of the checkout holding docs_dir (following a worktree's
-    'gitdir:' file), or None when docs_dir is not in a Git checkout."""
-    probe = os.path.realpath(docs_dir)
+GIT_MAX_SYMREF_DEPTH = 5           # HEAD -> ref -> ref ... deeper is taken as a loop
+GIT_MAX_REF_BYTES = 64 * 1024      # a larger HEAD or loose ref is not a ref
+GIT_MAX_META_BYTES = 256 * 1024 * 1024   # a larger packed-refs or index is not read
+GIT_HASH_BYTES = {40: 20, 64: 32}  # hex digits of a revision -> bytes of an object id (SHA-1, SHA-256)
+_GIT_REV = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_GIT_REF_NAME = re.compile(r"refs/(?:[A-Za-z0-9._@+-]+/)*[A-Za-z0-9._@+-]+")
+_GIT_PER_WORKTREE_REFS = ("refs/worktree/", "refs/bisect/", "refs/rewritten/")
+_GIT_INDEX_VERSIONS = (2, 3, 4)
+_GIT_ENTRY_FIXED = ">10I"          # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size
+_GIT_REGULAR_MODES = (0o100644, 0o100755)
+_GIT_FLAG_EXTENDED, _GIT_FLAG_STAGE_SHIFT = 0x4000, 12
+_GIT_EXT_SKIP_WORKTREE, _GIT_EXT_INTENT_TO_ADD = 0x4000, 0x2000
+_GIT_HASH_CHUNK = 1 << 20
+
+
+class GitCheckout(NamedTuple):
+    """Where a checkout's metadata lives: git_dir holds HEAD and the index (per worktree),
+    common_dir the refs and packed-refs; work_tree is the folder holding `.git`."""
+
+    git_dir: str
+    common_dir: str
+    work_tree: str
+
+
+class GitState(NamedTuple):
+    """A checkout's HEAD commit (hex) and whether the probed documents differ from it
+    (see git_is_dirty; None: the index or an object could not be read, nothing is claimed)."""
+
+    rev: str
+    is_dirty: bool | None
+
+
+class _GitIndexEntry(NamedTuple):
+    mtime_s: int
+    mtime_ns: int
+    mode: int
+    size: int
+    oid: bytes
+    stage: int
+    ext_flags: int
+
+
+def _git_read(path: str, max_bytes: int) -> bytes | None:
+    """Return a regular file's bytes (None when missing, not a regular file or too big);
+    opened non-blocking so a FIFO planted in .git cannot hang the run."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None
+        return _read_at_most_fd(fd, max_bytes)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_at_most_fd(fd: int, limit: int) -> bytes | None:
+    """Return the rest of an open file if it holds at most limit bytes, else None."""
+    parts, got = [], 0
+    while got <= limit:
+        part = os.read(fd, min(limit + 1 - got, _GIT_HASH_CHUNK))
+        if not part:
+            return b"".join(parts)
+        parts.append(part)
+        got += len(part)
+    return None
+
+
+def git_checkout(directory: str) -> GitCheckout | None:
+    """Return the Git checkout holding directory (a `.git` folder, or a worktree's or
+    submodule's `.git` file naming its git dir), or None when there is none."""
+    probe = os.path.realpath(directory)
     while True:
         dot_git = os.path.join(probe, ".git")
-        if os.path.isdir(dot_git):
-            return dot_git
-        if os.path.isfile(dot_git):
-            try:
-                with open(dot_git, encoding="utf-8") as fh:
-                    target = fh.read().strip().removeprefix("gitdir:").strip()
-            except (OSError, UnicodeDecodeError):
-                return None
-            return os.path.join(probe, target)
+        git_dir = dot_git if os.path.isdir(dot_git) else _git_dir_from_file(dot_git)
+        if git_dir is not None and os.path.isfile(os.path.join(git_dir, "HEAD")):
+            return GitCheckout(git_dir, _git_common_dir(git_dir), probe)
         parent = os.path.dirname(probe)
         if parent == probe:
             return None
         probe = parent
 
 
-def _git_state_key(git_dir: str, generation: str) -> str:
-    """Return what the Git part of index_version depends on, without running git: the
-    corpus generation, HEAD's text and the mtimes of the git index and of HEAD's ref."""
-    parts = [generation]
+def _git_dir_from_file(dot_git: str) -> str | None:
+    """Return the folder a `gitdir: <path>` file names (relative to the file), or None."""
+    data = _git_read(dot_git, GIT_MAX_REF_BYTES)
+    if data is None or not data.startswith(b"gitdir:"):
+        return None
+    target = data[len(b"gitdir:"):].strip().decode("utf-8", "surrogateescape")
+    return os.path.normpath(os.path.join(os.path.dirname(dot_git), target)) if target else None
+
+
+def _git_common_dir(git_dir: str) -> str:
+    """Return the folder holding the shared refs: the one `commondir` names, else git_dir."""
+    data = _git_read(os.path.join(git_dir, "commondir"), GIT_MAX_REF_BYTES)
+    target = data.strip().decode("utf-8", "surrogateescape") if data else ""
+    return os.path.normpath(os.path.join(git_dir, target)) if target else git_dir
+
+
+def git_head(checkout: GitCheckout) -> str | None:
+    """Return the commit HEAD names (full hex), following symbolic refs through loose refs
+    and packed-refs; None for an unborn branch, a bad or looping ref, or reftable refs."""
+    value = _git_ref_text(os.path.join(checkout.git_dir, "HEAD"))
+    for _ in range(GIT_MAX_SYMREF_DEPTH):
+        if value is None:
+            return None
+        if _GIT_REV.fullmatch(value):
+            return value
+        if not value.startswith("ref:"):
+            return None
+        name = value[len("ref:"):].strip()
+        if not _GIT_REF_NAME.fullmatch(name) or ".." in name or name.endswith((".lock", ".")):
+            return None
+        value = _git_ref(checkout, name)
+    return None
+
+
+def _git_ref_text(path: str) -> str | None:
+    """Return a ref file's first line, or None."""
+    data = _git_read(path, GIT_MAX_REF_BYTES)
+    if not data:
+        return None
+    return data.decode("utf-8", "replace").strip().split("\n", 1)[0].strip()
+
+
+def _git_ref(checkout: GitCheckout, name: str) -> str | None:
+    """Return what ref `name` holds (a revision or `ref: ...`): its loose file first,
+    then its line in packed-refs."""
+    base = checkout.git_dir if name.startswith(_GIT_PER_WORKTREE_REFS) else checkout.common_dir
+    loose = os.path.join(base, *name.split("/"))
+    if os.path.lexists(loose):
+        return _git_ref_text(loose)
+    packed = _git_read(os.path.join(checkout.common_dir, "packed-refs"), GIT_MAX_META_BYTES)
+    data = b"\n" + (packed or b"") + b"\n"         # lines are '<rev> <name>' (found in C, not split)
+    end = data.find(b" " + name.encode("utf-8") + b"\n")
+    if end < 0:
+        return None
+    rev = data[data.rfind(b"\n", 0, end) + 1:end].decode("ascii", "replace")
+    return rev if _GIT_REV.fullmatch(rev) else None
+
+
+def _git_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """Return (value, next position) of the index v4 offset varint at pos."""
+    byte = data[pos]
+    value = byte & 0x7F
+    while byte & 0x80:
+        pos += 1
+        byte = data[pos]
+        value = ((value + 1) << 7) | (byte & 0x7F)
+    return value, pos + 1
+
+
+def _git_index_parse(data: bytes, hash_bytes: int) -> dict[bytes, _GitIndexEntry] | None:
+    """Return path -> entry of a Git index file (versions 2, 3 and 4), or None when it is
+    not one, is cut short, or is a split index (its entries live in another file)."""
+    if len(data) < 12 or data[:4] != b"DIRC":
+        return None
+    version, count = struct.unpack_from(">II", data, 4)
+    if version not in _GIT_INDEX_VERSIONS:
+        return None
+    entries: dict[bytes, _GitIndexEntry] = {}
+    pos, previous = 12, b""
+    head = struct.Struct(f"{_GIT_ENTRY_FIXED}{hash_bytes}sH")    # fixed part, object id, flags
+    find = data.index
     try:
-        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8") as fh:
-            head = fh.read().strip()
-    except (OSError, UnicodeDecodeError):
-        head = ""
-    parts.append(head)
-    ref = head.removeprefix("ref:").strip() if head.startswith("ref:") else ""
-    for name in ("index", ref, "packed-refs"):
+        for _ in range(count):
+            fields = head.unpack_from(data, pos)
+            oid, flags = fields[10], fields[11]
+            name_at = pos + head.size
+            ext_flags = 0
+            if flags & _GIT_FLAG_EXTENDED and version >= 3:
+                (ext_flags,) = struct.unpack_from(">H", data, name_at)
+                name_at += 2
+            if version == 4:
+                strip, name_at = _git_varint(data, name_at)
+                end = find(b"\0", name_at)
+                name = previous[:len(previous) - strip] + data[name_at:end]
+                pos = end + 1
+            else:
+                end = find(b"\0", name_at)
+                name = data[name_at:end]
+                pos += (name_at - pos + len(name) + 8) & ~7
+            previous = name
+            entries[name] = _GitIndexEntry(fields[2], fields[3], fields[6], fields[9], oid,
+                                           (flags >> _GIT_FLAG_STAGE_SHIFT) & 3, ext_flags)
+        while pos + 8 <= len(data) - hash_bytes:
+            signature, size = data[pos:pos + 4], struct.unpack_from(">I", data, pos + 4)[0]
+            if signature == b"link":
+                return None
+            pos += 8 + size
+    except (struct.error, ValueError, IndexError):
+        return None
+    return entries
+
+
+def _git_blob_id(path: str, size: int, hash_bytes: int) -> bytes | None:
+    """Return the Git blob id of a file's content (SHA-1, or SHA-256 in such a repository)."""
+    digest = hashlib.sha1() if hash_bytes == GIT_HASH_BYTES[40] else hashlib.sha256()
+    digest.update(b"blob %d\0" % size)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))   # never block on a FIFO
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        for part in iter(functools.partial(os.read, fd, _GIT_HASH_CHUNK), b""):
+            digest.update(part)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return digest.digest()
+
+
+def _git_entry_differs(entry: _GitIndexEntry, file: FileEntry, index_mtime_ns: int,
+                       hash_bytes: int) -> bool:
+    """Return whether a file differs from its index entry: equal size and mtime (older
+    than the index file, as git's racy-clean rule asks) mean equal, else the content's
+    blob id decides."""
+    if entry.stage or entry.ext_flags & _GIT_EXT_INTENT_TO_ADD or entry.mode not in _GIT_REGULAR_MODES:
+        return True
+    if entry.size != file.size % (1 << 32):
+        return True
+    seconds, nanos = divmod(file.mtime_ns, 1_000_000_000)
+    if (entry.mtime_s, entry.mtime_ns) == (seconds % (1 << 32), nanos) and file.mtime_ns < index_mtime_ns:
+        return False
+    return _git_blob_id(file.abs_path, file.size, hash_bytes) != entry.oid
+
+
+GIT_MAX_DELTA_DEPTH = 100          # a longer delta chain (git's default limit is 50) is a loop
+GIT_MAX_OBJECT_BYTES = 64 * 1024 * 1024   # a larger commit or tree is not read
+_GIT_TREE_MODE = 0o40000
+_GIT_OBJECT_KINDS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+_GIT_OFS_DELTA, _GIT_REF_DELTA = 6, 7
+_GIT_PACK_IDX_MAGIC = b"\xfftOc\x00\x00\x00\x02"   # pack index version 2
+_GIT_FANOUT_END = 8 + 256 * 4
+
+
+def _git_inflate(data: Any, pos: int, size: int) -> bytes | None:
+    """Return the zlib stream at data[pos:] inflated, or None when it is not size bytes."""
+    inflater, out, got = zlib.decompressobj(), [], 0
+    while not inflater.eof and got <= size:
+        piece = data[pos:pos + _GIT_HASH_CHUNK]
+        if not piece:
+            return None
+        pos += len(piece)
+        out.append(inflater.decompress(piece))
+        got += len(out[-1])
+    return b"".join(out) if got == size else None
+
+
+def _git_size(data: bytes, pos: int) -> tuple[int, int]:
+    """Return (value, next position) of a delta header's little-endian base-128 size."""
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos
+
+
+def _git_apply_delta(base: bytes, delta: bytes) -> bytes:
+    """Return the object a pack delta makes of base; raise ValueError on a bad delta."""
+    _, pos = _git_size(delta, 0)
+    size, pos = _git_size(delta, pos)
+    out = bytearray()
+    while pos < len(delta):
+        op = delta[pos]
+        pos += 1
+        if op & 0x80:                  # copy from base: offset and length bytes as flagged
+            offset = length = 0
+            for i in range(4):
+                if op & (1 << i):
+                    offset |= delta[pos] << (8 * i)
+                    pos += 1
+            for i in range(3):
+                if op & (0x10 << i):
+                    length |= delta[pos] << (8 * i)
+                    pos += 1
+            out += base[offset:offset + (length or 0x10000)]
+        elif op:                       # insert the next op bytes
+            out += delta[pos:pos + op]
+            pos += op
+        else:
+            raise ValueError("reserved delta op")
+    if len(out) != size:
+        raise ValueError("delta size")
+    return bytes(out)
+
+
+class _GitObjects:
+    """Reads a checkout's commit and tree objects as files: loose (zlib) or in packs
+    (index v2, offset and ref deltas). Objects in alternates or promisor remotes are
+    not found (None). Use as a context manager: the pack maps are closed on exit."""
+
+    def __init__(self, checkout: GitCheckout, hash_bytes: int) -> None:
+        self.dir = os.path.join(checkout.common_dir, "objects")
+        self.hash_bytes = hash_bytes
+        self.packs: list[tuple[Any, Any, int]] | None = None
+        self.maps: list[mmap.mmap] = []
+
+    def __enter__(self) -> "_GitObjects":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for mapped in self.maps:
+            mapped.close()
+
+    def read(self, oid: bytes, depth: int = 0) -> tuple[int, bytes] | None:
+        """Return (kind, body) of an object (1 commit, 2 tree, 3 blob, 4 tag), or None."""
         try:
-            parts.append(str(os.stat(os.path.join(git_dir, name)).st_mtime_ns) if name else "")
-        except OSError:
-            parts.append("-")
-    return "|".join(parts)
+            found = self._loose(oid)
+            if found is not None or depth > GIT_MAX_DELTA_DEPTH:
+                return found
+            for idx, pack, count in self._packs():
+                offset = self._offset(idx, count, oid)
+                if offset is not None:
+                    return self._unpack(pack, offset, depth)
+        except (OSError, ValueError, IndexError, struct.error, zlib.error):
+            return None
+        return None
+
+    def _loose(self, oid: bytes) -> tuple[int, bytes] | None:
+        hexid = oid.hex()
+        data = _git_read(os.path.join(self.dir, hexid[:2], hexid[2:]), GIT_MAX_OBJECT_BYTES)
+        if data is None:
+            return None
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(data, GIT_MAX_OBJECT_BYTES)
+        header, _, body = raw.partition(b"\0")
+        kind, _, size = header.partition(b" ")
+        if kind not in _GIT_OBJECT_KINDS or not size.isdigit() or int(size) != len(body):
+            return None
+        return _GIT_OBJECT_KINDS[kind], body
+
+    def _map(self, path: str) -> Any:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode) or not os.fstat(fd).st_size:
+                return None
+            mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+        self.maps.append(mapped)
+        return mapped
+
+    def _packs(self) -> list[tuple[Any, Any, int]]:
+        if self.packs is None:
+            self.packs = []
+            pack_dir = os.path.join(self.dir, "pack")
+            names = sorted(os.listdir(pack_dir)) if os.path.isdir(pack_dir) else []
+            for name in names:
+                if not name.endswith(".idx"):
+                    continue
+                idx = self._map(os.path.join(pack_dir, name))
+                pack = self._map(os.path.join(pack_dir, name[:-len(".idx")] + ".pack"))
+                if idx is not None and pack is not None and idx[:8] == _GIT_PACK_IDX_MAGIC \
+                        and len(idx) >= _GIT_FANOUT_END:
+                    self.packs.append((idx, pack, struct.unpack_from(">I", idx, _GIT_FANOUT_END - 4)[0]))
+        return self.packs
+
+    def _offset(self, idx: Any, count: int, oid: bytes) -> int | None:
+        """Return oid's offset in the pack, by binary search within its fan-out bucket."""
+        width = self.hash_bytes
+        low = struct.unpack_from(">I", idx, 8 + (oid[0] - 1) * 4)[0] if oid[0] else 0
+        high = struct.unpack_from(">I", idx, 8 + oid[0] * 4)[0]
+        while low < high:
+            mid = (low + high) // 2
+            at = _GIT_FANOUT_END + mid * width
+            current = idx[at:at + width]
+            if current < oid:
+                low = mid + 1
+            elif current > oid:
+                high = mid
+            else:
+                offsets = _GIT_FANOUT_END + count * (width + 4)      # after ids and CRCs
+                (offset,) = struct.unpack_from(">I", idx, offsets + mid * 4)
+                if offset & 0x80000000:                              # in the 64-bit table
+                    (offset,) = struct.unpack_from(">Q", idx, offsets + count * 4
+                                                   + (offset & 0x7FFFFFFF) * 8)
+                return offset
+        return None
+
+    def _unpack(self, pack: Any, offset: int, depth: int) -> tuple[int, bytes] | None:
+        """Return the object at offset in a pack, resolving delta chains."""
+        byte = pack[offset]
+        kind, size, shift, pos = (byte >> 4) & 7, byte & 0x0F, 4, offset + 1
+        while byte & 0x80:
+            byte = pack[pos]
+            pos += 1
+            size |= (byte & 0x7F) << shift
+            shift += 7
+        if size > GIT_MAX_OBJECT_BYTES or depth > GIT_MAX_DELTA_DEPTH:
+            return None
+        base = None
+        if kind == _GIT_OFS_DELTA:
+            byte = pack[pos]
+            pos += 1
+            back = byte & 0x7F
+            while byte & 0x80:
+                byte = pack[pos]
+                pos += 1
+                back = ((back + 1) << 7) | (byte & 0x7F)
+            base = self._unpack(pack, offset - back, depth + 1) if 0 < back <= offset else None
+        elif kind == _GIT_REF_DELTA:
+            base = self.read(bytes(pack[pos:pos + self.hash_bytes]), depth + 1)
+            pos += self.hash_bytes
+        data = _git_inflate(pack, pos, size)
+        if data is None:
+            return None
+        if kind in (_GIT_OFS_DELTA, _GIT_REF_DELTA):
+            return None if base is None else (base[0], _git_apply_delta(base[1], data))
+        return kind, data
 
 
-def _git_revision(docs_dir: str) -> str | None:
-    """Return 'git-<rev12>' (+ '-dirty' when files under docs_dir differ from HEAD),
-    asking git; None when git cannot tell."""
+def _git_tree_entries(body: bytes, hash_bytes: int) -> dict[bytes, tuple[int, bytes]]:
+    """Return name -> (mode, object id) of a tree object's body."""
+    out, pos = {}, 0
+    while pos < len(body):
+        space = body.index(b" ", pos)
+        nul = body.index(b"\0", space)
+        out[body[space + 1:nul]] = (int(body[pos:space], 8), body[nul + 1:nul + 1 + hash_bytes])
+        pos = nul + 1 + hash_bytes
+    return out
+
+
+def _git_index_trees(tracked: dict[bytes, _GitIndexEntry], prefix: bytes, hash_bytes: int
+                     ) -> dict[bytes, tuple[bytes, dict[bytes, tuple[int, bytes]]]]:
+    """Return folder ('' or 'a/b/', under prefix) -> (tree id, entries) of the trees the
+    index would commit, as `git write-tree` builds them (intent-to-add entries left out)."""
+    by_dir: dict[bytes, dict[bytes, tuple[int, bytes]]] = {b"": {}}
+    for name, entry in tracked.items():
+        if not name.startswith(prefix) or entry.stage or entry.ext_flags & _GIT_EXT_INTENT_TO_ADD:
+            continue
+        rel = name[len(prefix):]
+        folder = rel[:rel.rfind(b"/") + 1]
+        by_dir.setdefault(folder, {})[rel[len(folder):]] = (entry.mode, entry.oid)
+        while folder:
+            folder = folder[:folder[:-1].rfind(b"/") + 1]
+            by_dir.setdefault(folder, {})
+    new_hash = hashlib.sha1 if hash_bytes == GIT_HASH_BYTES[40] else hashlib.sha256
+    trees = {}
+    for folder in sorted(by_dir, key=lambda f: f.count(b"/"), reverse=True):
+        entries = by_dir[folder]
+        ordered = sorted(entries.items(), key=lambda kv: kv[0] + (b"/" if kv[1][0] == _GIT_TREE_MODE else b""))
+        body = b"".join(b"%o %s\0%s" % (mode, name, oid) for name, (mode, oid) in ordered)
+        oid = new_hash(b"tree %d\0%s" % (len(body), body)).digest()
+        trees[folder] = (oid, entries)
+        if folder:
+            parent = folder[:folder[:-1].rfind(b"/") + 1]
+            by_dir[parent][folder[len(parent):-1]] = (_GIT_TREE_MODE, oid)
+    return trees
+
+
+def _git_head_tree(objects: _GitObjects, rev: str, prefix: bytes) -> bytes | None:
+    """Return the id of HEAD's tree at prefix ('' for the root), b'' when HEAD has no
+    such folder; None when an object cannot be read."""
+    commit = objects.read(bytes.fromhex(rev))
+    if commit is None or commit[0] != _GIT_OBJECT_KINDS[b"commit"] or not commit[1].startswith(b"tree "):
+        return None
+    oid = bytes.fromhex(commit[1][5:5 + 2 * objects.hash_bytes].decode("ascii"))
+    for part in filter(None, prefix.split(b"/")):
+        tree = objects.read(oid)
+        if tree is None:
+            return None
+        mode, oid = _git_tree_entries(tree[1], objects.hash_bytes).get(part, (0, b""))
+        if mode != _GIT_TREE_MODE:
+            return b""
+    return oid
+
+
+def _git_staged(objects: _GitObjects, trees: dict, folder: bytes, head_oid: bytes,
+                is_document: Callable[[str], bool]) -> bool | None:
+    """Return whether a document under folder differs between the index's trees and HEAD's
+    tree head_oid (b'': none), descending only into subtrees whose ids differ."""
+    index_oid, index_entries = trees.get(folder, (b"", {}))
+    if index_oid == head_oid:
+        return False
+    head_entries: dict[bytes, tuple[int, bytes]] = {}
+    if head_oid:
+        tree = objects.read(head_oid)
+        if tree is None:
+            return None
+        head_entries = _git_tree_entries(tree[1], objects.hash_bytes)
+    for name in index_entries.keys() | head_entries.keys():
+        ours, theirs = index_entries.get(name), head_entries.get(name)
+        if ours == theirs:
+            continue
+        path = folder + name
+        ours_tree = ours is not None and ours[0] == _GIT_TREE_MODE
+        theirs_tree = theirs is not None and theirs[0] == _GIT_TREE_MODE
+        if ours_tree or theirs_tree:
+            found = _git_staged(objects, trees, path + b"/", theirs[1] if theirs_tree else b"", is_document)
+            if found is not False:
+                return found
+            is_flat = (ours is not None and not ours_tree) or (theirs is not None and not theirs_tree)
+            if is_flat and is_document(path.decode("utf-8", "surrogateescape")):
+                return True
+        elif is_document(path.decode("utf-8", "surrogateescape")):
+            return True
+    return False
+
+
+def git_is_dirty(checkout: GitCheckout, rev: str, directory: str, files: list[FileEntry],
+                 is_document: Callable[[str], bool]) -> bool | None:
+    """Return whether the documents under directory differ from commit rev (HEAD).
+
+    Dirty means: one of `files` (paths relative to directory) is not in the index, is
+    unmerged or intent-to-add, or its content differs from its index entry (size and
+    mtime, then the blob id of its bytes); or a file the index tracks under directory
+    for which is_document(relative path) holds is missing from disk (skip-worktree
+    entries excepted); or such a document is staged: added, changed or deleted in the
+    index against rev's tree. Not compared: files that are not documents, and files
+    stored through a clean filter or line-ending conversion (their bytes differ from
+    the blob; they count as dirty once their stat changes). None when the index or an
+    object cannot be read (a split or sparse index, objects in alternates).
+    """
+    hash_bytes = GIT_HASH_BYTES[len(rev)]
+    index_path = os.path.join(checkout.git_dir, "index")
+    data = _git_read(index_path, GIT_MAX_META_BYTES)
+    if data is None:
+        return bool(files) if not os.path.lexists(index_path) else None
+    tracked = _git_index_parse(data, hash_bytes)
     try:
-        rev = subprocess.run(["git", "-C", docs_dir, "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "-C", docs_dir, "status", "--porcelain", "--", "."],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
+        index_mtime_ns = os.stat(index_path).st_mtime_ns
+    except OSError:
         return None
-    if not rev:
+    if tracked is None:
         return None
-    return f"git-{rev[:12]}" + ("-dirty" if dirty else "")
+    rel = os.path.relpath(os.path.realpath(directory), checkout.work_tree)
+    prefix = b"" if rel == "." else rel.replace(os.sep, "/").encode("utf-8", "surrogateescape") + b"/"
+    names = [prefix + file.rel_path.encode("utf-8", "surrogateescape") for file in files]
+    for name, file in zip(names, files):
+        entry = tracked.get(name)
+        if entry is None or _git_entry_differs(entry, file, index_mtime_ns, hash_bytes):
+            return True
+    for name in tracked.keys() - set(names):
+        entry = tracked[name]
+        if name.startswith(prefix) and not entry.ext_flags & _GIT_EXT_SKIP_WORKTREE \
+                and is_document(name[len(prefix):].decode("utf-8", "surrogateescape")) \
+                and not os.path.lexists(os.path.join(checkout.work_tree, os.fsdecode(name))):
+            return True
+    if any(name.endswith(b"/") for name in tracked):        # a sparse index's folder entries
+        return None
+    with _GitObjects(checkout, hash_bytes) as objects:
+        head_oid = _git_head_tree(objects, rev, prefix)
+        if head_oid is None:
+            return None
+        return _git_staged(objects, _git_index_trees(tracked, prefix, hash_bytes), b"", head_oid,
+                           is_document)
 
 
-def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str) -> str | None:
-    """Return the index version: the corpus content generation, plus the Git revision
-    when the folder is in a checkout. git runs only when HEAD, the git index or the
-    corpus changed since the last answer (the result is kept in meta)."""
+def git_probe(directory: str, files: list[FileEntry],
+              is_document: Callable[[str], bool]) -> GitState | None:
+    """Return the HEAD revision and dirty state of the checkout holding directory (see
+    git_is_dirty), or None when directory is in no checkout or HEAD names no commit."""
+    checkout = git_checkout(directory)
+    rev = git_head(checkout) if checkout else None
+    if checkout is None or rev is None:
+        return None
+    return GitState(rev, git_is_dirty(checkout, rev, directory, files, is_document))
+
+
+def git_probe_file(path: str) -> GitState | None:
+    """Return git_probe for one file (the graph file): is it clean in its checkout?"""
+    directory, name = os.path.split(os.path.abspath(path))
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    entry = FileEntry(name, os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    return git_probe(directory, [entry], name.__eq__)
+
+
+def _is_document_name(rel_path: str) -> bool:
+    """Return whether the walk would take a path for a document (extension, nothing hidden)."""
+    return rel_path.lower().endswith(DOC_EXTENSIONS) and not any(
+        part.startswith(".") for part in rel_path.split("/"))
+
+
+def _git_index_stamp(checkout: GitCheckout) -> str:
+    """Return the git index file's (mtime_ns, size): it changes whenever git rewrites it."""
+    try:
+        st = os.stat(os.path.join(checkout.git_dir, "index"))
+    except OSError:
+        return "-"
+    return f"{st.st_mtime_ns}:{st.st_size}"
+
+
+def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str,
+                   files: list[FileEntry]) -> str | None:
+    """Return the index version (retrieval_contract.index_version_docs): the corpus
+    generation plus the Git revision when the folder is in a checkout. HEAD is resolved
+    every time (a few small reads); the dirty check runs only when HEAD, the git index or
+    a document's stat changed since the last answer (the result is kept in meta)."""
     generation = meta.get("generation")
     if generation is None:
         return None
-    git_dir = _git_dir(docs_dir)
-    git = None
-    if git_dir is not None:
-        key = _git_state_key(git_dir, generation)
-        if meta.get("git_key") == key:
-            git = meta.get("git_rev") or None
-        else:
-            git = _git_revision(docs_dir)
-            # `git status` may rewrite .git/index, so the key is read again after it ran
-            conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
-                             [("git_key", _git_state_key(git_dir, generation)), ("git_rev", git or "")])
-    return f"docs-{generation}" + (f"+{git}" if git else "")
+    checkout = git_checkout(docs_dir)
+    rev = git_head(checkout) if checkout else None
+    if checkout is None or rev is None:
+        return rc.index_version_docs(generation)
+    key = "|".join((rev, meta.get("stat_sig", ""), _git_index_stamp(checkout)))
+    if meta.get("git_key") == key:
+        is_dirty = meta.get("git_dirty") == "1"
+    else:
+        is_dirty = bool(git_is_dirty(checkout, rev, docs_dir, files, _is_document_name))
+        conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
+                         [("git_key", key), ("git_dirty", "1" if is_dirty else "0")])
+    return rc.index_version_docs(generation, rev, is_dirty)
 
 
 # --- 10c. Reads and vectors — postings, chunks, vectors by model, sign-bit signatures
@@ -1884,7 +2502,8 @@ def _validate_question(question: Any) -> str:
     """Return the question stripped of control characters; raise InvalidQueryError."""
     if not isinstance(question, str):
         raise InvalidQueryError("the question must be text", ("question",))
-    cleaned = "".join(ch if ch.isprintable() or ch in "\t\n" else " " for ch in question).strip()
+    cleaned = "".join(ch if ch.isprintable() or ch in "\t\n" else " "    # a format character (J\u200bPK)
+                      for ch in _FORMAT_CHARS.sub("", question)).strip()    # joins, never splits
     if not cleaned:
         raise InvalidQueryError("the question is empty", ("question",))
     if len(question) > MAX_QUESTION_CHARS:
@@ -1904,19 +2523,18 @@ def _check_docs_dir(docs_dir: str) -> None:
 
 
 def _open_index(settings: Settings) -> tuple[sqlite3.Connection, list[Note]]:
-    """Return an open index for settings, rebuilding a corrupt cache or falling back to
-    memory (with a note) when the cache folder cannot be written."""
+    """Return an open index for settings, rebuilding a corrupt cache, or working on an
+    in-memory copy of the cache as it stands (with a note) when it cannot be written."""
     if settings.cache_dir is None:
         return cache_open(None), []
-    unavailable = [Note("cache_unavailable",
-                        "the cache folder cannot be written; indexed in memory only")]
+    path = cache_path(settings.cache_dir, settings.docs_dir)
+    unavailable = [_CACHE_UNAVAILABLE]
     try:
         os.makedirs(settings.cache_dir, exist_ok=True)
     except OSError:
-        return cache_open(None), unavailable
+        return cache_snapshot(path), unavailable
     if not os.access(settings.cache_dir, os.W_OK | os.X_OK):
-        return cache_open(None), unavailable
-    path = cache_path(settings.cache_dir, settings.docs_dir)
+        return cache_snapshot(path), unavailable
     try:
         try:
             return cache_open(path), []
@@ -1925,10 +2543,15 @@ def _open_index(settings: Settings) -> tuple[sqlite3.Connection, list[Note]]:
             why = ("was made by another version of docs-qa" if str(exc) == "old_version"
                    else "was damaged or foreign")
             return cache_open(path), [Note("cache_rebuilt", f"the cache file {why} and was rebuilt")]
-    except (OSError, sqlite3.Error, _CacheCorrupt) as exc:   # e.g. the file's place is taken by a folder
+    except (OSError, sqlite3.Error, _CacheCorrupt) as exc:   # e.g. disk full, or a folder in its place
         if isinstance(exc, sqlite3.Error) and _is_busy(exc):
             raise
-        return cache_open(None), unavailable
+        return cache_snapshot(path), unavailable
+
+
+_CACHE_UNAVAILABLE = Note("cache_unavailable", "the cache cannot be written (disk full, quota, "
+                          "read-only or I/O error); this run used an in-memory copy of the cache "
+                          "as it stands, and the cache file was left untouched")
 
 
 def _remove_cache_files(path: str) -> None:
@@ -1943,7 +2566,9 @@ def _remove_cache_files(path: str) -> None:
 def _with_index(settings: Settings, work: Callable[[sqlite3.Connection, list[Note]], Any]) -> Any:
     """Run work(conn, notes) on the index; if the cache proves damaged mid-way, rebuild
     it once and run again. A lock another process holds is waited for and retried, never
-    mistaken for damage: deleting the file would throw away that process's work."""
+    mistaken for damage: deleting the file would throw away that process's work. A write
+    that fails (disk full, quota, read-only) runs the work again on an in-memory copy of
+    the cache: the file, its vectors included, is never deleted for it."""
     _check_docs_dir(settings.docs_dir)
     rebuilt, busy = False, 0
     while True:
@@ -1954,7 +2579,10 @@ def _with_index(settings: Settings, work: Callable[[sqlite3.Connection, list[Not
             finally:
                 conn.close()
         except sqlite3.DatabaseError as exc:
-            if _is_busy(exc):
+            fault = _cache_fault(exc)
+            if fault == "unwritable" and settings.cache_dir is not None:
+                return _with_snapshot(settings, work)
+            if fault == "busy":
                 busy += 1
                 if busy > CACHE_BUSY_RETRIES:
                     raise RetrievalUnavailableError("the index is locked by another process") from None
@@ -1964,6 +2592,17 @@ def _with_index(settings: Settings, work: Callable[[sqlite3.Connection, list[Not
                 raise RetrievalUnavailableError("the index could not be read") from None
             _remove_cache_files(cache_path(settings.cache_dir, settings.docs_dir))
             rebuilt = True
+
+
+def _with_snapshot(settings: Settings, work: Callable[[sqlite3.Connection, list[Note]], Any]) -> Any:
+    """Run work on an in-memory copy of the cache file (see cache_snapshot)."""
+    conn = cache_snapshot(cache_path(settings.cache_dir, settings.docs_dir))
+    try:
+        return work(conn, [_CACHE_UNAVAILABLE])
+    except sqlite3.DatabaseError:
+        raise RetrievalUnavailableError("the index could not be read") from None
+    finally:
+        conn.close()
 
 
 def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,
@@ -4266,4 +4905,5 @@ def _run_http(ctx: ServerContext, host: str, port: int) -> int:
 
 
 if __name__ == "__main__":
+    sys.modules.setdefault("docs_qa", sys.modules[__name__])   # graph_store imports it: one copy
     sys.exit(main())
