@@ -1390,7 +1390,13 @@ def _fact_dict(fact: Fact, source_of: dict[str, str]) -> dict:
 # === 10. CLI — argparse, readable text, one catch boundary ===
 
 def format_answer_text(env: dict) -> str:
-    """Return the readable text form of an envelope dict."""
+    """Return the readable text form of an envelope dict, every control and bidi character
+    (a name may hold ESC or U+202E) made visible by rc.visible_text; JSON keeps exact text."""
+    return rc.visible_text(_answer_text(env))
+
+
+def _answer_text(env: dict) -> str:
+    """Return the text form of an envelope dict, raw (see format_answer_text)."""
     if env["status"] == "error":
         return f"error: {env['reason']}: {env.get('detail', '')}"
     lines = [env.get("answer", "")]
@@ -1469,7 +1475,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         if isinstance(exc, rc.ContractError):
-            print(f"graph_store: {exc.message}", file=sys.stderr)
+            print(f"graph_store: {rc.visible_text(exc.message)}", file=sys.stderr)
         else:
             print("graph_store: internal error (run with --debug for the traceback)", file=sys.stderr)
         if args.json:

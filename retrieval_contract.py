@@ -20,6 +20,7 @@ Public API
     schema_errors(value, schema) -- a small JSON Schema checker (the subset used here)
     index_version_docs(generation, git_rev, is_dirty)  -- the RAG index_version spelling
     index_version_graph(label, digest, git_rev, is_dirty) -- the graph index_version spelling
+    visible_text(text)       -- text safe for a terminal: control and bidi characters shown as escapes
 
 index_version (one spelling for RAG and the graph; `+` joins parts, `-` joins a part's words)
     index_version = generation [ "+git-" rev12 [ "-dirty" ] ]
@@ -40,6 +41,7 @@ Invariants
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -50,7 +52,7 @@ __all__ = [
     "MethodNotAllowedError", "InvalidRequestError", "RetrievalUnavailableError",
     "InternalError",
     "error_result", "envelope_schema", "error_schema", "source_schema", "schema_errors",
-    "index_version_docs", "index_version_graph",
+    "index_version_docs", "index_version_graph", "visible_text",
 ]
 
 CONTRACT_VERSION = "v1"
@@ -341,3 +343,25 @@ def schema_errors(value: Any, schema: dict, where: str = "$") -> list[str]:
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             problems.append(where)
     return problems
+
+
+# === Text output — what every text renderer (docs_qa, graph_store) passes through ===
+
+# Characters a terminal acts on instead of showing: C0 controls but tab and newline (ESC
+# starts title, hide-text and OSC 52 clipboard sequences; CR overwrites a line), DEL, C1
+# controls (0x9b is a one-byte CSI), and the bidirectional marks, embeddings, overrides and
+# isolates that reorder what is shown (U+061C, U+200E/F, U+202A-202E, U+2066-2069), plus
+# the line and paragraph separators U+2028/2029.
+_TERMINAL_ACTIVE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f"
+                              "\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape_char(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible_text(text: str) -> str:
+    """Return text for a terminal: every control or bidi character shown as \\xNN or
+    \\uNNNN, tab and newline kept. JSON output never goes through this: it keeps exact text."""
+    return _TERMINAL_ACTIVE.sub(_escape_char, text)
