@@ -4687,8 +4687,12 @@ _PAGE_JS = r"""
   }
 
   function renderAnswerText(box, text, citations) {
-    const labels = citations.filter((c) => c.valid).map((c) => ({
-      text: "[" + c.path + ":" + c.start_line + "-" + c.end_line + "]", c: c}));
+    const labels = [];      // a citation as written: the path bare, or quoted (citation_format)
+    for (const c of citations.filter((c) => c.valid)) {
+      for (const name of [c.path, '"' + c.path + '"', "`" + c.path + "`"]) {
+        labels.push({text: "[" + name + ":" + c.start_line + "-" + c.end_line + "]", c: c});
+      }
+    }
     let pos = 0;
     while (pos < text.length) {
       let best = null;
