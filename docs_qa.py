@@ -4267,14 +4267,16 @@ def _answer_text(envelope: dict[str, Any]) -> str:
     """Return the text rendering of an envelope, raw (see format_answer_text)."""
     if envelope["status"] == "error":
         return f"error ({envelope['reason']}): {envelope.get('detail', '')}"
+    if envelope.get("tool") == "graph":
+        import graph_store   # the graph's one renderer: facts, [S1] sources, candidates
+        return "\n\n".join(p for p in (graph_store.format_answer_text(envelope),
+                                         format_notes(envelope.get("notes", []))) if p)
     parts = []
     if envelope.get("answer"):
         parts.append(envelope["answer"])
     elif envelope["status"] != "ok":
         parts.append(f"{envelope['status']}: {envelope['reason']}")
-    if envelope.get("tool") == "graph" or "aggregation" in envelope:
-        parts.append(_format_graph_sources(envelope))
-    elif envelope["sources"]:
+    if envelope["sources"]:
         lines = ["Sources:"]
         for src in envelope["sources"]:
             crumb = " > ".join(s for s in src.get("sections", []) if s)
@@ -4290,11 +4292,6 @@ def _answer_text(envelope: dict[str, Any]) -> str:
     if notes:
         parts.append(notes)
     return "\n\n".join(p for p in parts if p)
-
-
-def _format_graph_sources(envelope: dict[str, Any]) -> str:
-    lines = ["Sources:"] + [f"  [{s['source_id']}] {s['document_path']}" for s in envelope["sources"]]
-    return "\n".join(lines) if envelope["sources"] else ""
 
 
 class _Progress:
@@ -4378,15 +4375,27 @@ def _route_question(args: argparse.Namespace, ctx: OperationContext,
                     progress: ProgressFn | None) -> rc.Envelope:
     """Return the envelope for a CLI question: the graph when it understands the
     question, else search or RAG."""
+    passed_on = []
     if args.graph:
         import graph_store
         ctx.graph = graph_store.graph_load(args.graph)
         if graph_store.graph_parse_question(args.question, ctx.graph) is not None:
             return operation_run("graph", {"question": args.question, "limit": args.limit}, ctx)
+        passed_on = [{"code": GRAPH_PASSED_ON, "message": GRAPH_PASSED_ON_MESSAGE.format(
+            tool="search" if args.search else "rag")}]
     if args.search:
-        return to_envelope(search(args.question, ctx.settings, progress))
-    return to_envelope(answer(args.question, ctx.settings, args.extractive, ctx.chat_model,
-                              ctx.chat_timeout_s, progress))
+        envelope = to_envelope(search(args.question, ctx.settings, progress))
+    else:
+        envelope = to_envelope(answer(args.question, ctx.settings, args.extractive, ctx.chat_model,
+                                      ctx.chat_timeout_s, progress))
+    envelope.extra["notes"] = passed_on + envelope.extra.get("notes", [])
+    return envelope
+
+
+# The note on a --graph question the graph does not understand, answered by search instead.
+GRAPH_PASSED_ON = "graph_not_applicable"
+GRAPH_PASSED_ON_MESSAGE = ("the graph does not understand this question; the documents answered "
+                           "it (tool: {tool})")
 
 
 def _cli_index(args: argparse.Namespace, environ: dict[str, str], out: Any, err: Any) -> int:
