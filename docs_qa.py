@@ -31,6 +31,7 @@ Sections (in file order)
     16. Operations       -- the operations the transports expose
     17. CLI              -- argparse, text formatting (what was removed and why, limits)
     18. HTTP server      -- handle_request + a thin handler, CORS for browser clients
+          18b. Web page        -- GET / (one self-contained page, strict CSP), GET /source
     19. MCP              -- JSON-RPC over stdio; concurrent tool calls, background start-up index
     20. main
 """
@@ -88,6 +89,8 @@ __all__ = [
     "SEARCH_FIELDS_SCHEMA", "RAG_FIELDS_SCHEMA", "SOURCE_FIELDS_SCHEMA",
     "OPERATIONS", "Operation", "OperationContext", "operation_validate", "operation_run",
     "ServerContext", "handle_request", "http_server", "http_openapi", "http_is_loopback",
+    "PageReply", "PAGE_TEXTS", "page_language", "page_html", "page_reply", "page_url", "page_source_lines",
+    "page_openapi_paths",
     "mcp_tools", "mcp_handle", "mcp_serve",
     "main",
 ]
@@ -4832,7 +4835,8 @@ def _index_parser() -> argparse.ArgumentParser:
 
 def _server_parser(command: str) -> argparse.ArgumentParser:
     """Return the parser of `serve` (HTTP tool server) or `mcp` (MCP over stdio)."""
-    what = {"serve": "Serve /rag, /search, /graph, /health and /openapi.json over HTTP. "
+    what = {"serve": "Serve /rag, /search, /graph, /health and /openapi.json over HTTP, and a "
+                     "web page at / where each citation opens its lines (its URL is printed). "
                      "Set DOCS_QA_TOKEN to require 'Authorization: Bearer <token>'. "
                      f"At most {HTTP_MAX_CONNECTIONS} connections are served at once (more get 503 "
                      f"with Retry-After); a request must arrive whole within "
@@ -5148,7 +5152,7 @@ HTTP_DRAIN_READS = 16              # reads of 64 KiB at most when draining a ref
 HTTP_MAX_LENGTH_DIGITS = 18        # a longer Content-Length is over any limit (no huge int parsing)
 HTTP_LISTEN_BACKLOG = 128
 _JSON_TYPE = "application/json; charset=utf-8"
-_OPEN_PATHS = ("/health",)         # answered without a token
+_OPEN_PATHS = ("/health", "/")     # answered without a token (the page holds no data)
 CORS_ALLOW_HEADERS = "Authorization, Content-Type"
 CORS_MAX_AGE_S = 600               # how long a browser may reuse a preflight answer
 
@@ -5175,6 +5179,7 @@ def _http_routes() -> dict[str, tuple[str, str]]:
     """Return {path: (method, target)}: one POST route per operation, plus health and spec."""
     routes = {f"/{name}": ("POST", name) for name in OPERATIONS}
     routes.update({"/health": ("GET", "health"), "/openapi.json": ("GET", "openapi")})
+    routes.update({"/": ("GET", "page"), "/source": ("GET", "source")})    # §18b
     return routes
 
 
@@ -5216,6 +5221,7 @@ def http_openapi(with_auth: bool = False) -> dict:
     paths["/health"] = {"get": {"summary": "Liveness; needs no token.", "security": [],
                                 "responses": {"200": reply("alive",
                                                            {"$ref": "#/components/schemas/Health"})}}}
+    paths.update(page_openapi_paths(reply, errors))    # §18b
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": "docs-qa", "version": rc.CONTRACT_VERSION,
@@ -5303,7 +5309,7 @@ def _json_request(body: bytes) -> Any:
 
 
 def _http_dispatch(method: str, path: str, headers: dict[str, str], body: bytes,
-                   ctx: ServerContext) -> tuple[int, dict]:
+                   ctx: ServerContext, query: str = "") -> tuple[int, dict | PageReply]:
     """Return (status, JSON payload) of a request; raise typed errors for failures."""
     if path not in _OPEN_PATHS and ctx.token is not None and not _is_authorized(headers, ctx.token):
         raise rc.UnauthorizedError()
@@ -5318,6 +5324,10 @@ def _http_dispatch(method: str, path: str, headers: dict[str, str], body: bytes,
                      "operations": list(OPERATIONS), "graph_loaded": ctx.ops.graph is not None}
     if target == "openapi":
         return 200, http_openapi(ctx.token is not None)
+    if target == "page":
+        return 200, page_reply(query, headers, ctx)
+    if target == "source":
+        return 200, page_source_lines(ctx.ops.settings, *_source_request(query))
     length = _content_length(headers)
     if length is not None and length > HTTP_MAX_BODY_BYTES:
         return 413, rc.error_result(InvalidQueryError()).to_dict()
@@ -5360,15 +5370,15 @@ def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
     """Return (status, headers, body) for one HTTP request; every failure is an error
     envelope (the HTTP transport's one boundary), without exception text."""
     try:
-        path = urllib.parse.urlsplit(path).path
+        path, query = urllib.parse.urlsplit(path)[2:4]
     except ValueError:               # e.g. '//[': left as given, so it is a 404
-        pass
+        query = ""
     if method == "OPTIONS":
         preflight = _cors_preflight(path, headers, ctx)
         if preflight is not None:
             return preflight
     try:
-        status, payload = _http_dispatch(method, path, headers, body, ctx)
+        status, payload = _http_dispatch(method, path, headers, body, ctx, query)
     except Exception as exc:  # the HTTP transport's one boundary
         if ctx.debug:
             raise
@@ -5376,6 +5386,8 @@ def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
             ctx.log_line(traceback.format_exc())
         status = exc.http_status if isinstance(exc, ContractError) else 500
         payload = rc.error_result(exc).to_dict()
+    if isinstance(payload, PageReply):
+        return status, payload.headers, payload.body
     reply_headers = {"Content-Type": _JSON_TYPE, "Cache-Control": "no-store",
                      **_cors_headers(headers, ctx)}
     if status == 401:
@@ -5615,6 +5627,624 @@ def http_is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+# === 18b. Web page — the HTML served at GET / and the cited lines served at GET /source ===
+# The page is one self-contained document: inline style and script carry a per-response
+# nonce named by a strict Content-Security-Policy, nothing is fetched from elsewhere, and
+# every text from documents or answers reaches the DOM through textContent only
+# (Trusted Types are required, so an innerHTML assignment would throw).
+
+PAGE_CONTEXT_LINES = 3             # lines shown around the cited ones
+MAX_SOURCE_CONTEXT = 20            # the most context a /source request may ask for
+MAX_LINE_DIGITS = 9                # a start or end longer than this is not a line number
+PAGE_NONCE_BYTES = 18
+_PAGE_TYPE = "text/html; charset=utf-8"
+_SOURCE_FIELDS = ("path", "start", "end", "context")
+
+
+class PageReply(NamedTuple):
+    """A reply that is not a JSON envelope (the page): its headers and body."""
+
+    headers: dict[str, str]
+    body: bytes
+
+
+# The page's texts; the language follows the question (answer_language), as refusals do.
+PAGE_TEXTS: dict[str, dict[str, Any]] = {
+    "en": {
+        "title": "Ask the documents", "question": "Your question", "ask": "Ask",
+        "mode": "Answer from", "assistant": "the model (citations checked)",
+        "extractive": "quotes only (no model)", "graph": "the knowledge graph",
+        "answer": "Answer", "sources": "Sources", "notes": "Notes", "viewer": "Cited lines",
+        "index_version": "Index version", "working": "Searching…", "done": "Answer ready.",
+        "lines": "lines", "cited": "cited", "back": "Back to the answer",
+        "token_intro": "This server needs an access token. It is kept only in this browser tab.",
+        "token": "Access token", "token_use": "Use token", "token_wrong": "The token was not accepted.",
+        "changed": "This file changed after it was indexed: the lines below are its current "
+                   "content and may differ from what the answer cited.",
+        "unchanged": "The file is unchanged since it was indexed.",
+        "no_source": "These lines cannot be shown: the file is not in the index or cannot be read.",
+        "error": "The request failed", "show": "Show the cited lines",
+        "count": "Count", "count_complete": "exact: everything was counted",
+        "count_partial": "may be incomplete", "partial": "The evidence shown is not all there is.",
+        "facts": "Facts", "candidates": "The question fits several; which one did you mean?",
+        "removed": "Removed from the answer", "truncated": "Only the best fragments are shown; "
+                   "more passages may match.",
+        "problems": {"no_valid_citation": "no valid citation",
+                     "not_supported_by_cited_lines": "the cited lines do not support it",
+                     "exhaustive_claim": "it claims a complete list the evidence cannot guarantee",
+                     "unknown_path": "cites a file that was not among the sources",
+                     "out_of_range": "cites lines outside its source",
+                     "bad_range": "cites an impossible line range",
+                     "outside_root": "cites a path outside the documents",
+                     "link_disguised": "a citation disguised as a link",
+                     "too_many": "too many citations"},
+        "note_codes": {"embeddings_unavailable": "The embedding server did not answer, so the "
+                                                 "search used keywords only.",
+                       "embeddings_disabled": "Embeddings are switched off: keyword search only.",
+                       "llm_unavailable": "The model did not answer, so the answer quotes the "
+                                          "documents instead.",
+                       "no_plausible_match": "Too few of the question's words occur in the "
+                                             "documents, so nothing is returned.",
+                       "answer_truncated": "The model's reply was too long and was cut."},
+    },
+    "pl": {
+        "title": "Zapytaj dokumenty", "question": "Twoje pytanie", "ask": "Zapytaj",
+        "mode": "Odpowiedź", "assistant": "modelu (cytowania sprawdzone)",
+        "extractive": "tylko cytaty (bez modelu)", "graph": "z grafu wiedzy",
+        "answer": "Odpowiedź", "sources": "Źródła", "notes": "Uwagi", "viewer": "Cytowane wiersze",
+        "index_version": "Wersja indeksu", "working": "Szukam…", "done": "Odpowiedź gotowa.",
+        "lines": "wiersze", "cited": "cytowany", "back": "Wróć do odpowiedzi",
+        "token_intro": "Ten serwer wymaga tokenu dostępu. Jest przechowywany tylko w tej karcie.",
+        "token": "Token dostępu", "token_use": "Użyj tokenu", "token_wrong": "Token nie został przyjęty.",
+        "changed": "Ten plik zmienił się po indeksowaniu: poniżej jest jego obecna treść, "
+                   "która może różnić się od cytowanej.",
+        "unchanged": "Plik nie zmienił się od indeksowania.",
+        "no_source": "Nie można pokazać tych wierszy: pliku nie ma w indeksie albo nie da się go odczytać.",
+        "error": "Żądanie nie powiodło się", "show": "Pokaż cytowane wiersze",
+        "count": "Liczba", "count_complete": "dokładna: policzono wszystko",
+        "count_partial": "może być niepełna", "partial": "Pokazane dowody nie są wszystkimi.",
+        "facts": "Fakty", "candidates": "Pytanie pasuje do kilku; o kogo chodzi?",
+        "removed": "Usunięte z odpowiedzi", "truncated": "Pokazano tylko najlepsze fragmenty; "
+                   "pasujących może być więcej.",
+        "problems": {"no_valid_citation": "brak poprawnego cytowania",
+                     "not_supported_by_cited_lines": "cytowane wiersze tego nie potwierdzają",
+                     "exhaustive_claim": "twierdzi, że lista jest pełna, czego dowody nie gwarantują",
+                     "unknown_path": "cytuje plik spoza źródeł",
+                     "out_of_range": "cytuje wiersze spoza źródła",
+                     "bad_range": "cytuje niemożliwy zakres wierszy",
+                     "outside_root": "cytuje ścieżkę spoza dokumentów",
+                     "link_disguised": "cytowanie udające link",
+                     "too_many": "zbyt wiele cytowań"},
+        "note_codes": {"embeddings_unavailable": "Serwer embeddingów nie odpowiedział, więc "
+                                                 "szukano tylko po słowach.",
+                       "embeddings_disabled": "Embeddingi są wyłączone: wyszukiwanie tylko po słowach.",
+                       "llm_unavailable": "Model nie odpowiedział, więc odpowiedź cytuje dokumenty.",
+                       "no_plausible_match": "Za mało słów pytania występuje w dokumentach, "
+                                             "więc nic nie zwrócono.",
+                       "answer_truncated": "Odpowiedź modelu była za długa i została obcięta."},
+    },
+    "sk": {
+        "title": "Opýtajte sa dokumentov", "question": "Vaša otázka", "ask": "Opýtať sa",
+        "mode": "Odpoveď", "assistant": "modelu (citácie overené)",
+        "extractive": "iba citáty (bez modelu)", "graph": "z grafu znalostí",
+        "answer": "Odpoveď", "sources": "Zdroje", "notes": "Poznámky", "viewer": "Citované riadky",
+        "index_version": "Verzia indexu", "working": "Hľadám…", "done": "Odpoveď je hotová.",
+        "lines": "riadky", "cited": "citovaný", "back": "Späť na odpoveď",
+        "token_intro": "Tento server vyžaduje prístupový token. Uchováva sa len v tejto karte.",
+        "token": "Prístupový token", "token_use": "Použiť token", "token_wrong": "Token nebol prijatý.",
+        "changed": "Tento súbor sa po indexovaní zmenil: nižšie je jeho aktuálny obsah, "
+                   "ktorý sa môže líšiť od citovaného.",
+        "unchanged": "Súbor sa od indexovania nezmenil.",
+        "no_source": "Tieto riadky nemožno zobraziť: súbor nie je v indexe alebo sa nedá prečítať.",
+        "error": "Požiadavka zlyhala", "show": "Zobraziť citované riadky",
+        "count": "Počet", "count_complete": "presný: spočítalo sa všetko",
+        "count_partial": "nemusí byť úplný", "partial": "Zobrazené dôkazy nie sú všetky.",
+        "facts": "Fakty", "candidates": "Otázke zodpovedá viacero; koho ste mysleli?",
+        "removed": "Odstránené z odpovede", "truncated": "Zobrazené sú len najlepšie fragmenty; "
+                   "zodpovedať môže aj viac pasáží.",
+        "problems": {"no_valid_citation": "chýba platná citácia",
+                     "not_supported_by_cited_lines": "citované riadky to nepotvrdzujú",
+                     "exhaustive_claim": "tvrdí, že zoznam je úplný, čo dôkazy nezaručujú",
+                     "unknown_path": "cituje súbor mimo zdrojov",
+                     "out_of_range": "cituje riadky mimo zdroja",
+                     "bad_range": "cituje nemožný rozsah riadkov",
+                     "outside_root": "cituje cestu mimo dokumentov",
+                     "link_disguised": "citácia maskovaná ako odkaz",
+                     "too_many": "príliš veľa citácií"},
+        "note_codes": {"embeddings_unavailable": "Server embeddingov neodpovedal, hľadalo sa "
+                                                 "len podľa slov.",
+                       "embeddings_disabled": "Embeddingy sú vypnuté: hľadá sa len podľa slov.",
+                       "llm_unavailable": "Model neodpovedal, odpoveď preto cituje dokumenty.",
+                       "no_plausible_match": "V dokumentoch sa vyskytuje príliš málo slov "
+                                             "otázky, preto sa nič nevrátilo.",
+                       "answer_truncated": "Odpoveď modelu bola príliš dlhá a bola skrátená."},
+    },
+}
+
+_PAGE_CSS = """
+:root{color-scheme:light dark;--fg:#1b1b1b;--bg:#fdfdfb;--muted:#555;--line:#d8d8d0;--hit:#fff1a8;--warn:#8a4b00;--link:#0645ad}
+@media (prefers-color-scheme:dark){:root{--fg:#e8e8e3;--bg:#16171a;--muted:#aaa;--line:#3a3b40;--hit:#5a4a00;--warn:#ffb86b;--link:#8ab4f8}}
+*{box-sizing:border-box}
+body{margin:0;font:1rem/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
+header,main{max-width:72rem;margin:0 auto;padding:0.75rem 1rem}
+h1{font-size:1.4rem;margin:0.25rem 0}
+h2{font-size:1.1rem;margin:1rem 0 0.4rem}
+a{color:var(--link)}
+:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}
+form.ask{display:flex;flex-wrap:wrap;gap:0.5rem;align-items:end}
+form.ask .q{flex:1 1 20rem;display:flex;flex-direction:column}
+input[type=text],input[type=password]{font:inherit;padding:0.5rem;border:1px solid var(--muted);border-radius:4px;background:var(--bg);color:var(--fg);width:100%}
+button{font:inherit;padding:0.5rem 1rem;border-radius:4px;border:1px solid var(--muted);cursor:pointer}
+fieldset{border:0;padding:0;margin:0.5rem 0;width:100%}
+fieldset label{margin-right:1rem;white-space:nowrap}
+.answer{white-space:pre-wrap;overflow-wrap:anywhere}
+.muted,.crumbs{color:var(--muted);font-size:0.9rem}
+.warn{color:var(--warn);font-weight:600}
+ol.sources li,ul.notes li{margin-bottom:0.4rem;overflow-wrap:anywhere}
+ol.lines{font:0.9rem/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;padding-left:4.5ch;margin:0;border:1px solid var(--line);border-radius:4px;overflow-x:auto}
+ol.lines li{white-space:pre-wrap;overflow-wrap:anywhere;padding:0 0.5rem}
+ol.lines li.hit{background:var(--hit)}
+ol.lines mark{background:none;color:inherit}
+ol.lines li::marker{color:var(--muted)}
+.sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+@media (min-width:60rem){main{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:1.5rem}
+  #viewer{position:sticky;top:0.5rem;align-self:start;max-height:96vh;overflow:auto}}
+footer{font-size:0.85rem;color:var(--muted)}
+#status{margin:0.25rem 0;min-height:1.5em}
+main>div>section:first-child h2{margin-top:0.25rem}
+"""
+
+_PAGE_JS = r"""
+"use strict";
+(function () {
+  const ui = JSON.parse(document.getElementById("ui").textContent);
+  const T = ui.texts;
+  const TOKEN_KEY = "docs-qa-token";
+  const $ = (id) => document.getElementById(id);
+  const params = new URLSearchParams(location.search);
+  let retry = null;
+
+  function el(tag, text, cls) {
+    const node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    if (cls) node.className = cls;
+    return node;
+  }
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+  function say(text) { $("status").textContent = text; }
+
+  class NeedToken extends Error {}
+
+  async function call(method, url, body) {
+    const headers = {"Accept": "application/json"};
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers["Authorization"] = "Bearer " + token;
+    if (body) headers["Content-Type"] = "application/json";
+    const reply = await fetch(url, {method: method, headers: headers, cache: "no-store",
+                                    credentials: "omit", body: body ? JSON.stringify(body) : undefined});
+    if (reply.status === 401) throw new NeedToken();
+    return {status: reply.status, data: await reply.json()};
+  }
+
+  function askToken(wasWrong) {
+    $("token-box").hidden = false;
+    $("token-wrong").hidden = !wasWrong;
+    $("token-input").focus();
+  }
+
+  async function guarded(action) {
+    try {
+      await action();
+    } catch (err) {
+      if (err instanceof NeedToken) {
+        const hadToken = sessionStorage.getItem(TOKEN_KEY) !== null;
+        sessionStorage.removeItem(TOKEN_KEY);
+        retry = action;
+        askToken(hadToken);
+        say(T.token_intro);
+      } else {
+        say(T.error + ".");
+      }
+    }
+  }
+
+  function citeLink(path, start, end, label) {
+    const link = el("a", label, "cite");
+    link.href = "?" + new URLSearchParams({path: path, start: String(start), end: String(end)}).toString();
+    link.dataset.path = path;
+    link.dataset.start = String(start);
+    link.dataset.end = String(end);
+    link.setAttribute("aria-label", T.show + ": " + path + ":" + start + "-" + end);
+    return link;
+  }
+
+  function renderAnswerText(box, text, citations) {
+    const labels = [];      // a citation as written: the path bare, or quoted (citation_format)
+    for (const c of citations.filter((c) => c.valid)) {
+      for (const name of [c.path, '"' + c.path + '"', "`" + c.path + "`"]) {
+        labels.push({text: "[" + name + ":" + c.start_line + "-" + c.end_line + "]", c: c});
+      }
+    }
+    let pos = 0;
+    while (pos < text.length) {
+      let best = null;
+      for (const item of labels) {
+        const at = text.indexOf(item.text, pos);
+        if (at >= 0 && (best === null || at < best.at)) best = {at: at, item: item};
+      }
+      if (best === null) { box.appendChild(document.createTextNode(text.slice(pos))); break; }
+      box.appendChild(document.createTextNode(text.slice(pos, best.at)));
+      const c = best.item.c;
+      box.appendChild(citeLink(c.path, c.start_line, c.end_line, best.item.text));
+      pos = best.at + best.item.text.length;
+    }
+  }
+
+  function addNote(list, text) { list.appendChild(el("li", text)); }
+
+  function renderNotes(env) {
+    const list = $("notes");
+    for (const note of env.notes || []) addNote(list, T.note_codes[note.code] || note.message);
+    for (const item of env.unsupported || []) {
+      addNote(list, T.removed + ": “" + item.sentence + "” (" + (T.problems[item.problem] || item.problem) + ")");
+    }
+    for (const c of env.citations || []) {
+      if (!c.valid) addNote(list, T.removed + ": [" + c.path + ":" + c.start_line + "-" + c.end_line + "] ("
+                                  + (T.problems[c.problem] || c.problem || "") + ")");
+    }
+    if (env.truncated && env.tool !== "graph") addNote(list, T.truncated);
+    if (env.tool === "graph" && env.complete === false && env.status === "ok") addNote(list, T.partial);
+    for (const reason of env.reasons || []) addNote(list, reason);
+    $("notes-box").hidden = list.childElementCount === 0;
+  }
+
+  function renderSources(env) {
+    const list = $("sources");
+    for (const src of env.sources || []) {
+      const item = el("li");
+      item.appendChild(el("strong", src.source_id + " "));
+      item.appendChild(el("span", src.title || src.document_path));
+      if (src.sections && src.sections.length) item.appendChild(el("div", src.sections.join(" › "), "crumbs"));
+      const where = el("div", "", "muted");
+      if (src.start_line) {
+        where.appendChild(citeLink(src.document_path, src.start_line, src.end_line,
+                                   src.document_path + ":" + src.start_line + "-" + src.end_line));
+        where.appendChild(document.createTextNode(" (" + T.lines + " " + src.start_line + "–" + src.end_line + ")"));
+      } else {
+        where.textContent = src.document_path || src.source_url || "";
+      }
+      item.appendChild(where);
+      list.appendChild(item);
+    }
+    $("sources-box").hidden = list.childElementCount === 0;
+  }
+
+  function renderGraph(env, box) {
+    if (env.aggregation) {
+      const agg = env.aggregation;
+      box.appendChild(el("p", T.count + ": " + agg.count + " (" +
+                              (agg.complete ? T.count_complete : T.count_partial) + ")", "count"));
+    }
+    const byId = {};
+    for (const src of env.sources || []) byId[src.source_id] = src;
+    if ((env.facts || []).length) {
+      box.appendChild(el("h3", T.facts));
+      const list = el("ul", null, "facts");
+      for (const fact of env.facts) {
+        const src = byId[fact.source_id];
+        list.appendChild(el("li", fact.text + (src ? " — " + fact.source_id + " " + (src.document_path || src.title || "") : "")));
+      }
+      box.appendChild(list);
+    }
+    if (env.status === "ambiguous" && (env.entities || []).length) {
+      box.appendChild(el("h3", T.candidates));
+      const list = el("ul", null, "candidates");
+      for (const entity of env.entities) list.appendChild(el("li", entity.name + (entity.why ? " — " + entity.why : "")));
+      box.appendChild(list);
+    }
+  }
+
+  function render(env) {
+    const box = $("answer");
+    if (env.status === "error") {
+      box.appendChild(el("p", T.error + ": " + env.reason + (env.detail ? " — " + env.detail : ""), "warn"));
+    } else {
+      const text = el("p", null, "answer");
+      if (env.tool === "graph") text.textContent = env.answer || "";
+      else renderAnswerText(text, env.answer || "", env.citations || []);
+      box.appendChild(text);
+      if (env.tool === "graph") renderGraph(env, box);
+    }
+    renderSources(env);
+    renderNotes(env);
+    $("index-version").textContent = env.index_version || "—";
+  }
+
+  async function ask(question, mode) {
+    for (const id of ["answer", "sources", "notes"]) clear($(id));
+    $("answer-box").hidden = false;
+    say(T.working);
+    const graph = mode === "graph";
+    const body = graph ? {question: question} : {question: question, extractive: mode === "extractive"};
+    const reply = await call("POST", graph ? "graph" : "rag", body);
+    render(reply.data);
+    say(T.done);
+    const n = parseInt(params.get("cite") || "", 10);
+    const links = $("answer").querySelectorAll("a.cite");
+    if (n >= 1 && n <= links.length) links[n - 1].click();
+  }
+
+  async function showSource(link) {
+    const query = new URLSearchParams({path: link.dataset.path, start: link.dataset.start,
+                                       end: link.dataset.end});
+    const reply = await call("GET", "source?" + query.toString());
+    const box = $("viewer");
+    box.hidden = false;
+    $("viewer-title").textContent = T.viewer + ": " + link.dataset.path + ":" + link.dataset.start + "-" + link.dataset.end;
+    const lines = $("lines");
+    clear(lines);
+    const fresh = $("freshness");
+    if (reply.status !== 200) {
+      fresh.textContent = T.no_source;
+      fresh.className = "warn";
+    } else {
+      const data = reply.data;
+      fresh.textContent = data.freshness === "changed" ? T.changed : T.unchanged;
+      fresh.className = data.freshness === "changed" ? "warn" : "muted";
+      for (const line of data.lines) {
+        const item = el("li", null, line.cited ? "hit" : "");
+        item.value = line.line;
+        if (line.cited) {
+          item.appendChild(el("span", T.cited + ": ", "sr-only"));
+          item.appendChild(el("mark", line.text));
+        } else {
+          item.textContent = line.text;
+        }
+        lines.appendChild(item);
+      }
+    }
+    $("viewer-title").focus();
+  }
+
+  let lastLink = null;
+  document.addEventListener("click", (event) => {
+    const link = event.target.closest ? event.target.closest("a.cite") : null;
+    if (!link) return;
+    event.preventDefault();
+    lastLink = link;
+    guarded(() => showSource(link));
+  });
+  $("back").addEventListener("click", (event) => {
+    if (!lastLink) return;
+    event.preventDefault();
+    lastLink.focus();
+  });
+  $("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const value = $("token-input").value.trim();
+    if (!value) return;
+    sessionStorage.setItem(TOKEN_KEY, value);
+    $("token-input").value = "";
+    $("token-box").hidden = true;
+    if (retry) { const action = retry; retry = null; guarded(action); }
+  });
+
+  const shown = params.get("path");
+  if (shown && params.get("start")) {
+    const start = params.get("start");
+    guarded(() => showSource({dataset: {path: shown, start: start, end: params.get("end") || start}}));
+  }
+  const question = params.get("q") || "";
+  const mode = ["assistant", "extractive", "graph"].includes(params.get("mode")) ? params.get("mode") : "assistant";
+  const radio = document.querySelector("input[name=mode][value=" + mode + "]");
+  if (radio) radio.checked = true;
+  $("q").value = question;
+  if (question.trim()) guarded(() => ask(question, radio ? mode : "assistant"));
+  else if (!shown) $("q").focus();
+})();
+"""
+
+_PAGE_HTML = """<!doctype html>
+<html lang="{lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>{title} — docs-qa</title>
+<style nonce="{nonce}">{css}</style>
+</head>
+<body>
+<header>
+<h1>{title}</h1>
+<form class="ask" method="get" action="/" role="search">
+<div class="q"><label for="q">{question}</label>
+<input type="text" id="q" name="q" maxlength="{max_chars}" required autocomplete="off"></div>
+<button type="submit">{ask}</button>
+<fieldset><legend class="sr-only">{mode}</legend><span aria-hidden="true">{mode}: </span>
+<label><input type="radio" name="mode" value="assistant" checked> {assistant}</label>
+<label><input type="radio" name="mode" value="extractive"> {extractive}</label>{graph_radio}
+</fieldset>
+</form>
+<div id="token-box" hidden>
+<p>{token_intro}</p>
+<p id="token-wrong" class="warn" hidden>{token_wrong}</p>
+<form id="token-form"><label for="token-input">{token}</label>
+<input type="password" id="token-input" autocomplete="off">
+<button type="submit">{token_use}</button></form>
+</div>
+<p id="status" role="status" aria-live="polite" class="muted"></p>
+</header>
+<main>
+<div>
+<section id="answer-box" aria-labelledby="answer-title" hidden>
+<h2 id="answer-title">{answer}</h2>
+<div id="answer" aria-live="polite"></div>
+</section>
+<section id="sources-box" aria-labelledby="sources-title" hidden>
+<h2 id="sources-title">{sources}</h2><ol id="sources" class="sources"></ol>
+</section>
+<section id="notes-box" aria-labelledby="notes-title" hidden>
+<h2 id="notes-title">{notes}</h2><ul id="notes" class="notes"></ul>
+</section>
+<footer><p>{index_version}: <span id="index-version">—</span></p></footer>
+</div>
+<section id="viewer" aria-labelledby="viewer-title" hidden>
+<h2 id="viewer-title" tabindex="-1">{viewer}</h2>
+<p id="freshness"></p>
+<ol id="lines" class="lines"></ol>
+<p><a href="#answer-title" id="back">{back}</a></p>
+</section>
+</main>
+<script type="application/json" id="ui">{ui_json}</script>
+<script nonce="{nonce}">{js}</script>
+</body>
+</html>
+"""
+_PAGE_GRAPH_RADIO = '\n<label><input type="radio" name="mode" value="graph"> {graph}</label>'
+
+
+def page_url(host: str, port: int) -> str:
+    """Return the page's URL for a bound address (an IPv6 address in brackets)."""
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def page_language(query: str, accept_language: str | None) -> str:
+    """Return the page's language: the question's (q in the query) as the refusals pick
+    it, else the first of Accept-Language that has texts, else English."""
+    question = urllib.parse.parse_qs(query).get("q", [""])[0]
+    if question.strip():
+        return answer_language(question)
+    for part in (accept_language or "").split(","):
+        tag = part.split(";")[0].strip().lower()[:2]
+        if tag in PAGE_TEXTS:
+            return tag
+    return "en"
+
+
+def page_html(language: str, nonce: str, has_graph: bool) -> str:
+    """Return the page in language; its style and script carry nonce, no document text is in it."""
+    import html
+    texts = PAGE_TEXTS[language]
+    plain = {k: html.escape(v) for k, v in texts.items() if isinstance(v, str)}
+    ui_json = json.dumps({"texts": texts, "graph": has_graph}, ensure_ascii=True)
+    ui_json = ui_json.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    graph_radio = _PAGE_GRAPH_RADIO.format(**plain) if has_graph else ""
+    return _PAGE_HTML.format(lang=language, nonce=nonce, css=_PAGE_CSS, js=_PAGE_JS, ui_json=ui_json,
+                             graph_radio=graph_radio, max_chars=MAX_QUESTION_CHARS, **plain)
+
+
+def page_reply(query: str, headers: dict[str, str], ctx: ServerContext) -> PageReply:
+    """Return the page with a fresh nonce and the Content-Security-Policy that names it."""
+    import secrets
+    nonce = secrets.token_urlsafe(PAGE_NONCE_BYTES)
+    language = page_language(query, _header(headers, "Accept-Language"))
+    body = page_html(language, nonce, ctx.ops.graph is not None).encode("utf-8")
+    policy = (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
+              "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'; "
+              "require-trusted-types-for 'script'; trusted-types 'none'")
+    return PageReply({"Content-Type": _PAGE_TYPE, "Cache-Control": "no-store",
+                      "Content-Security-Policy": policy, "X-Content-Type-Options": "nosniff",
+                      "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
+                      "Content-Language": language}, body)
+
+
+def _line_number(value: str | None, name: str) -> int | None:
+    """Return a query field as a line number (None when absent); raise InvalidRequestError."""
+    if value is None:
+        return None
+    if not (value.isascii() and value.isdigit() and len(value) <= MAX_LINE_DIGITS):
+        raise InvalidRequestError(f"{name} must be a line number", (name,))
+    return int(value)
+
+
+def _source_request(query: str) -> tuple[str, int, int, int]:
+    """Return (path, start, end, context) from a /source query; raise InvalidRequestError
+    for a missing path or start, a repeated or unknown field, or a non-number."""
+    try:
+        fields = urllib.parse.parse_qs(query, keep_blank_values=True,
+                                       max_num_fields=len(_SOURCE_FIELDS))
+    except ValueError:
+        raise InvalidRequestError("too many fields", ()) from None
+    bad = sorted(k for k, v in fields.items() if k not in _SOURCE_FIELDS or len(v) != 1)
+    missing = [k for k in ("path", "start") if k not in fields]
+    if bad or missing:
+        raise InvalidRequestError("invalid fields: " + ", ".join(bad + missing), bad + missing)
+    one = {k: v[0] for k, v in fields.items()}
+    start = _line_number(one["start"], "start")
+    end = _line_number(one.get("end"), "end")
+    context = _line_number(one.get("context"), "context")
+    return (one["path"], start, start if end is None else end,
+            PAGE_CONTEXT_LINES if context is None else min(context, MAX_SOURCE_CONTEXT))
+
+
+def _indexed_file(settings: Settings, rel_path: str) -> tuple[int, int, str] | None:
+    """Return the stored (mtime_ns, size, sha) of a document the index holds, else None
+    (an in-memory index, with no usable cache folder, is built for the call)."""
+    def work(conn: sqlite3.Connection, notes: list[Note]) -> tuple[int, int, str] | None:
+        if settings.cache_dir is None or any(n.code == "cache_unavailable" for n in notes):
+            index_refresh(conn, settings)
+        return conn.execute("SELECT mtime_ns, size, sha FROM files WHERE path=?", (rel_path,)).fetchone()
+    return _with_index(settings, work)
+
+
+def page_source_lines(settings: Settings, rel_path: str, start_line: int, end_line: int,
+                      context: int = PAGE_CONTEXT_LINES) -> dict[str, Any]:
+    """Return an indexed document's lines start_line..end_line (clamped to the file) with
+    context lines around them, and whether its content changed since it was indexed; raise
+    NotFoundError for any path that is not a document the index holds under the root."""
+    if _has_bad_name(rel_path) or rel_path.startswith("/"):
+        raise rc.NotFoundError()
+    stored = _indexed_file(settings, rel_path)
+    text = corpus_reread(settings.docs_dir, rel_path, settings.max_file_bytes) if stored else None
+    if text is None:
+        raise rc.NotFoundError()
+    changed = _file_sha(text) != stored[2]          # the content hash the index stored
+    lines = _split_lines(text)
+    total = len(lines)
+    start = min(max(start_line, 1), total)
+    end = min(max(end_line, start), total)
+    first, last = max(start - context, 1), min(end + context, total)
+    return {"path": rel_path, "start_line": start, "end_line": end, "total_lines": total,
+            "clamped": (start, end) != (start_line, end_line),
+            "freshness": "changed" if changed else "unchanged",
+            "lines": [{"line": n, "text": lines[n - 1], "cited": start <= n <= end}
+                      for n in range(first, last + 1)] if total else []}
+
+
+_SOURCE_SCHEMA = {"type": "object", "properties": {
+    "path": {"type": "string"}, "start_line": {"type": "integer", "minimum": 0},
+    "end_line": {"type": "integer", "minimum": 0}, "total_lines": {"type": "integer", "minimum": 0},
+    "clamped": {"type": "boolean"}, "freshness": {"enum": ["unchanged", "changed"]},
+    "lines": {"type": "array", "items": {"type": "object", "properties": {
+        "line": {"type": "integer", "minimum": 1}, "text": {"type": "string"},
+        "cited": {"type": "boolean"}}, "required": ["line", "text", "cited"],
+        "additionalProperties": False}}},
+    "required": ["path", "start_line", "end_line", "total_lines", "clamped", "freshness", "lines"],
+    "additionalProperties": False}
+
+
+def page_openapi_paths(reply: Callable[[str, dict], dict], errors: dict[str, dict]) -> dict[str, dict]:
+    """Return the OpenAPI entries of / and /source, without operationId: they serve people,
+    so tool clients that list operations as tools leave them out."""
+    line = {"type": "string", "pattern": "^[0-9]{1,%d}$" % MAX_LINE_DIGITS}
+    parameters = [{"name": name, "in": "query", "required": name in ("path", "start"), "schema": schema,
+                   "description": text} for name, schema, text in (
+        ("path", {"type": "string"}, "a document path as cited (relative to the docs folder)"),
+        ("start", line, "first cited line (1-based)"), ("end", line, "last cited line (default: start)"),
+        ("context", line, f"lines around them (default {PAGE_CONTEXT_LINES}, at most {MAX_SOURCE_CONTEXT})"))]
+    source_errors = {k: v for k, v in errors.items() if k in ("401", "422", "500", "503")}
+    source_errors["404"] = reply("error envelope (not_found): the path is not an indexed document",
+                                 {"$ref": "#/components/schemas/Error"})
+    return {
+        "/": {"get": {"summary": "The web page: ask a question, open each citation's lines.",
+                      "responses": {"200": {"description": "the page",
+                                            "content": {"text/html": {"schema": {"type": "string"}}}}}}},
+        "/source": {"get": {"summary": "An indexed document's cited lines with context, and "
+                                       "whether it changed since indexing (for the page).",
+                            "parameters": parameters,
+                            "responses": {"200": reply("the lines", _SOURCE_SCHEMA), **source_errors}}}}
 
 
 # === 19. MCP — JSON-RPC 2.0 over stdio; the tools come from OPERATIONS ===
@@ -6062,6 +6692,7 @@ def _run_http(ctx: ServerContext, host: str, port: int) -> int:
     bound_host, bound_port = server.server_address[:2]
     ctx.log_line(f"docs_qa: serving http://{bound_host}:{bound_port} "
                  f"(auth {'on' if ctx.token else 'off'}); Ctrl-C stops")
+    ctx.log_line(f"docs_qa: page: {page_url(bound_host, bound_port)}")
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -78,6 +78,16 @@ def run(command: str, cache_home: str = os.path.join(ROOT, ".example-cache")) ->
                           capture_output=True, text=True, timeout=120)
 
 
+# The page's screenshot is made by hand (it needs Chromium), so this script only lists it.
+PAGE_SCREENSHOT = [
+    "- [The web page answering a question](page-answer.png): `serve`'s page at `/`, extractive "
+    "mode; the first citation is open, its cited line highlighted among its neighbours. Made with "
+    "`EMBED_MOCK=1 python3 docs_qa.py serve --docs corpus --graph corpus/graph.json` and then "
+    "`chromium --headless --hide-scrollbars --window-size=1100,720 --virtual-time-budget=10000 "
+    "--no-sandbox --screenshot=examples/page-answer.png "
+    "'http://127.0.0.1:8000/?q=do+kiedy+sk%C5%82ada+si%C4%99+JPK_V7M&mode=extractive&cite=1'`."]
+
+
 def main() -> int:
     index = ["# Examples", "", "Real outputs of real runs, made by `python3 examples/regenerate.py` "
              "from the repository root with no model server running.", ""]
@@ -91,6 +101,7 @@ def main() -> int:
             fh.write("\n".join(body) + "\n")
         index.append(f"- [{title}]({name}.md): {what}")
         print(f"{name}: exit {proc.returncode}")
+    index += PAGE_SCREENSHOT
     with open(os.path.join(ROOT, "examples", "README.md"), "w", encoding="utf-8") as fh:
         fh.write("\n".join(index) + "\n")
     return 0

@@ -35,6 +35,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 import docs_qa  # noqa: E402
+import svg_charts  # noqa: E402  (beside this script)
 
 METHODS = ("bm25", "dense", "rrf")
 METHOD_NAMES = {"bm25": "BM25 only", "dense": "embeddings only", "rrf": "RRF (hybrid)"}
@@ -369,6 +370,7 @@ def _parser() -> argparse.ArgumentParser:
                         "Snowball, SQLite FTS5, FTS5 + Porter); an absent library is skipped")
     p.add_argument("--out", help="write the markdown section here (else stdout)")
     p.add_argument("--title", default=None)
+    p.add_argument("--svg-dir", help="also write SVG charts here (svg_charts.py: demo-ranks.svg, ndcg-by-collection.svg)")
     return p
 
 
@@ -428,6 +430,9 @@ def main(argv: list[str] | None = None) -> int:
         settings = _settings(args, args.docs)
         rows = run_labelled(load_jsonl(args.queries), settings)
         body = format_labelled(rows, methods, settings.candidate_limit)
+        if args.svg_dir:
+            chart = svg_charts.save_rank_chart(args.svg_dir, rows, methods, DEPTH, METHOD_NAMES,
+                                               "embeddings: " + model.split(" at ")[0])
     else:
         parts, results = [], {}
         for folder in args.dataset:
@@ -436,6 +441,8 @@ def main(argv: list[str] | None = None) -> int:
             results[name] = summaries
             shown = {k: v for k, v in summaries.items() if v is not None}
             skipped = [k for k, v in summaries.items() if v is None]
+            if args.svg_dir:
+                chart = svg_charts.save_ndcg_chart(args.svg_dir, name, shown, model.split(" at ")[0])
             parts.append(f"#### {name}\n\n{n_queries} judged queries."
                          + (f" Skipped: {'; '.join(skipped)}." if skipped else "")
                          + "\n\n" + format_dataset(shown))
@@ -452,6 +459,9 @@ def main(argv: list[str] | None = None) -> int:
               f"pool={settings.candidate_limit}/method (limit {settings.limit} x pool_factor "
               f"{settings.pool_factor}) chunk_chars={settings.chunk_chars} "
               f"tokenizer={docs_qa.TOKENIZER_VERSION}", "", ""]
+    if args.svg_dir:
+        link = os.path.relpath(chart, os.path.dirname(os.path.abspath(args.out or "x")))
+        body += f"\n\n![{os.path.basename(chart)[:-4]}]({link})"
     text = "\n".join(header) + body + "\n"
     if args.out:
         with open(args.out, "a", encoding="utf-8") as fh:

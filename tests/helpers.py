@@ -326,6 +326,47 @@ class StubServerCase(TempDirTest):
         self.stub.reset()
 
 
+class LiveDocsServer:
+    """A docs-qa HTTP server (docs_qa.http_server) on 127.0.0.1:0, serving in a thread over
+    its own indexed copy of a corpus (TAX_CORPUS by default); .docs and .settings are its
+    folder and settings, .request() sends a raw request target exactly as given."""
+
+    def __init__(self, corpus: dict[str, str | bytes] | None = None, token: str | None = None,
+                 graph=None, **settings) -> None:
+        import shutil
+        self._cleanup = shutil.rmtree
+        self.tmp = tempfile.mkdtemp()
+        self.docs = write_files(os.path.join(self.tmp, "docs"), TAX_CORPUS if corpus is None else corpus)
+        settings.setdefault("cache_dir", os.path.join(self.tmp, "cache"))
+        self.settings = docs_qa.Settings(docs_dir=self.docs, embed_mock=True, **settings)
+        docs_qa.index_folder(self.settings)
+        self.log: list[str] = []
+        self.ctx = docs_qa.ServerContext(docs_qa.OperationContext(self.settings, graph=graph),
+                                         token=token, log=self.log.append)
+        self.server = docs_qa.http_server(self.ctx, "127.0.0.1", 0)
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def request(self, method: str, target: str, body: bytes | None = None,
+                headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+        """Return (status, lower-cased headers, body) of one request sent with http.client."""
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request(method, target, body=body, headers=headers or {})
+            reply = conn.getresponse()
+            return reply.status, {k.lower(): v for k, v in reply.getheaders()}, reply.read()
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._cleanup(self.tmp, ignore_errors=True)
+
+
 class ServeProcess:
     """A real `docs_qa.py serve --port 0` subprocess; its stderr is collected in a thread
     (so it never blocks) and `port` is read from the 'serving http://...' line."""
