@@ -36,7 +36,6 @@ import itertools
 import json
 import os
 import re
-import subprocess
 import sys
 import unicodedata
 from dataclasses import asdict, dataclass, field
@@ -67,7 +66,6 @@ MAX_QUESTION_CHARS = 2000
 MIN_STEM_CHARS = 2            # a stem never gets shorter than this
 MIN_CONTENT_CHARS = 3         # title/keyword words shorter than this are ignored
 TITLE_MIN_COVERAGE = 0.6      # share of a title's words the question must contain
-GIT_TIMEOUT_S = 5
 
 PERSON, THESIS, KEYWORD = "person", "thesis", "keyword"
 AUTHORED, SUPERVISED_BY, HAS_KEYWORD = "authored", "supervised_by", "has_keyword"
@@ -491,28 +489,18 @@ def _graph_parse(path: str, raw: bytes) -> Graph:
         raise GraphFormatError(
             f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     label = data.get("version") if isinstance(data, dict) else None
-    version = _index_version(raw, label if isinstance(label, str) else None,
-                             _git_revision(os.path.dirname(os.path.abspath(path))))
+    git = _git_state(path)
+    version = rc.index_version_graph(label if isinstance(label, str) else None,
+                                     hashlib.sha256(raw).hexdigest(),
+                                     git.rev if git else None, bool(git and git.is_dirty))
     return graph_build(data, version)
 
 
-def _index_version(raw: bytes, label: str | None, git_rev: str | None) -> str:
-    """Return the graph generation: version label, content hash and Git revision."""
-    parts = [label or "unversioned", "sha256:" + hashlib.sha256(raw).hexdigest()[:16]]
-    if git_rev:
-        parts.append("git:" + git_rev)
-    return "+".join(parts)
-
-
-def _git_revision(directory: str) -> str | None:
-    """Return the short Git revision of the checkout holding directory, or None."""
-    try:
-        done = subprocess.run(["git", "-C", directory, "rev-parse", "--short=12", "HEAD"],
-                              capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    rev = done.stdout.strip()
-    return rev if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{4,40}", rev) else None
+def _git_state(path: str) -> Any:
+    """Return docs_qa.git_probe_file(path): the one Git probe, which reads .git as files
+    and never runs git (a checkout's config could make git run any program)."""
+    import docs_qa        # lazily: docs_qa imports this module for --graph
+    return docs_qa.git_probe_file(path)
 
 
 def graph_build(data: Any, index_version: str | None = None) -> Graph:
@@ -1402,7 +1390,13 @@ def _fact_dict(fact: Fact, source_of: dict[str, str]) -> dict:
 # === 10. CLI — argparse, readable text, one catch boundary ===
 
 def format_answer_text(env: dict) -> str:
-    """Return the readable text form of an envelope dict."""
+    """Return the readable text form of an envelope dict, every control and bidi character
+    (a name may hold ESC or U+202E) made visible by rc.visible_text; JSON keeps exact text."""
+    return rc.visible_text(_answer_text(env))
+
+
+def _answer_text(env: dict) -> str:
+    """Return the text form of an envelope dict, raw (see format_answer_text)."""
     if env["status"] == "error":
         return f"error: {env['reason']}: {env.get('detail', '')}"
     lines = [env.get("answer", "")]
@@ -1481,7 +1475,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         if isinstance(exc, rc.ContractError):
-            print(f"graph_store: {exc.message}", file=sys.stderr)
+            print(f"graph_store: {rc.visible_text(exc.message)}", file=sys.stderr)
         else:
             print("graph_store: internal error (run with --debug for the traceback)", file=sys.stderr)
         if args.json:

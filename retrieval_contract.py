@@ -18,6 +18,20 @@ Public API
     error_schema()           -- JSON Schema of the error envelope
     source_schema(extra)     -- JSON Schema of a source
     schema_errors(value, schema) -- a small JSON Schema checker (the subset used here)
+    index_version_docs(generation, git_rev, is_dirty)  -- the RAG index_version spelling
+    index_version_graph(label, digest, git_rev, is_dirty) -- the graph index_version spelling
+    visible_text(text)       -- text safe for a terminal: control and bidi characters shown as escapes
+
+index_version (one spelling for RAG and the graph; `+` joins parts, `-` joins a part's words)
+    index_version = generation [ "+git-" rev12 [ "-dirty" ] ]
+    generation    = "docs-" hex12                      RAG: hash of every indexed file's path and content
+                  | "graph-" label "+sha256-" hex12    graph: the file's `version` label and content hash
+    rev12 is the first 12 hex digits of the commit HEAD names in the Git checkout holding the
+    docs folder (or the graph file), read from .git's files; git itself is never run. `-dirty`
+    means a document under that folder (or the graph file) differs from the Git index, is
+    not in it, or is staged against HEAD (docs_qa.git_is_dirty says exactly what is
+    compared). label is the graph's `version` with every character outside [A-Za-z0-9._-]
+    made `_` (`unversioned` when absent).
 
 Invariants
     * `index_version` is None after an error; `complete` is False for errors and ambiguity.
@@ -27,6 +41,7 @@ Invariants
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -37,6 +52,7 @@ __all__ = [
     "MethodNotAllowedError", "InvalidRequestError", "RetrievalUnavailableError",
     "InternalError",
     "error_result", "envelope_schema", "error_schema", "source_schema", "schema_errors",
+    "index_version_docs", "index_version_graph", "visible_text",
 ]
 
 CONTRACT_VERSION = "v1"
@@ -71,6 +87,34 @@ ERROR_DETAILS: dict[str, str] = {
     "retrieval_unavailable": "The search index, graph or model is not available right now.",
     "internal_error": "The tool failed unexpectedly.",
 }
+
+
+# === index_version — one spelling for every tool (grammar in the module docstring) ===
+
+INDEX_VERSION_HEX_CHARS = 12       # digits kept of a content hash and of a Git revision
+INDEX_VERSION_LABEL_MAX_CHARS = 64
+_LABEL_KEEP = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def _index_version_git(generation: str, git_rev: str | None, is_dirty: bool) -> str:
+    """Return generation followed by the Git part when there is a revision."""
+    if not git_rev:
+        return generation
+    return f"{generation}+git-{git_rev[:INDEX_VERSION_HEX_CHARS]}" + ("-dirty" if is_dirty else "")
+
+
+def index_version_docs(generation: str, git_rev: str | None = None, is_dirty: bool = False) -> str:
+    """Return the RAG index_version for a corpus generation hash and a Git revision."""
+    return _index_version_git(f"docs-{generation[:INDEX_VERSION_HEX_CHARS]}", git_rev, is_dirty)
+
+
+def index_version_graph(label: str | None, digest: str, git_rev: str | None = None,
+                        is_dirty: bool = False) -> str:
+    """Return the graph index_version for a version label, a content hash and a Git revision."""
+    safe = "".join(ch if ch in _LABEL_KEEP else "_" for ch in (label or "unversioned"))
+    safe = safe[:INDEX_VERSION_LABEL_MAX_CHARS] or "unversioned"
+    return _index_version_git(f"graph-{safe}+sha256-{digest[:INDEX_VERSION_HEX_CHARS]}",
+                              git_rev, is_dirty)
 
 
 # === Errors — typed exceptions; transports turn them into envelopes via error_result() ===
@@ -299,3 +343,25 @@ def schema_errors(value: Any, schema: dict, where: str = "$") -> list[str]:
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             problems.append(where)
     return problems
+
+
+# === Text output — what every text renderer (docs_qa, graph_store) passes through ===
+
+# Characters a terminal acts on instead of showing: C0 controls but tab and newline (ESC
+# starts title, hide-text and OSC 52 clipboard sequences; CR overwrites a line), DEL, C1
+# controls (0x9b is a one-byte CSI), and the bidirectional marks, embeddings, overrides and
+# isolates that reorder what is shown (U+061C, U+200E/F, U+202A-202E, U+2066-2069), plus
+# the line and paragraph separators U+2028/2029.
+_TERMINAL_ACTIVE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f"
+                              "\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape_char(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible_text(text: str) -> str:
+    """Return text for a terminal: every control or bidi character shown as \\xNN or
+    \\uNNNN, tab and newline kept. JSON output never goes through this: it keeps exact text."""
+    return _TERMINAL_ACTIVE.sub(_escape_char, text)

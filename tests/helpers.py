@@ -82,8 +82,9 @@ class StubModelServer:
     """A real OpenAI-compatible server on 127.0.0.1:0 for /embeddings and /chat/completions.
 
     Set `embed_fault` / `chat_fault` to one of FAULTS to make it misbehave, `chat_reply`
-    to the text the chat model answers, `dim` for vector size. Counts requests and
-    embedded texts and keeps the request bodies.
+    to the text the chat model answers, `chat_hook` to a function run (with the request
+    body) before it answers, `dim` for vector size. Counts requests and embedded texts and
+    keeps the request bodies.
     """
 
     FAULTS = ("refuse_body", "hang", "http_400", "http_404", "http_429", "http_500", "http_503",
@@ -128,6 +129,7 @@ class StubModelServer:
         self.embed_fault: str | None = None
         self.chat_fault: str | None = None
         self.chat_reply = "OK"
+        self.chat_hook = None    # called with the request body before the chat reply is sent
         self.models: list[str] | None = ["text-embedding-stub", "stub-chat-7b"]   # None: no /models
         self.dim = 8
         self.centered = False    # subtract each vector's mean: dense, signed, like real embeddings
@@ -225,6 +227,8 @@ class StubModelServer:
     def _chat(self, handler, body: dict) -> None:
         with self._lock:
             self.chat_requests += 1
+        if self.chat_hook is not None:
+            self.chat_hook(body)
         fault = self.chat_fault
         if self._common_fault(handler, fault):
             return

@@ -173,9 +173,9 @@ class GitIndexVersionTest(TempDirTest):
         self.assertRegex(clean, r"^docs-[0-9a-f]{12}\+git-[0-9a-f]{12}$")
         from unittest import mock
         from helpers import docs_qa
-        with mock.patch.object(docs_qa.subprocess, "run", wraps=docs_qa.subprocess.run) as run:
+        with mock.patch.object(docs_qa, "git_is_dirty", wraps=docs_qa.git_is_dirty) as probe:
             self.assertEqual(self.version(), clean)      # nothing changed: answered from meta
-        self.assertEqual(run.call_count, 0)
+        self.assertEqual(probe.call_count, 0)
         write_files(self.docs, {"a.md": "# A\n\nPodatek od nieruchomości w gminie, zmieniony.\n"})
         dirty = self.version()
         self.assertTrue(dirty.endswith("-dirty"), dirty)
