@@ -10,7 +10,8 @@ coverage midway between the highest off-corpus and the lowest retrievable questi
 lowest similarity no off-corpus question reaches. Standard library only.
 
     python3 reports/calibrate_gate.py --docs corpus --answerable reports/demo-queries.jsonl \\
-        --off-corpus reports/off-corpus-queries.jsonl [--embeddings live --base-url URL --embed-model M]
+        --off-corpus reports/off-corpus-queries.jsonl [DATASETS/cacm/queries.jsonl ...] [--no-table] \\
+        [--embeddings live --base-url URL --embed-model M]
 """
 
 from __future__ import annotations
@@ -66,11 +67,24 @@ def thresholds(rows: list[dict]) -> tuple[float | None, float | None, float | No
     return coverage, folder, similarity, lost, let_through
 
 
+def at_settings(rows: list[dict], settings: docs_qa.Settings) -> tuple[list[dict], list[dict]]:
+    """Return (retrievable questions the configured gate refuses, off-corpus questions it lets through)."""
+    def passes(r: dict) -> bool:
+        return r["coverage"] >= settings.min_coverage or r["folder"] >= settings.min_folder_coverage or \
+            (r["similarity"] is not None and r["similarity"] >= settings.min_similarity) or \
+            (settings.identifier_gate and r["identifier"] is not None)
+    return ([r for r in rows if not r["off"] and r["rank"] is not None and not passes(r)],
+            [r for r in rows if r["off"] and passes(r)])
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--docs", required=True)
     p.add_argument("--answerable", required=True, help="labelled JSONL (reports/demo-queries.jsonl)")
-    p.add_argument("--off-corpus", required=True, help="JSONL of questions the folder cannot answer")
+    p.add_argument("--off-corpus", required=True, nargs="+",
+                   help="JSONL files of questions the folder cannot answer (a test collection's "
+                        "queries.jsonl works: another collection's questions over this folder)")
+    p.add_argument("--no-table", action="store_true", help="print the summary lines only")
     p.add_argument("--embeddings", choices=("mock", "live", "off"), default="off")
     p.add_argument("--base-url", default=docs_qa.DEFAULT_BASE_URL)
     p.add_argument("--embed-model", default=docs_qa.DEFAULT_EMBED_MODEL)
@@ -80,15 +94,18 @@ def main(argv: list[str] | None = None) -> int:
     settings = docs_qa.Settings(
         docs_dir=args.docs, cache_dir=args.cache_dir, base_url=args.base_url, embed_model=args.embed_model,
         embed_mock=args.embeddings == "mock", use_embeddings=args.embeddings != "off", timeout_s=args.timeout)
-    questions = ev.load_jsonl(args.answerable) + ev.load_jsonl(args.off_corpus)
+    questions = ev.load_jsonl(args.answerable)
+    for path in args.off_corpus:
+        questions += [{**q, "expected": []} for q in ev.load_jsonl(path)]
     rows = measure(questions, settings)
     model = {"off": "none", "mock": "EMBED_MOCK (not semantic)", "live": args.embed_model}[args.embeddings]
     print(f"Gate signals, embeddings: {model}; defaults min_coverage {docs_qa.DEFAULT_MIN_COVERAGE}, "
           f"min_folder_coverage {docs_qa.DEFAULT_MIN_FOLDER_COVERAGE}, "
           f"min_similarity {docs_qa.DEFAULT_MIN_SIMILARITY}.\n")
-    print("| id | question | off-corpus | coverage | folder coverage | similarity | identifier | ungated top-k rank |\n"
-          "|---|---|---|---:|---:|---:|---|---:|")
-    for r in sorted(rows, key=lambda r: r["coverage"]):
+    if not args.no_table:
+        print("| id | question | off-corpus | coverage | folder coverage | similarity | identifier | ungated top-k rank |\n"
+              "|---|---|---|---:|---:|---:|---|---:|")
+    for r in [] if args.no_table else sorted(rows, key=lambda r: r["coverage"]):
         sim = "" if r["similarity"] is None else f"{r['similarity']:.2f}"
         rank = "" if r["off"] else (str(r["rank"]) if r["rank"] else "not in top k")
         print(f"| {r['id']} | {r['query']} | {'yes' if r['off'] else ''} | {r['coverage']:.2f} | "
@@ -102,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
           "(just above the highest off-corpus cosine)")
     print(f"Retrievable questions no signal lets through: {', '.join(lost) or 'none'}")
     print(f"Off-corpus questions a signal lets through: {', '.join(let_through) or 'none'}")
+    lost, let_through = at_settings(rows, settings)
+    n_off = sum(1 for r in rows if r["off"])
+    print(f"\nAt the configured thresholds: off-corpus questions refused {n_off - len(let_through)}/{n_off}"
+          + "".join(f"\n  let through: {r['id']} {r['query'][:70]}" for r in let_through)
+          + f"\nRetrievable questions refused: {', '.join(r['id'] for r in lost) or 'none'}")
     return 0
 
 
