@@ -12,7 +12,7 @@ Sections (in file order)
      5. Corpus walk      -- the only code that reads documents
      6. Chunking         -- split on headers / blank lines with exact 1-based line ranges
      7. BM25             -- Okapi BM25 scoring over postings
-     8. HTTP client      -- _request_json, the one network helper
+     8. HTTP client      -- _request_json, the one network helper (JSON or streamed events)
      9. Embeddings       -- batching, nomic prefixes, EMBED_MOCK vectors, cosine, sign bits
     10. Cache            -- the sqlite3 index: files, chunks, postings, vectors
           10a. Indexing        -- refresh what changed, write postings
@@ -21,12 +21,12 @@ Sections (in file order)
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult
     13. Citations        -- one parser, one validator, re-check against the file, support score
-    14. Answer           -- prompt, chat call, extractive answer, refusal
+    14. Answer           -- prompt, streamed chat call, extractive answer, refusal
     15. Envelope         -- map results onto the v1 contract
     16. Operations       -- the operations the transports expose
     17. CLI              -- argparse, text formatting
-    18. HTTP server      -- handle_request + a thin handler
-    19. MCP              -- JSON-RPC over stdio
+    18. HTTP server      -- handle_request + a thin handler, CORS for browser clients
+    19. MCP              -- JSON-RPC over stdio; concurrent tool calls, background start-up index
     20. main
 """
 
@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import array
 import bisect
+import contextlib
 import functools
 import hashlib
 import heapq
@@ -135,6 +136,7 @@ CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 TOKENIZER_VERSION = "t5"          # t5: format characters (Cf) dropped inside words
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
 PROGRESS_EVERY = 500               # files between progress reports while indexing
+PROGRESS_TICK_S = 1.0              # redraw of "waiting for MODEL… 12 s, 340 tokens"
 PARSE_BATCH_FILES = 500            # files per parsing task (one tokenizer memo per task)
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
@@ -205,6 +207,10 @@ class Settings:
     chunk_chars: int = DEFAULT_CHUNK_CHARS
     max_file_bytes: int = MAX_FILE_BYTES
     dense_exact_max: int = DENSE_EXACT_MAX
+    memory_index: str | None = None   # with cache_dir None: a shared in-memory sqlite URI a
+                                      # server keeps open for its lifetime (None: throw-away)
+    index_lock: Any = field(default=None, compare=False, repr=False)   # serialises uses of a
+                                      # memory_index (shared-cache locks are not waited for)
 
     @property
     def candidate_limit(self) -> int:
@@ -1113,22 +1119,37 @@ class BackendError(RetrievalUnavailableError):
 
 
 _TRANSIENT_HTTP = {429, 500, 502, 503, 504}
+MAX_EVENT_LINE_BYTES = 1024 * 1024  # one server-sent event line at most
+RetryPolicy = Callable[[str], bool]   # fault kind -> may the request be sent again?
+
+
+def _retry_transient(kind: str) -> bool:
+    """Return whether a fault kind is worth another attempt for an idempotent request
+    (embeddings): transient HTTP statuses and network faults, never refused or bad_url."""
+    if kind.startswith("http_"):
+        return int(kind[5:]) in _TRANSIENT_HTTP
+    return kind not in ("refused", "bad_url", "reply_too_large", "malformed_json")
 
 
 def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int,
                   api_key: str | None = None, max_bytes: int = MAX_RESPONSE_BYTES,
-                  sleep: Callable[[float], None] = time.sleep) -> Any:
+                  sleep: Callable[[float], None] = time.sleep, *, deadline_s: float | None = None,
+                  may_retry: RetryPolicy = _retry_transient,
+                  on_event: Callable[[Any], None] | None = None) -> Any:
     """Return the decoded JSON reply of POST url with payload (GET when payload is None);
-    retry transient faults a bounded number of times within about timeout_s in total;
-    raise BackendError when it cannot."""
+    retry the faults may_retry allows, at most `retries` times, all within deadline_s
+    (default timeout_s * (retries + 1)); raise BackendError when it cannot.
+    With on_event, a reply of server-sent events is passed to it event by event (each
+    silent gap bounded by timeout_s) and None is returned; a plain JSON reply is returned."""
     import http.client
     import urllib.error
     import urllib.request
     body = None if payload is None else json.dumps(payload).encode("utf-8")
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    accept = "text/event-stream, application/json" if on_event else "application/json"
+    headers = {"Content-Type": "application/json", "Accept": accept}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    deadline = time.monotonic() + timeout_s * (retries + 1)
+    deadline = time.monotonic() + (timeout_s * (retries + 1) if deadline_s is None else deadline_s)
     attempt = 0
     while True:
         attempt += 1
@@ -1138,6 +1159,9 @@ def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int
             request = urllib.request.Request(url, data=body, headers=headers,
                                              method="GET" if body is None else "POST")
             with urllib.request.urlopen(request, timeout=min(timeout_s, max(remaining, 0.1))) as resp:
+                if on_event is not None and resp.headers.get_content_type() == "text/event-stream":
+                    _read_events(resp, on_event, timeout_s, deadline, max_bytes)
+                    return None
                 raw = resp.read(max_bytes + 1)
             if len(raw) > max_bytes:
                 raise BackendError("reply_too_large")
@@ -1147,20 +1171,57 @@ def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int
                 raise BackendError("malformed_json") from None
         except urllib.error.HTTPError as exc:
             kind = f"http_{exc.code}"
-            if exc.code not in _TRANSIENT_HTTP:
-                raise BackendError(kind) from None
             wait_s = _retry_after_s(exc.headers.get("Retry-After"), attempt)
         except http.client.HTTPException:   # not HTTP at all, or a reply cut mid-way
             kind, wait_s = "bad_reply", 0.2 * attempt
         except (TimeoutError, ConnectionResetError, ConnectionAbortedError,
                 urllib.error.URLError, OSError, ValueError) as exc:   # ValueError: unparsable URL
-            kind = _network_fault_kind(exc)
-            if kind == "refused" or kind == "bad_url":
-                raise BackendError(kind) from None
-            wait_s = 0.2 * attempt
-        if attempt > retries or time.monotonic() + wait_s >= deadline:
+            kind, wait_s = _network_fault_kind(exc), 0.2 * attempt
+        if not may_retry(kind) or attempt > retries or time.monotonic() + wait_s >= deadline:
             raise BackendError(kind)
         sleep(wait_s)
+
+
+def _read_events(resp: Any, on_event: Callable[[Any], None], timeout_s: float, deadline: float,
+                 max_bytes: int) -> None:
+    """Pass each `data:` event of a server-sent event stream to on_event until [DONE] or
+    the end; raise BackendError('deadline') past the deadline, TimeoutError after
+    timeout_s of silence."""
+    received = 0
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise BackendError("deadline")
+        _set_read_timeout(resp, min(timeout_s, remaining))
+        try:
+            line = resp.readline(MAX_EVENT_LINE_BYTES + 1)
+        except TimeoutError:
+            if remaining < timeout_s:      # silent until the whole call's deadline
+                raise BackendError("deadline") from None
+            raise
+        if not line:
+            return
+        received += len(line)
+        if received > max_bytes or len(line) > MAX_EVENT_LINE_BYTES:
+            raise BackendError("reply_too_large")
+        if not line.startswith(b"data:"):
+            continue                    # blank separators, comments, event: and id: fields
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            return
+        try:
+            event = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            raise BackendError("malformed_json") from None
+        on_event(event)
+
+
+def _set_read_timeout(resp: Any, timeout_s: float) -> None:
+    """Bound the next read of an open reply by timeout_s (a no-op when its socket is not
+    reachable, which leaves the timeout it was opened with)."""
+    sock = getattr(getattr(getattr(resp, "fp", None), "raw", None), "_sock", None)
+    if sock is not None:
+        sock.settimeout(max(timeout_s, 0.01))
 
 
 def _connect_probe(url: str, timeout_s: float) -> None:
@@ -1365,10 +1426,12 @@ def default_cache_dir(environ: dict[str, str]) -> str:
     return os.path.join(base, "docs_qa")
 
 
-def cache_open(path: str | None) -> sqlite3.Connection:
+def cache_open(path: str | None, memory_uri: str | None = None) -> sqlite3.Connection:
     """Return a connection to a valid cache (created if new); raise _CacheCorrupt if the
-    file is not ours or is damaged. None opens a throw-away in-memory index."""
-    conn = sqlite3.connect(path or ":memory:", timeout=CACHE_BUSY_TIMEOUT_S, isolation_level=None)
+    file is not ours or is damaged. None opens a throw-away in-memory index, or with
+    memory_uri the named in-memory index that lives while any connection to it is open."""
+    conn = sqlite3.connect(path or memory_uri or ":memory:", timeout=CACHE_BUSY_TIMEOUT_S,
+                           isolation_level=None, uri=path is None and memory_uri is not None)
     try:
         conn.execute("BEGIN")     # one snapshot: read apart, a file another process was just
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]   # creating could look
@@ -2581,7 +2644,7 @@ def _open_index(settings: Settings) -> tuple[sqlite3.Connection, list[Note]]:
     """Return an open index for settings, rebuilding a corrupt cache, or working on an
     in-memory copy of the cache as it stands (with a note) when it cannot be written."""
     if settings.cache_dir is None:
-        return cache_open(None), []
+        return cache_open(None, settings.memory_index), []
     path = cache_path(settings.cache_dir, settings.docs_dir)
     unavailable = [_CACHE_UNAVAILABLE]
     try:
@@ -2628,11 +2691,12 @@ def _with_index(settings: Settings, work: Callable[[sqlite3.Connection, list[Not
     rebuilt, busy = False, 0
     while True:
         try:
-            conn, notes = _open_index(settings)
-            try:
-                return work(conn, notes)
-            finally:
-                conn.close()
+            with settings.index_lock or contextlib.nullcontext():
+                conn, notes = _open_index(settings)
+                try:
+                    return work(conn, notes)
+                finally:
+                    conn.close()
         except sqlite3.DatabaseError as exc:
             fault = _cache_fault(exc)
             if fault == "unwritable" and settings.cache_dir is not None:
@@ -3402,7 +3466,7 @@ def citation_support(sentence: str, cited_text: str) -> float:
 # === 14. Answer — prompt, chat call, extractive answer, refusal; answer() ===
 
 DEFAULT_CHAT_MODEL = "local-model"
-DEFAULT_CHAT_TIMEOUT_S = 120.0
+DEFAULT_CHAT_TIMEOUT_S = 300.0            # the whole chat call, retries included (--chat-timeout)
 REFUSALS = {
     "en": "I did not find the answer in the documents.",
     "pl": "Nie znalazłem odpowiedzi w dokumentach.",
@@ -3495,20 +3559,67 @@ def _pick_chat_model(settings: Settings, notes: list[Note]) -> str:
     return chat[0]
 
 
-def _chat(prompt: dict[str, str], settings: Settings, chat_model: str, timeout_s: float) -> str:
-    """Return the model's reply text; raise BackendError on any fault."""
+def _retry_unreached(kind: str) -> bool:
+    """Return whether a chat request may be sent again: only when it never reached the
+    model (refused, or 429/503 answered before any reply byte), so a slow model never
+    receives the prompt twice."""
+    return kind in ("refused", "http_429", "http_503")
+
+
+def _chat(prompt: dict[str, str], settings: Settings, chat_model: str, timeout_s: float,
+          progress: ProgressFn | None = None) -> str:
+    """Return the model's reply text, streamed when the server streams: each silent gap
+    is bounded by settings.timeout_s, the whole call (retries included) by timeout_s;
+    progress gets ('waiting for MODEL', tokens, 0) as tokens arrive. Raise BackendError
+    on any fault, with kind 'length' when the reply was cut at the model's limit."""
+    stage = f"waiting for {chat_model}"
+    parts: list[str] = []
+    finish: list[str] = []
+
+    def on_event(event: Any) -> None:
+        choices = event.get("choices") if isinstance(event, dict) else None
+        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        delta = choice.get("delta")
+        text = delta.get("content") if isinstance(delta, dict) else None
+        if isinstance(text, str) and text:
+            parts.append(text)
+        if isinstance(choice.get("finish_reason"), str):
+            finish.append(choice["finish_reason"])
+        if progress is not None:
+            progress(stage, len(parts), 0)
+
+    if progress is not None:
+        progress(stage, 0, 0)
     reply = _request_json(settings.base_url.rstrip("/") + "/chat/completions",
-                       {"model": chat_model, "temperature": 0,
-                        "messages": [{"role": "system", "content": prompt["instructions"]},
-                                     {"role": "user", "content": prompt["context"]}]},
-                       timeout_s, settings.retries, settings.api_key)
+                          {"model": chat_model, "temperature": 0, "stream": True,
+                           "messages": [{"role": "system", "content": prompt["instructions"]},
+                                        {"role": "user", "content": prompt["context"]}]},
+                          settings.timeout_s, settings.retries, settings.api_key,
+                          deadline_s=timeout_s, may_retry=_retry_unreached, on_event=on_event)
+    if reply is None:                      # streamed
+        content, reason = "".join(parts), (finish[-1] if finish else None)
+    else:                                  # the server ignored "stream": one plain reply
+        choice = _first_choice(reply)
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise BackendError("empty_choices")
+        content, reason = message.get("content"), choice.get("finish_reason")
+    if reason == "length":
+        raise BackendError("length")
+    if not isinstance(content, str) or not content.strip():
+        raise BackendError("empty_reply" if reply is None or isinstance(content, str) else "empty_choices")
+    return content
+
+
+def _first_choice(reply: Any) -> dict:
+    """Return choices[0] of a chat reply or stream event; raise BackendError without one."""
     try:
-        content = reply["choices"][0]["message"]["content"]
+        choice = reply["choices"][0]
     except (KeyError, IndexError, TypeError):
         raise BackendError("empty_choices") from None
-    if not isinstance(content, str) or not content.strip():
-        raise BackendError("empty_reply")
-    return content
+    if not isinstance(choice, dict):
+        raise BackendError("empty_choices")
+    return choice
 
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
@@ -3698,17 +3809,20 @@ def answer(question: str, settings: Settings, extractive: bool = False,
                             "none", [], [], prompt, notes)
     mode, reply = "extractive", None
     if not extractive:
+        chat_deadline = time.monotonic() + chat_timeout_s
         try:
             if chat_model is None:
                 chat_model = _pick_chat_model(settings, notes)
-            reply = _chat(prompt, settings, chat_model, chat_timeout_s)
+            reply = _chat(prompt, settings, chat_model, chat_deadline - time.monotonic(), progress)
             mode = "assistant"
             if len(reply) > MAX_ANSWER_CHARS:
                 reply = _cut_answer(reply, MAX_ANSWER_CHARS)
                 notes.append(Note("answer_truncated", f"the model's reply was longer than "
                                   f"{MAX_ANSWER_CHARS} characters and was cut"))
         except BackendError as exc:
-            notes.append(Note("llm_unavailable",
+            notes.append(Note("llm_truncated", "the model's reply was cut at its length limit; "
+                              "answered extractively") if exc.kind == "length" else
+                         Note("llm_unavailable",
                               f"the chat model is unavailable ({exc.kind}); answered extractively"))
     if reply is None:
         reply = answer_extractive(result.query, result)
@@ -3881,10 +3995,13 @@ class OperationContext:
     chat_timeout_s: float = DEFAULT_CHAT_TIMEOUT_S
     graph: Any = None
     graph_error: Exception | None = None
+    progress: ProgressFn | None = None  # per call (MCP progress/cancel); may raise to stop it
 
 
 _LIMIT_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
-_QUESTION_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS}
+_QUESTION_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS,
+                    "pattern": r"[^\s\x00-\x1f\x7f-\x9f]"}   # something besides spaces and controls
+_QUESTION_CONTENT = re.compile(_QUESTION_SCHEMA["pattern"])
 
 
 def _request_schema(required: str, optional: dict[str, dict]) -> dict:
@@ -3899,9 +4016,10 @@ def operation_validate(operation: Operation, request: Any) -> dict[str, Any]:
         raise InvalidQueryError("the request must be a JSON object")
     text_field = operation.request_schema["required"][0]
     value = request.get(text_field)
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_QUESTION_CHARS:
+    if not isinstance(value, str) or not _QUESTION_CONTENT.search(value) or len(value) > MAX_QUESTION_CHARS:
         if value is None or isinstance(value, str):
             raise InvalidQueryError("the question is missing, empty or too long", (text_field,))
+    request = _integral_floats_as_ints(request, operation.request_schema)
     problems = rc.schema_errors(request, operation.request_schema)
     if problems:
         names = sorted({p.split(".")[1].split("[")[0] for p in problems if "." in p})
@@ -3909,15 +4027,24 @@ def operation_validate(operation: Operation, request: Any) -> dict[str, Any]:
     return request
 
 
+def _integral_floats_as_ints(request: dict[str, Any], schema: dict) -> dict[str, Any]:
+    """Return request with integral floats (5.0) in integer fields as ints: JSON Schema
+    2020-12 counts 5.0 as an integer, and clients (JavaScript) may send it so."""
+    props = schema.get("properties", {})
+    return {key: int(value) if props.get(key, {}).get("type") == "integer"
+            and isinstance(value, float) and value.is_integer() else value
+            for key, value in request.items()}
+
+
 def _run_search(request: dict[str, Any], ctx: OperationContext) -> rc.Envelope:
     settings = replace(ctx.settings, limit=request.get("limit", ctx.settings.limit))
-    return to_envelope(search(request["query"], settings))
+    return to_envelope(search(request["query"], settings, ctx.progress))
 
 
 def _run_rag(request: dict[str, Any], ctx: OperationContext) -> rc.Envelope:
     settings = replace(ctx.settings, limit=request.get("limit", ctx.settings.limit))
     return to_envelope(answer(request["question"], settings, bool(request.get("extractive")),
-                              ctx.chat_model, ctx.chat_timeout_s))
+                              ctx.chat_model, ctx.chat_timeout_s, ctx.progress))
 
 
 def _run_graph(request: dict[str, Any], ctx: OperationContext) -> rc.Envelope:
@@ -3931,17 +4058,22 @@ def _run_graph(request: dict[str, Any], ctx: OperationContext) -> rc.Envelope:
 
 
 OPERATIONS: dict[str, Operation] = {
-    "search": Operation("search", "Ranked fragments for a query (BM25 + embeddings, RRF).",
+    "search": Operation("search", "Find the passages of the document folder that best match a "
+                        "query (keywords and meaning); each comes with its file, lines and text.",
                         _request_schema("query", {"limit": _LIMIT_SCHEMA}), _run_search,
                         tool="search_docs", response_schema=rc.envelope_schema(
                             SEARCH_FIELDS_SCHEMA, SOURCE_FIELDS_SCHEMA)),
-    "rag": Operation("rag", "An answer with citations checked against the fragments.",
+    "rag": Operation("rag", "Answer a question from the document folder, citing file:lines "
+                     "after every claim; every citation is checked against the documents, and "
+                     "status no_answer means the documents do not say.",
                      _request_schema("question", {"limit": _LIMIT_SCHEMA,
                                                   "extractive": {"type": "boolean"}}), _run_rag,
                      tool="ask_docs", response_schema=rc.envelope_schema(
                          RAG_FIELDS_SCHEMA, SOURCE_FIELDS_SCHEMA)),
-    "graph": Operation("graph", "A structured answer from the knowledge graph (its tool "
-                       "fields are graph_store's; they are not declared here).",
+    "graph": Operation("graph", "Answer a structured question from the knowledge graph of "
+                       "people, theses, supervisors and keywords: who wrote or supervised a "
+                       "thesis, its title and year, theses by keyword or year, how many; facts "
+                       "come with the documents they rest on.",
                        _request_schema("question", {"limit": _LIMIT_SCHEMA}), _run_graph,
                        tool="query_graph", response_schema=envelope_open_schema()),
 }
@@ -3957,6 +4089,7 @@ def operation_run(name: str, request: Any, ctx: OperationContext) -> rc.Envelope
 
 SUBCOMMANDS = ("index", "serve", "mcp")
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143   # 128 + SIGINT, 128 + SIGTERM, as shells report
 
 
 def _add_common_flags(parser: argparse.ArgumentParser) -> None:
@@ -3971,8 +4104,33 @@ def _add_common_flags(parser: argparse.ArgumentParser) -> None:
                         help=f"embedding model (env DOCS_QA_EMBED_MODEL, default {DEFAULT_EMBED_MODEL})")
     parser.add_argument("--no-embed", action="store_true", help="BM25 only; do not call the embedding server")
     parser.add_argument("--timeout", type=_positive_float, metavar="S",
-                        help=f"seconds per model-server request (default {DEFAULT_TIMEOUT_S:g})")
+                        help=f"seconds per model-server request; for the streamed chat reply, "
+                             f"seconds of silence (default {DEFAULT_TIMEOUT_S:g})")
     parser.add_argument("--debug", action="store_true", help="show tracebacks instead of error envelopes")
+
+
+def _add_chat_timeout_flag(parser: argparse.ArgumentParser) -> None:
+    """Add --chat-timeout: the bound of the whole chat call (streamed; see --timeout)."""
+    parser.add_argument("--chat-timeout", type=_positive_float, metavar="S",
+                        help=f"seconds the whole chat call may take, retries included (env "
+                             f"DOCS_QA_CHAT_TIMEOUT, default {DEFAULT_CHAT_TIMEOUT_S:g}); the reply is "
+                             f"streamed and --timeout bounds each silent gap, so a hung server is "
+                             f"given up after --timeout seconds, a slow one after S")
+
+
+def _chat_timeout_s(args: argparse.Namespace, environ: dict[str, str]) -> float:
+    """Return --chat-timeout, else DOCS_QA_CHAT_TIMEOUT, else the default; raise
+    InvalidRequestError when the variable is not a positive number."""
+    if args.chat_timeout is not None:
+        return args.chat_timeout
+    value = environ.get("DOCS_QA_CHAT_TIMEOUT")
+    if not value:
+        return DEFAULT_CHAT_TIMEOUT_S
+    try:
+        return _positive_float(value)
+    except (ValueError, argparse.ArgumentTypeError):
+        raise InvalidRequestError("DOCS_QA_CHAT_TIMEOUT must be a positive number of seconds",
+                                  ("chat_timeout",)) from None
 
 
 def _positive_float(text: str) -> float:
@@ -4021,8 +4179,9 @@ def _question_parser() -> argparse.ArgumentParser:
         epilog="Citations read path:12-18; a path holding spaces or punctuation is quoted, "
                "\"my notes.md\":3-5, and text output shows control characters as \\x1b. "
                "Exit codes: 0 ok or no_answer, 1 error, 2 usage. "
+               "Ctrl-C exits 130, SIGTERM 143. "
                "Environment: DOCS_QA_BASE_URL, DOCS_QA_EMBED_MODEL, DOCS_QA_CHAT_MODEL, "
-               "DOCS_QA_API_KEY, DOCS_QA_MIN_COVERAGE, DOCS_QA_MIN_SIMILARITY, "
+               "DOCS_QA_CHAT_TIMEOUT, DOCS_QA_API_KEY, DOCS_QA_MIN_COVERAGE, DOCS_QA_MIN_SIMILARITY, "
                "EMBED_MOCK=1 (offline mock vectors).")
     parser.add_argument("question", help="the question, in Polish, Slovak or English")
     _add_common_flags(parser)
@@ -4045,6 +4204,7 @@ def _question_parser() -> argparse.ArgumentParser:
     parser.add_argument("--chat-model", metavar="NAME",
                         help="chat model (env DOCS_QA_CHAT_MODEL; default: the first chat model the "
                              "server lists at /models)")
+    _add_chat_timeout_flag(parser)
     parser.add_argument("--graph", metavar="FILE",
                         help="JSON knowledge graph: questions it understands are answered from it")
     return parser
@@ -4064,8 +4224,11 @@ def _server_parser(command: str) -> argparse.ArgumentParser:
     """Return the parser of `serve` (HTTP tool server) or `mcp` (MCP over stdio)."""
     what = {"serve": "Serve /rag, /search, /graph, /health and /openapi.json over HTTP. "
                      "Set DOCS_QA_TOKEN to require 'Authorization: Bearer <token>'.",
-            "mcp": "Serve the tools search_docs, ask_docs and query_graph to an MCP client "
-                   "over stdio (JSON-RPC 2.0, one message per line; logs go to stderr)."}[command]
+            "mcp": "Serve the tools search_docs, ask_docs and (with --graph) query_graph to an "
+                   "MCP client over stdio (JSON-RPC 2.0, one message per line; logs go to stderr). "
+                   "initialize is answered at once while the index is built in the background; "
+                   "a tool call waits for it, with progress notifications when asked. Tool calls "
+                   "run concurrently; notifications/cancelled drops the call it names."}[command]
     parser = argparse.ArgumentParser(prog=f"docs_qa.py {command}", description=what)
     _add_common_flags(parser)
     parser.add_argument("--graph", metavar="FILE", help="JSON knowledge graph for /graph (query_graph)")
@@ -4073,12 +4236,17 @@ def _server_parser(command: str) -> argparse.ArgumentParser:
     parser.add_argument("--chat-model", metavar="NAME",
                         help="chat model (env DOCS_QA_CHAT_MODEL; default: the first chat model the "
                              "server lists at /models)")
+    _add_chat_timeout_flag(parser)
     if command == "serve":
         parser.add_argument("--host", default=DEFAULT_HOST,
                             help=f"address to bind (default {DEFAULT_HOST}; any other than loopback "
                                  "needs DOCS_QA_TOKEN)")
         parser.add_argument("--port", type=_bounded_int(0, 65535), default=DEFAULT_PORT,
                             help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+        parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                            help="a browser origin allowed to call the server, e.g. "
+                                 "http://localhost:3000 for OpenWebUI tool servers (repeatable; env "
+                                 "DOCS_QA_CORS_ORIGINS, comma-separated; '*' any, refused with a token)")
     return parser
 
 
@@ -4120,14 +4288,16 @@ def _answer_text(envelope: dict[str, Any]) -> str:
     """Return the text rendering of an envelope, raw (see format_answer_text)."""
     if envelope["status"] == "error":
         return f"error ({envelope['reason']}): {envelope.get('detail', '')}"
+    if envelope.get("tool") == "graph":
+        import graph_store   # the graph's one renderer: facts, [S1] sources, candidates
+        return "\n\n".join(p for p in (graph_store.format_answer_text(envelope),
+                                         format_notes(envelope.get("notes", []))) if p)
     parts = []
     if envelope.get("answer"):
         parts.append(envelope["answer"])
     elif envelope["status"] != "ok":
         parts.append(f"{envelope['status']}: {envelope['reason']}")
-    if envelope.get("tool") == "graph" or "aggregation" in envelope:
-        parts.append(_format_graph_sources(envelope))
-    elif envelope["sources"]:
+    if envelope["sources"]:
         lines = ["Sources:"]
         for src in envelope["sources"]:
             crumb = " > ".join(s for s in src.get("sections", []) if s)
@@ -4145,11 +4315,6 @@ def _answer_text(envelope: dict[str, Any]) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def _format_graph_sources(envelope: dict[str, Any]) -> str:
-    lines = ["Sources:"] + [f"  [{s['source_id']}] {s['document_path']}" for s in envelope["sources"]]
-    return "\n".join(lines) if envelope["sources"] else ""
-
-
 class _Progress:
     """Progress on stderr for runs that take over a second: count, rate and ETA."""
 
@@ -4157,8 +4322,15 @@ class _Progress:
         self.stream, self.clock = stream, clock
         self.started = clock()
         self.last = 0.0
+        self.waiting: tuple[str, float, int] | None = None
+        self.ticker: Any = None
+        self.stopped: Any = None
+        self.drawn = False
 
     def __call__(self, stage: str, done: int, total: int) -> None:
+        if total == 0:                     # open-ended: waiting for a model, done = tokens
+            self._wait(stage, done)
+            return
         now = self.clock()
         elapsed = now - self.started
         if elapsed < 1.0 or (now - self.last < 0.5 and done < total):
@@ -4171,14 +4343,49 @@ class _Progress:
             self.stream.write("\n")
         self.stream.flush()
 
+    def _wait(self, stage: str, tokens: int) -> None:
+        """Record a wait ('waiting for MODEL', tokens so far); a ticker redraws it each second."""
+        import threading
+        if self.waiting is None or self.waiting[0] != stage:
+            self.waiting = (stage, self.clock(), tokens)
+        else:
+            self.waiting = (stage, self.waiting[1], tokens)
+        if self.ticker is None:
+            self.stopped = threading.Event()
+            self.ticker = threading.Thread(target=self._tick, daemon=True)
+            self.ticker.start()
+
+    def _tick(self) -> None:
+        while not self.stopped.wait(PROGRESS_TICK_S):
+            stage, started, tokens = self.waiting
+            self.stream.write(f"\r{stage}\u2026 {self.clock() - started:.0f} s, {tokens} tokens   ")
+            self.stream.flush()
+            self.drawn = True
+
+    def close(self) -> None:
+        """Stop the ticker and clear its line."""
+        if self.ticker is not None:
+            self.stopped.set()
+            self.ticker.join()
+            self.ticker = None
+        if self.drawn:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.drawn = False
+
 
 def _cli_question(args: argparse.Namespace, environ: dict[str, str], out: Any, err: Any) -> int:
     """Run a question (or --search) and print text or the envelope; return the exit code."""
     settings = _settings_from_args(args, environ)
     ctx = OperationContext(settings, chat_model=args.chat_model
-                           or environ.get("DOCS_QA_CHAT_MODEL") or None)
+                           or environ.get("DOCS_QA_CHAT_MODEL") or None,
+                           chat_timeout_s=_chat_timeout_s(args, environ))
     progress = _Progress(err) if err.isatty() else None
-    envelope = _route_question(args, ctx, progress)
+    try:
+        envelope = _route_question(args, ctx, progress)
+    finally:
+        if progress is not None:
+            progress.close()
     payload = envelope.to_dict()
     out.write((json.dumps(payload, ensure_ascii=False, indent=2) if args.json
                else format_answer_text(payload)) + "\n")
@@ -4189,15 +4396,27 @@ def _route_question(args: argparse.Namespace, ctx: OperationContext,
                     progress: ProgressFn | None) -> rc.Envelope:
     """Return the envelope for a CLI question: the graph when it understands the
     question, else search or RAG."""
+    passed_on = []
     if args.graph:
         import graph_store
         ctx.graph = graph_store.graph_load(args.graph)
         if graph_store.graph_parse_question(args.question, ctx.graph) is not None:
             return operation_run("graph", {"question": args.question, "limit": args.limit}, ctx)
+        passed_on = [{"code": GRAPH_PASSED_ON, "message": GRAPH_PASSED_ON_MESSAGE.format(
+            tool="search" if args.search else "rag")}]
     if args.search:
-        return to_envelope(search(args.question, ctx.settings, progress))
-    return to_envelope(answer(args.question, ctx.settings, args.extractive, ctx.chat_model,
-                              ctx.chat_timeout_s, progress))
+        envelope = to_envelope(search(args.question, ctx.settings, progress))
+    else:
+        envelope = to_envelope(answer(args.question, ctx.settings, args.extractive, ctx.chat_model,
+                                      ctx.chat_timeout_s, progress))
+    envelope.extra["notes"] = passed_on + envelope.extra.get("notes", [])
+    return envelope
+
+
+# The note on a --graph question the graph does not understand, answered by search instead.
+GRAPH_PASSED_ON = "graph_not_applicable"
+GRAPH_PASSED_ON_MESSAGE = ("the graph does not understand this question; the documents answered "
+                           "it (tool: {tool})")
 
 
 def _cli_index(args: argparse.Namespace, environ: dict[str, str], out: Any, err: Any) -> int:
@@ -4229,6 +4448,8 @@ HTTP_BODY_DEADLINE_S = 30.0        # for the whole body, so a client dripping by
 HTTP_LISTEN_BACKLOG = 128
 _JSON_TYPE = "application/json; charset=utf-8"
 _OPEN_PATHS = ("/health",)         # answered without a token
+CORS_ALLOW_HEADERS = "Authorization, Content-Type"
+CORS_MAX_AGE_S = 600               # how long a browser may reuse a preflight answer
 
 
 @dataclass
@@ -4240,6 +4461,9 @@ class ServerContext:
     token: str | None = None
     debug: bool = False
     log: Callable[[str], None] | None = None
+    cors_origins: tuple[str, ...] = ()   # browser origins allowed to call ('*': any, no token)
+    startup: Any = None                  # _StartupIndex while the MCP start-up index runs
+    index_keeper: Any = None             # the connection keeping a --no-cache index alive
 
     def log_line(self, text: str) -> None:
         if self.log is not None:     # a request line or a file name may hold terminal escapes
@@ -4284,7 +4508,8 @@ def http_openapi(with_auth: bool = False) -> dict:
             "responses": {"200": reply("v1 envelope (status ok, no_answer or ambiguous)",
                                        {"$ref": f"#/components/schemas/{name.capitalize()}Envelope"}),
                           **errors, "default": reply("error envelope", error_ref)}}}
-    paths["/health"] = {"get": {"operationId": "health", "summary": "Liveness; needs no token.",
+    # no operationId: OpenWebUI makes a tool of every operation that has one
+    paths["/health"] = {"get": {"summary": "Liveness; needs no token.", "security": [],
                                 "responses": {"200": reply("alive",
                                                            {"$ref": "#/components/schemas/Health"})}}}
     doc: dict[str, Any] = {
@@ -4351,11 +4576,46 @@ def _http_dispatch(method: str, path: str, headers: dict[str, str], body: bytes,
     return 200, operation_run(target, _json_request(body), ctx.ops).to_dict()
 
 
+def _cors_headers(headers: dict[str, str], ctx: ServerContext) -> dict[str, str]:
+    """Return the CORS headers of a reply: Access-Control-Allow-Origin echoing a listed
+    Origin (or '*' when any is allowed), and Vary: Origin whenever CORS is on."""
+    if not ctx.cors_origins:
+        return {}
+    origin = _header(headers, "Origin")
+    reply = {"Vary": "Origin"}
+    if "*" in ctx.cors_origins:
+        reply["Access-Control-Allow-Origin"] = "*"
+    elif origin is not None and origin in ctx.cors_origins:
+        reply["Access-Control-Allow-Origin"] = origin
+    return reply
+
+
+def _cors_preflight(path: str, headers: dict[str, str],
+                    ctx: ServerContext) -> tuple[int, dict[str, str], bytes] | None:
+    """Return the 204 answer to a browser's preflight (OPTIONS with Origin and
+    Access-Control-Request-Method) on a known route, None for any other request; the
+    allow headers are sent only for a listed origin."""
+    route = _http_routes().get(path)
+    if route is None or _header(headers, "Origin") is None \
+            or _header(headers, "Access-Control-Request-Method") is None:
+        return None
+    reply = _cors_headers(headers, ctx)
+    if "Access-Control-Allow-Origin" in reply:
+        reply.update({"Access-Control-Allow-Methods": route[0] if route[0] == "POST" else "GET, HEAD",
+                      "Access-Control-Allow-Headers": CORS_ALLOW_HEADERS,
+                      "Access-Control-Max-Age": str(CORS_MAX_AGE_S)})
+    return 204, reply, b""
+
+
 def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
                    ctx: ServerContext) -> tuple[int, dict[str, str], bytes]:
     """Return (status, headers, body) for one HTTP request; every failure is an error
     envelope (the HTTP transport's one boundary), without exception text."""
     path = urllib.parse.urlsplit(path).path
+    if method == "OPTIONS":
+        preflight = _cors_preflight(path, headers, ctx)
+        if preflight is not None:
+            return preflight
     try:
         status, payload = _http_dispatch(method, path, headers, body, ctx)
     except Exception as exc:  # the HTTP transport's one boundary
@@ -4365,7 +4625,8 @@ def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
             ctx.log_line(traceback.format_exc())
         status = exc.http_status if isinstance(exc, ContractError) else 500
         payload = rc.error_result(exc).to_dict()
-    reply_headers = {"Content-Type": _JSON_TYPE, "Cache-Control": "no-store"}
+    reply_headers = {"Content-Type": _JSON_TYPE, "Cache-Control": "no-store",
+                     **_cors_headers(headers, ctx)}
     if status == 401:
         reply_headers["WWW-Authenticate"] = 'Bearer realm="docs-qa"'
     if status == 405:
@@ -4404,6 +4665,13 @@ def _http_classes() -> tuple[type, type]:
 
         do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _serve
 
+        def __getattr__(self, name: str) -> Any:
+            """Serve any other method (TRACE, QUERY, ...) too: a JSON 405 or 404, not
+            http.server's HTML 501 page."""
+            if name.startswith("do_"):
+                return self._serve
+            raise AttributeError(name)
+
         def _read_body(self, length: int) -> bytes | None:
             """Return the body, or None when it ends early or takes longer than
             HTTP_BODY_DEADLINE_S in all (each read also obeys the socket timeout)."""
@@ -4424,7 +4692,8 @@ def _http_classes() -> tuple[type, type]:
             self.send_response(status)
             for key, value in headers.items():
                 self.send_header(key, value)
-            self.send_header("Content-Length", str(len(data)))
+            if status != 204:                # a 204 carries no body and no length (RFC 9110)
+                self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(data)
@@ -4478,15 +4747,19 @@ MCP_INSTRUCTIONS = ("Search and answer over a folder of documents. Every result 
                     "documents do not contain it.")
 _RPC_PARSE_ERROR, _RPC_INVALID_REQUEST, _RPC_NO_METHOD, _RPC_INVALID_PARAMS, _RPC_INTERNAL = (
     -32700, -32600, -32601, -32602, -32603)
+MCP_WORKERS = 4                    # tool calls served at once; more wait in a queue
+MCP_PROGRESS_EVERY_S = 1.0         # at most one progress notification per call this often
 
 
-def mcp_tools() -> list[dict]:
+def mcp_tools(ctx: ServerContext | None = None) -> list[dict]:
     """Return the tools/list entries: one per operation, with input and output schemas
-    (the output is the operation's envelope, or the error envelope on isError)."""
+    (the output is the operation's envelope, or the error envelope on isError);
+    with ctx, query_graph only when a graph is loaded."""
     return [{"name": op.tool, "title": op.tool.replace("_", " "), "description": op.summary,
              "inputSchema": op.request_schema,
              "outputSchema": {"type": "object", "anyOf": [op.response_schema, rc.error_schema()]}}
-            for op in OPERATIONS.values()]
+            for op in OPERATIONS.values()
+            if ctx is None or op.name != "graph" or ctx.ops.graph is not None]
 
 
 def _rpc_error(msg_id: Any, code: int, message: str) -> dict:
@@ -4500,7 +4773,7 @@ def _mcp_call_tool(params: dict, ctx: ServerContext) -> dict:
     try:
         envelope = operation_run(operation.name, params.get("arguments") or {}, ctx.ops).to_dict()
     except Exception as exc:  # the MCP transport's one boundary for tool failures
-        if ctx.debug:
+        if ctx.debug or isinstance(exc, _McpCancelled):
             raise
         if not isinstance(exc, ContractError):
             ctx.log_line(traceback.format_exc())
@@ -4530,9 +4803,9 @@ def mcp_handle(message: Any, ctx: ServerContext) -> dict | None:
     elif method == "ping":
         result = {}
     elif method == "tools/list":
-        result = {"tools": mcp_tools()}
+        result = {"tools": mcp_tools(ctx)}
     elif method == "tools/call":
-        if params.get("name") not in {op.tool for op in OPERATIONS.values()}:
+        if params.get("name") not in {tool["name"] for tool in mcp_tools(ctx)}:
             return _rpc_error(msg_id, _RPC_INVALID_PARAMS, "Unknown tool")
         if not isinstance(params.get("arguments", {}), dict):
             return _rpc_error(msg_id, _RPC_INVALID_PARAMS, "arguments must be an object")
@@ -4548,16 +4821,131 @@ def _mcp_write(out: Any, message: dict) -> None:
     out.flush()
 
 
+class _McpCancelled(Exception):
+    """The client cancelled this tool call (notifications/cancelled)."""
+
+
+class _StartupIndex:
+    """The index a server builds in the background: set `ready` when done; `state` is the
+    last progress seen (stage, done, total)."""
+
+    def __init__(self) -> None:
+        import threading
+        self.ready = threading.Event()
+        self.state: tuple[str, int, int] = ("indexing", 0, 0)
+
+    def progress(self, stage: str, done: int, total: int) -> None:
+        self.state = (stage, done, total)
+
+
+class _McpSession:
+    """One stdio session: the reader hands tool calls to MCP_WORKERS daemon threads and
+    answers everything else itself, so a long call never blocks ping; every message
+    goes out under one lock, so lines never interleave."""
+
+    def __init__(self, ctx: ServerContext, stdout: Any) -> None:
+        import queue
+        import threading
+        self.ctx, self.out = ctx, stdout
+        self.lock = threading.Lock()
+        self.jobs: Any = queue.Queue()
+        self.calls: dict[str, Any] = {}            # request id (as JSON) -> its cancel Event
+        for _ in range(MCP_WORKERS):
+            threading.Thread(target=self._work, daemon=True).start()
+
+    def write(self, message: dict) -> None:
+        with self.lock:
+            _mcp_write(self.out, message)
+
+    def submit(self, message: dict) -> None:
+        """Queue a tools/call request; its reply is written when it is done."""
+        import threading
+        cancelled = threading.Event()
+        with self.lock:
+            self.calls[json.dumps(message["id"])] = cancelled
+        self.jobs.put((message, cancelled))
+
+    def cancel(self, params: Any) -> None:
+        """Stop the call notifications/cancelled names; its reply is never sent."""
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        with self.lock:
+            cancelled = self.calls.get(json.dumps(request_id))
+        if cancelled is not None:
+            cancelled.set()
+
+    def _work(self) -> None:
+        while True:
+            message, cancelled = self.jobs.get()
+            try:
+                reply = self._call(message, cancelled)
+            except _McpCancelled:
+                reply = None
+            except Exception:  # a protocol-level fault: answered, logged, never fatal
+                self.ctx.log_line(traceback.format_exc())
+                reply = _rpc_error(message["id"], _RPC_INTERNAL, "Internal error")
+            with self.lock:
+                self.calls.pop(json.dumps(message["id"]), None)
+            if reply is not None and not cancelled.is_set():
+                self.write(reply)
+            self.jobs.task_done()
+
+    def _call(self, message: dict, cancelled: Any) -> dict | None:
+        """Return the reply to a tools/call, once the start-up index is ready."""
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        progress = self._progress(token if isinstance(token, (str, int)) else None, cancelled)
+        startup = self.ctx.startup
+        while startup is not None and not startup.ready.wait(MCP_PROGRESS_EVERY_S):
+            stage, done, total = startup.state
+            progress(f"waiting for the index ({stage})", done, total)
+        progress("started", 0, 0)
+        call_ctx = replace(self.ctx, ops=replace(self.ctx.ops, progress=progress))
+        return mcp_handle(message, call_ctx)
+
+    def _progress(self, token: str | int | None, cancelled: Any) -> ProgressFn:
+        """Return the call's progress callback: it raises _McpCancelled once the call is
+        cancelled, and sends notifications/progress when the client gave a token."""
+        sent = {"count": 0, "at": -MCP_PROGRESS_EVERY_S}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if cancelled.is_set():
+                raise _McpCancelled()
+            now = time.monotonic()
+            if token is None or now - sent["at"] < MCP_PROGRESS_EVERY_S:
+                return
+            sent["count"] += 1
+            sent["at"] = now
+            text = f"{stage}: {done}/{total}" if total else f"{stage}, {done} tokens" if done else stage
+            self.write({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": token, "progress": sent["count"], "message": text}})
+        return progress
+
+
+def _is_tool_call(message: Any) -> bool:
+    """Return whether a message is a tools/call request (served by a worker)."""
+    return isinstance(message, dict) and message.get("method") == "tools/call" \
+        and message.get("jsonrpc") == "2.0" and isinstance(message.get("id"), (str, int)) \
+        and not isinstance(message.get("id"), bool)
+
+
 def mcp_serve(ctx: ServerContext, stdin: Any, stdout: Any) -> int:
-    """Answer newline-delimited JSON-RPC from binary stdin on binary stdout until EOF."""
+    """Answer newline-delimited JSON-RPC from binary stdin on binary stdout until EOF;
+    tool calls run concurrently (MCP_WORKERS), and the ones asked for finish before exit."""
+    session = _McpSession(ctx, stdout)
     for line in stdin:
         if not line.strip():
             continue
         try:
             message = json.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
-            _mcp_write(stdout, _rpc_error(None, _RPC_PARSE_ERROR, "Parse error"))
+            session.write(_rpc_error(None, _RPC_PARSE_ERROR, "Parse error"))
             continue
+        if _is_tool_call(message):
+            session.submit(message)
+            continue
+        if isinstance(message, dict) and message.get("method") == "notifications/cancelled":
+            session.cancel(message.get("params"))
         try:
             reply = mcp_handle(message, ctx)
         except Exception:  # a protocol-level fault: answered, logged, never fatal
@@ -4567,7 +4955,8 @@ def mcp_serve(ctx: ServerContext, stdin: Any, stdout: Any) -> int:
             msg_id = message.get("id") if isinstance(message, dict) else None
             reply = _rpc_error(msg_id, _RPC_INTERNAL, "Internal error")
         if reply is not None:
-            _mcp_write(stdout, reply)
+            session.write(reply)
+    session.jobs.join()
     return EXIT_OK
 
 
@@ -4587,14 +4976,38 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
         return EXIT_USAGE if exc.code else EXIT_OK
     runner = _cli_index if command == "index" else _cli_question
     try:
-        return runner(args, environ, sys.stdout, sys.stderr)
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        return 130
+        with _sigterm_as_interrupt():
+            return runner(args, environ, sys.stdout, sys.stderr)
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, _Terminated)
+        sys.stderr.write(f"docs_qa: {'terminated' if terminated else 'interrupted'}\n")
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except Exception as exc:  # the CLI's one boundary: typed or not, it becomes an envelope
         if args.debug:
             raise
         return _report_error(exc, getattr(args, "json", False))
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that a run ends as cleanly as on Ctrl-C."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block (main thread only), SIGTERM raises _Terminated; restored after."""
+    import signal
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise _Terminated()
+    try:
+        previous = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:                     # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _report_error(exc: Exception, as_json: bool) -> int:
@@ -4621,39 +5034,77 @@ def _main_server(command: str | None, argv: list[str], environ: dict[str, str]) 
         sys.stderr.write(f"docs_qa: refusing to serve on {args.host} without a token: set "
                          "DOCS_QA_TOKEN, or bind to 127.0.0.1\n")
         return EXIT_USAGE
-    try:
-        ctx = _server_context(args, environ, token)
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # start-up failures (no such folder, ...): a message, exit 1
-        if args.debug:
-            raise
-        return _report_error(exc, False)
-    if command == "mcp":
-        protocol_out, sys.stdout = sys.stdout.buffer, sys.stderr   # a stray print() must not corrupt the protocol
+    origins = _cors_origins(getattr(args, "cors_origin", []), environ)
+    refusal = _cors_refusal(origins, token)
+    if refusal:
+        sys.stderr.write(f"docs_qa: {refusal}\n")
+        return EXIT_USAGE
+    with _sigterm_as_interrupt():
         try:
-            return mcp_serve(ctx, sys.stdin.buffer, protocol_out)
-        except KeyboardInterrupt:
-            return EXIT_OK
-        finally:
-            sys.stdout = sys.__stdout__
-    return _run_http(ctx, args.host, args.port)
+            ctx = _server_context(args, environ, token, background=command == "mcp")
+        except KeyboardInterrupt as exc:
+            return EXIT_TERMINATED if isinstance(exc, _Terminated) else EXIT_INTERRUPTED
+        except Exception as exc:  # start-up failures (no such folder, ...): a message, exit 1
+            if args.debug:
+                raise
+            return _report_error(exc, False)
+        ctx.cors_origins = origins
+        if command == "mcp":
+            protocol_out, sys.stdout = sys.stdout.buffer, sys.stderr   # a stray print() must not corrupt the protocol
+            try:
+                return mcp_serve(ctx, sys.stdin.buffer, protocol_out)
+            except KeyboardInterrupt:          # Ctrl-C or SIGTERM: the client's way to stop us
+                return EXIT_OK
+            finally:
+                sys.stdout = sys.__stdout__
+        return _run_http(ctx, args.host, args.port)
 
 
-def _server_context(args: argparse.Namespace, environ: dict[str, str], token: str | None) -> ServerContext:
-    """Return the shared context: settings, the index built once, and the graph if any."""
+def _cors_origins(flags: list[str], environ: dict[str, str]) -> tuple[str, ...]:
+    """Return the allowed browser origins: --cors-origin flags, else DOCS_QA_CORS_ORIGINS
+    (comma- or space-separated); a trailing '/' is dropped, as browsers send none."""
+    values = flags or re.split(r"[,\s]+", environ.get("DOCS_QA_CORS_ORIGINS", ""))
+    return tuple(dict.fromkeys(v.strip().rstrip("/") for v in values if v.strip()))
+
+
+_ORIGIN_RE = re.compile(r"^https?://[^/\s?#]+$")
+
+
+def _cors_refusal(origins: tuple[str, ...], token: str | None) -> str | None:
+    """Return why these origins cannot be served (None when they can): a malformed origin,
+    or the wildcard beside a token, which would let any web page use the token."""
+    bad = [o for o in origins if o != "*" and not _ORIGIN_RE.match(o)]
+    if bad:
+        return f"not an origin (scheme://host[:port]): {bad[0]}"
+    if "*" in origins and token is not None:
+        return ("refusing --cors-origin '*' while DOCS_QA_TOKEN is set: any web page could "
+                "then call the server with a user's token; list the origins instead")
+    return None
+
+
+def _server_context(args: argparse.Namespace, environ: dict[str, str], token: str | None,
+                    background: bool = False) -> ServerContext:
+    """Return the shared context: settings, the index (built now, or in the background
+    with ctx.startup telling when it is ready) and the graph if any. Without a cache the
+    index lives in memory for the server's lifetime and is refreshed like a cached one."""
     settings = _settings_from_args(args, environ)
+    keeper = None
+    if settings.cache_dir is None:
+        import threading
+        settings = replace(settings, memory_index=f"file:docs-qa-{os.getpid()}-{id(args)}"
+                                                  "?mode=memory&cache=shared", index_lock=threading.Lock())
+        keeper = cache_open(None, settings.memory_index)
     ops = OperationContext(settings, chat_model=args.chat_model
-                           or environ.get("DOCS_QA_CHAT_MODEL") or None)
-    ctx = ServerContext(ops, token=token, debug=args.debug, log=sys.stderr.write)
-    try:
-        stats = index_folder(settings, _Progress(sys.stderr))
-        ctx.log_line(f"docs_qa: indexed {stats.chunks} chunks ({stats.new} new, {stats.updated} updated); "
-                     f"index_version {stats.index_version}")
-        for note in stats.notes:
-            ctx.log_line(f"docs_qa: ! {note.code}: {note.message}")
-    except RetrievalUnavailableError:
-        ctx.log_line("docs_qa: warning: the index could not be built; requests will answer 503")
+                           or environ.get("DOCS_QA_CHAT_MODEL") or None,
+                           chat_timeout_s=_chat_timeout_s(args, environ))
+    ctx = ServerContext(ops, token=token, debug=args.debug, log=sys.stderr.write,
+                        index_keeper=keeper)
+    if background:
+        import threading
+        ctx.startup = _StartupIndex()
+        threading.Thread(target=_server_index, args=(ctx,), daemon=True).start()
+    else:
+        _server_index(ctx)
     if args.graph:
         try:
             import graph_store
@@ -4663,6 +5114,28 @@ def _server_context(args: argparse.Namespace, environ: dict[str, str], token: st
             ctx.log_line(f"docs_qa: warning: graph not loaded ({getattr(exc, 'message', type(exc).__name__)}); "
                          "/graph answers 503")
     return ctx
+
+
+def _server_index(ctx: ServerContext) -> None:
+    """Build the server's index and log the outcome; mark ctx.startup ready when done."""
+    startup = ctx.startup
+    stderr_progress = _Progress(sys.stderr)
+
+    def progress(stage: str, done: int, total: int) -> None:
+        stderr_progress(stage, done, total)
+        if startup is not None:
+            startup.progress(stage, done, total)
+    try:
+        stats = index_folder(ctx.ops.settings, progress)
+        ctx.log_line(f"docs_qa: indexed {stats.chunks} chunks ({stats.new} new, {stats.updated} updated); "
+                     f"index_version {stats.index_version}")
+        for note in stats.notes:
+            ctx.log_line(f"docs_qa: ! {note.code}: {note.message}")
+    except RetrievalUnavailableError:
+        ctx.log_line("docs_qa: warning: the index could not be built; requests will answer 503")
+    finally:
+        if startup is not None:
+            startup.ready.set()
 
 
 def _run_http(ctx: ServerContext, host: str, port: int) -> int:

@@ -13,11 +13,14 @@ Sections
     3. Errors         -- GraphFormatError (a RetrievalUnavailableError)
     4. Text           -- casefold, light Slovak suffix stemmer, diacritic folding, keys
     5. Load/validate  -- graph_load (the only file I/O), graph_build (pure), indexes
-    6. Entity matching-- persons, keywords, thesis titles via the token index
+    6. Entity matching-- persons, keywords, thesis titles via the token index; names of
+                         similar spelling for a typo (offered, never chosen)
     7. Questions      -- graph_parse_question: language, intent, year
-    8. Question kinds -- one function per kind, all returning GraphResult
+    8. Question kinds -- one function per kind, all returning GraphResult; _absent says
+                         what is known when the asked relation is missing
     9. Envelope       -- to_envelope: GraphResult -> retrieval_contract.Envelope
-   10. CLI            -- format_answer_text, main
+   10. CLI            -- format_answer_text (the one text renderer of a graph answer, also
+                         used by docs_qa.py's CLI and MCP), main
 
 Public API
     graph_load(path) -> Graph            graph_build(data, index_version) -> Graph
@@ -32,6 +35,7 @@ from __future__ import annotations
 import argparse
 import gc
 import hashlib
+import heapq
 import itertools
 import json
 import os
@@ -39,6 +43,8 @@ import re
 import sys
 import unicodedata
 from dataclasses import asdict, dataclass, field
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any, Callable, Iterable, Iterator
 
 import retrieval_contract as rc
@@ -107,6 +113,7 @@ FIT_ORDER = ("full", CLASH, GENDER, "partial")
 LANG_HINTS = {
     "en": {"what", "who", "which", "how", "many", "thesis", "theses", "title", "is", "the",
            "of", "about", "known", "supervisor", "supervised", "keyword", "persons",
+           "supervisors", "list", "all", "are", "when", "called", "defend", "whom", "with",
            "people", "have", "has", "wrote", "tell", "did", "in", "year"},
     "pl": {"jaki", "jaka", "jest", "ile", "osób", "pracę", "pracy", "tytuł", "promotor",
            "napisał", "wiadomo", "kluczowe", "słowo", "których", "jakie", "prace", "roku"},
@@ -130,12 +137,26 @@ RE_ABOUT = re.compile(r"\b(co vieme o|co je zname o|co viete o|co wiadomo o|what
                       r"what do you know about|what do we know about|tell me about|"
                       r"informacie o|povedz mi o)\b")
 RE_SUPERVISE = re.compile(r"\b(veduc\w*|skolitel\w*|supervis\w*|viedol|viedla|vedie|"
-                          r"promotor\w*|opiekun\w*|pod vedenim)\b")
+                          r"promotor\w*|opiekun\w*|pod vedenim|prowadz\w*|spoluvie\w*)\b")
 RE_SUPERVISED_BY = re.compile(r"(^\s*(ktore|ktorych|ake|which|what|list|jakie|vymenuj)\b)|"
                               r"\b(supervised by|pod vedenim|theses of supervisor)\b")
 RE_KEYWORD = re.compile(r"\b(klucov\w*|keywords?|kluczow\w*|tagom|tag)\b")
 RE_WROTE = re.compile(r"\b(napisal|napisala|wrote|write|written|obhajil|obhajila)\b")
 RE_TITLE = re.compile(r"\b(nazov|nazvom|title|titled|tytul\w*|tema|temu|temat\w*)\b")
+RE_CALLED = re.compile(r"\b(ako sa vola|ako znie|called|named|jak sie nazywa|jak brzmi)\b")
+RE_WHEN = re.compile(r"\b(v ktorom roku|ktorom roku|kedy|when|which year|what year|"
+                     r"w ktorym roku|kiedy)\b")
+RE_DEFEND = re.compile(r"\b(obhaj\w*|defen[cds]\w*|obroni\w*|finish\w*|graduat\w*|"
+                       r"dokoncil\w*|skoncil\w*|ukonczyl\w*)\b")
+RE_WHO_IS = re.compile(r"^\s*(kto je|kto bol|kto bola|kto to je|who is|who s|who was|"
+                       r"kim jest|kim byl\w*|kto jest)\b")
+RE_COSUPERVISE = re.compile(
+    r"\b(spoluved\w*|spoluvie\w*|spolu s|spolocne s|co ?supervis\w*|together with|jointly|wspolnie z|"
+    r"razem z|wspolpromotor\w*|dvoch veduc\w*|dvaja veduci|viac(?:erych)? veduc\w*|"
+    r"viacer\w* veduc\w*|two supervisors|several supervisors|more than one supervisor|"
+    r"multiple supervisors|dwoch promotor\w*|kilku promotor\w*|dwoma promotor\w*)\b")
+RE_LIST_ALL = re.compile(r"\b(vsetk\w*|vsetci|all|every|list|vymenuj|wymien|wszys\w*|"
+                         r"kto su|who are|ktori|ktorzy|zoznam)\b")
 
 # Words of the question that are never part of an entity's name.
 STOP_WORDS = {
@@ -150,6 +171,16 @@ STOP_WORDS = {
     "persons", "people", "jaki", "jaka", "jest", "ile", "pracy", "prace", "tytul",
     "promotor", "kto", "napisal", "wiadomo", "kluczowe", "slowo", "do", "we", "you",
     "know", "author", "authored", "year", "its", "and", "or", "for", "to", "mi", "povedz",
+    # words of the question forms of the name, years, who-is, co-supervision and counts
+    "ako", "sa", "vola", "volala", "znie", "called", "named", "s", "his", "her", "their",
+    "jak", "sie", "nazywa", "brzmi", "kedy", "ktorom", "when", "defend", "defended",
+    "obhajil", "obhajila", "obhajoval", "obhajovala", "obronil", "obronila", "kiedy",
+    "ktorym", "w", "was", "bol", "bola", "to", "kim", "byl", "byla", "spolu", "spolocne",
+    "spoluviedol", "spoluviedla", "together", "jointly", "co", "supervised", "wspolnie",
+    "razem", "z", "kym", "whom", "who", "are", "all", "list", "vymenuj", "vsetkych",
+    "vsetci", "wymien", "prac", "prace", "theses", "sum", "number", "pocet", "napisal",
+    "napisala", "students", "studentov", "studenti", "promotorow", "veducich", "veduci",
+    "timi", "ich", "two", "dvoch", "viac", "had", "mali", "ma",
 }
 
 # Answer sentences, one table: (key, language) -> format string.
@@ -202,7 +233,103 @@ ANSWERS: dict[tuple[str, str], str] = {
     ("no_matching_facts", "sk"): "V grafe som k otázke nenašiel žiadne fakty.",
     ("no_matching_facts", "en"): "I found no facts in the graph for this question.",
     ("no_matching_facts", "pl"): "Nie znalazłem w grafie faktów dla tego pytania.",
+    ("thesis_year", "sk"): "Rok práce osoby {name}: {items}.",
+    ("thesis_year", "en"): "Year of the thesis of {name}: {items}.",
+    ("thesis_year", "pl"): "Rok pracy osoby {name}: {items}.",
+    ("who_is", "sk"): "{name} — v grafe: {items}.",
+    ("who_is", "en"): "{name} — in the graph: {items}.",
+    ("who_is", "pl"): "{name} — w grafie: {items}.",
+    ("co_supervisors", "sk"): "Spoluvedúci osoby {name}: {items}.",
+    ("co_supervisors", "en"): "Co-supervisors of {name}: {items}.",
+    ("co_supervisors", "pl"): "Współpromotorzy osoby {name}: {items}.",
+    ("co_supervised", "sk"): "Práce s viacerými vedúcimi ({count}): {items}.",
+    ("co_supervised", "en"): "Theses with more than one supervisor ({count}): {items}.",
+    ("co_supervised", "pl"): "Prace z kilkoma promotorami ({count}): {items}.",
+    ("supervisor_list", "sk"): "Vedúci prác{scope} ({count}): {items}.",
+    ("supervisor_list", "en"): "Supervisors of theses{scope} ({count}): {items}.",
+    ("supervisor_list", "pl"): "Promotorzy prac{scope} ({count}): {items}.",
+    ("count_filtered", "sk"): "Počet {what}{scope}: {count}.",
+    ("count_filtered", "en"): "Number of {what}{scope}: {count}.",
+    ("count_filtered", "pl"): "Liczba {what}{scope}: {count}.",
+    ("counted_thesis", "sk"): "prác", ("counted_thesis", "en"): "theses",
+    ("counted_thesis", "pl"): "prac",
+    ("counted_person", "sk"): "osôb", ("counted_person", "en"): "persons",
+    ("counted_person", "pl"): "osób",
+    ("scope_supervisor", "sk"): " vedených osobou {name}",
+    ("scope_supervisor", "en"): " supervised by {name}",
+    ("scope_supervisor", "pl"): " prowadzonych przez {name}",
+    ("scope_author", "sk"): " osoby {name}", ("scope_author", "en"): " by {name}",
+    ("scope_author", "pl"): " osoby {name}",
+    ("scope_keyword", "sk"): " s kľúčovým slovom {name}",
+    ("scope_keyword", "en"): " with the keyword {name}",
+    ("scope_keyword", "pl"): " ze słowem kluczowym {name}",
+    ("scope_year", "sk"): " z roku {year}", ("scope_year", "en"): " from {year}",
+    ("scope_year", "pl"): " z roku {year}",
+    # What is absent, then what the graph does know about the entity (see _absent).
+    ("absent_authored", "sk"): "Osoba {name} nemá v grafe žiadnu vlastnú prácu",
+    ("absent_authored", "en"): "{name} wrote no thesis in the graph",
+    ("absent_authored", "pl"): "Osoba {name} nie ma w grafie własnej pracy",
+    ("absent_supervisor", "sk"): "Žiadna práca osoby {name} nemá v grafe vedúceho",
+    ("absent_supervisor", "en"): "No thesis of {name} has a supervisor in the graph",
+    ("absent_supervisor", "pl"): "Żadna praca osoby {name} nie ma w grafie promotora",
+    ("absent_supervised", "sk"): "Osoba {name} neviedla v grafe žiadnu prácu",
+    ("absent_supervised", "en"): "{name} supervised no thesis in the graph",
+    ("absent_supervised", "pl"): "Osoba {name} nie prowadziła w grafie żadnej pracy",
+    ("absent_supervised_year", "sk"): "Osoba {name} neviedla v grafe žiadnu prácu z roku {year}",
+    ("absent_supervised_year", "en"): "{name} supervised no thesis from {year} in the graph",
+    ("absent_supervised_year", "pl"): "Osoba {name} nie prowadziła w grafie żadnej pracy z roku {year}",
+    ("absent_co_supervised", "sk"): "Osoba {name} neviedla v grafe žiadnu prácu s ďalším vedúcim",
+    ("absent_co_supervised", "en"): "{name} co-supervised no thesis in the graph",
+    ("absent_co_supervised", "pl"): "Osoba {name} nie prowadziła w grafie pracy z innym promotorem",
+    ("absent_keyword", "sk"): "Žiadna práca v grafe nemá kľúčové slovo {name}",
+    ("absent_keyword", "en"): "No thesis in the graph has the keyword {name}",
+    ("absent_keyword", "pl"): "Żadna praca w grafie nie ma słowa kluczowego {name}",
+    ("absent_any", "sk"): "{name} je v grafe, ale nespája ho s ničím žiadna hrana.",
+    ("absent_any", "en"): "{name} is in the graph, but no edge links it to anything.",
+    ("absent_any", "pl"): "{name} jest w grafie, ale żadna krawędź nie łączy go z niczym.",
+    ("absent_keyword_year", "sk"): "Žiadna práca s kľúčovým slovom {name} nie je z roku {year}",
+    ("absent_keyword_year", "en"): "No thesis with the keyword {name} is from {year}",
+    ("absent_keyword_year", "pl"): "Żadna praca ze słowem kluczowym {name} nie jest z roku {year}",
+    ("absent_authors", "sk"): "Práca {name} nemá v grafe autora",
+    ("absent_authors", "en"): "The thesis {name} has no author in the graph",
+    ("absent_authors", "pl"): "Praca {name} nie ma w grafie autora",
+    ("known", "sk"): "; v grafe je: {items}.", ("known", "en"): "; the graph has: {items}.",
+    ("known", "pl"): "; w grafie jest: {items}.",
+    ("nothing_known", "sk"): "; iné fakty o nej graf nemá.",
+    ("nothing_known", "en"): "; the graph has no other facts about it.",
+    ("nothing_known", "pl"): "; graf nie ma o niej innych faktów.",
+    ("did_you_mean", "sk"): " Mysleli ste {items}?", ("did_you_mean", "en"): " Did you mean {items}?",
+    ("did_you_mean", "pl"): " Czy chodziło o {items}?",
+    ("or", "sk"): " alebo ", ("or", "en"): " or ", ("or", "pl"): " lub ",
 }
+
+# How a group of a node's edges is named in a summary, by (edge type, direction, language).
+RELATIONS: dict[tuple[str, str, str], str] = {
+    (AUTHORED, "out", "sk"): "napísané práce", (AUTHORED, "out", "en"): "theses written",
+    (AUTHORED, "out", "pl"): "napisane prace",
+    (SUPERVISED_BY, "in", "sk"): "vedené práce", (SUPERVISED_BY, "in", "en"): "theses supervised",
+    (SUPERVISED_BY, "in", "pl"): "prowadzone prace",
+    (AUTHORED, "in", "sk"): "autori", (AUTHORED, "in", "en"): "authors",
+    (AUTHORED, "in", "pl"): "autorzy",
+    (SUPERVISED_BY, "out", "sk"): "vedúci", (SUPERVISED_BY, "out", "en"): "supervisors",
+    (SUPERVISED_BY, "out", "pl"): "promotorzy",
+    (HAS_KEYWORD, "out", "sk"): "kľúčové slová", (HAS_KEYWORD, "out", "en"): "keywords",
+    (HAS_KEYWORD, "out", "pl"): "słowa kluczowe",
+    (HAS_KEYWORD, "in", "sk"): "práce s týmto kľúčovým slovom",
+    (HAS_KEYWORD, "in", "en"): "theses with this keyword",
+    (HAS_KEYWORD, "in", "pl"): "prace z tym słowem kluczowym",
+}
+# Which absent_* sentence says that the asked relation is missing, by question kind.
+ABSENT = {"thesis_title": "absent_authored", "thesis_year": "absent_authored",
+          "supervisor_of": "absent_supervisor", "supervised_by": "absent_supervised",
+          "co_supervisors": "absent_co_supervised", "keyword_theses": "absent_keyword",
+          "author_of_title": "absent_authors", "who_is": "absent_any", "about": "absent_any"}
+
+# Did you mean: the largest folded edit distance offered, by the length of the typed word.
+SUGGEST_MAX_DISTANCE = ((4, 1), (10**9, 2))   # up to 4 letters: 1 edit; longer: 2
+SUGGEST_LIMIT = 3                              # names offered at most
+SUGGEST_MIN_CHARS = 3                          # shorter typed words are never corrected
+SIMILAR_SPELLING = "similar spelling"
 
 # An ambiguous answer by the type of its candidates: (answer sentence, reason, reasons line).
 AMBIGUOUS = {PERSON: ("ambiguous_person", "ambiguous_person", "persons fit the name in the question"),
@@ -258,6 +385,15 @@ class Graph:
     name_variants: dict[str, tuple[frozenset[str], ...]]   # label keys, then each alias's
     edge_count: int
     index_version: str | None = None
+    # key -> persons whose label is that one word; built on first use by _one_word_labels
+    one_word_labels: dict[str, set[str]] | None = None
+    # theses with more than one supervisor, in year order; built on first use (_co_supervised)
+    co_supervised: list[str] | None = None
+    # supervisor -> theses supervised over all years, and the supervisors ranked by it (most
+    # first, then by name); built on first use (_supervisor_ranking)
+    supervisor_counts: tuple[Counter, list[str]] | None = None
+    # node type -> word length -> [(key, its letters)]; built on the first typo (_spelling_index)
+    spelling: dict[str, dict[int, list[tuple[str, frozenset[str]]]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -288,6 +424,8 @@ class Intent:
     year: int | None = None
     subject: str = PERSON       # for year questions: count persons or theses
     words: tuple[str, ...] = ()  # the casefolded words behind keys, diacritics kept
+    filters: tuple[str, ...] = ()  # count_filtered: "supervisor", "author" and/or "keyword"
+    target: tuple | None = None    # about/who_is: (chosen ids, match) found while parsing
 
 
 @dataclass
@@ -670,6 +808,31 @@ class _Match:
     is_ambiguous: bool = False   # the chosen ones compete for the same words of the question
 
 
+class _Records(Sequence):
+    """A list of rejected-candidate records whose tail is built only when read: namesakes
+    can be thousands, while an answer shows entity_limit of them and counts the rest."""
+
+    def __init__(self, head: list[dict], tail_ids: list[str], build: Callable[[str], dict]) -> None:
+        self.head, self.tail_ids, self.build = head, tail_ids, build
+
+    def __len__(self) -> int:
+        return len(self.head) + len(self.tail_ids)
+
+    def without(self, ids: set[str], first: list[dict]) -> "_Records":
+        """Return first, then these records except those of ids, still built lazily."""
+        return _Records(first + [c for c in self.head if c.get("id") not in ids],
+                        [i for i in self.tail_ids if i not in ids], self.build)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self.head[i] if i < len(self.head) else self.build(self.tail_ids[i - len(self.head)])
+
+
 def _full_name_variants(graph: Graph, node_id: str) -> list[frozenset[str]]:
     """Return the key sets that name a person fully: the label, and aliases of 2+ words."""
     label, *aliases = graph.name_variants[node_id]
@@ -788,14 +951,19 @@ def _choose_full(full: list[str], fits: dict[str, _PersonFit], partial: list[str
     rejected += [why(n, "fewer of the question's words are exact forms of this name "
                         "(diacritics included) than of the chosen person's")
                  for n in full if fits[n].exact < best]
-    rejected += [why(n, "only part of the name matches; a full-name match exists") for n in partial]
-    return _Match(chosen, [why(n, fits[n].note) for n in chosen], rejected, len(chosen) > 1)
+    partial_why = "only part of the name matches; a full-name match exists"
+    return _Match(chosen, [why(n, fits[n].note) for n in chosen],
+                  _Records(rejected, partial, lambda n: why(n, partial_why)), len(chosen) > 1)
 
 
 def _choose_partial(graph: Graph, partial: list[str], hits: dict[str, set[str]],
                     name_keys: set[str], why: Callable[[str, str], dict], rejected: list[dict],
                     clash: Callable[[str], str | None]) -> _Match:
     """Return the best partial matches (most name words hit); several best are ambiguous."""
+    if name_keys - graph.token_index.get(PERSON, {}).keys():
+        # a name word no person has: every candidate is ruled out, each record says why
+        lacks = "the question names a word this person's name lacks"
+        return _Match([], [], _Records(rejected, partial, lambda n: why(n, clash(n) or lacks)))
     clashing = {n: note for n in partial for note in (clash(n),) if note}
     rejected += [why(n, note) for n, note in clashing.items()]
     partial = [n for n in partial if n not in clashing]
@@ -829,25 +997,44 @@ def _match_persons(graph: Graph, words: Iterable[str], name_keys: Iterable[str] 
         by_key.setdefault(text_key(word), []).append(word)
     hits = _hits(graph, PERSON, by_key)
     memo: dict[tuple, str] = {}
-    fits: dict[str, _PersonFit] = {}
-    partial = []
-    for node_id in sorted(hits):
-        if any(v and v <= hits[node_id] for v in _full_name_variants(graph, node_id)):
-            fits[node_id] = _person_fit(graph, node_id, by_key, memo)
-        else:
-            partial.append(node_id)
 
     def why(node_id: str, kind: str) -> dict:
         return {"id": node_id, "name": graph.nodes[node_id].label,
                 "matched_keys": sorted(hits[node_id]), "why": kind}
-    rejected = [why(n, f.note) for n, f in fits.items() if f.verdict in (GENDER, CLASH)]
+    # A full name needs all its words: a person hit by one word only is a full match only
+    # if that word is their whole label. The rest are partial, and when a full match exists
+    # they are just rejected, so thousands of namesakes are never looked at one by one.
+    one_word = _one_word_labels(graph)
+    may_be_full = sorted(n for n, keys in hits.items()
+                         if len(keys) > 1 or n in one_word.get(next(iter(keys)), ()))
+    fits = {n: _person_fit(graph, n, by_key, memo) for n in may_be_full
+            if any(v and v <= hits[n] for v in _full_name_variants(graph, n))}
     full = [n for n, f in fits.items() if f.verdict == "full"]
-    partial += [n for n, f in fits.items() if f.verdict == "partial"]
-    partial.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
     if full:
+        rejected = [why(n, f.note) for n, f in fits.items() if f.verdict in (GENDER, CLASH)]
+        partial = ([n for n in may_be_full if n not in fits]
+                   + [n for n, f in fits.items() if f.verdict == "partial"])
+        partial.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
+        chosen_set = set(may_be_full)
+        partial += sorted(n for n in hits if n not in chosen_set)   # one word hit: fewest keys
         return _choose_full(full, fits, partial, why, rejected)
+    rejected = [why(n, f.note) for n, f in fits.items() if f.verdict in (GENDER, CLASH)]
+    partial = ([n for n in sorted(hits) if n not in fits]
+               + [n for n, f in fits.items() if f.verdict == "partial"])
+    partial.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
     return _choose_partial(graph, partial, hits, set(name_keys), why, rejected,
                            lambda n: _first_name_clash(graph, n, by_key, memo))
+
+
+def _one_word_labels(graph: Graph) -> dict[str, set[str]]:
+    """Return key -> the persons whose label is that one word (built once per graph)."""
+    if graph.one_word_labels is None:
+        index: dict[str, set[str]] = {}
+        for node_id, variants in graph.name_variants.items():
+            if len(variants[0]) == 1 and graph.nodes[node_id].node_type == PERSON:
+                index.setdefault(next(iter(variants[0])), set()).add(node_id)
+        graph.one_word_labels = index
+    return graph.one_word_labels
 
 
 def _match_keywords(graph: Graph, keys: Iterable[str]) -> _Match:
@@ -906,6 +1093,125 @@ def _match_titles(graph: Graph, keys: Iterable[str]) -> _Match:
                   len(chosen) > 1)
 
 
+def _edit_distance(a: str, b: str, cap: int) -> int:
+    """Return the edit distance of a and b (a swap of neighbours is one edit), or cap + 1
+    as soon as it is sure to exceed cap."""
+    if abs(len(a) - len(b)) > cap:
+        return cap + 1
+    before: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], before[j - 2] + 1)
+        if min(cur) > cap:
+            return cap + 1
+        before, prev = prev, cur
+    return prev[-1]
+
+
+def _max_distance(key: str) -> int:
+    """Return how many edits a typed word of this length may be away from a suggestion."""
+    return next(d for length, d in SUGGEST_MAX_DISTANCE if len(key) <= length)
+
+
+def _near_keys(graph: Graph, node_type: str, typed: Iterable[str]) -> dict[str, tuple[str, int]]:
+    """Return index key -> (typed key, distance) for the index keys of node_type within a
+    typed word's edit budget; typed words the index knows, or too short, are not corrected.
+
+    A cheap letter-set test skips most keys: one edit changes at most two distinct letters.
+    """
+    index = graph.token_index.get(node_type, {})
+    near: dict[str, tuple[str, int]] = {}
+    for key in dict.fromkeys(typed):
+        if key in index or len(key) < SUGGEST_MIN_CHARS or key.isdigit():
+            continue
+        cap, letters = _max_distance(key), set(key)
+        by_length = _spelling_index(graph, node_type)
+        for length in range(len(key) - cap, len(key) + cap + 1):
+            for other, other_letters in by_length.get(length, ()):
+                if len(letters ^ other_letters) > 2 * cap:
+                    continue
+                dist = _edit_distance(key, other, cap)
+                if dist <= cap and dist < near.get(other, ("", cap + 1))[1]:
+                    near[other] = (key, dist)
+    return near
+
+
+def _spelling_index(graph: Graph, node_type: str) -> dict[int, list[tuple[str, frozenset[str]]]]:
+    """Return the index keys of node_type by length, with their letters (built once per type)."""
+    found = graph.spelling.get(node_type)
+    if found is None:
+        found = {}
+        for key in graph.token_index.get(node_type, {}):
+            found.setdefault(len(key), []).append((key, frozenset(key)))
+        graph.spelling[node_type] = found
+    return found
+
+
+def _suggestion(graph: Graph, node_id: str, typed: list[str], dist: int) -> dict:
+    """Return the rejected-candidate record of a name offered for a typo."""
+    return {"id": node_id, "type": graph.nodes[node_id].node_type, "name": graph.nodes[node_id].label,
+            "typed": typed, "distance": dist, "why": SIMILAR_SPELLING}
+
+
+def _suggest_persons(graph: Graph, typed: Iterable[str]) -> list[dict]:
+    """Return the persons whose names are nearest the typed name words (never chosen).
+
+    A person's score is (typed words its name leaves unexplained, total edits); only
+    persons reached through a corrected word count, and only the best score is offered.
+    """
+    typed = list(dict.fromkeys(typed))
+    near = _near_keys(graph, PERSON, typed)
+    index = graph.token_index.get(PERSON, {})
+    scored = []
+    for node_id in {n for key in near for n in index.get(key, ())}:
+        own = frozenset().union(*graph.name_variants[node_id])
+        dists = [0 if t in own else min((d for k, (t2, d) in near.items() if t2 == t and k in own),
+                                        default=None) for t in typed]
+        missing = sum(d is None for d in dists)
+        scored.append((missing, sum(d or 0 for d in dists), graph.nodes[node_id].label, node_id))
+    return _best_suggestions(graph, scored, typed)
+
+
+def _best_suggestions(graph: Graph, scored: list[tuple], typed: list[str]) -> list[dict]:
+    """Return the records of the best-scored (score, edits, label, id) entries, at most SUGGEST_LIMIT."""
+    if not scored:
+        return []
+    best = min(s[:2] for s in scored)
+    return [_suggestion(graph, node_id, typed, dist)
+            for _, dist, _, node_id in sorted(s for s in scored if s[:2] == best)[:SUGGEST_LIMIT]]
+
+
+def _suggest_keywords(graph: Graph, typed: Iterable[str]) -> list[dict]:
+    """Return the keywords every word of which is typed or nearly typed (never chosen)."""
+    typed = [k for k in dict.fromkeys(typed) if len(k) >= SUGGEST_MIN_CHARS]
+    near = _near_keys(graph, KEYWORD, typed)
+    index = graph.token_index.get(KEYWORD, {})
+    scored = []
+    for node_id in {n for key in near for n in index.get(key, ())}:
+        for variant in graph.name_variants[node_id]:
+            dists = [0 if k in typed else near[k][1] if k in near else None for k in variant]
+            if variant and None not in dists:
+                scored.append((-len(variant), sum(dists), graph.nodes[node_id].label, node_id))
+    return _best_suggestions(graph, scored, typed)
+
+
+def _suggest_titles(graph: Graph, typed: Iterable[str]) -> list[dict]:
+    """Return the theses whose titles match once typos in the question are corrected."""
+    typed = list(dict.fromkeys(typed))
+    near = _near_keys(graph, THESIS, typed)
+    if not near:
+        return []
+    match = _match_titles(graph, set(typed) | set(near))
+    dist = {n: sum(d for k, (_, d) in near.items() if k in graph.name_variants[n][0])
+            for n in match.chosen}
+    return _best_suggestions(graph, [(0, dist[n], graph.nodes[n].label, n) for n in match.chosen
+                                     if dist[n]], typed)
+
+
 # === 7. Questions — language, intent and year; conservative: None when unsure ===
 
 def _language(question: str) -> str:
@@ -914,8 +1220,8 @@ def _language(question: str) -> str:
     if PL_LETTERS & set(question.casefold()):
         return "pl"
     folded = [text_fold(w) for w in words]
-    scores = {lang: sum(w in {text_fold(h) for h in hints} for w in folded)
-              for lang, hints in LANG_HINTS.items()}
+    hint_sets = {lang: {text_fold(h) for h in hints} for lang, hints in LANG_HINTS.items()}
+    scores = {lang: sum(w in hint_sets[lang] for w in folded) for lang in LANG_HINTS}
     # diacritics count only in lower-case words: a Slovak name in an English question
     # ("Who supervised Eva Šimková?") says nothing about the question's language
     has_diacritics = any(text_fold(w) != w for w in re.findall(r"[^\W\d_]+", question)
@@ -938,6 +1244,11 @@ def _kind(folded: str, year: int | None) -> str | None:
     """
     about_year = year is not None and bool(RE_THESIS_WORD.search(folded)
                                            or RE_PERSON_WORD.search(folded))
+    counting = bool(RE_COUNT.search(folded)) and bool(RE_THESIS_WORD.search(folded)
+                                                      or RE_PERSON_WORD.search(folded))
+    if counting and (RE_SUPERVISE.search(folded) or RE_KEYWORD.search(folded)
+                     or RE_WROTE.search(folded)):
+        return "count_filtered"
     if about_year and RE_COUNT.search(folded):
         return "count_year"
     kind = _kind_by_words(folded)
@@ -952,12 +1263,22 @@ def _kind_by_words(folded: str) -> str | None:
         return "author_of_title"
     if RE_ABOUT.search(folded):
         return "about"
+    supervising = RE_SUPERVISE.search(folded) or re.search(r"spoluve|spoluvi|supervis|promotor",
+                                                           folded)
+    if RE_COSUPERVISE.search(folded) and supervising:
+        return "co_supervision"      # co_supervisors of a person, or co_supervised theses
+    if RE_WHEN.search(folded) and not supervising and (
+            RE_DEFEND.search(folded) or RE_WROTE.search(folded) or RE_THESIS_WORD.search(folded)):
+        return "thesis_year"
     if RE_SUPERVISE.search(folded):
         return "supervised_by" if RE_SUPERVISED_BY.search(folded) else "supervisor_of"
     if RE_KEYWORD.search(folded):
         return "keyword_theses"
-    if (RE_TITLE.search(folded) or RE_WROTE.search(folded)) and RE_THESIS_WORD.search(folded):
+    if ((RE_TITLE.search(folded) or RE_WROTE.search(folded) or RE_CALLED.search(folded))
+            and RE_THESIS_WORD.search(folded)):
         return "thesis_title"
+    if RE_WHO_IS.search(folded):
+        return "who_is"
     return None
 
 
@@ -979,17 +1300,50 @@ def graph_parse_question(question: str, graph: Graph) -> Intent | None:
     words = tuple(w for w in text_words(question) if not RE_YEAR.fullmatch(w))
     keys = tuple(text_key(w) for w in words)
     name_keys = _name_keys(question, graph)
-    if kind == "count_year" and (RE_KEYWORD.search(folded) or RE_SUPERVISE.search(folded)
-                                 or _hits(graph, PERSON, name_keys)):
-        return None      # a count narrowed by keyword/supervisor/person is not supported
-    if kind == "about" and not _about_target(graph, words, name_keys)[0]:
-        return None      # "what is known about X" with no graph entity: leave it to RAG
+    kind, filters = _kind_refined(kind, folded, year, graph, name_keys)
+    if kind is None:
+        return None
+    target = _about_target(graph, words, name_keys) if kind in ("about", "who_is") else None
+    if target is not None and not target[0] and not (name_keys and _suggest_persons(graph, name_keys)):
+        return None      # "who is / what is known about X" with no graph entity: leave it to RAG
     subject = PERSON
-    if (kind == "count_year" and RE_THESIS_WORD.search(folded)
+    if (kind in ("count_year", "count_filtered") and RE_THESIS_WORD.search(folded)
             and not RE_PERSON_WORD.search(folded) and not RE_WHO.search(folded)):
         subject = THESIS
     return Intent(kind=kind, language=_language(question), keys=keys, name_keys=name_keys,
-                  year=year, subject=subject, words=words)
+                  year=year, subject=subject, words=words, filters=filters, target=target)
+
+
+def _kind_refined(kind: str, folded: str, year: int | None, graph: Graph,
+                  name_keys: tuple[str, ...]) -> tuple[str | None, tuple[str, ...]]:
+    """Return the kind once the graph is consulted, and a count's filters.
+
+    A year count naming a person, keyword or supervisor is a filtered count; a filtered
+    count with nothing to filter by is not a graph question. Co-supervision with a person
+    asks for their co-supervisors, without one for the co-supervised theses. A supervisor
+    question that names no one (no capitalised word, no person's word) lists supervisors.
+    """
+    person_index = graph.token_index.get(PERSON, {})
+    named = any(k in person_index for k in name_keys)
+    if kind == "count_year" and (RE_KEYWORD.search(folded) or RE_SUPERVISE.search(folded) or named):
+        kind = "count_filtered"
+    if kind == "count_filtered":
+        supervising = bool(RE_SUPERVISE.search(folded))
+        filters = tuple(f for f, on in (
+            ("supervisor", supervising and bool(name_keys)),
+            ("author", not supervising and (named or bool(RE_WROTE.search(folded) and name_keys))),
+            ("keyword", bool(RE_KEYWORD.search(folded)))) if on)
+        if supervising and "supervisor" not in filters:
+            return None, ()      # how many supervisors, or by someone unnamed: left to search
+        if not filters:
+            return ("count_year" if year is not None else None), ()
+        return kind, filters
+    if kind == "co_supervision":
+        return ("co_supervisors" if name_keys else "co_supervised"), ()
+    if kind in ("supervisor_of", "supervised_by") and not name_keys \
+            and (RE_LIST_ALL.search(folded) or year is not None):
+        return "supervisor_list", ()
+    return kind, ()
 
 
 def _name_keys(question: str, graph: Graph) -> tuple[str, ...]:
@@ -1069,10 +1423,9 @@ class _Evidence:
     paths: Iterator[GraphPath]
 
 
-def _finish(graph: Graph, intent: Intent, limits: GraphLimits, evidence: _Evidence,
-            entities: list[dict], name: str, aggregation: dict | None = None,
-            rejected: list[dict] | None = None) -> GraphResult:
-    """Return an ok/no_answer GraphResult with limited facts, paths and documents."""
+def _limited(graph: Graph, limits: GraphLimits, evidence: _Evidence,
+             entities: list[dict]) -> tuple[list[Fact], list[GraphPath], list[Node], list[dict], list[str]]:
+    """Return the facts, paths, documents and entities within their limits, and the limits hit."""
     facts, facts_cut = _take(evidence.facts, limits.fact_limit)
     paths, paths_cut = _take(evidence.paths, limits.path_limit)
     doc_ids = list(dict.fromkeys(f.document_node for f in facts if f.document_node))
@@ -1080,26 +1433,78 @@ def _finish(graph: Graph, intent: Intent, limits: GraphLimits, evidence: _Eviden
     shown_entities, entities_cut = _take(iter(entities), limits.entity_limit)
     cut = [name_ for name_, hit in (("entity_limit", entities_cut), ("evidence_limit", docs_cut),
                                     ("fact_limit", facts_cut), ("path_limit", paths_cut)) if hit]
+    return facts, paths, [graph.nodes[d] for d in documents], shown_entities, cut
+
+
+def _finish(graph: Graph, intent: Intent, limits: GraphLimits, evidence: _Evidence,
+            entities: list[dict], name: str, aggregation: dict | None = None,
+            rejected: list[dict] | None = None, answer: str | None = None) -> GraphResult:
+    """Return an ok GraphResult with limited facts, paths and documents; when no fact of
+    the asked kind exists, the no_answer that says what the graph knows instead (_absent)."""
+    facts, paths, documents, shown_entities, cut = _limited(graph, limits, evidence, entities)
     lang = intent.language
     if not facts and aggregation is None:
-        return _no_answer(intent, limits, "no_matching_facts",
-                          ["the entity was found but no fact of the asked kind links it"],
-                          rejected or [], shown_entities, graph)
-    if aggregation is not None:
+        return _absent(graph, intent, limits, shown_entities, rejected or [], name)
+    if answer is None and aggregation is not None:
         key = "count_persons" if intent.subject == PERSON else "count_theses"
         answer = ANSWERS[(key, lang)].format(year=intent.year, count=aggregation["count"])
-    else:
+    elif answer is None:
         items = "; ".join(dict.fromkeys(_fact_item(graph, intent.kind, f) for f in facts))
         answer = ANSWERS[(intent.kind, lang)].format(name=name, items=items)
-    if facts_cut or paths_cut:
+    if "fact_limit" in cut or "path_limit" in cut:
         answer += ANSWERS[("partial", lang)]
     shown_rejected, more = _rejected_shown(rejected or [], limits)
     return GraphResult(
         status="ok", reason=None, intent=intent.kind, language=lang, answer=answer,
         entities=shown_entities, facts=facts, paths=paths,
-        documents=[graph.nodes[d] for d in documents], aggregation=aggregation,
+        documents=documents, aggregation=aggregation,
         reasons=more, rejected_candidates=shown_rejected, truncation_reasons=cut, limits=limits,
         index_version=graph.index_version)
+
+
+def _node_item(graph: Graph, node_id: str) -> str:
+    """Return how a node is listed in an answer: a thesis as „title“ (year), else its name."""
+    node = graph.nodes[node_id]
+    return f"„{node.label}“ ({node.year})" if node.node_type == THESIS else node.label
+
+
+def _summary(graph: Graph, node_id: str, lang: str, limit: int) -> str:
+    """Return what the graph knows about a node, one group per edge type and direction:
+    its name, the exact count, and up to limit items ("theses supervised (6): „A“ (2020), …")."""
+    groups = []
+    for direction, adjacency in (("out", graph.out_edges), ("in", graph.in_edges)):
+        for edge_type, others in sorted(adjacency.get(node_id, {}).items()):
+            label = RELATIONS.get((edge_type, direction, lang),
+                                  edge_type if direction == "out" else f"<-{edge_type}-")
+            items = [_node_item(graph, o) for o in others[:limit]]
+            more = ", …" if len(others) > limit else ""
+            groups.append(f"{label} ({len(others)}): {', '.join(items)}{more}")
+    return "; ".join(groups)
+
+
+def _absent(graph: Graph, intent: Intent, limits: GraphLimits, entities: list[dict],
+            rejected: list[dict], name: str) -> GraphResult:
+    """Return the no_answer for an entity the graph knows but not in the asked relation:
+    the sentence says what is missing, then what the graph does know (with its facts)."""
+    reasons = ["the entity was found but no fact of the asked kind links it"]
+    result = _no_answer(intent, limits, "no_matching_facts", reasons, rejected, entities, graph)
+    key = ABSENT.get(intent.kind)
+    if key and intent.year is not None and (key + "_year", intent.language) in ANSWERS:
+        key += "_year"
+    if not entities or key is None:
+        return result
+    focus, lang = entities[0]["id"], intent.language
+    if key == "absent_supervisor" and not _neighbours(graph, focus, AUTHORED):
+        key = "absent_authored"     # no supervisor because there is no thesis at all
+    summary = _summary(graph, focus, lang, limits.fact_limit)
+    result.answer = ANSWERS[(key, lang)].format(name=name, year=intent.year)
+    if key != "absent_any":
+        result.answer += (ANSWERS[("known", lang)].format(items=summary) if summary
+                          else ANSWERS[("nothing_known", lang)])
+    evidence = _Evidence(facts=_incident_facts(graph, focus), paths=iter(()))
+    result.facts, _, result.documents, _, result.truncation_reasons = _limited(
+        graph, limits, evidence, entities)
+    return result
 
 
 def _fact_item(graph: Graph, kind: str, fact: Fact) -> str:
@@ -1131,11 +1536,24 @@ def _rejected_shown(rejected: list[dict], limits: GraphLimits) -> tuple[list[dic
 
 def _no_answer(intent: Intent, limits: GraphLimits, reason: str, reasons: list[str],
                rejected: list[dict], entities: list[dict] | None = None,
-               graph: Graph | None = None) -> GraphResult:
-    """Return a no_answer GraphResult with the detailed reasons and rejected candidates."""
+               graph: Graph | None = None, suggestions: list[dict] | None = None) -> GraphResult:
+    """Return a no_answer GraphResult with the detailed reasons and rejected candidates;
+    suggestions (names of similar spelling) come first and are asked about, never chosen."""
+    suggestions = suggestions or []
+    offered = {c["id"] for c in suggestions}
+    if suggestions:
+        rejected = (rejected.without(offered, suggestions) if isinstance(rejected, _Records)
+                    else suggestions + [c for c in rejected if c.get("id") not in offered])
     shown, more = _rejected_shown(rejected, limits)
+    lang = intent.language
+    answer = ANSWERS[(reason, lang)]
+    if suggestions:
+        names = [c["name"] for c in suggestions]
+        listed = ", ".join(names[:-1]) + ANSWERS[("or", lang)] + names[-1] if len(names) > 1 else names[0]
+        answer += ANSWERS[("did_you_mean", lang)].format(items=listed)
+        reasons = reasons + ["names of similar spelling are offered, never chosen: " + ", ".join(names)]
     return GraphResult(status="no_answer", reason=reason, intent=intent.kind,
-                       language=intent.language, answer=ANSWERS[(reason, intent.language)],
+                       language=lang, answer=answer,
                        entities=entities or [], reasons=reasons + more,
                        rejected_candidates=shown, limits=limits,
                        index_version=graph.index_version if graph else None)
@@ -1165,10 +1583,22 @@ def _one_person(graph: Graph, intent: Intent,
     if not match.chosen:
         return None, _no_answer(intent, limits, "unknown_person",
                                 ["no person's name fits the words of the question"],
-                                match.rejected, graph=graph), []
+                                match.rejected, graph=graph,
+                                suggestions=_suggest_persons(graph, _typed_names(intent))), []
     if match.is_ambiguous:
         return None, _ambiguous(graph, intent, limits, match), []
     return match.chosen[0], None, match.rejected
+
+
+def _typed_names(intent: Intent) -> tuple[str, ...]:
+    """Return the keys of the words that name someone: the likely names, else every non-stop word."""
+    return intent.name_keys or tuple(text_key(w) for w in intent.words
+                                     if text_fold(w) not in STOP_WORDS)
+
+
+def _typed_words(intent: Intent) -> list[str]:
+    """Return the keys of the question's content words (the ones a keyword or title may hold)."""
+    return [text_key(w) for w in intent.words if text_fold(w) not in STOP_WORDS]
 
 
 def _kind_count_year(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
@@ -1222,7 +1652,8 @@ def _kind_supervised_by(graph: Graph, intent: Intent, limits: GraphLimits) -> Gr
     person, failed, rejected = _one_person(graph, intent, limits)
     if failed:
         return failed
-    theses = _neighbours(graph, person, SUPERVISED_BY, outgoing=False)
+    theses = [t for t in _neighbours(graph, person, SUPERVISED_BY, outgoing=False)
+              if intent.year is None or graph.nodes[t].year == intent.year]
     evidence = _Evidence(facts=(_fact(graph, t, SUPERVISED_BY, person) for t in theses),
                          paths=(_path(graph, [person, t], [(SUPERVISED_BY, "in")]) for t in theses))
     return _finish(graph, intent, limits, evidence, [_entity(graph, person, "person named")],
@@ -1231,19 +1662,30 @@ def _kind_supervised_by(graph: Graph, intent: Intent, limits: GraphLimits) -> Gr
 
 def _kind_keyword_theses(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the theses tagged with the keyword the question names."""
-    match = _match_keywords(graph, intent.keys)
-    if not match.chosen:
-        return _no_answer(intent, limits, "unknown_keyword",
-                          ["no keyword of the graph is fully contained in the question"],
-                          match.rejected, graph=graph)
-    if match.is_ambiguous:
-        return _ambiguous(graph, intent, limits, match)
-    pairs = [(t, k) for k in match.chosen for t in _neighbours(graph, k, HAS_KEYWORD, outgoing=False)]
+    match, failed = _one_keyword_set(graph, intent, limits)
+    if failed:
+        return failed
+    pairs = [(t, k) for k in match.chosen for t in _neighbours(graph, k, HAS_KEYWORD, outgoing=False)
+             if intent.year is None or graph.nodes[t].year == intent.year]
     evidence = _Evidence(facts=(_fact(graph, t, HAS_KEYWORD, k) for t, k in pairs),
                          paths=(_path(graph, [k, t], [(HAS_KEYWORD, "in")]) for t, k in pairs))
     entities = [_entity(graph, k, "keyword named") for k in match.chosen]
     name = ", ".join(graph.nodes[k].label for k in match.chosen)
     return _finish(graph, intent, limits, evidence, entities, name, rejected=match.rejected)
+
+
+def _one_keyword_set(graph: Graph, intent: Intent,
+                     limits: GraphLimits) -> tuple[_Match, GraphResult | None]:
+    """Return the keywords the question names, or the unknown/ambiguous result instead."""
+    match = _match_keywords(graph, intent.keys)
+    if not match.chosen:
+        return match, _no_answer(intent, limits, "unknown_keyword",
+                                 ["no keyword of the graph is fully contained in the question"],
+                                 match.rejected, graph=graph,
+                                 suggestions=_suggest_keywords(graph, _typed_words(intent)))
+    if match.is_ambiguous:
+        return match, _ambiguous(graph, intent, limits, match)
+    return match, None
 
 
 def _kind_author_of_title(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
@@ -1252,7 +1694,8 @@ def _kind_author_of_title(graph: Graph, intent: Intent, limits: GraphLimits) -> 
     if not match.chosen:
         return _no_answer(intent, limits, "unknown_title",
                           [f"no thesis title has {int(TITLE_MIN_COVERAGE * 100)}% of its words "
-                           "in the question"], match.rejected, graph=graph)
+                           "in the question"], match.rejected, graph=graph,
+                          suggestions=_suggest_titles(graph, _typed_words(intent)))
     if match.is_ambiguous:
         return _ambiguous(graph, intent, limits, match)
     pairs = [(p, t) for t in match.chosen for p in _neighbours(graph, t, AUTHORED, outgoing=False)]
@@ -1308,10 +1751,9 @@ def _incident_facts(graph: Graph, node_id: str) -> Iterator[Fact]:
 
 def _kind_about(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the facts touching an entity and its paths up to max_path_length."""
-    chosen, match = _about_target(graph, intent.words, intent.name_keys)
+    chosen, match = intent.target or _about_target(graph, intent.words, intent.name_keys)
     if not chosen:
-        return _no_answer(intent, limits, "no_matching_facts",
-                          ["no entity of the graph is named in the question"], [], graph=graph)
+        return _unknown_entity(graph, intent, limits)
     if len(chosen) > 1:      # 'about' follows one entity: several named ones are ambiguous
         return _ambiguous(graph, intent, limits, match)
     start = chosen[0]
@@ -1321,11 +1763,201 @@ def _kind_about(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResul
                    graph.nodes[start].label, rejected=match.rejected if match else [])
 
 
+def _kind_thesis_year(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return the years of the theses a person authored."""
+    person, failed, rejected = _one_person(graph, intent, limits)
+    if failed:
+        return failed
+    theses = _neighbours(graph, person, AUTHORED)
+    items = "; ".join(f"{graph.nodes[t].year} („{graph.nodes[t].label}“)"
+                      for t in theses[:limits.fact_limit])
+    evidence = _Evidence(facts=(_fact(graph, person, AUTHORED, t) for t in theses),
+                         paths=(_path(graph, [person, t], [(AUTHORED, "out")]) for t in theses))
+    name = graph.nodes[person].label
+    return _finish(graph, intent, limits, evidence, [_entity(graph, person, "person named")], name,
+                   rejected=rejected,
+                   answer=ANSWERS[("thesis_year", intent.language)].format(name=name, items=items))
+
+
+def _unknown_entity(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return the no_answer of a who-is/about question naming no entity, with any names of
+    similar spelling offered."""
+    suggestions = _suggest_persons(graph, intent.name_keys) if intent.name_keys else []
+    reason = "unknown_person" if suggestions else "no_matching_facts"
+    return _no_answer(intent, limits, reason, ["no entity of the graph is named in the question"],
+                      [], graph=graph, suggestions=suggestions)
+
+
+def _kind_who_is(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return who or what an entity is: a summary of its facts (counts exact), plus paths."""
+    chosen, match = intent.target or _about_target(graph, intent.words, intent.name_keys)
+    if not chosen:
+        return _unknown_entity(graph, intent, limits)
+    if len(chosen) > 1:
+        return _ambiguous(graph, intent, limits, match)
+    node = graph.nodes[chosen[0]]
+    name = _node_item(graph, node.node_id)
+    if node.title and text_fold(node.title.casefold()) != text_fold(node.label.casefold()):
+        name += f" ({node.title})"
+    summary = _summary(graph, node.node_id, intent.language, limits.fact_limit)
+    evidence = _Evidence(facts=_incident_facts(graph, node.node_id),
+                         paths=_walk(graph, node.node_id, limits.max_path_length))
+    return _finish(graph, intent, limits, evidence, [_entity(graph, node.node_id, "entity named")],
+                   name, rejected=match.rejected if match else [],
+                   answer=ANSWERS[("who_is", intent.language)].format(name=name, items=summary))
+
+
+def _kind_co_supervisors(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return who supervised theses together with a person (person <- thesis -> other)."""
+    person, failed, rejected = _one_person(graph, intent, limits)
+    if failed:
+        return failed
+    pairs = [(t, s) for t in _neighbours(graph, person, SUPERVISED_BY, outgoing=False)
+             for s in _neighbours(graph, t, SUPERVISED_BY) if s != person]
+    items = "; ".join(f"{graph.nodes[s].label} ({_node_item(graph, t)})"
+                      for t, s in pairs[:limits.fact_limit])
+    evidence = _Evidence(
+        facts=(f for t, s in pairs for f in (_fact(graph, t, SUPERVISED_BY, person),
+                                             _fact(graph, t, SUPERVISED_BY, s))),
+        paths=(_path(graph, [person, t, s], [(SUPERVISED_BY, "in"), (SUPERVISED_BY, "out")])
+               for t, s in pairs))
+    name = graph.nodes[person].label
+    return _finish(graph, intent, limits, evidence, [_entity(graph, person, "person named")], name,
+                   rejected=rejected,
+                   answer=ANSWERS[("co_supervisors", intent.language)].format(name=name, items=items))
+
+
+def _scoped_theses(graph: Graph, intent: Intent) -> Iterable[str]:
+    """Return the theses of the question's year, or every thesis when it names none."""
+    if intent.year is not None:
+        return graph.year_index.get(intent.year, [])
+    return (t for year in sorted(graph.year_index) for t in graph.year_index[year])
+
+
+def _co_supervised(graph: Graph, intent: Intent) -> list[str]:
+    """Return the theses of the question's year (or all) with more than one supervisor; the
+    all-years list is built once per graph, since it reads every thesis."""
+    if intent.year is not None:
+        return [t for t in graph.year_index.get(intent.year, [])
+                if len(_neighbours(graph, t, SUPERVISED_BY)) > 1]
+    if graph.co_supervised is None:
+        graph.co_supervised = [t for t in _scoped_theses(graph, intent)
+                               if len(_neighbours(graph, t, SUPERVISED_BY)) > 1]
+    return graph.co_supervised
+
+
+def _kind_co_supervised(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return the theses with more than one supervisor (counted exactly)."""
+    theses = _co_supervised(graph, intent)
+    items = "; ".join(f"{_node_item(graph, t)}: "
+                      + ", ".join(graph.nodes[s].label for s in _neighbours(graph, t, SUPERVISED_BY))
+                      for t in theses[:limits.fact_limit])
+    evidence = _Evidence(
+        facts=(_fact(graph, t, SUPERVISED_BY, s) for t in theses
+               for s in _neighbours(graph, t, SUPERVISED_BY)),
+        paths=(_path(graph, [a, t, b], [(SUPERVISED_BY, "in"), (SUPERVISED_BY, "out")])
+               for t in theses for a, b in itertools.combinations(_neighbours(graph, t, SUPERVISED_BY), 2)))
+    aggregation = {"count": len(theses), "complete": True, "year": intent.year, "counted": THESIS}
+    answer = ANSWERS[("co_supervised", intent.language)].format(count=len(theses), items=items or "—")
+    return _finish(graph, intent, limits, evidence, [], "", aggregation, answer=answer)
+
+
+def _supervisor_ranking(graph: Graph, intent: Intent, top: int) -> tuple[Counter, list[str]]:
+    """Return supervisor -> theses supervised in the question's year (or all years) and the
+    top supervisors, most theses first, then by name. The all-years ranking reads every
+    thesis, so it is built once per graph."""
+    if intent.year is None and graph.supervisor_counts is not None:
+        counts, ranked = graph.supervisor_counts
+        return counts, ranked[:top]
+    counts = Counter(s for t in _scoped_theses(graph, intent) for s in _neighbours(graph, t, SUPERVISED_BY))
+
+    def rank(p: str) -> tuple[int, str]:
+        return -counts[p], graph.nodes[p].label
+    if intent.year is None:
+        graph.supervisor_counts = (counts, sorted(counts, key=rank))
+        return counts, graph.supervisor_counts[1][:top]
+    return counts, heapq.nsmallest(top, counts, key=rank)
+
+
+def _kind_supervisor_list(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return every supervisor (of the year's theses, if a year is asked) with their counts."""
+    # every supervisor has a thesis, so the top fact_limit + 1 give enough facts to prove a cut
+    counts, ranked = _supervisor_ranking(graph, intent, limits.fact_limit + 1)
+
+    def theses_of(person: str) -> list[str]:
+        return [t for t in _neighbours(graph, person, SUPERVISED_BY, outgoing=False)
+                if intent.year is None or graph.nodes[t].year == intent.year]
+    items = "; ".join(f"{graph.nodes[p].label} ({counts[p]})" for p in ranked[:limits.fact_limit])
+    evidence = _Evidence(facts=(_fact(graph, t, SUPERVISED_BY, p) for p in ranked for t in theses_of(p)),
+                         paths=(_path(graph, [p, t], [(SUPERVISED_BY, "in")])
+                                for p in ranked for t in theses_of(p)))
+    lang = intent.language
+    scope = ANSWERS[("scope_year", lang)].format(year=intent.year) if intent.year else ""
+    aggregation = {"count": len(counts), "complete": True, "year": intent.year, "counted": "supervisor"}
+    answer = ANSWERS[("supervisor_list", lang)].format(scope=scope, count=len(counts), items=items or "—")
+    return _finish(graph, intent, limits, evidence, [], "", aggregation, answer=answer)
+
+
+def _kind_count_filtered(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return the exact count of theses (or their authors) narrowed by supervisor, author,
+    keyword and year, with the narrowing edges as evidence."""
+    lang, scope, sets, anchors, entities = intent.language, "", [], [], []
+    aggregation: dict[str, Any] = {"complete": True, "year": intent.year, "counted": intent.subject}
+    for role in ("supervisor", "author"):
+        if role in intent.filters:
+            person, failed, _ = _one_person(graph, intent, limits)
+            if failed:
+                return failed
+            edge = (SUPERVISED_BY, False) if role == "supervisor" else (AUTHORED, True)
+            sets.append(set(_neighbours(graph, person, edge[0], outgoing=edge[1])))
+            anchors.append((person, edge[0], "in" if role == "supervisor" else "out"))
+            scope += ANSWERS[(f"scope_{role}", lang)].format(name=graph.nodes[person].label)
+            aggregation[role] = person
+            entities.append(_entity(graph, person, "person named"))
+    if "keyword" in intent.filters:
+        match, failed = _one_keyword_set(graph, intent, limits)
+        if failed:
+            return failed
+        sets.append({t for k in match.chosen for t in _neighbours(graph, k, HAS_KEYWORD, outgoing=False)})
+        anchors += [(k, HAS_KEYWORD, "in") for k in match.chosen]
+        scope += ANSWERS[("scope_keyword", lang)].format(
+            name=", ".join(graph.nodes[k].label for k in match.chosen))
+        aggregation["keyword"] = list(match.chosen)
+        entities += [_entity(graph, k, "keyword named") for k in match.chosen]
+    if intent.year is not None:
+        sets.append(set(graph.year_index.get(intent.year, [])))
+        scope += ANSWERS[("scope_year", lang)].format(year=intent.year)
+    theses = sorted(set.intersection(*sorted(sets, key=len)),
+                    key=lambda t: (graph.nodes[t].year or 0, t))
+    authors = [(p, t) for t in theses for p in _neighbours(graph, t, AUTHORED, outgoing=False)]
+    count = len({p for p, _ in authors}) if intent.subject == PERSON else len(theses)
+    aggregation["count"] = count
+    answer = ANSWERS[("count_filtered", lang)].format(
+        what=ANSWERS[(f"counted_{intent.subject}", lang)], scope=scope, count=count)
+    if count == 0 and anchors:
+        answer = answer[:-1] + ANSWERS[("known", lang)].format(
+            items=_summary(graph, anchors[0][0], lang, limits.fact_limit))
+    evidence = _Evidence(
+        facts=(_anchor_fact(graph, t, anchor) for t in theses for anchor in anchors[:1]) if anchors
+        else (_fact(graph, p, AUTHORED, t) for p, t in authors),
+        paths=(_path(graph, [a, t], [(e, d)]) for t in theses for a, e, d in anchors[:1]) if anchors
+        else (_path(graph, [p, t], [(AUTHORED, "out")]) for p, t in authors))
+    return _finish(graph, intent, limits, evidence, entities, "", aggregation, answer=answer)
+
+
+def _anchor_fact(graph: Graph, thesis: str, anchor: tuple[str, str, str]) -> Fact:
+    """Return the fact joining a thesis to the node its count is narrowed by."""
+    node, edge_type, direction = anchor
+    return _fact(graph, thesis, edge_type, node) if direction == "in" else _fact(graph, node, edge_type, thesis)
+
+
 KINDS = {
     "count_year": _kind_count_year, "thesis_title": _kind_thesis_title,
     "supervisor_of": _kind_supervisor_of, "supervised_by": _kind_supervised_by,
     "keyword_theses": _kind_keyword_theses, "author_of_title": _kind_author_of_title,
-    "about": _kind_about,
+    "about": _kind_about, "thesis_year": _kind_thesis_year, "who_is": _kind_who_is,
+    "co_supervisors": _kind_co_supervisors, "co_supervised": _kind_co_supervised,
+    "supervisor_list": _kind_supervisor_list, "count_filtered": _kind_count_filtered,
 }
 
 
@@ -1389,35 +2021,56 @@ def _fact_dict(fact: Fact, source_of: dict[str, str]) -> dict:
 
 # === 10. CLI — argparse, readable text, one catch boundary ===
 
+# Headings and the limits line of the text form, one table (the JSON keeps the data).
+TEXT_LIMITS_LINE = ("Limits hit: {names} (more facts and paths exist than are shown; "
+                    "counts in the aggregation are exact)")
+
+
 def format_answer_text(env: dict) -> str:
-    """Return the readable text form of an envelope dict, every control and bidi character
+    """Return the readable text of a graph envelope dict, every control and bidi character
     (a name may hold ESC or U+202E) made visible by rc.visible_text; JSON keeps exact text."""
     return rc.visible_text(_answer_text(env))
 
 
 def _answer_text(env: dict) -> str:
-    """Return the text form of an envelope dict, raw (see format_answer_text)."""
+    """Return the raw text of a graph envelope dict: the answer, its facts with their
+    [S1] sources, longer paths, the aggregation, candidates or rejected ones with reasons,
+    the sources, the limits hit and the status; the one renderer every transport uses."""
     if env["status"] == "error":
         return f"error: {env['reason']}: {env.get('detail', '')}"
-    lines = [env.get("answer", "")]
-    for fact in env.get("facts", []):
-        cite = f" [{fact['source_id']}]" if fact.get("source_id") else ""
-        lines.append(f"  - {fact['text']}{cite}")
-    if env.get("paths") and env.get("intent") == "about":
-        lines.append("paths:")
-        lines += [f"  - {p['text']}" for p in env["paths"]]
+    blocks = [env.get("answer", "")]
+    blocks.append(_text_list("Facts:", [
+        f"  - {f['text']}" + (f" [{f['source_id']}]" if f.get("source_id") else "")
+        for f in env.get("facts", [])]))
+    # a one-edge path repeats a fact; longer ones show how the answer was reached
+    blocks.append(_text_list("Paths:", [f"  - {p['text']}" for p in env.get("paths", [])
+                                        if len(p.get("edges", [])) > 1]))
+    agg = env.get("aggregation")
+    if agg:
+        blocks.append(f"Count: {agg['count']} (counted: {agg.get('counted')}; "
+                      f"complete: {str(agg.get('complete')).lower()})")
     if env["status"] == "ambiguous":
-        lines += [f"  ? {e['name']} ({e['id']}): {e['why']}" for e in env.get("entities", [])]
-    for src in env.get("sources", []):
-        title = f" — {src['title']}" if src.get("title") else ""
-        url = f" <{src['source_url']}>" if src.get("source_url") else ""
-        lines.append(f"[{src['source_id']}] {src['document_path']}{title}{url}")
-    state = (f"status: {env['status']}" + (f" ({env['reason']})" if env.get("reason") else "")
-             + f"; complete: {str(env['complete']).lower()}")
+        blocks.append(_text_list("Candidates:", [f"  ? {e['name']} ({e['id']}): {e['why']}"
+                                                 for e in env.get("entities", [])]))
+    if env["status"] != "ok":
+        blocks.append(_text_list("Not chosen:", [
+            f"  - {c.get('name', c.get('id'))} ({c.get('id')}): {c.get('why', '')}"
+            for c in env.get("rejected_candidates", [])]))
+        blocks.append(_text_list("Reasons:", [f"  - {r}" for r in env.get("reasons", [])]))
+    blocks.append(_text_list("Sources:", [
+        f"  [{s['source_id']}] {s['document_path']}"
+        + (f" — {s['title']}" if s.get("title") else "")
+        + (f" <{s['source_url']}>" if s.get("source_url") else "") for s in env.get("sources", [])]))
     if env.get("truncated"):
-        state += "; truncated: " + ", ".join(env["truncation_reasons"])
-    lines.append(state)
-    return "\n".join(lines)
+        blocks.append(TEXT_LIMITS_LINE.format(names=", ".join(env["truncation_reasons"])))
+    blocks.append(f"status: {env['status']}" + (f" ({env['reason']})" if env.get("reason") else "")
+                  + f"; complete: {str(env['complete']).lower()}; tool: graph")
+    return "\n".join(b for b in blocks if b)
+
+
+def _text_list(heading: str, lines: list[str]) -> str:
+    """Return a heading and its lines, or '' when there are none."""
+    return "\n".join([heading] + lines) if lines else ""
 
 
 def _positive_int(text: str) -> int:
@@ -1436,14 +2089,18 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="graph_store.py",
         description="Answer a structured question over a JSON knowledge graph (format: README, "
-                    "'GraphRAG'). Understands, in Slovak, English and Polish: the thesis title of a "
-                    "person, the supervisor of a person, theses supervised by someone, theses with a "
-                    "keyword, authors of a title, how many persons or theses in a year, and what is "
-                    "known about an entity.",
-        epilog='Examples: "Aký názov práce má Jána Holpa?", "Koľko osôb má prácu v roku 2024?", '
-               '"Who supervised Eva Šimková?". Counts are exact (aggregation.complete); the limits '
-               "cut only what is shown and are reported as truncated. Exit codes: 0 ok, no_answer "
-               "or ambiguous; 1 error; 2 usage.")
+                    "'GraphRAG'). Understands, in Slovak, English and Polish, with or without "
+                    "diacritics: the name of a person's thesis, the year of it, who someone is, the "
+                    "supervisor of a person, theses supervised by someone (in a year), their "
+                    "co-supervisors, theses with more than one supervisor, the list of supervisors, "
+                    "theses with a keyword (in a year), authors of a title, what is known about an "
+                    "entity, and counts by year, supervisor, author or keyword. When the asked "
+                    "relation is absent the answer says what the graph does know; a misspelt name "
+                    "gets 'did you mean', never a guess.",
+        epilog='Examples: "Ako sa volá práca Jána Holpa?", "Kto je Peter Novák?", '
+               '"Koľko prác viedol Peter Novák v roku 2024?", "Who supervised Eva Šimková?". Counts '
+               "are exact (aggregation.complete); the limits cut only the facts and paths shown and "
+               "are reported as truncated. Exit codes: 0 ok, no_answer or ambiguous; 1 error; 2 usage.")
     p.add_argument("question", help="the question, in Slovak, English or Polish")
     p.add_argument("--graph", required=True, metavar="FILE", help="the graph JSON file")
     p.add_argument("--limit", type=_positive_int, metavar="N",

@@ -89,7 +89,10 @@ class StubModelServer:
 
     FAULTS = ("refuse_body", "hang", "http_400", "http_404", "http_429", "http_500", "http_503",
               "html", "truncated_json", "wrong_count", "wrong_dim", "changing_dim", "nan",
-              "empty_choices", "huge", "no_content")
+              "empty_choices", "huge", "no_content",
+              # chat only: how a streamed reply misbehaves (see _chat_stream)
+              "hang_mid", "slow", "length", "no_stream", "refuse_then_ok")
+    MAX_EVENTS = 256         # a streamed reply is sent in at most this many events
 
     def __init__(self) -> None:
         self.reset()
@@ -134,6 +137,14 @@ class StubModelServer:
         self.dim = 8
         self.centered = False    # subtract each vector's mean: dense, signed, like real embeddings
         self.hang_s = 3.0
+        previous = getattr(self, "release", None)
+        if previous is not None:
+            previous.set()           # free any handler still hanging from the last test
+        self.release = threading.Event()   # set: every hang ends at once
+        self.chat_stream = True  # answer "stream": true with server-sent events
+        self.token_gap_s = 0.05  # between streamed tokens when chat_fault == "slow"
+        self.fail_first = 0      # chat_fault "refuse_then_ok": this many 503s first
+        self.streamed_tokens = 0
         self.embed_requests = 0
         self.embedded_texts = 0
         self.chat_requests = 0
@@ -149,6 +160,7 @@ class StubModelServer:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.release.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -173,7 +185,7 @@ class StubModelServer:
         if fault is None:
             return False
         if fault == "hang":
-            time.sleep(self.hang_s)
+            self.release.wait(self.hang_s)
             self._send(handler, 200, {})
         elif fault.startswith("http_"):
             code = int(fault[5:])
@@ -227,10 +239,24 @@ class StubModelServer:
     def _chat(self, handler, body: dict) -> None:
         with self._lock:
             self.chat_requests += 1
+            count = self.chat_requests
         if self.chat_hook is not None:
             self.chat_hook(body)
         fault = self.chat_fault
+        if fault == "refuse_then_ok":
+            if count <= self.fail_first:
+                self._send(handler, 503, {"error": {"message": "loading"}}, headers={"Retry-After": "0"})
+                return
+            fault = None
         if self._common_fault(handler, fault):
+            return
+        if body.get("stream") and self.chat_stream and fault not in ("empty_choices", "no_content",
+                                                                     "no_stream"):
+            self._chat_stream(handler, fault, body.get("model"))
+            return
+        if fault == "length":
+            self._send(handler, 200, {"choices": [{"index": 0, "finish_reason": "length", "message": {
+                "role": "assistant", "content": self.chat_reply}}]})
             return
         if fault == "empty_choices":
             self._send(handler, 200, {"choices": []})
@@ -239,6 +265,47 @@ class StubModelServer:
         else:
             self._send(handler, 200, {"choices": [{"index": 0, "message": {
                 "role": "assistant", "content": self.chat_reply}}]})
+
+
+    def _chat_stream(self, handler, fault: str | None, model: str | None) -> None:
+        """Send chat_reply as server-sent events, one word per event, chunked like
+        llama.cpp and vLLM; hang_mid stops after two words, slow spaces every word by
+        token_gap_s, length ends with finish_reason 'length'."""
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+
+        def chunk(data: bytes) -> None:
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            handler.wfile.flush()
+
+        def event(delta: dict, finish: str | None = None) -> None:
+            payload = {"object": "chat.completion.chunk", "model": model,
+                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
+
+        words = self.chat_reply.split(" ")
+        if len(words) > self.MAX_EVENTS:      # a huge reply: words in groups, MAX_EVENTS events
+            size = -(-len(words) // self.MAX_EVENTS)
+            words = [" ".join(words[i:i + size]) for i in range(0, len(words), size)]
+        try:
+            chunk(b": keep-alive comment\n\n")
+            event({"role": "assistant"})
+            for i, word in enumerate(words):
+                if fault == "hang_mid" and i == 2:
+                    self.release.wait(self.hang_s)
+                    return
+                if fault == "slow":
+                    time.sleep(self.token_gap_s)
+                event({"content": word if i == 0 else " " + word})
+                with self._lock:
+                    self.streamed_tokens += 1
+            event({}, "length" if fault == "length" else "stop")
+            chunk(b"data: [DONE]\n\n")
+            chunk(b"")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
 
 class StubServerCase(TempDirTest):

@@ -247,11 +247,11 @@ class QuestionTest(unittest.TestCase):
 
     def test_unrelated_questions_are_not_claimed(self):
         g = graph()
+        # Counts narrowed by supervisor, keyword or author used to be left to RAG here; they
+        # are graph questions now (issue 16), tested in test_graph_questions.
         for question in ("do kiedy składam JPK", "What is the VAT rate?",
-                         "Koľko prác viedol Peter Novák v roku 2024?",
-                         "Koľko prác s kľúčovým slovom webové aplikácie je z roku 2024?",
-                         "How many theses did Jan Holp write in 2024?",
-                         "What is known about the weather?", "Aký je termín podania?"):
+                         "What is known about the weather?", "Aký je termín podania?",
+                         "Who is the dean?", "Kto je dekan fakulty?"):
             self.assertIsNone(gs.graph_parse_question(question, g), question)
 
     def test_count_subject_persons_or_theses(self):

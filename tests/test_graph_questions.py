@@ -1,0 +1,357 @@
+"""Graph answers as people ask (issue 16): the one text renderer through docs_qa.py --graph
+and MCP query_graph, what is known when the asked relation is absent, did-you-mean for
+typos (never chosen), and the question forms in Slovak (inflected and without diacritics),
+English and Polish, all on the demo graph corpus/graph.json."""
+
+import json
+import os
+import tempfile
+import unittest
+
+from helpers import REPO, run_cli
+from test_mcp import McpSession
+
+import graph_store as gs
+
+DEMO = os.path.join(REPO, "corpus", "graph.json")
+
+
+def demo() -> gs.Graph:
+    """Return the demo graph, loaded once per process."""
+    if not hasattr(demo, "graph"):
+        demo.graph = gs.graph_load(DEMO)
+    return demo.graph
+
+
+def raw_edges(edge_type: str) -> list[tuple[str, str]]:
+    """Return (source, target) of every edge of a type in the demo file, read directly."""
+    with open(DEMO, encoding="utf-8") as f:
+        data = json.load(f)
+    return [(e["source"], e["target"]) for e in data["edges"] if e["type"] == edge_type]
+
+
+def ask(question: str, **limits) -> dict:
+    """Return the envelope dict of a question on the demo graph."""
+    return gs.to_envelope(gs.ask(question, demo(), gs.GraphLimits(**limits))).to_dict()
+
+
+# === One renderer: docs_qa.py --graph, graph_store.py and MCP show the same evidence ===
+
+class MainEntryPointTextTest(unittest.TestCase):
+    """docs_qa.py --graph prints the graph's facts, their [S1] sources and candidates."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = tempfile.TemporaryDirectory()
+        cls.cache = cls._tmp.name
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def run_main(self, question: str, *extra: str):
+        return run_cli(question, "--docs", os.path.join(REPO, "corpus"), "--graph", DEMO,
+                       "--no-embed", "--cache-dir", self.cache, *extra)
+
+    def test_facts_with_their_sources(self):
+        proc = self.run_main("Ako sa volá práca Jána Holpa?")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("„Strojový preklad právnych textov“ (2024)", proc.stdout)
+        self.assertIn("  - Ján Holp -authored-> Strojový preklad právnych textov [S1]", proc.stdout)
+        self.assertIn("  [S1] wiki/prace/2024-holp.md", proc.stdout)
+        self.assertIn("tool: graph", proc.stdout)
+
+    def test_same_text_as_graph_store_cli(self):
+        question = "Who supervised Eva Šimková?"
+        main = self.run_main(question, "--limit", "4")
+        graph_cli = run_cli("graph_store.py", question, "--graph", DEMO, "--limit", "4")
+        self.assertEqual(main.stdout, graph_cli.stdout)
+
+    def test_ambiguous_answer_lists_candidates(self):
+        proc = self.run_main("Kto je Peter?")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        for line in ("  ? Peter Novák (p-novak):", "  ? Peter Lukáč (p-peter-lukac):",
+                     "  ? Peter Sloboda (p-peter-sloboda):"):
+            self.assertIn(line, proc.stdout)
+        self.assertIn("status: ambiguous (ambiguous_person)", proc.stdout)
+
+    def test_count_shows_aggregation_and_limits_speak_of_facts(self):
+        proc = self.run_main("Koľko osôb má prácu v roku 2024?", "--limit", "2")
+        self.assertIn("Count: 16 (counted: person; complete: true)", proc.stdout)
+        self.assertIn("Limits hit: fact_limit, path_limit (more facts and paths exist", proc.stdout)
+        self.assertNotIn("fragments", proc.stdout)
+        self.assertEqual(proc.stdout.count(" -authored-> "), 2)
+
+    def test_not_understood_falls_back_and_says_which_tool(self):
+        proc = self.run_main("Aký je termín podania?", "--search", "--json")
+        env = json.loads(proc.stdout)
+        self.assertEqual(env["tool"], "search")
+        self.assertEqual(env["notes"][0]["code"], "graph_not_applicable")
+        text = self.run_main("Aký je termín podania?", "--search").stdout
+        self.assertIn("graph_not_applicable", text)
+
+    def test_did_you_mean_through_the_main_entry_point(self):
+        proc = self.run_main("Who is Jan Hlop?", "--json")
+        env = json.loads(proc.stdout)
+        self.assertEqual((env["tool"], env["status"], env["reason"]), ("graph", "no_answer", "unknown_person"))
+        self.assertIn("Did you mean Ján Holp?", self.run_main("Who is Jan Hlop?").stdout)
+
+
+class McpQueryGraphTextTest(unittest.TestCase):
+    """MCP query_graph's text content is the same renderer's output."""
+
+    def test_text_has_facts_sources_and_candidates(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            session = McpSession(os.path.join(REPO, "corpus"), tmp, "--graph", DEMO, "--no-embed")
+            try:
+                session.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                               "clientInfo": {"name": "t", "version": "0"}})
+                session.send("notifications/initialized", notify=True)
+                facts = session.request("tools/call", {"name": "query_graph", "arguments": {
+                    "question": "Kto je vedúci práce Jána Holpa?"}})["result"]
+                ambiguous = session.request("tools/call", {"name": "query_graph", "arguments": {
+                    "question": "Who is Peter?"}})["result"]
+            finally:
+                session.close()
+        text = facts["content"][0]["text"]
+        self.assertIn("Peter Novák", text.splitlines()[0])
+        self.assertIn("  - Strojový preklad právnych textov -supervised_by-> Peter Novák [S1]", text)
+        self.assertIn("  [S1] wiki/prace/2024-holp.md", text)
+        self.assertEqual(text, gs.format_answer_text(facts["structuredContent"]))
+        text = ambiguous["content"][0]["text"]
+        self.assertIn("Candidates:", text)
+        self.assertIn("  ? Peter Lukáč (p-peter-lukac):", text)
+
+
+# === What is known when the asked relation is absent ===
+
+class AbsentRelationTest(unittest.TestCase):
+    def test_supervisor_who_wrote_nothing(self):
+        env = ask("Who supervised Eva Šimková?")
+        supervised = [t for t, p in raw_edges("supervised_by") if p == "p-simkova"]
+        self.assertEqual((env["status"], env["reason"]), ("no_answer", "no_matching_facts"))
+        self.assertTrue(env["answer"].startswith(
+            f"Eva Šimková wrote no thesis in the graph; the graph has: theses supervised "
+            f"({len(supervised)}): „Automatická kontrola pravopisu slovenských textov“ (2020)"),
+            env["answer"])
+        self.assertEqual({f["subject"] for f in env["facts"]}, set(supervised))
+        self.assertTrue(all(f["source_id"] for f in env["facts"]))
+
+    def test_slovak_and_supervised_nothing(self):
+        env = ask("Ktoré práce viedol Ján Holp?")
+        self.assertTrue(env["answer"].startswith("Osoba Ján Holp neviedla v grafe žiadnu prácu; "
+                                                 "v grafe je: napísané práce (1): „Strojový preklad"),
+                        env["answer"])
+
+    def test_keyword_without_thesis_in_the_asked_year(self):
+        env = ask("Ktoré práce s kľúčovým slovom robotika sú z roku 2023?")
+        tagged = [t for t, k in raw_edges("has_keyword") if k == "k-rob"]
+        self.assertEqual(env["status"], "no_answer")
+        self.assertIn("Žiadna práca s kľúčovým slovom robotika nie je z roku 2023; v grafe je: "
+                      f"práce s týmto kľúčovým slovom ({len(tagged)}):", env["answer"])
+        self.assertIn("(2019)", env["answer"])
+
+    def test_keyword_with_a_thesis_in_the_asked_year_is_filtered(self):
+        env = ask("Ktoré práce s kľúčovým slovom robotika sú z roku 2024?")
+        self.assertEqual(env["status"], "ok")
+        self.assertEqual([f["subject"] for f in env["facts"]], ["t-2024-beno"])
+
+    def test_entity_with_no_edges(self):
+        self.assertEqual(ask("Kto je Igor Dlhý?")["answer"],
+                         "Igor Dlhý (Ing. Igor Dlhý, PhD.) je v grafe, ale nespája ho s ničím žiadna hrana.")
+        env = ask("Which theses have the keyword quantum computing?")
+        self.assertEqual(env["answer"], "No thesis in the graph has the keyword kvantové výpočty; "
+                                        "the graph has no other facts about it.")
+
+
+# === Did you mean: names of similar spelling, offered and never chosen ===
+
+class DidYouMeanTest(unittest.TestCase):
+    def assert_offered(self, question: str, names: list[str], reason: str = "unknown_person"):
+        env = ask(question)
+        self.assertEqual((env["status"], env["reason"]), ("no_answer", reason), question)
+        offered = [c["name"] for c in env["rejected_candidates"] if c["why"] == "similar spelling"]
+        self.assertEqual(offered, names, question)
+        return env
+
+    def test_one_letter_typos(self):
+        for question in ("Aký názov práce má Jan Holpp?", "Who is Jan Hlp?", "Kto je Eva Simkva?",
+                         "Aký názov práce má Ján Hlop?"):     # a swap of neighbours is one edit
+            self.assert_offered(question, ["Eva Šimková"] if "Simkva" in question else ["Ján Holp"])
+        self.assert_offered("Aký názov práce má Ján Xyzwq?", [])     # far names are not offered
+
+    def test_two_letter_typos(self):
+        self.assert_offered("Aký názov práce má Jan Hlopp?", ["Ján Holp"])
+        self.assert_offered("Who supervised Eva Simkoova?", ["Eva Šimková"])
+
+    def test_keyword_and_title_typos(self):
+        self.assert_offered("Ktoré práce majú kľúčové slovo robotka?", ["robotika"], "unknown_keyword")
+        self.assert_offered("Kto napísal prácu Penetracne testovanei univerzitnej?",
+                            ["Penetračné testovanie univerzitnej siete"], "unknown_title")
+
+    def test_text_asks_in_the_question_language(self):
+        self.assertIn("Did you mean Ján Holp?", ask("Who is Jan Holpp?")["answer"])
+        self.assertIn("Mysleli ste Ján Holp?", ask("Kto je Ján Hlop?")["answer"])
+        self.assertIn("Czy chodziło o Ján Holp?", ask("Jaki jest tytuł pracy Jana Hlopa?")["answer"])
+        text = gs.format_answer_text(ask("Who is Jan Holpp?"))
+        self.assertIn("  - Ján Holp (p-jan-holp): similar spelling", text)
+
+    def test_a_typo_is_never_chosen(self):
+        # even the only, one-edit-away candidate is asked about, not answered for
+        env = self.assert_offered("Aký názov práce má Jan Holpp?", ["Ján Holp"])
+        self.assertEqual((env["entities"], env["facts"], env["sources"]), ([], [], []))
+        self.assertNotIn("Strojový preklad", env["answer"])
+        self.assertEqual(env["rejected_candidates"][0]["distance"], 1)
+
+
+
+class NamesakesTest(unittest.TestCase):
+    """Thousands of namesakes are rejected lazily: shown up to entity_limit, counted exactly."""
+
+    def setUp(self):
+        nodes = [{"id": "p-holp", "type": "person", "name": "Ján Holp"},
+                 {"id": "t-holp", "type": "thesis", "title": "Strojový preklad", "year": 2024}]
+        nodes += [{"id": f"p{i:03}", "type": "person", "name": f"Ján Kováč{i}"} for i in range(30)]
+        edges = [{"source": "p-holp", "target": "t-holp", "type": "authored"}]
+        self.graph = gs.graph_build({"nodes": nodes, "edges": edges})
+
+    def test_full_match_among_namesakes(self):
+        result = gs.ask("Aký názov práce má Ján Holp?", self.graph, gs.GraphLimits(entity_limit=5))
+        self.assertEqual([e["id"] for e in result.entities], ["p-holp"])
+        self.assertEqual([c["id"] for c in result.rejected_candidates], ["p000", "p001", "p002", "p003", "p004"])
+        self.assertIn("25 further rejected candidates are not listed (entity_limit)", result.reasons)
+
+    def test_typo_among_namesakes(self):
+        result = gs.ask("Aký názov práce má Ján Hlopp?", self.graph, gs.GraphLimits(entity_limit=5))
+        self.assertEqual(result.status, "no_answer")
+        self.assertEqual([(c["id"], c["why"]) for c in result.rejected_candidates[:2]],
+                         [("p-holp", "similar spelling"),
+                          ("p000", "the question names a word this person's name lacks")])
+        self.assertIn("26 further rejected candidates are not listed (entity_limit)", result.reasons)
+
+
+# === Question forms: >= 3 phrasings each (Slovak inflected, without diacritics, English, Polish) ===
+
+class QuestionFormsTest(unittest.TestCase):
+    def assert_form(self, questions: list[str], kind: str, check) -> None:
+        for question in questions:
+            with self.subTest(question=question):
+                env = ask(question)
+                self.assertEqual((env["intent"], env["status"]), (kind, "ok"), env["answer"])
+                check(env)
+
+    def test_name_of_the_work(self):
+        def check(env):
+            self.assertEqual([f["object"] for f in env["facts"]], ["t-2024-holp"])
+        self.assert_form(["Ako sa volá práca Jána Holpa?", "Ako sa vola praca Jana Holpa?",
+                          "What is Jan Holp's thesis called?", "Jak się nazywa praca Jana Holpa?"],
+                         "thesis_title", check)
+
+    def test_who_is(self):
+        def check(env):
+            self.assertEqual(env["entities"][0]["id"], "p-jan-holp")
+            self.assertIn("(1): „Strojový preklad právnych textov“ (2024)", env["answer"])
+            self.assertIn("Ján Holp -authored-> Strojový preklad právnych textov -supervised_by-> "
+                          "Peter Novák", [p["text"] for p in env["paths"]])
+        self.assert_form(["Kto je Ján Holp?", "Kto je Jan Holp?", "Who is Jan Holp?",
+                          "Kim jest Jan Holp?"], "who_is", check)
+        for question in ("Who is the dean?", "Kto je dekan fakulty?", "When is the deadline?"):
+            self.assertIsNone(gs.graph_parse_question(question, demo()), question)   # left to search
+
+    def test_who_is_a_supervisor_sums_up_exactly(self):
+        env = ask("Kto je Petra Nováka?")   # an inflected form, as in "Kto je (ten) Petra Nováka"
+        supervised = [t for t, p in raw_edges("supervised_by") if p == "p-novak"]
+        self.assertIn(f"vedené práce ({len(supervised)})", env["answer"])
+        self.assertIn("doc. Ing. Peter Novák, PhD.", env["answer"])
+
+    def test_who_is_ambiguous_first_name(self):
+        for question in ("Kto je Peter?", "Kto je Petr?", "Who is Peter?"):
+            env = ask(question)
+            self.assertEqual((env["status"], env["intent"]), ("ambiguous", "who_is"), question)
+            self.assertEqual(len(env["entities"]), 3)
+
+    def test_years(self):
+        def check(env):
+            self.assertIn("2024", env["answer"])
+            self.assertEqual([f["object"] for f in env["facts"]], ["t-2024-holp"])
+        self.assert_form(["V ktorom roku obhájil Ján Holp?", "V ktorom roku obhajil Jan Holp?",
+                          "When did Jan Holp defend his thesis?", "W którym roku obronił Jan Holp?",
+                          "Kedy obhájil prácu Jána Holpa?"], "thesis_year", check)
+
+    def test_co_supervisors(self):
+        def check(env):
+            self.assertIn("Eva Šimková", env["answer"])
+            self.assertEqual(env["paths"][0]["nodes"], ["p-novak", "t-2024-stastny", "p-simkova"])
+        self.assert_form(["Kto viedol práce spolu s Petrom Novákom?",
+                          "Kto viedol prace spolu s Petrom Novakom?",
+                          "Who co-supervised theses with Peter Novák?"], "co_supervisors", check)
+
+    def test_co_supervised_theses(self):
+        by_thesis: dict[str, int] = {}
+        for t, _ in raw_edges("supervised_by"):
+            by_thesis[t] = by_thesis.get(t, 0) + 1
+        expected = sum(n > 1 for n in by_thesis.values())
+
+        def check(env):
+            self.assertEqual(env["aggregation"]["count"], expected)
+            self.assertIs(env["aggregation"]["complete"], True)
+        self.assert_form(["Ktoré práce mali dvoch vedúcich?", "Ktore prace mali dvoch veducich?",
+                          "Which theses have more than one supervisor?",
+                          "Ktoré práce mali viacerých vedúcich?"], "co_supervised", check)
+
+    def test_supervisor_lists(self):
+        expected = len({p for _, p in raw_edges("supervised_by")})
+
+        def check(env):
+            self.assertEqual(env["aggregation"]["count"], expected)
+            self.assertIn("Eva Šimková (6)", env["answer"])
+        self.assert_form(["Vymenuj všetkých vedúcich prác.", "Vymenuj vsetkych veducich prac.",
+                          "List all supervisors.", "Kto sú vedúci prác?"], "supervisor_list", check)
+
+    def test_supervisor_list_of_a_year(self):
+        env = ask("Kto viedol práce v roku 2024?")
+        self.assertEqual(env["intent"], "supervisor_list")
+        self.assertIn("Peter Novák (3)", env["answer"])
+
+    def test_count_narrowed_by_supervisor_and_year(self):
+        years = {t: int(t.split("-")[1]) for t, _ in raw_edges("supervised_by")}
+        expected = sum(1 for t, p in raw_edges("supervised_by") if p == "p-novak" and years[t] == 2024)
+
+        def check(env):
+            self.assertEqual(env["aggregation"], {"complete": True, "year": 2024, "counted": "thesis",
+                                                  "supervisor": "p-novak", "count": expected})
+            self.assertTrue(env["truncated"])      # evidence cut at 1, the count stays exact
+        for question in ("Koľko prác viedol Peter Novák v roku 2024?",
+                         "Kolko prac viedol Peter Novak v roku 2024?",
+                         "How many theses did Peter Novák supervise in 2024?",
+                         "Ile prac prowadził Peter Novák w roku 2024?"):
+            with self.subTest(question=question):
+                env = ask(question, fact_limit=1, path_limit=1)
+                self.assertEqual(env["intent"], "count_filtered")
+                check(env)
+
+    def test_count_narrowed_by_keyword(self):
+        tagged = {t for t, k in raw_edges("has_keyword") if k == "k-ml"}
+        expected = sum(1 for t in tagged if t.startswith("t-2024-"))
+
+        def check(env):
+            self.assertEqual((env["aggregation"]["count"], env["aggregation"]["keyword"]),
+                             (expected, ["k-ml"]))
+        self.assert_form(["Koľko prác s kľúčovým slovom strojové učenie je z roku 2024?",
+                          "Kolko prac s klucovym slovom strojove ucenie je z roku 2024?",
+                          "How many theses with the keyword machine learning are from 2024?"],
+                         "count_filtered", check)
+
+    def test_count_without_a_year(self):
+        supervised = [t for t, p in raw_edges("supervised_by") if p == "p-simkova"]
+        env = ask("Koľko prác viedla Eva Šimková?")
+        self.assertEqual(env["aggregation"]["count"], len(supervised))
+        self.assertEqual(ask("Koľko prác napísala Katarína Vargová?")["aggregation"]["count"], 2)
+        # a misspelt author is asked about; a count of unnamed supervisors stays with search
+        self.assertIn("Did you mean Ján Holp or Mária Holpová?", ask("How many theses did Hlop write?")["answer"])
+        self.assertIsNone(gs.graph_parse_question("Koľko vedúcich viedlo práce v roku 2024?", demo()))
+
+
+
+if __name__ == "__main__":
+    unittest.main()
