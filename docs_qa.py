@@ -105,6 +105,7 @@ GATE_THRESHOLD_MAX = 1.01          # a gate threshold above 1 never passes (1.01
 CODE_WORD_WEIGHT = 3               # a code-like word (WIS, GTU_12, VAT-26) counts as this many words
 MOBILE_E_ENDINGS = ("ek", "ec")    # the gate also tries 'podatek' as 'podatk' (Polish mobile e)
 MIN_COMPOUND_PART = 3              # letters per half when the gate splits 'honeybees' into 'honey bees'
+IDENTIFIER_READ_BATCH = 500        # chunk texts read at a time when the gate checks an identifier as written
 DEFAULT_PER_DOCUMENT_LIMIT = 3
 DEFAULT_K1 = 1.4                   # tuned on Cranfield, see reports/hybrid-vs-single.md
 DEFAULT_B = 0.6
@@ -2909,27 +2910,29 @@ def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, 
         found += weight if ids else 0.0
         for chunk_id in ids:
             earned[chunk_id] += weight
-        if named is None and _is_identifier(word, case_tells) and \
-                _is_rare(len(_identifier_chunks(conn, word, ids)), n_chunks):
+        if named is None and _is_identifier(word, case_tells) and _is_written_rarely(conn, word, ids, n_chunks):
             named = word
     if not total:
         return 0.0, 0.0, named
     return max(earned.values(), default=0.0) / total, found / total, named
 
 
-def _identifier_chunks(conn: sqlite3.Connection, word: str, candidates: set[int]) -> set[int]:
-    """Return the candidate chunks that write the identifier word exactly as the question does
-    (same letters, capitals and joiners, whole): 'WIS', not 'wis' or 'WISE'; 'GTU_12', not 'GTU 12'."""
+def _is_written_rarely(conn: sqlite3.Connection, word: str, candidates: set[int], n_chunks: int) -> bool:
+    """Return True when some but fewer than half of the folder's n_chunks write the identifier
+    word exactly as the question does (same letters, capitals and joiners, whole: 'WIS', not 'wis'
+    or 'WISE'), so its Robertson-Sparck Jones IDF, log((N - df + 0.5) / (df + 0.5)), is positive
+    and it tells fragments apart. candidates (the chunks holding its stems) are read in batches
+    only until the answer is sure, so a common identifier in a large folder costs little."""
     written = re.compile(r"(?<!\w)" + re.escape(unicodedata.normalize("NFKC", word)) + r"(?!\w)")
-    texts = _cache_chunks(conn, sorted(candidates))
-    return {cid for cid, (chunk, _, _) in texts.items()
-            if written.search(unicodedata.normalize("NFKC", chunk.text))}
-
-
-def _is_rare(df: int, n_chunks: int) -> bool:
-    """Return True when some but fewer than half of n_chunks hold a word: its Robertson-Sparck
-    Jones IDF, log((N - df + 0.5) / (df + 0.5)), is positive, so it tells fragments apart."""
-    return 0 < df and 2 * df < n_chunks
+    ids, df = sorted(candidates), 0
+    for start in range(0, len(ids), IDENTIFIER_READ_BATCH):
+        texts = _cache_chunks(conn, ids[start:start + IDENTIFIER_READ_BATCH])
+        df += sum(1 for chunk, _, _ in texts.values() if written.search(unicodedata.normalize("NFKC", chunk.text)))
+        if 2 * df >= n_chunks:
+            return False                                  # in half the folder or more
+        if df and 2 * (df + len(ids) - start - IDENTIFIER_READ_BATCH) < n_chunks:
+            return True                                   # the rest cannot make it common
+    return df > 0
 
 
 def _word_chunks(conn: sqlite3.Connection, terms: list[str]) -> set[int]:
