@@ -23,7 +23,7 @@ Sections
                          used by docs_qa.py's CLI and MCP), main
 
 Public API
-    graph_load(path) -> Graph            graph_build(data, index_version) -> Graph
+    graph_load(path, max_bytes) -> Graph graph_build(data, index_version) -> Graph
     graph_parse_question(q, graph) -> Intent | None
     ask(q, graph, limits) -> GraphResult to_envelope(result) -> Envelope
     GraphLimits, Graph, Intent, GraphResult, GraphFormatError, GRAPH_EXTRA_SCHEMA
@@ -40,6 +40,7 @@ import itertools
 import json
 import os
 import re
+import stat
 import sys
 import unicodedata
 from dataclasses import asdict, dataclass, field
@@ -68,7 +69,9 @@ DEFAULT_EVIDENCE_LIMIT = 20
 DEFAULT_FACT_LIMIT = 10
 DEFAULT_PATH_LIMIT = 10
 DEFAULT_MAX_PATH_LENGTH = 2
-MAX_QUESTION_CHARS = 2000
+MAX_QUESTION_CHARS = 4000      # as docs_qa.MAX_QUESTION_CHARS: /graph's schema and the CLI agree
+GRAPH_MAX_BYTES = 256 * 1024 * 1024   # a larger graph file is refused unread (500k edges: ~41 MB)
+GRAPH_MAX_INT_DIGITS = 18     # a longer integer (e.g. a 5,000-digit year) is a format error
 MIN_STEM_CHARS = 2            # a stem never gets shorter than this
 MIN_CONTENT_CHARS = 3         # title/keyword words shorter than this are ignored
 TITLE_MIN_COVERAGE = 0.6      # share of a title's words the question must contain
@@ -109,19 +112,6 @@ RELATION_ORDER = (EXACT, FOLDED, GENDER, CLASH)             # best first
 # A person's fit over its label and aliases, best first: a full name wins, and evidence that
 # the question names someone else outweighs a partial fit of a short alias (P. Kováč).
 FIT_ORDER = ("full", CLASH, GENDER, "partial")
-
-LANG_HINTS = {
-    "en": {"what", "who", "which", "how", "many", "thesis", "theses", "title", "is", "the",
-           "of", "about", "known", "supervisor", "supervised", "keyword", "persons",
-           "supervisors", "list", "all", "are", "when", "called", "defend", "whom", "with",
-           "people", "have", "has", "wrote", "tell", "did", "in", "year"},
-    "pl": {"jaki", "jaka", "jest", "ile", "osób", "pracę", "pracy", "tytuł", "promotor",
-           "napisał", "wiadomo", "kluczowe", "słowo", "których", "jakie", "prace", "roku"},
-    "sk": {"aký", "aká", "aké", "má", "koľko", "osôb", "prácu", "práce", "práca", "kto",
-           "ktoré", "vedúci", "roku", "vieme", "názov", "kľúčové", "slovo", "napísal",
-           "viedol", "viedla", "je", "o", "v"},
-}
-PL_LETTERS = set("łąęśżźćń")
 
 # Intent patterns over the folded, lower-case question (diacritics removed).
 RE_YEAR = re.compile(r"\b(19[5-9]\d|20\d\d)\b")
@@ -599,13 +589,10 @@ def _word_relation(question_word: str, name_word: str, is_first: bool) -> str:
 
 # === 5. Load/validate — the only file I/O; graph_build is pure ===
 
-def graph_load(path: str) -> Graph:
-    """Return the validated, indexed graph in the JSON file at path; raise GraphFormatError."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError as exc:
-        raise GraphFormatError(f"cannot read the graph file {path}: {exc.strerror}") from None
+def graph_load(path: str, max_bytes: int = GRAPH_MAX_BYTES) -> Graph:
+    """Return the validated, indexed graph in the JSON file at path; raise GraphFormatError
+    (also for a file that is not regular, e.g. /dev/zero or a pipe, or over max_bytes)."""
+    raw = _graph_read(path, max_bytes)
     # Parsing and indexing create millions of acyclic objects; the cyclic GC would rescan
     # them again and again (about 40% of load time at 500k edges), so pause it meanwhile.
     gc_was_enabled = gc.isenabled()
@@ -617,21 +604,87 @@ def graph_load(path: str) -> Graph:
             gc.enable()
 
 
+def _graph_read(path: str, max_bytes: int) -> bytes:
+    """Return the bytes of the regular file at path, checked by size before reading;
+    raise GraphFormatError. O_NONBLOCK: opening a FIFO must not wait for a writer."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise GraphFormatError(f"cannot read the graph file {path}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise GraphFormatError(f"{path}: the graph must be a regular file")
+        if info.st_size > max_bytes:
+            raise GraphFormatError(f"{path}: the graph file is {info.st_size} bytes, over the "
+                                   f"limit of {max_bytes}")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            raw = handle.read(max_bytes + 1)     # the file may have grown since fstat
+    except OSError as exc:
+        raise GraphFormatError(f"cannot read the graph file {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(raw) > max_bytes:
+        raise GraphFormatError(f"{path}: the graph file is over the limit of {max_bytes} bytes")
+    return raw
+
+
+class _LongInteger:
+    """A JSON integer of more than GRAPH_MAX_INT_DIGITS digits: only its digit count is
+    kept (it is no int and no str, so every type check refuses it)."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, text: str) -> None:
+        self.digits = len(text.lstrip("-"))
+
+
+def _parse_int(text: str) -> int | _LongInteger:
+    """Return a JSON integer; a very long one stays text, so the check names its place
+    (int() would refuse past 4,300 digits with no place, and nothing needs such numbers)."""
+    return int(text) if len(text.lstrip("-")) <= GRAPH_MAX_INT_DIGITS else _LongInteger(text)
+
+
 def _graph_parse(path: str, raw: bytes) -> Graph:
     """Return the Graph of the raw file bytes; raise GraphFormatError naming the problem."""
     try:
-        data = json.loads(raw.decode("utf-8-sig"))
+        text = raw.decode("utf-8-sig")
+        data = json.loads(text, parse_int=_parse_int)
     except UnicodeDecodeError:
         raise GraphFormatError(f"{path}: the graph file is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise GraphFormatError(
             f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except RecursionError:
+        line, column = _deep_place(text)
+        raise GraphFormatError(f"{path}: arrays/objects nested too deeply "
+                               f"(line {line}, column {column})") from None
     label = data.get("version") if isinstance(data, dict) else None
     git = _git_state(path)
     version = rc.index_version_graph(label if isinstance(label, str) else None,
                                      hashlib.sha256(raw).hexdigest(),
                                      git.rev if git else None, bool(git and git.is_dirty))
     return graph_build(data, version)
+
+
+def _deep_place(text: str) -> tuple[int, int]:
+    """Return (line, column), 1-based, of the bracket where the nesting is deepest (the
+    slow path, after the parser gave up: strings are skipped, escapes honoured)."""
+    depth = best = best_at = 0
+    in_string = escaped = False
+    for i, char in enumerate(text):
+        if in_string:
+            in_string, escaped = (char != '"' or escaped), (char == "\\" and not escaped)
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > best:
+                best, best_at = depth, i
+        elif char in "]}":
+            depth -= 1
+    line = text.count("\n", 0, best_at) + 1
+    return line, best_at - text.rfind("\n", 0, best_at)
 
 
 def _git_state(path: str) -> Any:
@@ -677,6 +730,9 @@ def _node_parse(i: int, raw: Any) -> Node:
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
         raise GraphFormatError(f"{where}: 'aliases' must be a list of strings")
     year = raw.get("year")
+    if isinstance(year, _LongInteger):
+        raise GraphFormatError(f"{where}: 'year' has {year.digits} digits, "
+                               f"more than {GRAPH_MAX_INT_DIGITS}")
     if year is not None and (not isinstance(year, int) or isinstance(year, bool)):
         raise GraphFormatError(f"{where}: 'year' must be an integer")
     _node_check_required(where, node_type, raw)
@@ -701,13 +757,34 @@ def _node_check_required(where: str, node_type: str, raw: dict) -> None:
 
 
 def _edges_index(graph: Graph, raw_edges: list) -> None:
-    """Validate every raw edge and add it to both adjacency maps (a hot loop: kept lean)."""
+    """Validate every raw edge and add it to both adjacency maps (a hot loop: kept lean);
+    an edge repeated (same source, type, target) is kept once, see _drop_repeats."""
     nodes, out_edges, in_edges = graph.nodes, graph.out_edges, graph.in_edges
     for i, raw in enumerate(raw_edges):
         src, dst, edge_type = _edge_check(nodes, i, raw)
         _adjacency_append(out_edges, src, edge_type, dst)
         _adjacency_append(in_edges, dst, edge_type, src)
-    graph.edge_count = len(raw_edges)
+    repeats = _drop_repeats(out_edges)
+    if repeats:                      # the same edges, seen from their other end
+        _drop_repeats(in_edges)
+    graph.edge_count = len(raw_edges) - repeats
+
+
+def _drop_repeats(adjacency: dict[str, dict[str, list[str]]]) -> int:
+    """Keep the first of each repeated neighbour, in file order; return how many were dropped.
+
+    A repeated edge adds no fact, it only repeats one; exports built by joining several
+    sources often hold some, so they are merged rather than refused (which would make
+    the whole graph unusable for a harmless redundancy).
+    """
+    dropped = 0
+    for by_type in adjacency.values():
+        for edge_type, targets in by_type.items():
+            if len(targets) > 1 and len(set(targets)) != len(targets):
+                unique = list(dict.fromkeys(targets))
+                dropped += len(targets) - len(unique)
+                by_type[edge_type] = unique
+    return dropped
 
 
 def _edge_check(nodes: dict[str, Node], i: int, raw: Any) -> tuple[str, str, str]:
@@ -1215,24 +1292,9 @@ def _suggest_titles(graph: Graph, typed: Iterable[str]) -> list[dict]:
 # === 7. Questions — language, intent and year; conservative: None when unsure ===
 
 def _language(question: str) -> str:
-    """Return 'sk', 'en' or 'pl' by letters and common question words (default 'sk')."""
-    words = text_words(question)
-    if PL_LETTERS & set(question.casefold()):
-        return "pl"
-    folded = [text_fold(w) for w in words]
-    hint_sets = {lang: {text_fold(h) for h in hints} for lang, hints in LANG_HINTS.items()}
-    scores = {lang: sum(w in hint_sets[lang] for w in folded) for lang in LANG_HINTS}
-    # diacritics count only in lower-case words: a Slovak name in an English question
-    # ("Who supervised Eva Šimková?") says nothing about the question's language
-    has_diacritics = any(text_fold(w) != w for w in re.findall(r"[^\W\d_]+", question)
-                         if not w[:1].isupper())
-    if has_diacritics:
-        scores["sk"] += 2
-    best = max(scores.values())
-    for lang in ("sk", "en", "pl"):
-        if scores[lang] == best:
-            return lang
-    return "sk"
+    """Return 'sk', 'en' or 'pl': docs_qa's one language detector (default 'sk')."""
+    import docs_qa                 # imported on first use: loading a graph does not pay for it
+    return docs_qa.text_detect_language(question, default="sk")
 
 
 def _kind(folded: str, year: int | None) -> str | None:

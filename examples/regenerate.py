@@ -61,6 +61,11 @@ EXAMPLES = [
     ("15-graph-passes-on", "A question the graph does not understand goes to the documents",
      'python3 docs_qa.py "Kto je dekan fakulty?" --docs corpus --graph corpus/graph.json --no-embed --search --limit 2',
      "Search answers; the note graph_not_applicable and `tool` say which tool answered."),
+    ("16-removed-and-refused", "What the answer check removed, and why",
+     'python3 examples/with_model_reply.py examples/16-model-reply.txt -- "do kiedy składam JPK" --docs corpus --no-embed',
+     "A stand-in model (a fixed reply from examples/16-model-reply.txt) adds a command that is not "
+     "in its cited lines, an unsupported claim and a citation outside the fragments: each is removed "
+     "and the text output says so, one line per kind."),
 ]
 
 

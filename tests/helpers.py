@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -323,3 +324,83 @@ class StubServerCase(TempDirTest):
         super().setUp()
         write_files(self.docs, self.corpus)
         self.stub.reset()
+
+
+class ServeProcess:
+    """A real `docs_qa.py serve --port 0` subprocess; its stderr is collected in a thread
+    (so it never blocks) and `port` is read from the 'serving http://...' line."""
+
+    def __init__(self, docs: str, *extra: str, env: dict[str, str] | None = None) -> None:
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("DOCS_QA_")}
+        full_env["EMBED_MOCK"] = "1"
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(REPO, "docs_qa.py"), "serve", "--docs", docs,
+             "--port", "0", *extra], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=full_env)
+        self.lines: list[str] = []
+        self._ready = threading.Event()
+        self.port = 0
+        self._collector = threading.Thread(target=self._collect, daemon=True)
+        self._collector.start()
+        self._ready.wait(60)
+        if not self.port:
+            self.close()
+            raise AssertionError("serve did not start; stderr: " + self.stderr)
+
+    def _collect(self) -> None:
+        for raw in self.proc.stderr:
+            line = raw.decode("utf-8", "replace")
+            self.lines.append(line)
+            if not self.port and "serving http://" in line:
+                self.port = int(line.split("serving http://", 1)[1].split()[0].rsplit(":", 1)[1])
+                self._ready.set()
+        self._ready.set()
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self.lines)
+
+    def close(self) -> str:
+        """Stop the server; return everything it wrote to stderr."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait(30)
+        self._collector.join(30)     # it ends at EOF; closing the pipe under it would race
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return self.stderr
+
+
+def http_exchange(port: int, data: bytes, timeout: float = 30) -> bytes:
+    """Send raw bytes to 127.0.0.1:port, end the sending side, and return every byte
+    the server sent until it closed (b"" when it closed without a reply)."""
+    chunks = []
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        try:
+            sock.sendall(data)
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:                # the server may close first (a refused header, ...)
+            pass
+        try:
+            while True:
+                part = sock.recv(65536)
+                if not part:
+                    break
+                chunks.append(part)
+        except ConnectionResetError:
+            pass
+    return b"".join(chunks)
+
+
+def http_parse_reply(data: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Return (status, headers with lower-case names, body) of the first reply in data."""
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    length = int(headers.get("content-length", len(rest)))
+    return status, headers, rest[:length]

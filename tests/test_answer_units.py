@@ -1,0 +1,186 @@
+"""§14 answer units: extractive answers quote whole units (sentence, list item with its
+nested lines, an introducing line with what it introduces, a heading's example code, a
+numbered procedure, a table row with its header, a definition with its term), code stays
+code, and a model's code that is not in its cited lines is removed and said so (§17)."""
+import json
+import unittest
+
+from helpers import StubServerCase, TempDirTest, docs_qa, run_cli, write_files
+
+TLDR = ("# multitail\n\n> Extension of tail.\n> More information: <https://manned.org/multitail>.\n\n"
+        "- Tail all files matching a pattern in a single stream:\n\n`multitail -Q 1 '{{pattern}}'`\n\n"
+        "- Tail all files in a directory in a single stream:\n\n`multitail -Q 1 '{{path/to/directory}}/*'`\n")
+EXAMPLE = ("# Convert-Path\n\nConverts a path from a PowerShell path to a provider path.\n\n"
+           "### Example 1: Convert the working directory\n\nThis command converts the current working "
+           "directory to a standard file system path.\n\n```powershell\nPS C:\\> Convert-Path .\n"
+           "C:\\programs\\PowerShell\n```\n\n### Example 2: Convert a provider path\n\n"
+           "This command converts the provider path to a standard registry path.\n\n```powershell\n"
+           "PS C:\\> Convert-Path HKLM:\\Software\\Microsoft\nHKEY_LOCAL_MACHINE\\Software\\Microsoft\n```\n")
+HOLP = ("# Strojový preklad\n\n## Základné údaje\n\n- Typ práce: bakalárska práca\n- Autor: Ján Holp\n"
+        "- Vedúci práce: doc. Ing. Peter Novák, PhD.\n- Rok: 2024\n")
+
+
+def lines_of(text, first, last):
+    return text.split("\n")[first - 1:last]
+
+
+class UnitKindsTest(TempDirTest):
+    def ask(self, files, question):
+        write_files(self.docs, files)
+        return docs_qa.answer(question, self.settings(use_embeddings=False), extractive=True)
+
+    def test_a_sentence_with_titles_is_quoted_whole(self):
+        result = self.ask({"holp.md": HOLP}, "Kto je vedúci práce Jána Holpa?")
+        self.assertIn("- Vedúci práce: doc. Ing. Peter Novák, PhD. [holp.md:7-7]", result.answer)
+
+    def test_a_tldr_description_answers_with_its_command_fenced(self):
+        result = self.ask({"multitail.md": TLDR}, "Tail all files matching a pattern in a single stream")
+        self.assertTrue(result.answer.startswith(
+            "- Tail all files matching a pattern in a single stream: [multitail.md:6-8]\n"
+            "```\nmultitail -Q 1 '{{pattern}}'\n```"), result.answer)
+        self.assertEqual(result.unsupported, [])
+
+    def test_inline_code_in_a_quoted_line_keeps_its_spacing(self):
+        text = ("# faker\n\n- Fake addresses of one country (use `locales | cut --delimiter . --fields 1` "
+                "to list them):\n\n`faker --lang {{de_DE}} address`\n")
+        result = self.ask({"faker.md": text}, "fake addresses of one country")
+        self.assertIn("(use `locales | cut --delimiter . --fields 1` to list them): [faker.md:3-5]\n```\n"
+                      "faker --lang {{de_DE}} address\n```", result.answer)
+        self.assertEqual(result.unsupported, [])
+
+    def test_an_example_heading_answers_with_its_code_block_line_for_line(self):
+        result = self.ask({"convert.md": EXAMPLE}, "Convert a provider path to a registry path")
+        first = result.answer.split("\n- ")[0]
+        self.assertIn("[convert.md:14-21]", first)
+        fence = first[first.index("```"):]
+        self.assertEqual(fence.split("\n"), lines_of(EXAMPLE, 18, 21))
+
+    def test_a_list_item_keeps_its_nested_lines(self):
+        text = "# Kroky\n\n- Zapnite zariadenie:\n  - podržte tlačidlo napájania\n  - počkajte na svetlo\n- Iná položka bez vzťahu\n"
+        result = self.ask({"a.md": text}, "ako zapnúť zariadenie tlačidlom")
+        self.assertIn("- Zapnite zariadenie: [a.md:3-5]\n    - podržte tlačidlo napájania\n"
+                      "    - počkajte na svetlo", result.answer)
+
+    def test_a_numbered_procedure_under_its_heading_is_quoted_as_its_steps(self):
+        text = ("# Backup\n\n## To restore a snapshot\n\n1. Stop the service.\n2. Run `restore --latest`.\n"
+                "3. Start the service again.\n\n## Other\n\nUnrelated text about quotas and limits.\n")
+        result = self.ask({"b.md": text}, "how to restore a snapshot")
+        self.assertIn("- To restore a snapshot [b.md:3-7]", result.answer)
+        for step in lines_of(text, 5, 7):
+            self.assertIn("  " + step, result.answer)
+
+    def test_a_table_row_comes_with_its_header_row(self):
+        text = ("# Formularze\n\n| Formularz | Do czego służy |\n| --- | --- |\n| VAT-R | rejestracja |\n"
+                "| VAT-26 | zgłoszenie pojazdu firmowego |\n")
+        result = self.ask({"f.md": text}, "zgłoszenie pojazdu firmowego")
+        self.assertIn("- | Formularz | Do czego służy | [f.md:3-4] [f.md:6-6]\n  | --- | --- |\n"
+                      "  | VAT-26 | zgłoszenie pojazdu firmowego |", result.answer)
+
+    def test_a_definition_comes_with_its_term(self):
+        text = ("# Słownik\n\nWIS\n: wiążąca informacja stawkowa. Wydaje ją Dyrektor KIS na wniosek.\n\n"
+                "Inny akapit o kasach.\n")
+        result = self.ask({"s.md": text}, "kto wydaje ją na wniosek")
+        self.assertIn("- WIS: wiążąca informacja stawkowa. Wydaje ją Dyrektor KIS na wniosek. [s.md:3-4]",
+                      result.answer)
+
+    def test_a_long_code_block_is_cut_marked_and_cited_for_the_lines_shown(self):
+        code = "\n".join(f"step_{n} --run" for n in range(1, 31))
+        text = f"# Deploy\n\nRun the deploy script:\n\n```sh\n{code}\n```\n"
+        result = self.ask({"d.md": text}, "run the deploy script")
+        cut = docs_qa.MAX_QUOTED_LINES
+        self.assertIn(f"[d.md:3-{5 + cut}]", result.answer)
+        self.assertIn("\n".join(lines_of(text, 5, 5 + cut)) + "\n```\n… (15 more lines not shown)",
+                      result.answer)
+
+
+class FragmentBoundaryTest(TempDirTest):
+    def test_a_command_in_the_next_fragment_is_quoted_with_its_description(self):
+        text = ("# tiles\n\n> Draw tiles.\n\n- Make a checkerboard pattern from square tiles:\n\n"
+                "`tiles --checker 8 out.png`\n\n- Draw a striped pattern with wide horizontal bands:\n\n"
+                "`tiles --stripes 4 out.png`\n")
+        write_files(self.docs, {"t.md": text})
+        settings = self.settings(use_embeddings=False, chunk_chars=60)
+        self.assertEqual([c.label for c in docs_qa.chunk_text("t.md", text, 60)][:2], ["t.md:1-5", "t.md:7-11"])
+        result = docs_qa.answer("make a checkerboard pattern from square tiles", settings, extractive=True)
+        self.assertTrue(result.answer.startswith(
+            "- Make a checkerboard pattern from square tiles: [t.md:5-5] [t.md:7-7]\n"
+            "```\ntiles --checker 8 out.png\n```"), result.answer)
+        self.assertTrue(all(c.valid for c in result.citations))
+
+
+class ModelCodeTest(StubServerCase):
+    corpus = {"multitail.md": TLDR}
+
+    def ask(self, reply):
+        self.stub.chat_reply = reply
+        settings = self.settings(base_url=self.stub.base_url, timeout_s=2, retries=0, use_embeddings=False)
+        return docs_qa.answer("tail all files matching a pattern", settings, chat_timeout_s=2)
+
+    def test_a_command_with_a_flag_not_in_the_cited_lines_is_removed_with_a_reason(self):
+        result = self.ask("Run `multitail -Q 1 --follow-all '{{pattern}}'` [multitail.md:6-8].\n"
+                          "Use `multitail -Q 1 '{{pattern}}'` [multitail.md:6-8].")
+        self.assertNotIn("--follow-all", result.answer)
+        self.assertIn("Use `multitail -Q 1 '{{pattern}}'`. [multitail.md:6-8]", result.answer)
+        self.assertEqual([u["problem"] for u in result.unsupported], ["code_not_in_cited_lines"])
+        text = docs_qa.format_answer_text(docs_qa.to_envelope(result).to_dict())
+        self.assertIn("1 sentence removed: its code \"multitail -Q 1 --follow-all '{{pattern}}'\" "
+                      "is not in the cited lines multitail.md:6-8", text)
+
+    def test_a_fenced_block_must_be_verbatim_in_its_cited_lines(self):
+        good = self.ask("Tail by pattern: [multitail.md:6-8]\n```\nmultitail -Q 1 '{{pattern}}'\n```")
+        self.assertIn("```\nmultitail -Q 1 '{{pattern}}'\n```", good.answer)
+        bad = self.ask("Tail by pattern: [multitail.md:6-8]\n```\nmultitail -Q 1 -f '{{pattern}}'\n```")
+        self.assertNotIn("-f '", bad.answer)
+        self.assertIn("code_not_in_cited_lines", [u["problem"] for u in bad.unsupported])
+
+    def test_unsupported_lists_only_claims(self):
+        result = self.ask("## Odpowiedź\n\nŹródła:\n1.\nNie znalazłem odpowiedzi w dokumentach.\n"
+                          "Kary wynoszą milion złotych [multitail.md:6-8].")
+        self.assertEqual([u["sentence"] for u in result.unsupported], ["Kary wynoszą milion złotych."])
+
+    def test_text_output_names_removed_sentences_and_refused_citations(self):
+        result = self.ask("Tail all files matching a pattern in a single stream [multitail.md:6-6]. "
+                          "The pattern is a regular expression [multitail.md:40-41]. "
+                          "It also sends e-mail reports [multitail.md:6-6].")
+        text = docs_qa.format_answer_text(docs_qa.to_envelope(result).to_dict())
+        self.assertIn("1 sentence removed: its citation multitail.md:40-41 is outside the fragments "
+                      "shown: \"The pattern is a regular expression.\"", text)
+        self.assertIn("1 sentence removed: not supported by the cited lines: "
+                      "\"It also sends e-mail reports.\"", text)
+        self.assertIn("1 citation refused: multitail.md:40-41 (outside the lines of the fragments shown)", text)
+
+    def test_the_prompt_asks_for_commands_verbatim(self):
+        result = self.ask("x")
+        self.assertIn("Copy commands, code, paths and flags verbatim", result.prompt["instructions"])
+
+
+class ModelTitlesTest(StubServerCase):
+    corpus = {"holp.md": HOLP}
+
+    def test_a_reply_with_titles_is_one_sentence_and_kept_whole(self):
+        self.stub.chat_reply = ("Vedúcim práce Jána Holpa je doc. Ing. Peter Novák, PhD. [holp.md:7-7] "
+                                "Práca je bakalárska [holp.md:5-5].")
+        settings = self.settings(base_url=self.stub.base_url, timeout_s=2, retries=0, use_embeddings=False)
+        result = docs_qa.answer("Kto je vedúci práce Jána Holpa?", settings, chat_timeout_s=2)
+        self.assertEqual(result.answer.split("\n"), [
+            "Vedúcim práce Jána Holpa je doc. Ing. Peter Novák, PhD. [holp.md:7-7]",
+            "Práca je bakalárska. [holp.md:5-5]"])
+        self.assertEqual(result.unsupported, [])
+
+
+class TextOutputTest(TempDirTest):
+    def test_the_limits_line_is_plain_words_and_the_json_keeps_the_codes(self):
+        write_files(self.docs, {f"d{n}.md": f"# Doc {n}\n\nKasa fiskalna numer {n} działa online.\n"
+                                for n in range(4)})
+        args = ("kasa fiskalna online", "--docs", self.docs, "--no-cache", "--no-embed",
+                "--extractive", "--limit", "2")
+        text = run_cli(*args)
+        self.assertIn("Limits: showing the 2 best of at least 3 matching fragments (--limit shows more).",
+                      text.stdout)
+        self.assertNotIn("result_limit", text.stdout)
+        envelope = json.loads(run_cli(*args, "--json").stdout)
+        self.assertIn("result_limit", envelope["truncation_reasons"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,285 @@
+"""Hostile bytes and slow or many clients against the HTTP server (section 18), through a
+real `docs_qa.py serve` subprocess or a real server on 127.0.0.1:0 spoken to over raw
+sockets: every input gets a JSON error envelope or a clean close, the server keeps
+serving, and nothing reaches stderr as a traceback (issue 12, defects 5, 6 and 9)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+import unittest
+from unittest import mock
+
+from helpers import (TAX_CORPUS, ServeProcess, http_exchange, http_parse_reply, run_cli,
+                     write_files)
+
+import docs_qa
+import retrieval_contract as rc
+
+HEALTH = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+def post(path: str, body: bytes, *headers: str) -> bytes:
+    """Return the raw bytes of a POST with the given body and extra header lines."""
+    head = [f"POST {path} HTTP/1.1", "Host: x", *headers]
+    if not any(h.lower().startswith(("content-length", "transfer-encoding")) for h in headers):
+        head.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+class ServeSubprocessTest(unittest.TestCase):
+    """One `serve` subprocess for the class; its stderr is checked for tracebacks at the end."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.tmp = tempfile.mkdtemp()
+        docs = write_files(os.path.join(cls.tmp, "docs"), TAX_CORPUS)
+        cls.server = ServeProcess(docs, "--cache-dir", os.path.join(cls.tmp, "cache"))
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        stderr = cls.server.close()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        assert "Traceback" not in stderr, stderr
+
+    def exchange(self, data: bytes) -> tuple[int, dict[str, str], dict]:
+        status, headers, body = http_parse_reply(http_exchange(self.server.port, data))
+        self.assertTrue(headers["content-type"].startswith("application/json"), headers)
+        return status, headers, json.loads(body)
+
+    def assert_still_serving(self) -> None:
+        self.assertEqual(self.exchange(HEALTH)[0], 200)
+        self.assertNotIn("Traceback", self.server.stderr)
+
+    def test_a_lone_surrogate_in_a_json_key_is_a_400_envelope(self):
+        status, _, envelope = self.exchange(post("/search", b'{"query":"JPK","\\ud800":1}'))
+        self.assertEqual((status, envelope["reason"]), (400, "invalid_query"))
+        self.assert_still_serving()
+
+    def test_a_lone_surrogate_in_a_value_is_a_400_envelope_but_a_pair_is_text(self):
+        status, _, envelope = self.exchange(post("/search", b'{"query":"JPK \\udc00"}'))
+        self.assertEqual((status, envelope["reason"]), (400, "invalid_query"))
+        status, _, envelope = self.exchange(post("/search", b'{"query":"JPK \\ud83d\\ude00"}'))
+        self.assertEqual((status, envelope["status"]), (200, "ok"))
+        self.assert_still_serving()
+
+    def test_a_non_ascii_digit_content_length_is_an_envelope(self):
+        # headers are read as Latin-1: b"\xb2" is "²", which str.isdigit() takes for a digit
+        for length in (b"\xb2", b"\xc2\xb2", "\u0661".encode(), b"1_0", b"+5", b"9" * 5000):
+            with self.subTest(length=length[:20]):
+                data = b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: " + length + b"\r\n\r\n{}"
+                status, _, envelope = self.exchange(data)
+                self.assertIn(status, (400, 413))
+                self.assertEqual(envelope["status"], "error")
+        self.assert_still_serving()
+
+
+class LiveServer:
+    """A docs-qa HTTP server in this process (so constants can be patched), serving in a
+    thread; `log` holds what it would write to stderr."""
+
+    def __init__(self) -> None:
+        self.tmp = tempfile.mkdtemp()
+        docs = write_files(os.path.join(self.tmp, "docs"), TAX_CORPUS)
+        settings = docs_qa.Settings(docs_dir=docs, cache_dir=os.path.join(self.tmp, "cache"),
+                                    embed_mock=True)
+        docs_qa.index_folder(settings)
+        self.log: list[str] = []
+        ctx = docs_qa.ServerContext(docs_qa.OperationContext(settings), log=self.log.append)
+        self.server = docs_qa.http_server(ctx, "127.0.0.1", 0)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        assert not any("Traceback" in line for line in self.log), self.log
+
+
+class FramingAndErrorPagesTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.live = LiveServer()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.live.close()
+
+    def reply(self, data: bytes) -> tuple[int, dict[str, str], dict, bytes]:
+        raw = http_exchange(self.live.port, data)
+        status, headers, body = http_parse_reply(raw)
+        self.assertTrue(headers.get("content-type", "").startswith("application/json"), raw[:300])
+        envelope = json.loads(body)
+        self.assertEqual(envelope["status"], "error")
+        self.assertEqual(rc.schema_errors(envelope, rc.error_schema()), [])
+        return status, headers, envelope, raw
+
+    def test_http_servers_own_errors_are_json_envelopes_not_html(self):
+        cases = {
+            414: b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n",
+            431: b"GET /health HTTP/1.1\r\n" + b"X-A: b\r\n" * 120 + b"\r\n",
+            400: b"garbage\r\n\r\n",
+            505: b"GET /health HTTP/2.0\r\n\r\n",
+        }
+        for expected, data in cases.items():
+            with self.subTest(status=expected):
+                status, headers, envelope, raw = self.reply(data)
+                self.assertEqual(status, expected)
+                self.assertNotIn(b"<html", raw.lower())
+                self.assertEqual(headers.get("connection"), "close")
+
+    def test_an_unknown_method_is_a_json_405_naming_the_allowed_ones(self):
+        # its request is framed like any other (headers, Content-Length), so unlike the
+        # errors above the connection need not close
+        status, headers, envelope, raw = self.reply(b"BREW /health HTTP/1.1\r\n\r\n")
+        self.assertEqual(status, 405)
+        self.assertEqual(headers.get("allow"), "GET")
+        self.assertNotIn(b"<html", raw.lower())
+
+    def test_http_0_9_is_refused_with_a_status_line_not_answered_unframed(self):
+        # an HTTP/0.9 reply has no status line and no length: with 'Connection: keep-alive'
+        # http.server kept the connection open after it, so a reply could not be delimited
+        cases = {505: b"GET /health\r\nConnection: keep-alive\r\n\r\n" + HEALTH,
+                 400: b"POST /search\r\n\r\n"}
+        for expected, data in cases.items():
+            with self.subTest(status=expected):
+                status, headers, envelope, raw = self.reply(data)
+                self.assertEqual(status, expected)
+                self.assertNotIn(b"<html", raw.lower())
+                self.assertEqual(headers.get("connection"), "close")
+
+    def test_a_chunked_body_is_411_and_the_connection_closed(self):
+        data = post("/search", b"11\r\n{\"query\": \"JPK\"}\r\n0\r\n\r\n", "Transfer-Encoding: chunked")
+        status, headers, envelope, _ = self.reply(data)
+        self.assertEqual((status, envelope["reason"]), (411, "invalid_query"))
+        self.assertEqual(headers.get("connection"), "close")
+
+    def test_two_different_content_lengths_are_400_and_the_connection_closed(self):
+        body = b'{"query": "JPK"}'
+        data = post("/search", body, f"Content-Length: {len(body)}", "Content-Length: 2")
+        status, headers, envelope, raw = self.reply(data + HEALTH)
+        self.assertEqual((status, envelope["reason"]), (400, "invalid_query"))
+        self.assertEqual(headers.get("connection"), "close")
+        self.assertEqual(raw.count(b"HTTP/1.1 "), 1)     # the rest is never read as a request
+
+    def test_content_length_with_transfer_encoding_is_400_and_the_connection_closed(self):
+        body = b'{"query": "JPK"}'
+        data = post("/search", body, f"Content-Length: {len(body)}", "Transfer-Encoding: chunked")
+        status, headers, envelope, raw = self.reply(data + HEALTH)
+        self.assertEqual(status, 400)
+        self.assertEqual(headers.get("connection"), "close")
+        self.assertEqual(raw.count(b"HTTP/1.1 "), 1)
+
+    def test_equal_repeated_content_lengths_are_still_read(self):
+        body = b'{"query": "JPK"}'
+        data = post("/search", body, f"Content-Length: {len(body)}", f"Content-Length: {len(body)}")
+        status, _, payload = http_parse_reply(http_exchange(self.live.port, data))
+        self.assertEqual((status, json.loads(payload)["status"]), (200, "ok"))
+
+    def test_a_target_urlsplit_refuses_is_a_404_envelope(self):
+        # http.server folds a leading '//' today; handle_request must not rely on it
+        ctx = docs_qa.ServerContext(docs_qa.OperationContext(docs_qa.Settings(docs_dir=self.live.tmp)))
+        status, _, body = docs_qa.handle_request("GET", "//[", {}, b"", ctx)
+        self.assertEqual((status, json.loads(body)["reason"]), (404, "not_found"))
+
+
+class SlowAndManyClientsTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.patches = [mock.patch.object(docs_qa, "HTTP_MAX_CONNECTIONS", 3),
+                        mock.patch.object(docs_qa, "HTTP_REQUEST_DEADLINE_S", 1.0),
+                        mock.patch.object(docs_qa._HttpHandler, "timeout", 0.5)]
+        for patch in self.patches:
+            patch.start()
+        self.live = LiveServer()
+
+    def tearDown(self) -> None:
+        self.live.close()
+        for patch in reversed(self.patches):
+            patch.stop()
+
+    def test_dripped_headers_are_cut_by_the_whole_request_deadline(self):
+        # each byte comes well within the 0.5 s socket timeout; the headers would take ~8 s
+        header = b"GET /health HTTP/1.1\r\nX-Slow: " + b"a" * 40 + b"\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", self.live.port), timeout=30) as sock:
+            def drip() -> None:
+                try:
+                    for byte in header:
+                        sock.sendall(bytes([byte]))
+                        time.sleep(0.2)
+                except OSError:
+                    pass
+            dripper = threading.Thread(target=drip, daemon=True)
+            dripper.start()
+            try:
+                data = sock.recv(65536)      # b"": closed, the request never completed
+            except ConnectionResetError:
+                data = b""
+        self.assertEqual(data, b"")
+        self.assertTrue(dripper.is_alive())  # cut while the client was still dripping
+        dripper.join()
+
+    def test_past_the_connection_cap_a_client_gets_503_with_retry_after(self):
+        held = [socket.create_connection(("127.0.0.1", self.live.port), timeout=30) for _ in range(3)]
+        try:
+            for sock in held:
+                sock.sendall(b"GET /health HTTP/1.1\r\n")      # headers never end
+            status, headers, body = http_parse_reply(http_exchange(self.live.port, HEALTH))
+            self.assertEqual(status, 503)
+            self.assertEqual(headers.get("retry-after"), str(docs_qa.HTTP_BUSY_RETRY_AFTER_S))
+            self.assertEqual(json.loads(body)["reason"], "retrieval_unavailable")
+        finally:
+            for sock in held:
+                sock.close()
+        for _ in range(100):                 # the held connections end; slots come back
+            status = http_parse_reply(http_exchange(self.live.port, HEALTH))[0]
+            if status == 200:
+                break
+            time.sleep(0.05)
+        self.assertEqual(status, 200)
+
+    def test_refused_clients_start_no_threads(self):
+        held = [socket.create_connection(("127.0.0.1", self.live.port), timeout=30) for _ in range(3)]
+        try:
+            for sock in held:
+                sock.sendall(b"GET /health HTTP/1.1\r\n")
+            time.sleep(0.1)                  # let the three handler threads start
+            before = threading.active_count()
+            statuses = [http_parse_reply(http_exchange(self.live.port, HEALTH))[0] for _ in range(20)]
+            self.assertEqual(set(statuses), {503})
+            self.assertLessEqual(threading.active_count(), before)
+        finally:
+            for sock in held:
+                sock.close()
+
+
+class TokenTest(unittest.TestCase):
+    def test_a_token_with_spaces_around_is_stripped_with_a_warning_and_then_matches(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            docs = write_files(os.path.join(tmp, "docs"), TAX_CORPUS)
+            server = ServeProcess(docs, "--no-cache", env={"DOCS_QA_TOKEN": "  s3cret\n"})
+            try:
+                reply = http_exchange(server.port, post("/search", b'{"query": "JPK"}',
+                                                        "Authorization: Bearer s3cret"))
+                self.assertEqual(http_parse_reply(reply)[0], 200)
+            finally:
+                stderr = server.close()
+        self.assertIn("DOCS_QA_TOKEN had spaces", stderr)
+        self.assertNotIn("s3cret", stderr)
+
+    def test_a_non_ascii_token_is_refused_at_start_with_a_clear_message(self):
+        proc = run_cli("serve", "--docs", "corpus", "--no-cache", "--port", "0",
+                       env={"DOCS_QA_TOKEN": "hasło"})
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("DOCS_QA_TOKEN must be printable ASCII", proc.stderr)
+        self.assertNotIn("Traceback", proc.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,56 @@
+"""§4 language: one detector tells Polish, Slovak and English apart with or without
+diacritics; the refusal (and the prompt) follow it."""
+import unittest
+
+from helpers import TAX_CORPUS, TempDirTest, docs_qa, write_files
+
+
+class DetectTest(unittest.TestCase):
+    CASES = {
+        "pl": ["przepis na sernik z rodzynkami", "przepis na sernik z rodzynkami?",
+               "do kiedy składam JPK", "do kiedy skladam JPK", "jak dlugo przechowywac faktury",
+               "czy musze wystawic fakture korygujaca", "ile wynosi skladka zdrowotna w 2026",
+               "kto wygral mistrzostwa swiata w pilce noznej", "Jaki tytuł ma praca Jána Holpa?"],
+        "sk": ["kto vyhral majstrovstvá sveta v hokeji", "kto vyhral majstrovstva sveta v hokeji",
+               "Kto je vedúci práce Jána Holpa?", "kto je veduci prace Jana Holpa",
+               "ako dlho uchovavat faktury", "Aký názov práce má Ján Holp?",
+               "kde sa obhajuje diplomova praca"],
+        "en": ["when is the deadline", "How does a foreign buyer receive a KSeF invoice?",
+               "Who supervised Eva Šimková?", "what is the VAT threshold in Poland"],
+    }
+
+    def test_each_language_with_and_without_diacritics(self):
+        for language, questions in self.CASES.items():
+            for question in questions:
+                with self.subTest(question=question):
+                    self.assertEqual(docs_qa.text_detect_language(question), language)
+
+    def test_a_code_alone_gives_the_default(self):
+        self.assertEqual(docs_qa.text_detect_language("GTU_12"), "en")
+        self.assertEqual(docs_qa.text_detect_language("GTU_12", default="sk"), "sk")
+
+    def test_the_answer_language_is_the_detector(self):
+        self.assertEqual(docs_qa.answer_language("kto vyhral majstrovstva sveta v hokeji"), "sk")
+
+
+class GraphLanguageTest(unittest.TestCase):
+    def test_the_graph_uses_the_same_detector(self):
+        import graph_store
+        self.assertEqual(graph_store._language("jaki tytul ma praca Jana Holpa"), "pl")
+        self.assertEqual(graph_store._language("Koľko osôb má prácu v roku 2024?"), "sk")
+        self.assertEqual(graph_store._language("Who supervised Eva Šimková?"), "en")
+
+
+class RefusalLanguageTest(TempDirTest):
+    def test_off_corpus_questions_typed_without_diacritics_are_refused_in_their_language(self):
+        write_files(self.docs, TAX_CORPUS)
+        for question, language in (("przepis na sernik z rodzynkami", "pl"),
+                                   ("kto vyhral majstrovstva sveta v hokeji", "sk")):
+            with self.subTest(question=question):
+                result = docs_qa.answer(question, self.settings(use_embeddings=False), extractive=True)
+                self.assertEqual(result.status, "no_answer")
+                self.assertEqual(result.answer, docs_qa.REFUSALS[language])
+
+
+if __name__ == "__main__":
+    unittest.main()
