@@ -113,6 +113,7 @@ GATE_THRESHOLD_MAX = 1.01          # a gate threshold above 1 never passes (1.01
 CODE_WORD_WEIGHT = 3               # a code-like word (WIS, GTU_12, VAT-26) counts as this many words
 MOBILE_E_ENDINGS = ("ek", "ec")    # the gate also tries 'podatek' as 'podatk' (Polish mobile e)
 MIN_COMPOUND_PART = 3              # letters per half when the gate splits 'honeybees' into 'honey bees'
+IDENTIFIER_READ_BATCH = 500        # chunk texts read at a time when the gate checks an identifier as written
 DEFAULT_PER_DOCUMENT_LIMIT = 3
 DEFAULT_K1 = 1.4                   # tuned on Cranfield, see reports/hybrid-vs-single.md
 DEFAULT_B = 0.6
@@ -211,6 +212,7 @@ class Settings:
     min_coverage: float = DEFAULT_MIN_COVERAGE
     min_similarity: float = DEFAULT_MIN_SIMILARITY
     min_folder_coverage: float = DEFAULT_MIN_FOLDER_COVERAGE
+    identifier_gate: bool = True   # a question naming an identifier the folder holds passes the gate
     k1: float = DEFAULT_K1
     b: float = DEFAULT_B
     chunk_chars: int = DEFAULT_CHUNK_CHARS
@@ -3006,8 +3008,10 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
         notes=notes, stats=stats)
 
 
-def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, float]:
-    """Return (the best chunk's share, the folder's share) (0..1) of the question's weight: each content word
+def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, float, str | None]:
+    """Return (the best chunk's share, the folder's share) (0..1) of the question's weight, and
+    the first identifier (WIS, GTU_12, CIT-8; not a plain number) of the question that the folder
+    writes the same way in fewer than half its chunks, or None: each content word
     weighs its IDF in the folder (a word the folder lacks counts as if one chunk had it;
     code-like words weigh CODE_WORD_WEIGHT times more), and a chunk earns the weight of the
     words it holds under any of their stems. So a word common in the folder cannot carry a
@@ -3015,7 +3019,7 @@ def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, 
     counts every word found anywhere, so a long question is not refused for that)."""
     n_chunks = int(_meta_get(conn, "n_chunks") or 0)
     case_tells = _case_tells(question)
-    total, found, earned = 0.0, 0.0, Counter()
+    total, found, earned, named = 0.0, 0.0, Counter(), None
     for word in _QUESTION_WORD.findall(question):
         terms = text_query_terms(word)
         if not terms:
@@ -3027,9 +3031,29 @@ def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, 
         found += weight if ids else 0.0
         for chunk_id in ids:
             earned[chunk_id] += weight
+        if named is None and _is_identifier(word, case_tells) and _is_written_rarely(conn, word, ids, n_chunks):
+            named = word
     if not total:
-        return 0.0, 0.0
-    return max(earned.values(), default=0.0) / total, found / total
+        return 0.0, 0.0, named
+    return max(earned.values(), default=0.0) / total, found / total, named
+
+
+def _is_written_rarely(conn: sqlite3.Connection, word: str, candidates: set[int], n_chunks: int) -> bool:
+    """Return True when some but fewer than half of the folder's n_chunks write the identifier
+    word exactly as the question does (same letters, capitals and joiners, whole: 'WIS', not 'wis'
+    or 'WISE'), so its Robertson-Sparck Jones IDF, log((N - df + 0.5) / (df + 0.5)), is positive
+    and it tells fragments apart. candidates (the chunks holding its stems) are read in batches
+    only until the answer is sure, so a common identifier in a large folder costs little."""
+    written = re.compile(r"(?<!\w)" + re.escape(unicodedata.normalize("NFKC", word)) + r"(?!\w)")
+    ids, df = sorted(candidates), 0
+    for start in range(0, len(ids), IDENTIFIER_READ_BATCH):
+        texts = _cache_chunks(conn, ids[start:start + IDENTIFIER_READ_BATCH])
+        df += sum(1 for chunk, _, _ in texts.values() if written.search(unicodedata.normalize("NFKC", chunk.text)))
+        if 2 * df >= n_chunks:
+            return False                                  # in half the folder or more
+        if df and 2 * (df + len(ids) - start - IDENTIFIER_READ_BATCH) < n_chunks:
+            return True                                   # the rest cannot make it common
+    return df > 0
 
 
 def _word_chunks(conn: sqlite3.Connection, terms: list[str]) -> set[int]:
@@ -3060,12 +3084,14 @@ def _compound_chunks(conn: sqlite3.Connection, word: str) -> set[int]:
 def _implausible_note(conn: sqlite3.Connection, question: str, dense_scores: Iterable[float],
                       settings: Settings) -> Note | None:
     """Return the no_plausible_match note when retrieval found nothing plausible (too few
-    of the question's words occur in the folder and no embedding match is close), else
+    of the question's words occur in the folder, it names no identifier the folder holds and
+    no embedding match is close), else
     None: the no-answer gate, shared by search() and search_rankings()."""
-    coverage, folder_coverage = _question_coverage(conn, question)
+    coverage, folder_coverage, identifier = _question_coverage(conn, question)
     best_similarity = max(dense_scores, default=None)
     if coverage >= settings.min_coverage or folder_coverage >= settings.min_folder_coverage or (
-            best_similarity is not None and best_similarity >= settings.min_similarity):
+            best_similarity is not None and best_similarity >= settings.min_similarity) or (
+            identifier is not None and settings.identifier_gate):
         return None
     return Note("no_plausible_match",
                 f"the best-matching fragment holds only {coverage:.0%} of the question's words "
@@ -3083,6 +3109,7 @@ class GateSignals(NamedTuple):
     coverage: float                # the best fragment's share of the question (--min-coverage)
     folder_coverage: float         # the folder's share (Settings.min_folder_coverage)
     similarity: float | None       # the best embedding cosine (--min-similarity); None: embeddings off
+    identifier: str | None = None  # an identifier of the question the folder names (Settings.identifier_gate)
 
 
 def search_gate_signals(question: str, settings: Settings) -> GateSignals:
@@ -3095,7 +3122,8 @@ def search_gate_signals(question: str, settings: Settings) -> GateSignals:
         if settings.use_embeddings:
             similarity = max((sim for _, sim in _dense_ranking(conn, question, settings, 1, None)),
                              default=None)
-        return GateSignals(*_question_coverage(conn, question), similarity)
+        coverage, folder_coverage, identifier = _question_coverage(conn, question)
+        return GateSignals(coverage, folder_coverage, similarity, identifier)
     return _with_index(settings, work)
 
 

@@ -142,3 +142,54 @@ class MockNoteTest(TempDirTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class IdentifierGateTest(TempDirTest):
+    """A question naming an identifier the folder writes the same way, in fewer than half its
+    fragments, passes the gate however few of its other words the folder has."""
+
+    QUESTION = "fee for binding rate information WIS"   # English, over Polish pages
+
+    def setUp(self):
+        super().setUp()
+        write_files(self.docs, {
+            "wis.md": "# Wiążąca informacja\n\nOd wniosku o wydanie WIS pobiera się opłatę 40 zł.\n",
+            "jpk.md": "# JPK\n\nPlik JPK składa się do 25. dnia miesiąca.\n",
+            "ksef.md": "# KSeF\n\nFaktury wystawia się w Krajowym Systemie e-Faktur.\n",
+            "cit.md": "# CIT\n\nZeznanie CIT-8 składa się do końca marca.\n"})
+
+    def test_an_english_question_over_polish_pages_is_carried_by_its_identifier(self):
+        # WIS (weight 3 x idf) against four words the folder lacks: coverage 0.43 < 0.45
+        signals = docs_qa.search_gate_signals(self.QUESTION, self.settings(use_embeddings=False))
+        self.assertLess(signals.coverage, docs_qa.DEFAULT_MIN_COVERAGE)
+        self.assertEqual(signals.identifier, "WIS")
+        result = docs_qa.search(self.QUESTION, self.settings(use_embeddings=False))
+        self.assertEqual(result.hits[0].chunk.path, "wis.md")
+        result = docs_qa.search(self.QUESTION, self.settings())      # mock embeddings: the same
+        self.assertEqual(result.hits[0].chunk.path, "wis.md")
+
+    def test_the_identifier_signal_can_be_switched_off(self):
+        result = docs_qa.search(self.QUESTION, self.settings(use_embeddings=False, identifier_gate=False))
+        self.assertEqual(result.hits, [])
+        self.assertIn("no_plausible_match", [n.code for n in result.notes])
+
+    def test_only_the_identifier_as_written_counts(self):
+        # 'Wis' and 'WISE' are not WIS; a plain number (2022) is no identifier
+        for question in ("fee for binding rate information Wis", "fee for binding rate information WISE"):
+            self.assertIsNone(docs_qa.search_gate_signals(
+                question, self.settings(use_embeddings=False)).identifier, question)
+        self.assertEqual(docs_qa.search(self.QUESTION, self.settings(use_embeddings=False)).hits[0].chunk.path,
+                         "wis.md")
+
+    def test_an_identifier_in_most_fragments_does_not_carry_a_question(self):
+        write_files(self.docs, {name: f"# {name}\n\nWIS {body}\n" for name, body in
+                                (("a.md", "alfa beta"), ("b.md", "gamma delta"), ("c.md", "epsilon zeta"))})
+        signals = docs_qa.search_gate_signals(self.QUESTION, self.settings(use_embeddings=False))
+        self.assertIsNone(signals.identifier)     # WIS in 4 of 7 fragments: IDF not positive
+        self.assertEqual(docs_qa.search(self.QUESTION, self.settings(use_embeddings=False)).hits, [])
+
+    def test_cli_answers_it(self):
+        proc = run_cli(self.QUESTION, "--docs", self.docs, "--no-cache", "--search", "--json")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn('"status": "ok"', proc.stdout)
+        self.assertIn("wis.md", proc.stdout)
