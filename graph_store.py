@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import gc
 import hashlib
-import heapq
 import itertools
 import json
 import os
@@ -382,6 +381,8 @@ class Graph:
     # supervisor -> theses supervised over all years, and the supervisors ranked by it (most
     # first, then by name); built on first use (_supervisor_ranking)
     supervisor_counts: tuple[Counter, list[str]] | None = None
+    # year -> the same for that year's theses; each built on the first question of its year
+    year_supervisor_counts: dict[int, tuple[Counter, list[str]]] = field(default_factory=dict)
     # node type -> word length -> [(key, its letters)]; built on the first typo (_spelling_index)
     spelling: dict[str, dict[int, list[tuple[str, frozenset[str]]]]] = field(default_factory=dict)
 
@@ -1926,19 +1927,21 @@ def _kind_co_supervised(graph: Graph, intent: Intent, limits: GraphLimits) -> Gr
 
 def _supervisor_ranking(graph: Graph, intent: Intent, top: int) -> tuple[Counter, list[str]]:
     """Return supervisor -> theses supervised in the question's year (or all years) and the
-    top supervisors, most theses first, then by name. The all-years ranking reads every
-    thesis, so it is built once per graph."""
-    if intent.year is None and graph.supervisor_counts is not None:
-        counts, ranked = graph.supervisor_counts
-        return counts, ranked[:top]
+    top supervisors, most theses first, then by name. Each ranking reads every thesis in its
+    scope, so it is built once per graph (and per year of the graph)."""
+    cached = graph.supervisor_counts if intent.year is None else graph.year_supervisor_counts.get(intent.year)
+    if cached is not None:
+        return cached[0], cached[1][:top]
     counts = Counter(s for t in _scoped_theses(graph, intent) for s in _neighbours(graph, t, SUPERVISED_BY))
 
     def rank(p: str) -> tuple[int, str]:
         return -counts[p], graph.nodes[p].label
+    ranking = (counts, sorted(counts, key=rank))
     if intent.year is None:
-        graph.supervisor_counts = (counts, sorted(counts, key=rank))
-        return counts, graph.supervisor_counts[1][:top]
-    return counts, heapq.nsmallest(top, counts, key=rank)
+        graph.supervisor_counts = ranking
+    elif intent.year in graph.year_index:   # only years with theses, so asked years can't grow it
+        graph.year_supervisor_counts[intent.year] = ranking
+    return counts, ranking[1][:top]
 
 
 def _kind_supervisor_list(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
