@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark docs-qa indexing and cached questions against bm25s, as whole processes.
 
-    python3 reports/bench_index.py DOCS_DIR [--anchor-python /tmp/benchvenv/bin/python]
+    python3 reports/bench_index.py DOCS_DIR [--anchor-python VENV/bin/python]
                                    [--build-runs 3] [--query-runs 15] [--out reports/performance.md]
     python3 reports/bench_index.py --generate 5000     # a synthetic folder when no DOCS_DIR
 
@@ -351,8 +351,9 @@ def main() -> int:
     parser.add_argument("docs", nargs="?", help="folder of documents (default: generate one)")
     parser.add_argument("--generate", type=int, default=5000, metavar="N",
                         help="files in the synthetic folder when no DOCS_DIR is given")
-    parser.add_argument("--anchor-python", default="/tmp/benchvenv/bin/python",
-                        help="interpreter that can import bm25s (skipped when it cannot)")
+    parser.add_argument("--anchor-python", default=sys.executable, metavar="VENV/bin/python",
+                        help="interpreter that can import bm25s (default: this one; the "
+                             "anchor is skipped when it cannot)")
     parser.add_argument("--build-runs", type=int, default=3)
     parser.add_argument("--query-runs", type=int, default=15)
     parser.add_argument("--question", default=DEFAULT_QUESTION)
