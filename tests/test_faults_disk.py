@@ -123,6 +123,19 @@ class DiskFullTest(StubServerCase):
         self.assert_nothing_embedded_again()
         self.assertEqual(cache_counts(path), (before[0] + 1, before[1], "ok"))   # + the question's vector
 
+    def assert_survives_with(self, path: str, before: tuple, connect) -> None:
+        """Ask with sqlite3.connect replaced by connect; the answer comes with the note, the
+        cache keeps its rows and nothing is embedded again."""
+        out = io.StringIO()
+        with mock.patch.object(docs_qa.sqlite3, "connect", connect), \
+                contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            code = docs_qa.main([QUESTION, "--search", "--json", "--docs", self.docs,
+                                 "--cache-dir", self.cache], environ=self.env())
+        self.assertEqual(code, 0, out.getvalue())
+        self.assert_answered_with_note(json.loads(out.getvalue()))
+        self.assertEqual(cache_counts(path), before)
+        self.assert_nothing_embedded_again()
+
     def test_disk_full_injected_max_page_count(self):
         self.stub.dim = 2048          # a question's vector then needs pages the file may not add
         path, before = self.build()
@@ -134,15 +147,7 @@ class DiskFullTest(StubServerCase):
                 conn.execute("PRAGMA max_page_count = 1")   # = the current size: no page may be added
             return conn
 
-        out = io.StringIO()
-        with mock.patch.object(docs_qa.sqlite3, "connect", full_connect), \
-                contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-            code = docs_qa.main([QUESTION, "--search", "--json", "--docs", self.docs,
-                                 "--cache-dir", self.cache], environ=self.env())
-        self.assertEqual(code, 0, out.getvalue())
-        self.assert_answered_with_note(json.loads(out.getvalue()))
-        self.assertEqual(cache_counts(path), before)
-        self.assert_nothing_embedded_again()
+        self.assert_survives_with(path, before, full_connect)
 
     def test_read_only_cache_file_injected(self):
         path, before = self.build()
@@ -153,15 +158,7 @@ class DiskFullTest(StubServerCase):
                 database, kwargs = f"file:{path}?mode=ro", {**kwargs, "uri": True}
             return real_connect(database, *args, **kwargs)
 
-        out = io.StringIO()
-        with mock.patch.object(docs_qa.sqlite3, "connect", read_only_connect), \
-                contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-            code = docs_qa.main([QUESTION, "--search", "--json", "--docs", self.docs,
-                                 "--cache-dir", self.cache], environ=self.env())
-        self.assertEqual(code, 0, out.getvalue())
-        self.assert_answered_with_note(json.loads(out.getvalue()))
-        self.assertEqual(cache_counts(path), before)
-        self.assert_nothing_embedded_again()
+        self.assert_survives_with(path, before, read_only_connect)
 
     def test_fault_kinds(self):
         full = sqlite3.OperationalError("database or disk is full")

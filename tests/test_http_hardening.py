@@ -15,7 +15,7 @@ import time
 import unittest
 from unittest import mock
 
-from helpers import (TAX_CORPUS, ServeProcess, http_exchange, http_parse_reply, run_cli,
+from helpers import (TAX_CORPUS, LiveDocsServer, ServeProcess, http_exchange, http_parse_reply, run_cli,
                      write_files)
 
 import docs_qa
@@ -79,27 +79,12 @@ class ServeSubprocessTest(unittest.TestCase):
         self.assert_still_serving()
 
 
-class LiveServer:
-    """A docs-qa HTTP server in this process (so constants can be patched), serving in a
-    thread; `log` holds what it would write to stderr."""
-
-    def __init__(self) -> None:
-        self.tmp = tempfile.mkdtemp()
-        docs = write_files(os.path.join(self.tmp, "docs"), TAX_CORPUS)
-        settings = docs_qa.Settings(docs_dir=docs, cache_dir=os.path.join(self.tmp, "cache"),
-                                    embed_mock=True)
-        docs_qa.index_folder(settings)
-        self.log: list[str] = []
-        ctx = docs_qa.ServerContext(docs_qa.OperationContext(settings), log=self.log.append)
-        self.server = docs_qa.http_server(ctx, "127.0.0.1", 0)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+class LiveServer(LiveDocsServer):
+    """helpers.LiveDocsServer (in this process, so constants can be patched) whose log must
+    hold no traceback when it closes."""
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        super().close()
         assert not any("Traceback" in line for line in self.log), self.log
 
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import tempfile
+import time
 import unittest
 from html.parser import HTMLParser
 
-from helpers import REPO, TAX_CORPUS, LiveDocsServer, write_files
+from helpers import TAX_CORPUS, LiveDocsServer, ServeProcess, write_files
 
 import docs_qa
 
@@ -179,25 +178,20 @@ class ServeCommandTest(unittest.TestCase):
     def test_serve_prints_the_page_url_on_start(self):
         with tempfile.TemporaryDirectory() as tmp:
             docs = write_files(os.path.join(tmp, "docs"), TAX_CORPUS)
-            env = {k: v for k, v in os.environ.items() if not k.startswith("DOCS_QA_")}
-            env.update({"EMBED_MOCK": "1", "XDG_CACHE_HOME": os.path.join(tmp, "cache")})
-            proc = subprocess.Popen([sys.executable, os.path.join(REPO, "docs_qa.py"), "serve",
-                                     "--docs", docs, "--port", "0"], env=env, text=True,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            server = ServeProcess(docs, env={"XDG_CACHE_HOME": os.path.join(tmp, "cache")})
             try:
-                url = None
-                for line in proc.stderr:
-                    found = re.search(r"page: (http://127\.0\.0\.1:\d+/)$", line.strip())
-                    if found:
-                        url = found.group(1)
+                url = f"http://127.0.0.1:{server.port}/"
+                # the page line is logged right after the 'serving' line ServeProcess waits for
+                for _ in range(300):
+                    if f"page: {url}" in server.stderr:
                         break
-                self.assertIsNotNone(url)
+                    time.sleep(0.1)
+                self.assertIn(f"docs_qa: page: {url}", server.stderr)
                 import urllib.request
                 with urllib.request.urlopen(url, timeout=30) as reply:
                     self.assertIn("<!doctype html>", reply.read().decode("utf-8"))
             finally:
-                proc.terminate()
-                proc.communicate(timeout=10)
+                server.close()
 
     def test_an_ipv6_address_is_bracketed(self):
         self.assertEqual(docs_qa.page_url("::1", 8000), "http://[::1]:8000/")

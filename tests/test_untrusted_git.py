@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -17,7 +16,7 @@ import sys
 import tempfile
 import unittest
 
-from helpers import REPO, run_cli, write_files
+from helpers import REPO, ServeProcess, run_cli, write_files
 
 import docs_qa
 import retrieval_contract as rc
@@ -163,33 +162,21 @@ class HostileCheckoutTest(unittest.TestCase):
         self.assertEqual(alone["index_version"], env["index_version"])
 
     def test_serve_runs_nothing(self):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DOCS_QA_")}
-        env["EMBED_MOCK"] = "1"
-        proc = subprocess.Popen([sys.executable, os.path.join(REPO, "docs_qa.py"), "serve", "--docs",
-                                 self.repo, "--graph", os.path.join(self.repo, "graph.json"),
-                                 "--cache-dir", self.cache, "--port", "0"],
-                                env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        server = ServeProcess(self.repo, "--graph", os.path.join(self.repo, "graph.json"),
+                              "--cache-dir", self.cache)
         try:
-            port = None
-            for line in proc.stderr:
-                found = re.search(r"serving http://127\.0\.0\.1:(\d+)", line)
-                if found:
-                    port = int(found.group(1))
-                    break
-            self.assertIsNotNone(port)
             import http.client
             versions = {}
             for route, body in (("/search", {"query": "zebra"}), ("/rag", {"question": "zebra"}),
                                 ("/graph", {"question": GRAPH_QUESTION})):
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
                 conn.request("POST", route, json.dumps(body), {"Content-Type": "application/json"})
                 reply = conn.getresponse()
                 self.assertEqual(reply.status, 200, route)
                 versions[route] = json.loads(reply.read())["index_version"]
                 conn.close()
         finally:
-            proc.terminate()
-            proc.communicate(timeout=30)
+            server.close()
         self.assertNothingRan("docs_qa.py serve")
         for route, version in versions.items():
             self.assertTrue(version.endswith(self.expected_git()), (route, version))
