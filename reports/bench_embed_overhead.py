@@ -169,6 +169,8 @@ def measure(docs: str, files: int, server_python: str, work: str, runs: int = 3,
     """Return the raw figures: a warm-up docs-qa run, then `runs` alternating pairs of
     (replay of its requests, docs-qa index with a fresh cache), and a BM25-only index."""
     os.makedirs(work, exist_ok=True)
+    started = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": machine(),
+               "server_threads": os.cpu_count() or 1}
     sample = os.path.join(work, "docs")
     copied = sample_folder(docs, files, sample)
     cache = os.path.join(work, "cache")
@@ -193,7 +195,7 @@ def measure(docs: str, files: int, server_python: str, work: str, runs: int = 3,
     finally:
         server.stop()
     bm25 = _docs_qa_index(sample, cache, "http://127.0.0.1:9/v1")
-    return {"files": copied, "requests": len(bodies), "texts": texts,
+    return {**started, "files": copied, "requests": len(bodies), "texts": texts,
             "chars": sum(len(t) for b in bodies for t in b["input"]),
             "max_batch": max(len(b["input"]) for b in bodies), "warm": warm, "replays": replays,
             "indexes": indexes, "server_cpu": server_cpu, "bm25": bm25, "stats": stats, "load_start": load, "load_end": os.getloadavg(),
@@ -208,12 +210,20 @@ def section(figures: dict, command: str) -> str:
     overhead = statistics.median(walls) / statistics.median(replays) - 1
     pairs = [w / r - 1 for w, r in zip(walls, replays)]
     cpu_share = statistics.median(cpus) / statistics.median(replays)
-    verdict = "**met**" if overhead <= GOAL else "**not met**"
+    # The server's torch threads (os.cpu_count() by default) make its wall on an idle machine at
+    # least its CPU time / threads: docs-qa's CPU over that is a bound on the overhead that load
+    # cannot inflate.
+    threads = figures.get("server_threads", 2)
+    bound = statistics.median(cpus) * threads / statistics.median(figures["server_cpu"]["replay"])
+    noisy = max(pairs) - min(pairs) > GOAL
+    verdict = ("**met**" if overhead <= GOAL else "**not met**") + (
+        " by the walls, which this run's load cannot resolve to 10 % (their pairs spread over "
+        f"{100 * (max(pairs) - min(pairs)):.0f} points)" if noisy else "")
     pct = lambda v: f"{100 * v:+.1f} %"   # noqa: E731
     last = figures["indexes"][-1]
     lines = [
         "## Embedding a folder: docs-qa's overhead over the embedding server (issue 18, goal 3)", "",
-        f"- Date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; machine: {machine()}",
+        f"- Date: {figures['date']}; machine: {figures['machine']}",
         f"- Load average at start {figures['load_start'][0]:.2f}, at end {figures['load_end'][0]:.2f} "
         "(other work shares the 2 cores: walls are noisy, the alternating medians and docs-qa's CPU time are the figures to quote)",
         f"- Command: `{command}`",
@@ -242,6 +252,10 @@ def section(figures: dict, command: str) -> str:
         f"(of it, {figures['bm25']['cpu']:.2f} s is the process start and the BM25 index, the rest is "
         "building the texts, JSON, HTTP, checking vectors and storing them). The server's CPU time is the "
         "same in both rows: the same work was asked of it.", "",
+        f"Load-independent bound: the server ran {threads} torch threads, so on an idle machine its wall is at "
+        f"least its CPU time / {threads}; docs-qa's CPU time over that is **at most {pct(bound)}** "
+        f"(goal: at most +10 %, {'**met**' if bound <= GOAL else '**not met**'}), process start and BM25 index "
+        "included.", "",
     ]
     return "\n".join(lines)
 
