@@ -62,8 +62,9 @@ def sample_folder(docs: str, files: int, dest: str, seed: int = SEED) -> int:
     return len(chosen)
 
 
-def run_timed(cmd: list[str], env: dict[str, str]) -> dict:
-    """Run one process; return its wall and CPU seconds, peak RSS (MB), stdout and stderr."""
+def run_timed(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,)) -> dict:
+    """Run one process; return its wall and CPU seconds, peak RSS (MB), stdout and stderr;
+    raise RuntimeError when its exit code is not in ok."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=REPO)
@@ -74,7 +75,7 @@ def run_timed(cmd: list[str], env: dict[str, str]) -> dict:
         result = {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss // 1024,
                   "stdout": out.read().decode("utf-8", "replace").strip(),
                   "stderr": err.read().decode("utf-8", "replace").strip()}
-    if os.waitstatus_to_exitcode(status) != 0:
+    if os.waitstatus_to_exitcode(status) not in ok:
         raise RuntimeError(f"{cmd[:3]} failed: {result['stderr'][-500:]}")
     return result
 

@@ -44,8 +44,8 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_index import (BM25S_BUILD, BM25S_QUERY, DOCS_QA, anchor_available,  # noqa: E402
-                         docs_qa_env, machine, run_measured)
-from bench_embed_overhead import stop_child  # noqa: E402
+                         docs_qa_env, machine)
+from bench_embed_overhead import run_timed, stop_child  # noqa: E402
 
 SEED = 18
 PERTURB_RATE = 0.15                 # share of the words of 4+ letters respelled in a copy
@@ -55,7 +55,9 @@ QUESTIONS = ("how to list files in a directory", "extract a tar archive", "show 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 WORD = re.compile(r"[A-Za-z]{4,}")
 PRACTICAL = {"index_s": (600, "a first index over 10 minutes"),
+             "index_cpu": (600, "a first index over 10 CPU minutes"),
              "cold_s": (1.0, "a cold CLI question over 1 s"),
+             "cold_cpu": (1.0, "a cold CLI question over 1 CPU second"),
              "warm_s": (1.0, "a warm `serve` question over 1 s"),
              "index_mb": (12 * 1024, "an index peak over half of the 24 GB")}
 
@@ -155,28 +157,20 @@ def folder_mb(path: str) -> float:
 
 def _index(folder: str, cache: str) -> dict:
     shutil.rmtree(cache, ignore_errors=True)
-    wall, mb, out, err, rc = run_measured([sys.executable, DOCS_QA, "index", "--docs", folder,
-                                           "--cache-dir", cache], docs_qa_env())
-    if rc != 0:
-        raise RuntimeError(f"docs_qa index failed: {err[-500:]}")
-    numbers = [int(n) for n in re.findall(r"(\d+) (?:new|chunks)", out)]
-    return {"wall": wall, "mb": mb, "files": numbers[0] if numbers else 0,
+    run = run_timed([sys.executable, DOCS_QA, "index", "--docs", folder, "--cache-dir", cache], docs_qa_env())
+    numbers = [int(n) for n in re.findall(r"(\d+) (?:new|chunks)", run["stdout"])]
+    return {"wall": run["wall"], "cpu": run["cpu"], "mb": run["rss"], "files": numbers[0] if numbers else 0,
             "chunks": numbers[1] if len(numbers) > 1 else 0, "cache_mb": folder_mb(cache)}
 
 
-def _cold_question(folder: str, cache: str, question: str) -> tuple[float, int]:
-    wall, mb, _, err, rc = run_measured([sys.executable, DOCS_QA, question, "--docs", folder,
-                                         "--cache-dir", cache, "--extractive", "--json"], docs_qa_env())
-    if rc not in (0, 1):            # 1: no answer, still a full question
-        raise RuntimeError(f"docs_qa question failed ({rc}): {err[-500:]}")
-    return wall, mb
+def _cold_question(folder: str, cache: str, question: str) -> dict:
+    """Return the run of one question process (exit 1, no answer, is still a full question)."""
+    return run_timed([sys.executable, DOCS_QA, question, "--docs", folder, "--cache-dir", cache,
+                      "--extractive", "--json"], docs_qa_env(), ok=(0, 1))
 
 
-def _anchor(anchor: str, script: str, *args: str) -> tuple[float, int]:
-    wall, mb, _, err, rc = run_measured([anchor, "-c", script, *args])
-    if rc != 0:
-        raise RuntimeError(f"bm25s failed: {err[-500:]}")
-    return wall, mb
+def _anchor(anchor: str, script: str, *args: str) -> dict:
+    return run_timed([anchor, "-c", script, *args])
 
 
 class ServeProcess:
@@ -225,15 +219,20 @@ def measure_size(folder: str, work: str, anchor: str | None, question_runs: int,
     out_dir = os.path.join(work, "bm25s")
     if anchor:
         shutil.rmtree(out_dir, ignore_errors=True)
-        row["anchor_index_s"], row["anchor_index_mb"] = _anchor(anchor, BM25S_BUILD, folder, out_dir)
-    row["cold"], row["cold_mb"], row["anchor_query"] = [], [], []
+        run = _anchor(anchor, BM25S_BUILD, folder, out_dir)
+        row["anchor_index_s"], row["anchor_index_cpu"], row["anchor_index_mb"] = run["wall"], run["cpu"], run["rss"]
+    for key in ("cold", "cold_cpu", "cold_mb", "anchor_query", "anchor_query_cpu"):
+        row[key] = []
     for i in range(question_runs):
         question = QUESTIONS[i % len(QUESTIONS)]
-        wall, mb = _cold_question(folder, cache, question)
-        row["cold"].append(wall)
-        row["cold_mb"].append(mb)
+        run = _cold_question(folder, cache, question)
+        row["cold"].append(run["wall"])
+        row["cold_cpu"].append(run["cpu"])
+        row["cold_mb"].append(run["rss"])
         if anchor:
-            row["anchor_query"].append(_anchor(anchor, BM25S_QUERY, out_dir, question)[0])
+            run = _anchor(anchor, BM25S_QUERY, out_dir, question)
+            row["anchor_query"].append(run["wall"])
+            row["anchor_query_cpu"].append(run["cpu"])
     server = ServeProcess(folder, cache)
     try:
         row["serve_ready_s"] = server.ready_s
@@ -292,15 +291,20 @@ def growth_word(slope: float) -> str:
 def _metrics(rows: dict) -> dict[str, tuple[str, list[tuple[int, float]]]]:
     med = statistics.median
     series = {"index_s": ("first index (s)", [(n, r["wall"]) for n, r in rows.items()]),
+              "index_cpu": ("first index, CPU (s)", [(n, r["cpu"]) for n, r in rows.items()]),
               "index_mb": ("first index peak RSS (MB)", [(n, r["mb"]) for n, r in rows.items()]),
               "cache_mb": ("cache size (MB)", [(n, r["cache_mb"]) for n, r in rows.items()]),
               "cold_s": ("cold CLI question (s)", [(n, med(r["cold"])) for n, r in rows.items()]),
+              "cold_cpu": ("cold CLI question, CPU (s)", [(n, med(r["cold_cpu"])) for n, r in rows.items()]),
               "warm_s": ("warm `serve` question (s)", [(n, med(r["warm"])) for n, r in rows.items()]),
               "serve_mb": ("`serve` peak RSS (MB)", [(n, r["serve_mb"]) for n, r in rows.items()])}
     if all("anchor_index_s" in r for r in rows.values()):
         series["anchor_index_s"] = ("bm25s build (s)", [(n, r["anchor_index_s"]) for n, r in rows.items()])
+        series["anchor_index_cpu"] = ("bm25s build, CPU (s)", [(n, r["anchor_index_cpu"]) for n, r in rows.items()])
         series["anchor_index_mb"] = ("bm25s build peak RSS (MB)", [(n, r["anchor_index_mb"]) for n, r in rows.items()])
         series["anchor_query_s"] = ("bm25s load+query (s)", [(n, med(r["anchor_query"])) for n, r in rows.items()])
+        series["anchor_query_cpu"] = ("bm25s load+query, CPU (s)",
+                                      [(n, med(r["anchor_query_cpu"])) for n, r in rows.items()])
     return series
 
 
@@ -333,23 +337,28 @@ def section(figures: dict, command: str, chart: str | None = None) -> str:
              "request to a warm `serve` (`POST /rag`, extractive); every question verifies every file's freshness.",
              "- Other helpers' work shared the 2 cores during the run (load average per size below): absolute "
              "times are noisy, the slopes less so.", "",
-             "| files | chunks | docs MB | first index | index peak RSS | cache | cold CLI question, median (min–max) | "
-             "warm `serve` question | `serve` RSS | load |",
+             "| files | chunks | docs MB | first index: wall, CPU | index peak RSS | cache | "
+             "cold CLI question: wall, median (min–max); CPU | warm `serve` question | `serve` RSS | load |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for n, r in rows.items():
-        lines.append(f"| {r['files']:,} | {r['chunks']:,} | {r['docs_mb']:.1f} | {r['wall']:.1f} s | {r['mb']} MB | "
-                     f"{r['cache_mb']:.1f} MB | {_span(r['cold'])} s (n={len(r['cold'])}) | "
+        lines.append(f"| {r['files']:,} | {r['chunks']:,} | {r['docs_mb']:.1f} | {r['wall']:.1f} s, {r['cpu']:.1f} s | "
+                     f"{r['mb']} MB | {r['cache_mb']:.1f} MB | {_span(r['cold'])} s (n={len(r['cold'])}); "
+                     f"{statistics.median(r['cold_cpu']):.3f} s | "
                      f"{_span(r['warm'])} s (n={len(r['warm'])}) | {r['serve_mb']} MB | "
                      f"{r['load'][0]:.1f}–{r['load'][1]:.1f} |")
     if figures["anchor"]:
         lines += ["", "bm25s on the same folders, run alternately with docs-qa (`VENV/bin/python -c <BM25S_BUILD>` "
                   "and `<BM25S_QUERY>` of reports/bench_index.py):", "",
-                  "| files | bm25s build | build peak RSS | load+query, median (min–max) | docs-qa / bm25s: index, question |",
+                  "| files | bm25s build: wall, CPU | build peak RSS | load+query: wall, median (min–max); CPU | "
+                  "docs-qa / bm25s: index, question (wall; CPU) |",
                   "|---|---|---|---|---|"]
         for n, r in rows.items():
-            lines.append(f"| {r['files']:,} | {r['anchor_index_s']:.1f} s | {r['anchor_index_mb']} MB | "
-                         f"{_span(r['anchor_query'])} s | {r['wall'] / r['anchor_index_s']:.2f}x, "
-                         f"{statistics.median(r['cold']) / statistics.median(r['anchor_query']):.2f}x |")
+            med = statistics.median
+            lines.append(f"| {r['files']:,} | {r['anchor_index_s']:.1f} s, {r['anchor_index_cpu']:.1f} s | "
+                         f"{r['anchor_index_mb']} MB | {_span(r['anchor_query'])} s; {med(r['anchor_query_cpu']):.3f} s | "
+                         f"{r['wall'] / r['anchor_index_s']:.2f}x, {med(r['cold']) / med(r['anchor_query']):.2f}x; "
+                         f"{r['cpu'] / r['anchor_index_cpu']:.2f}x, "
+                         f"{med(r['cold_cpu']) / med(r['anchor_query_cpu']):.2f}x |")
     lines += ["", "## How each grows (slope of log y on log files; 1 = linear)", "",
               "The slope over all sizes includes fixed costs (interpreter start, imports) that flatten the small "
               "sizes; the slope between the two largest sizes is the marginal growth, and the one extrapolated.", "",
@@ -374,7 +383,7 @@ def growth_chart(figures: dict) -> str:
     rows = figures["rows"]
     n0 = min(rows)
     series = {"linear (reference)": [(n, n / n0) for n in rows]}
-    for key in ("index_s", "cache_mb", "index_mb", "cold_s", "warm_s"):
+    for key in ("index_cpu", "cache_mb", "index_mb", "cold_cpu", "warm_s"):
         label, points = _metrics(rows)[key]
         series[label] = [(n, y / points[0][1]) for n, y in points]
     return line_chart(series, "docs-qa growth with the folder (relative to the smallest)", "files (log scale)",
