@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import gc
 import hashlib
+import heapq
 import itertools
 import json
 import os
@@ -319,6 +320,7 @@ SUGGEST_MAX_DISTANCE = ((4, 1), (10**9, 2))   # up to 4 letters: 1 edit; longer:
 SUGGEST_LIMIT = 3                              # names offered at most
 SUGGEST_MIN_CHARS = 3                          # shorter typed words are never corrected
 SIMILAR_SPELLING = "similar spelling"
+ORDERED_READ_AHEAD = 64        # namesakes sorted at a time when rejected candidates are read
 
 # An ambiguous answer by the type of its candidates: (answer sentence, reason, reasons line).
 AMBIGUOUS = {PERSON: ("ambiguous_person", "ambiguous_person", "persons fit the name in the question"),
@@ -886,20 +888,50 @@ class _Match:
     is_ambiguous: bool = False   # the chosen ones compete for the same words of the question
 
 
+class _Ordered:
+    """Ids in a fixed order: `first` as given, then `rest` sorted. `rest` (the namesakes a
+    common first name brings, often thousands) is sorted only as far as it is read."""
+
+    def __init__(self, first: list[str], rest: list[str]) -> None:
+        self.first, self.rest, self._rest_sorted = first, rest, []
+
+    def __len__(self) -> int:
+        return len(self.first) + len(self.rest)
+
+    def at(self, i: int) -> str:
+        """Return the i-th id (0 <= i < len)."""
+        if i < len(self.first):
+            return self.first[i]
+        i -= len(self.first)
+        if i >= len(self._rest_sorted):
+            want = max(2 * (i + 1), ORDERED_READ_AHEAD)
+            self._rest_sorted = (heapq.nsmallest(want, self.rest) if want < len(self.rest)
+                                 else sorted(self.rest))
+        return self._rest_sorted[i]
+
+    def all(self) -> list[str]:
+        """Return every id, in order."""
+        return self.first + sorted(self.rest)
+
+    def without(self, ids: set[str]) -> "_Ordered":
+        """Return these ids except ids, still sorted lazily."""
+        return _Ordered([i for i in self.first if i not in ids], [i for i in self.rest if i not in ids])
+
+
 class _Records(Sequence):
     """A list of rejected-candidate records whose tail is built only when read: namesakes
     can be thousands, while an answer shows entity_limit of them and counts the rest."""
 
-    def __init__(self, head: list[dict], tail_ids: list[str], build: Callable[[str], dict]) -> None:
-        self.head, self.tail_ids, self.build = head, tail_ids, build
+    def __init__(self, head: list[dict], tail: _Ordered, build: Callable[[str], dict]) -> None:
+        self.head, self.tail, self.build = head, tail, build
 
     def __len__(self) -> int:
-        return len(self.head) + len(self.tail_ids)
+        return len(self.head) + len(self.tail)
 
     def without(self, ids: set[str], first: list[dict]) -> "_Records":
         """Return first, then these records except those of ids, still built lazily."""
         return _Records(first + [c for c in self.head if c.get("id") not in ids],
-                        [i for i in self.tail_ids if i not in ids], self.build)
+                        self.tail.without(ids), self.build)
 
     def __getitem__(self, i):
         if isinstance(i, slice):
@@ -908,7 +940,7 @@ class _Records(Sequence):
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError(i)
-        return self.head[i] if i < len(self.head) else self.build(self.tail_ids[i - len(self.head)])
+        return self.head[i] if i < len(self.head) else self.build(self.tail.at(i - len(self.head)))
 
 
 def _full_name_variants(graph: Graph, node_id: str) -> list[frozenset[str]]:
@@ -917,14 +949,35 @@ def _full_name_variants(graph: Graph, node_id: str) -> list[frozenset[str]]:
     return [label] + [a for a in aliases if len(a) >= 2]
 
 
-def _hits(graph: Graph, node_type: str, keys: Iterable[str]) -> dict[str, set[str]]:
+def _hits(graph: Graph, node_type: str, keys: Iterable[str]) -> dict[str, frozenset[str]]:
     """Return node id -> the question keys that hit it, via the token index only."""
+    return _hits_overlap(graph, node_type, keys)[0]
+
+
+def _hits_overlap(graph: Graph, node_type: str,
+                  keys: Iterable[str]) -> tuple[dict[str, frozenset[str]], set[str]]:
+    """Return node id -> the question keys that hit it, and the ids hit by more than one key.
+
+    The largest index entry (a common first name) is taken whole; only the others are
+    walked id by id, so thousands of namesakes cost one dict.fromkeys.
+    """
     index = graph.token_index.get(node_type, {})
-    hits: dict[str, set[str]] = {}
-    for key in keys:
-        for node_id in index.get(key, ()):
-            hits.setdefault(node_id, set()).add(key)
-    return hits
+    entries = sorted(((key, index[key]) for key in dict.fromkeys(keys) if key in index),
+                     key=lambda kv: -len(kv[1]))
+    if not entries:
+        return {}, set()
+    hits: dict[str, frozenset[str]] = dict.fromkeys(entries[0][1], frozenset((entries[0][0],)))
+    overlap: set[str] = set()
+    for key, ids in entries[1:]:
+        single = frozenset((key,))
+        for node_id in ids:
+            found = hits.get(node_id)
+            if found is None:
+                hits[node_id] = single
+            else:
+                hits[node_id] = found | single
+                overlap.add(node_id)
+    return hits, overlap
 
 
 @dataclass
@@ -1021,7 +1074,7 @@ def _partial_why(node: Node, matched: set[str]) -> str:
     return "; ".join(parts) or "an alias word matches"
 
 
-def _choose_full(full: list[str], fits: dict[str, _PersonFit], partial: list[str],
+def _choose_full(full: list[str], fits: dict[str, _PersonFit], partial: _Ordered,
                  why: Callable[[str, str], dict], rejected: list[dict]) -> _Match:
     """Return the full-name matches with the most exact words; the rest are rejected."""
     best = max(fits[n].exact for n in full)
@@ -1034,14 +1087,16 @@ def _choose_full(full: list[str], fits: dict[str, _PersonFit], partial: list[str
                   _Records(rejected, partial, lambda n: why(n, partial_why)), len(chosen) > 1)
 
 
-def _choose_partial(graph: Graph, partial: list[str], hits: dict[str, set[str]],
+def _choose_partial(graph: Graph, partial: _Ordered, hits: dict[str, frozenset[str]],
                     name_keys: set[str], why: Callable[[str, str], dict], rejected: list[dict],
                     clash: Callable[[str], str | None]) -> _Match:
     """Return the best partial matches (most name words hit); several best are ambiguous."""
-    if name_keys - graph.token_index.get(PERSON, {}).keys():
+    index = graph.token_index.get(PERSON, {})
+    if any(key not in index for key in name_keys):
         # a name word no person has: every candidate is ruled out, each record says why
         lacks = "the question names a word this person's name lacks"
         return _Match([], [], _Records(rejected, partial, lambda n: why(n, clash(n) or lacks)))
+    partial = partial.all()
     clashing = {n: note for n in partial for note in (clash(n),) if note}
     rejected += [why(n, note) for n, note in clashing.items()]
     partial = [n for n in partial if n not in clashing]
@@ -1073,33 +1128,30 @@ def _match_persons(graph: Graph, words: Iterable[str], name_keys: Iterable[str] 
     by_key: dict[str, list[str]] = {}
     for word in words:
         by_key.setdefault(text_key(word), []).append(word)
-    hits = _hits(graph, PERSON, by_key)
+    hits, overlap = _hits_overlap(graph, PERSON, by_key)
     memo: dict[tuple, str] = {}
 
     def why(node_id: str, kind: str) -> dict:
         return {"id": node_id, "name": graph.nodes[node_id].label,
                 "matched_keys": sorted(hits[node_id]), "why": kind}
     # A full name needs all its words: a person hit by one word only is a full match only
-    # if that word is their whole label. The rest are partial, and when a full match exists
-    # they are just rejected, so thousands of namesakes are never looked at one by one.
+    # if that word is their whole label. The rest (namesakes, often thousands) hit by one
+    # word only are partial; they are rejected lazily, in id order, never looked at one by
+    # one unless no full match exists and every name word of the question is known.
     one_word = _one_word_labels(graph)
-    may_be_full = sorted(n for n, keys in hits.items()
-                         if len(keys) > 1 or n in one_word.get(next(iter(keys)), ()))
+    may_be_full = sorted(overlap.union(*(one_word.get(key, ()) for key in by_key)).intersection(hits))
     fits = {n: _person_fit(graph, n, by_key, memo) for n in may_be_full
             if any(v and v <= hits[n] for v in _full_name_variants(graph, n))}
+    rejected = [why(n, f.note) for n, f in fits.items() if f.verdict in (GENDER, CLASH)]
+    several = ([n for n in may_be_full if n not in fits]
+               + [n for n, f in fits.items() if f.verdict == "partial"])
+    several.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
+    may_be_full_set = set(may_be_full)
+    partial = _Ordered(several, [n for n in hits if n not in may_be_full_set] if may_be_full_set
+                       else list(hits))
     full = [n for n, f in fits.items() if f.verdict == "full"]
     if full:
-        rejected = [why(n, f.note) for n, f in fits.items() if f.verdict in (GENDER, CLASH)]
-        partial = ([n for n in may_be_full if n not in fits]
-                   + [n for n, f in fits.items() if f.verdict == "partial"])
-        partial.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
-        chosen_set = set(may_be_full)
-        partial += sorted(n for n in hits if n not in chosen_set)   # one word hit: fewest keys
         return _choose_full(full, fits, partial, why, rejected)
-    rejected = [why(n, f.note) for n, f in fits.items() if f.verdict in (GENDER, CLASH)]
-    partial = ([n for n in sorted(hits) if n not in fits]
-               + [n for n, f in fits.items() if f.verdict == "partial"])
-    partial.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
     return _choose_partial(graph, partial, hits, set(name_keys), why, rejected,
                            lambda n: _first_name_clash(graph, n, by_key, memo))
 

@@ -229,6 +229,23 @@ class NamesakesTest(unittest.TestCase):
                           ("p000", "the question names a word this person's name lacks")])
         self.assertIn("26 further rejected candidates are not listed (entity_limit)", result.reasons)
 
+    def test_namesakes_read_past_the_first_sorted_batch_stay_in_order(self):
+        # 150 namesakes in shuffled file order (more than ORDERED_READ_AHEAD): the one hit by
+        # two words comes first, then every other one in id order, on both paths
+        ids = [f"p{(i * 37) % 150:03}" for i in range(150)]
+        nodes = [{"id": "p-holp", "type": "person", "name": "Ján Holp"},
+                 {"id": "p-zz", "type": "person", "name": "Ján Mrkva Holp"},
+                 {"id": "t-holp", "type": "thesis", "title": "Strojový preklad", "year": 2024}]
+        nodes += [{"id": i, "type": "person", "name": f"Ján Kováč{i}"} for i in ids]
+        edges = [{"source": "p-holp", "target": "t-holp", "type": "authored"}]
+        graph = gs.graph_build({"nodes": nodes, "edges": edges})
+        limits = gs.GraphLimits(entity_limit=200)
+        full = gs.ask("Aký názov práce má Ján Holp?", graph, limits)
+        self.assertEqual([c["id"] for c in full.rejected_candidates], ["p-zz"] + sorted(ids))
+        typo = gs.ask("Aký názov práce má Ján Hlopp?", graph, limits)
+        self.assertEqual([c["id"] for c in typo.rejected_candidates],
+                         ["p-holp", "p-zz"] + sorted(ids))
+
 
 # === Question forms: >= 3 phrasings each (Slovak inflected, without diacritics, English, Polish) ===
 
