@@ -84,28 +84,39 @@ EDGE_ENDS = {AUTHORED: (PERSON, THESIS), SUPERVISED_BY: (THESIS, PERSON),
 NAMED_TYPES = (PERSON, KEYWORD)   # these need `name`; theses need `title` and `year`
 OPTIONAL_STRINGS = ("document_path", "source_url", "title", "kind", "name")
 
-# Slovak (and Polish-friendly) inflectional endings, longest first; see text_stem. The
-# female surname endings also come without their accent (Kovacova, Kovacovu), as typed
-# on a keyboard without Slovak letters.
+# Slovak and Polish inflectional endings, longest first; see text_stem. The female
+# surname endings also come without their accent (Kovacova, Kovacovu), as typed on a
+# keyboard without Slovak letters; the Polish ones take a Slovak name into Polish cases
+# (z Janem Holpem, z Evą Šimkovą, o Marii Holpowej).
 SUFFIXES = tuple(sorted((
     "ovej", "ovou", "ovia", "ová", "ovú", "ova", "ovu", "ovi", "ého", "ému", "ými", "ách", "ami",
     "ích", "och", "iou", "ou", "om", "ov", "ej", "ho", "mu", "ia", "ie", "iu", "ii",
     "ý", "á", "é", "ú", "í", "a", "e", "i", "o", "u", "y",
+    "owej", "ową", "ovą", "owi", "iem", "em", "ego", "emu", "ym", "ią", "ię", "ą", "ę",
 ), key=len, reverse=True))
-VOWELS = set("aeiouyáäéíóôúýěů")
+VOWELS = set("aeiouyáäéíóôúýěůąę")
 
-# Singular case endings of Slovak name words, by the nominative's ending (see _name_forms).
-# A question word that is one of a name word's forms, diacritics included, is exact evidence;
-# a form of the other gender's name on the same stem (Jany for Ján, Novákovej for Novák) is not.
-MASC_ENDINGS = ("", "a", "ovi", "om")                 # Ján, Jána, Jánovi, Jánom
-MASC_A_ENDINGS = ("a", "u", "ovi", "om")              # Sloboda, Slobodu, Slobodovi, Slobodom
+# Singular case endings of name words, by the nominative's ending (see _name_forms): the
+# Slovak ones, then the Polish ones a Slovak name takes in a Polish sentence. A question
+# word that is one of a name word's forms, diacritics included, is exact evidence; a form
+# of the other gender's name on the same stem (Jany or Janą for Ján, Novákovej for Novák,
+# Janem for Jana) is not.
+MASC_ENDINGS = ("", "a", "ovi", "om",                 # Ján, Jána, Jánovi, Jánom
+                "em", "iem", "owi", "u", "ie")        # Janem, Novákiem, Janowi, Nováku, Janie
+MASC_A_ENDINGS = ("a", "u", "ovi", "om",              # Sloboda, Slobodu, Slobodovi, Slobodom
+                  "y", "ę", "ą")                      # Slobody, Slobodę, Slobodą
 MASC_O_ENDINGS = ("o", "a", "ovi", "om")              # Šimko, Šimka, Šimkovi, Šimkom
-MASC_ADJ_ENDINGS = ("ý", "ého", "ému", "om", "ým")    # Malý, Malého, Malému, Malom, Malým
-FEM_A_ENDINGS = ("a", "y", "e", "u", "ou")            # Jana, Jany, Jane, Janu, Janou
-FEM_IA_ENDINGS = ("ia", "ie", "ii", "iu", "iou")      # Mária, Márie, Márii, Máriu, Máriou
-FEM_OVA_ENDINGS = ("ová", "ovej", "ovú", "ovou")      # Nováková, Novákovej, Novákovú, Novákovou
-FEM_ADJ_ENDINGS = ("á", "ej", "ú", "ou")              # Malá, Malej, Malú, Malou
-MALE_OF_OVA_ENDINGS = ("", "a", "u", "o", "ovi", "om")  # the male surname behind an -ová form
+MASC_ADJ_ENDINGS = ("ý", "ého", "ému", "om", "ým",    # Malý, Malého, Malému, Malom, Malým
+                    "ego", "emu", "ym")               # Dlhego, Dlhemu, Dlhym
+FEM_A_ENDINGS = ("a", "y", "e", "u", "ou",            # Jana, Jany, Jane, Janu, Janou
+                 "ą", "ę", "ie")                      # Janą, Janę, Janie
+FEM_IA_ENDINGS = ("ia", "ie", "ii", "iu", "iou",      # Mária, Márie, Márii, Máriu, Máriou
+                  "ią", "ię")                         # Marią, Marię
+FEM_OVA_ENDINGS = ("ová", "ovej", "ovú", "ovou",      # Nováková, Novákovej, Novákovú, Novákovou
+                   "ową", "owej", "ovą")              # Novákową, Novákowej, Novákovą
+FEM_ADJ_ENDINGS = ("á", "ej", "ú", "ou", "ą")         # Malá, Malej, Malú, Malou, Malą
+MALE_OF_OVA_ENDINGS = ("", "a", "u", "o", "ovi", "om",  # the male surname behind an -ová form
+                       "em", "iem", "owi", "ie")
 # How a question word relates to a name word with the same key, best first (see _word_relation).
 EXACT, FOLDED, GENDER, CLASH = "exact", "folded", "gender", "clash"
 RELATION_ORDER = (EXACT, FOLDED, GENDER, CLASH)             # best first
@@ -131,7 +142,7 @@ RE_SUPERVISE = re.compile(r"\b(veduc\w*|skolitel\w*|supervis\w*|viedol|viedla|ve
 RE_SUPERVISED_BY = re.compile(r"(^\s*(ktore|ktorych|ake|which|what|list|jakie|vymenuj)\b)|"
                               r"\b(supervised by|pod vedenim|theses of supervisor)\b")
 RE_KEYWORD = re.compile(r"\b(klucov\w*|keywords?|kluczow\w*|tagom|tag)\b")
-RE_WROTE = re.compile(r"\b(napisal|napisala|wrote|write|written|obhajil|obhajila)\b")
+RE_WROTE = re.compile(r"\b(napisal|napisala|napisan\w*|wrote|write|written|obhajil|obhajila)\b")
 RE_TITLE = re.compile(r"\b(nazov|nazvom|title|titled|tytul\w*|tema|temu|temat\w*)\b")
 RE_CALLED = re.compile(r"\b(ako sa vola|ako znie|called|named|jak sie nazywa|jak brzmi)\b")
 RE_WHEN = re.compile(r"\b(v ktorom roku|ktorom roku|kedy|when|which year|what year|"

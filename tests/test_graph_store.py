@@ -389,6 +389,28 @@ class NamesakeTest(unittest.TestCase):
                                                          ["p-peter", "p-petra"]))
 
 
+    def test_polish_case_forms_never_name_the_other_gender(self):
+        # Janem, Novákiem, Peterem are male forms; Janą, Novákową, Petrą, Kováčovą female ones
+        men, women = namesakes("p-jan", "p-peter"), namesakes("p-jana", "p-petra")
+        for question, person in (("Kto prowadził prace wspólnie z Janem Novákiem?", "p-jan"),
+                                 ("Kto prowadził prace wspólnie z Janą Novákową?", "p-jana"),
+                                 ("Kto był promotorem pracy napisanej z Peterem Kováčem?", "p-peter"),
+                                 ("Kto był promotorem pracy napisanej z Petrą Kováčovą?", "p-petra")):
+            with self.subTest(question=question):
+                self.assertEqual(resolved(question, namesakes())[2], [person])
+                alone = men if person in ("p-jan", "p-peter") else women
+                look_alikes = women if alone is men else men
+                self.assertEqual(resolved(question, alone)[2], [person])
+                self.assertEqual(resolved(question, look_alikes), ("no_answer", "unknown_person", []))
+
+    def test_polish_endings_share_the_key_of_the_name(self):
+        for forms in (("Ján", "Janem", "Janowi"), ("Novák", "Novákiem", "Nováku", "Novákowi"),
+                      ("Peter", "Peterem"), ("Holp", "Holpem", "Holpie"), ("Jana", "Janą", "Janę"),
+                      ("Nováková", "Novákową", "Novákowej", "Novákovą"), ("Mária", "Marią"),
+                      ("Dlhý", "Dlhym", "Dlhego")):
+            self.assertEqual({gs.text_key(f) for f in forms}, {gs.text_key(forms[0])}, forms)
+
+
 class LetterCaseTest(unittest.TestCase):
     """Capitals mark the words that are names; an all-caps or all-lowercase question has
     no such mark, and must still not put a namesake in place of an unknown person."""
