@@ -8,9 +8,11 @@ Sections (in file order)
      1. Constants        -- defaults, limits, reason tables
      2. Types            -- Chunk, Hit, Note, Settings, SearchResult, IndexStats
      3. Errors           -- typed exceptions from retrieval_contract
-     4. Text             -- NFKC, casefold, diacritic folding, tokens, stop words, stemmer
+     4. Text             -- NFKC, casefold, diacritic folding, words, stop words, light stemmer
           4a. Sentences        -- the one sentence splitter (abbreviations, dates, URLs)
           4b. Language         -- the one language detector (pl/sk/en, with or without diacritics)
+          4c. Porter stemmer   -- English stems (Porter 1980)
+          4d. Terms            -- index terms and question terms, stemmed per language
      5. Corpus walk      -- the only code that reads documents
      6. Chunking         -- split on headers / blank lines with exact 1-based line ranges
      7. BM25             -- Okapi BM25 scoring over postings
@@ -75,7 +77,7 @@ from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequest
 __all__ = [
     "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats", "GateSignals",
     "settings_from_env", "search", "search_rankings", "search_gate_signals", "answer", "index_folder", "index_refresh",
-    "text_fold", "text_tokens", "text_stem", "text_stem_english", "text_language", "text_query_terms",
+    "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english", "text_query_terms",
     "text_query_counts", "text_sentences", "text_detect_language",
     "corpus_walk", "corpus_read", "corpus_readable", "corpus_reread",
     "chunk_text",
@@ -268,7 +270,7 @@ class _CacheCorrupt(Exception):
     """The cache file is not ours, not sqlite, or damaged: rebuild it."""
 
 
-# === 4. Text — normalisation, tokens, stop words and a light stemmer (pure) ===
+# === 4. Text — normalisation, words, stop words and a light stemmer (pure) ===
 
 _EXTRA_FOLDS = str.maketrans({"ł": "l", "đ": "d", "ø": "o", "æ": "ae", "œ": "oe", "ı": "i",
                               "ħ": "h", "ŧ": "t", "ð": "d", "þ": "th"})
@@ -288,7 +290,7 @@ _COMBINING_MARKS = re.compile(
 
 # Function words, folded (no diacritics). English is the classic SMART-style core
 # (measured on Cranfield in reports/hybrid-vs-single.md); Polish and Slovak are kept
-# apart so text_language() can tell a text's language from them.
+# apart so the language detector (4b) can tell a text's language from them.
 _STOP_EN = frozenset("""
 a about above after again against all also am an and any are as at be because been
 before being below between both but by can could did do does doing down during each
@@ -358,14 +360,11 @@ def text_stem(token: str) -> str:
     return token
 
 
-def text_language(words: list[str]) -> str:
-    """Return 'en' when folded words hold more English than Polish/Slovak stop words,
-    'other' when fewer, 'unknown' when the stop words do not tell."""
-    english = sum(1 for w in words if w in _STOP_EN and w not in _STOP_SLAVIC)
-    slavic = sum(1 for w in words if w in _STOP_SLAVIC and w not in _STOP_EN)
-    if english == slavic:
-        return "unknown"
-    return "en" if english > slavic else "other"
+def text_words(text: str, keep_case: bool = False) -> list[str]:
+    """Return the words of text in NFKC with their diacritics, casefolded unless keep_case
+    (the forms name morphology reads; text_fold of a word is what the tokenizer sees)."""
+    text = unicodedata.normalize("NFKC", text)
+    return _TOKEN_RE.findall(text if keep_case else text.casefold())
 
 
 # --- 4a. Sentences — the one splitter, used by extractive answers, the support check and the
@@ -438,7 +437,7 @@ def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 # --- 4b. Language — one detector for questions, refusals, caveats and the tokenizer. The
-# tokenizer's English-or-not decision (text_language, by stop words) comes first; Polish
+# tokenizer's English-or-not decision (_stop_word_language, by stop words) comes first; Polish
 # and Slovak are then told apart by letters, function words and inflection, so a question
 # typed without diacritics ("przepis na sernik", "kto vyhral majstrovstva") is placed too.
 
@@ -456,12 +455,23 @@ _PL_MARKS = re.compile(r"rz|sz|cz|w|(?:ego|ow|osc|ac|ic)$")
 _SK_MARKS = re.compile(r"v|(?:eho|ov|ou|ost|at|it)$")
 
 
+def _stop_word_language(words: list[str]) -> str:
+    """Return 'en' when folded words hold more English than Polish/Slovak stop words,
+    'other' when fewer, 'unknown' when the stop words do not tell: the detector's first
+    stage, and the tokenizer's choice of stemmer."""
+    english = sum(1 for w in words if w in _STOP_EN and w not in _STOP_SLAVIC)
+    slavic = sum(1 for w in words if w in _STOP_SLAVIC and w not in _STOP_EN)
+    if english == slavic:
+        return "unknown"
+    return "en" if english > slavic else "other"
+
+
 def text_detect_language(text: str, default: str = "en") -> str:
     """Return 'pl', 'sk' or 'en' for a question or text, with or without diacritics;
     default when nothing tells (a code such as GTU_12)."""
     raw_words = _TOKEN_RE.findall(text)
     words = [text_fold(w) for w in raw_words]
-    coarse = text_language(words)
+    coarse = _stop_word_language(words)
     if coarse == "en":
         return "en"
     scores = {"pl": 0, "sk": 0}
@@ -479,8 +489,8 @@ def text_detect_language(text: str, default: str = "en") -> str:
     return "pl" if scores["pl"] > scores["sk"] else "sk"
 
 
-# --- Porter stemmer (M. F. Porter, "An algorithm for suffix stripping", Program 14(3),
-# 1980), written from the paper's description; used for texts judged English.
+# --- 4c. Porter stemmer — M. F. Porter, "An algorithm for suffix stripping", Program 14(3),
+# 1980, written from the paper's description; used for texts judged English.
 
 _VOWELS = frozenset("aeiou")
 
@@ -592,6 +602,9 @@ def text_stem_english(word: str) -> str:
     return word
 
 
+# --- 4d. Terms — index terms of a text and the terms of a question, each stemmed for its
+# language (Porter for English, the light stemmer otherwise).
+
 class _Tokenizer:
     """Folds, splits, drops stop words and stems each text with its language's stemmer,
     memoising the stem of each word per language."""
@@ -601,13 +614,13 @@ class _Tokenizer:
 
     def language(self, text: str) -> str:
         """Return the stemmer a text is indexed with: 'en' (Porter) or 'other' (light)."""
-        return "en" if text_language(_TOKEN_RE.findall(text_fold(text))) == "en" else "other"
+        return "en" if _stop_word_language(_TOKEN_RE.findall(text_fold(text))) == "en" else "other"
 
     def tokens(self, text: str, language: str | None = None) -> list[str]:
         """Return text's index terms, stemmed for language ('en' or 'other'; default: text's own)."""
         words = _TOKEN_RE.findall(text_fold(text))
         if language is None:
-            language = "en" if text_language(words) == "en" else "other"
+            language = "en" if _stop_word_language(words) == "en" else "other"
         memo = self._memo[language]
         stem = text_stem_english if language == "en" else text_stem
         for word in set(words).difference(memo):     # each new word once (speed only)
@@ -651,7 +664,7 @@ def text_query_counts(text: str) -> dict[str, int]:
     light stems of its code-like words, so they meet Polish documents ('WIS' is 'wi' to
     Porter, 'wis' to them); capitals make a word code-like only when the question has lower case."""
     folded = _TOKEN_RE.findall(text_fold(text))
-    language = text_language(folded)
+    language = _stop_word_language(folded)
     words = [w for w in folded if w not in STOP_WORDS and w not in _STOP_REQUEST]
     stem = text_stem_english if language == "en" else text_stem
     counts: Counter = Counter()
@@ -665,11 +678,6 @@ def text_query_counts(text: str) -> dict[str, int]:
             if word not in STOP_WORDS and text_stem(word) not in counts:
                 counts[text_stem(word)] = 1
     return dict(counts)
-
-
-def _word_count(text: str) -> int:
-    """Return how many words text has (before stop words are dropped)."""
-    return len(_TOKEN_RE.findall(text))
 
 
 # === 5. Corpus walk — find and decode documents; the only code that reads them ===
@@ -3606,10 +3614,6 @@ ANSWER_FORMAT = ("Plain text. After every claim an inline citation [path:start-e
                  "naming a fragment's path and lines inside that fragment; copy the path exactly "
                  "as the fragment's label writes it, quotes included: [\"my notes.md\":3-5].")
 
-def answer_language(text: str) -> str:
-    """Return 'pl', 'sk' or 'en' for a question: text_detect_language, the one detector."""
-    return text_detect_language(text)
-
 
 @dataclass
 class AnswerResult:
@@ -3628,8 +3632,9 @@ class AnswerResult:
 
 def _prompt(question: str, result: SearchResult) -> dict[str, str]:
     """Return the prompt parts: instructions, context (labelled fragments) and format."""
-    language = {"pl": "Polish", "sk": "Slovak", "en": "English"}[answer_language(question)]
-    refusal = REFUSALS[answer_language(question)]
+    detected = text_detect_language(question)
+    language = {"pl": "Polish", "sk": "Slovak", "en": "English"}[detected]
+    refusal = REFUSALS[detected]
     complete = {True: "true", False: "false", None: "null"}[None if not result.truncated else False]
     instructions = (
         "Answer the question using only the fragments below. After every claim put an inline "
@@ -4410,7 +4415,7 @@ def answer(question: str, settings: Settings, extractive: bool = False,
     chat_model None: the first chat model the server lists (see _pick_chat_model)."""
     result = search(question, settings, progress)
     prompt = _prompt(result.query, result)
-    language = answer_language(result.query)
+    language = text_detect_language(result.query)
     notes = list(result.notes)
     if not result.hits:
         return AnswerResult(result, "no_answer", "no_matching_sources", REFUSALS[language],
@@ -5678,7 +5683,7 @@ class PageReply(NamedTuple):
     body: bytes
 
 
-# The page's texts; the language follows the question (answer_language), as refusals do.
+# The page's texts; the language follows the question (text_detect_language), as refusals do.
 PAGE_TEXTS: dict[str, dict[str, Any]] = {
     "en": {
         "title": "Ask the documents", "question": "Your question", "ask": "Ask",
@@ -6143,7 +6148,7 @@ def page_language(query: str, accept_language: str | None) -> str:
     it, else the first of Accept-Language that has texts, else English."""
     question = urllib.parse.parse_qs(query).get("q", [""])[0]
     if question.strip():
-        return answer_language(question)
+        return text_detect_language(question)
     for part in (accept_language or "").split(","):
         tag = part.split(";")[0].strip().lower()[:2]
         if tag in PAGE_TEXTS:

@@ -11,13 +11,18 @@ Sections
     1. Constants      -- defaults, limits, word lists, answer sentences
     2. Types          -- Node, Graph, GraphLimits, Intent, Fact, GraphPath, GraphResult
     3. Errors         -- GraphFormatError (a RetrievalUnavailableError)
-    4. Text           -- casefold, light Slovak suffix stemmer, diacritic folding, keys
+    4. Names          -- name morphology: a stem that keeps diacritics, match keys, the
+                         Slovak and Polish case forms of a name; general text (folding,
+                         words, stop words, language) comes from docs_qa §4
     5. Load/validate  -- graph_load (the only file I/O), graph_build (pure), indexes
-    6. Entity matching-- persons, keywords, thesis titles via the token index; names of
-                         similar spelling for a typo (offered, never chosen)
+    6. Entity matching-- persons via the token index (full names, then partial ones)
+         6a. Keywords and titles
+         6b. Did you mean  -- names of similar spelling for a typo (offered, never chosen)
     7. Questions      -- graph_parse_question: language, intent, year
-    8. Question kinds -- one function per kind, all returning GraphResult; _absent says
-                         what is known when the asked relation is missing
+    8. Answers        -- evidence within the limits, no-answer and ambiguous results; _absent
+                         says what is known when the asked relation is missing
+         8a. Kinds about a person, keyword or title -- one function per kind
+         8b. Kinds about supervision and counts, ask() -- the dispatch
     9. Envelope       -- to_envelope: GraphResult -> retrieval_contract.Envelope
    10. CLI            -- format_answer_text (the one text renderer of a graph answer, also
                          used by docs_qa.py's CLI and MCP), main
@@ -28,6 +33,7 @@ Public API
     ask(q, graph, limits) -> GraphResult to_envelope(result) -> Envelope
     GraphLimits, Graph, Intent, GraphResult, GraphFormatError, GRAPH_EXTRA_SCHEMA
     format_answer_text(envelope_dict) -> str, main(argv=None) -> int
+    name_key(word) -> str, name_stem(word) -> str, QUESTION_WORDS
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Callable, Iterable, Iterator
 
+import docs_qa
 import retrieval_contract as rc
 
 __all__ = [
@@ -55,7 +62,7 @@ __all__ = [
     "DEFAULT_PATH_LIMIT", "DEFAULT_MAX_PATH_LENGTH", "GRAPH_EXTRA_SCHEMA",
     "Node", "Graph", "GraphLimits", "Intent", "Fact", "GraphPath", "GraphResult",
     "GraphFormatError",
-    "text_key", "text_keys", "text_stem", "text_fold",
+    "QUESTION_WORDS", "name_key", "name_stem",
     "graph_load", "graph_build",
     "graph_parse_question", "ask", "to_envelope",
     "format_answer_text", "main",
@@ -69,9 +76,10 @@ DEFAULT_EVIDENCE_LIMIT = 20
 DEFAULT_FACT_LIMIT = 10
 DEFAULT_PATH_LIMIT = 10
 DEFAULT_MAX_PATH_LENGTH = 2
-MAX_QUESTION_CHARS = 4000      # as docs_qa.MAX_QUESTION_CHARS: /graph's schema and the CLI agree
+MAX_QUESTION_CHARS = docs_qa.MAX_QUESTION_CHARS   # /graph's schema and the CLI agree
 GRAPH_MAX_BYTES = 256 * 1024 * 1024   # a larger graph file is refused unread (500k edges: ~41 MB)
 GRAPH_MAX_INT_DIGITS = 18     # a longer integer (e.g. a 5,000-digit year) is a format error
+DEFAULT_LANGUAGE = "sk"       # a question whose words do not tell its language (a name alone)
 MIN_STEM_CHARS = 2            # a stem never gets shorter than this
 MIN_CONTENT_CHARS = 3         # title/keyword words shorter than this are ignored
 TITLE_MIN_COVERAGE = 0.6      # share of a title's words the question must contain
@@ -84,7 +92,7 @@ EDGE_ENDS = {AUTHORED: (PERSON, THESIS), SUPERVISED_BY: (THESIS, PERSON),
 NAMED_TYPES = (PERSON, KEYWORD)   # these need `name`; theses need `title` and `year`
 OPTIONAL_STRINGS = ("document_path", "source_url", "title", "kind", "name")
 
-# Slovak and Polish inflectional endings, longest first; see text_stem. The female
+# Slovak and Polish inflectional endings, longest first; see name_stem. The female
 # surname endings also come without their accent (Kovacova, Kovacovu), as typed on a
 # keyboard without Slovak letters; the Polish ones take a Slovak name into Polish cases
 # (z Janem Holpem, z Evą Šimkovą, o Marii Holpowej).
@@ -159,30 +167,20 @@ RE_COSUPERVISE = re.compile(
 RE_LIST_ALL = re.compile(r"\b(vsetk\w*|vsetci|all|every|list|vymenuj|wymien|wszys\w*|"
                          r"kto su|who are|ktori|ktorzy|zoznam)\b")
 
-# Words of the question that are never part of an entity's name.
-STOP_WORDS = {
-    "aky", "aka", "ake", "ma", "maju", "mal", "mala", "kto", "ktore", "ktori", "ktorych",
-    "je", "su", "bol", "bola", "boli", "v", "vo", "o", "a", "na", "pre", "s", "so", "z",
-    "zo", "k", "co", "vieme", "viete", "zname", "nazov", "prace", "praca", "pracu", "prac",
-    "roku", "rok", "kolko", "osob", "osoby", "veduci", "veduceho", "vedie", "viedol",
-    "viedla", "klucove", "klucovym", "klucovom", "slovo", "slovom", "temu", "tema",
-    "what", "who", "which", "how", "many", "is", "the", "of", "a", "an", "in", "thesis",
-    "theses", "title", "about", "known", "supervisor", "supervised", "supervise", "by",
-    "keyword", "with", "has", "have", "did", "does", "wrote", "tell", "me", "person",
-    "persons", "people", "jaki", "jaka", "jest", "ile", "pracy", "prace", "tytul",
-    "promotor", "kto", "napisal", "wiadomo", "kluczowe", "slowo", "do", "we", "you",
-    "know", "author", "authored", "year", "its", "and", "or", "for", "to", "mi", "povedz",
-    # words of the question forms of the name, years, who-is, co-supervision and counts
-    "ako", "sa", "vola", "volala", "znie", "called", "named", "s", "his", "her", "their",
-    "jak", "sie", "nazywa", "brzmi", "kedy", "ktorom", "when", "defend", "defended",
-    "obhajil", "obhajila", "obhajoval", "obhajovala", "obronil", "obronila", "kiedy",
-    "ktorym", "w", "was", "bol", "bola", "to", "kim", "byl", "byla", "spolu", "spolocne",
-    "spoluviedol", "spoluviedla", "together", "jointly", "co", "supervised", "wspolnie",
-    "razem", "z", "kym", "whom", "who", "are", "all", "list", "vymenuj", "vsetkych",
-    "vsetci", "wymien", "prac", "prace", "theses", "sum", "number", "pocet", "napisal",
-    "napisala", "students", "studentov", "studenti", "promotorow", "veducich", "veduci",
-    "timi", "ich", "two", "dvoch", "viac", "had", "mali", "ma",
-}
+# Words of a question that never name an entity: docs_qa's stop words, plus the words
+# of the graph's question forms (thesis, supervisor, year, count, ...) and the function
+# words those forms use that docs_qa does not drop from documents (k, s, zo, ktori, ile).
+QUESTION_WORDS = docs_qa.STOP_WORDS | frozenset("""
+author authored boli brzmi byl byla called defend defended dvoch ile jointly k keyword kim
+klucove klucovom klucovym kluczowe know known kolko ktori ktorom ktorych ktorym kym list
+maju mal mala mali many named napisal napisala nazov nazywa number obhajil obhajila
+obhajoval obhajovala obronil obronila osob osoby people person persons pocet povedz prac
+praca prace pracu pracy promotor promotorow razem rok roku s slovo slovom slowo spolocne
+spolu spoluviedla spoluviedol studenti studentov students sum supervise supervised
+supervisor tell tema temu theses thesis timi title together two tytul vedie veduceho
+veduci veducich viac viedla viedol vieme viete vola volala vsetci vsetkych vymenuj
+wiadomo wrote wspolnie wymien year zname znie zo
+""".split())
 
 # Answer sentences, one table: (key, language) -> format string.
 ANSWERS: dict[tuple[str, str], str] = {
@@ -374,7 +372,7 @@ class Graph:
 
     out_edges[a][t] lists targets b of edges a -t-> b; in_edges[b][t] lists sources a.
     Both keep file order. token_index[node_type][key] is the set of node ids whose
-    label or alias contains that word key (text_key); year_index[y] lists thesis ids.
+    label or alias contains that word key (name_key); year_index[y] lists thesis ids.
     name_variants[id] holds the key sets of a node's label and aliases (a thesis: its
     title's content keys only), so matching never re-stems a name.
     """
@@ -479,19 +477,13 @@ class GraphFormatError(rc.RetrievalUnavailableError):
     """The graph file is unreadable, not JSON, or invalid; the message names the node/edge."""
 
 
-# === 4. Text — casefold, stem (with diacritics), then fold diacritics ===
+# === 4. Names — name morphology only; folding, words, stop words: docs_qa §4 ===
 
-_WORD_RE = re.compile(r"\w+", re.UNICODE)
+# A name keeps its diacritics while it is stemmed, so -ová and -ou stay apart from plain
+# vowels; folding and splitting into words are docs_qa's, as for every other text.
 
-
-def text_fold(text: str) -> str:
-    """Return text with diacritics removed (and ł -> l, which NFD does not decompose)."""
-    decomposed = unicodedata.normalize("NFD", text.replace("ł", "l").replace("Ł", "L"))
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
-def text_stem(word: str) -> str:
-    """Return a casefolded word without its inflectional ending (Holpa, Holpová -> holp).
+def name_stem(word: str) -> str:
+    """Return a casefolded name word without its inflectional ending (Holpa, Holpová -> holp).
 
     Strips the longest known suffix that leaves at least MIN_STEM_CHARS (and then an -ej
     the stem still ends in, so Andrej/Andreja/Andrejovi meet), then drops a fleeting e
@@ -517,19 +509,15 @@ def _drop_fleeting_e(word: str) -> str:
     return word
 
 
-def text_key(word: str) -> str:
-    """Return the match key of one word: stemmed first, then diacritic-folded."""
-    return text_fold(text_stem(word))
+def name_key(word: str) -> str:
+    """Return the match key of one word of a name, title or keyword: stemmed first, then
+    folded (docs_qa.text_fold)."""
+    return docs_qa.text_fold(name_stem(word))
 
 
-def text_words(text: str) -> list[str]:
-    """Return the words of text after NFKC normalisation and casefolding."""
-    return _WORD_RE.findall(unicodedata.normalize("NFKC", text).casefold())
-
-
-def text_keys(text: str) -> list[str]:
-    """Return the match keys of text's words, in order, stop words removed."""
-    return [text_key(w) for w in text_words(text) if text_fold(w) not in STOP_WORDS]
+def _is_question_word(word: str) -> bool:
+    """Return True for a word that never names an entity (see QUESTION_WORDS)."""
+    return docs_qa.text_fold(word) in QUESTION_WORDS
 
 
 def _affixed(bases: Iterable[str], endings: Iterable[str]) -> set[str]:
@@ -571,8 +559,8 @@ def _name_forms(word: str, is_first: bool) -> tuple[frozenset[str], frozenset[st
             other = _affixed(bases, FEM_A_ENDINGS)
         else:
             pair = _affixed(bases, FEM_OVA_ENDINGS)
-    return (frozenset(own), frozenset(text_fold(f) for f in pair),
-            frozenset(text_fold(f) for f in other))
+    return (frozenset(own), frozenset(docs_qa.text_fold(f) for f in pair),
+            frozenset(docs_qa.text_fold(f) for f in other))
 
 
 def _insert_fleeting_e(base: str) -> str:
@@ -587,18 +575,18 @@ def _word_relation(question_word: str, name_word: str, is_first: bool) -> str:
     its forms, diacritics included), FOLDED (a form once diacritics are folded, the bare
     stem, or an ending not known here), GENDER (the other-gender form of a surname) or
     CLASH (a form of the other gender's first name)."""
-    q, folded = question_word, text_fold(question_word)
+    q, folded = question_word, docs_qa.text_fold(question_word)
     own, pair, other = _name_forms(name_word, is_first)
-    stem = text_stem(name_word)
+    stem = name_stem(name_word)
     if q in own:
         return EXACT
-    if folded in {text_fold(f) for f in own} or q == stem or q == folded == text_fold(stem):
+    if folded in {docs_qa.text_fold(f) for f in own} or q == stem or q == folded == docs_qa.text_fold(stem):
         return FOLDED
     if folded in pair:
         return GENDER
     if folded in other:
         return CLASH
-    return EXACT if q != folded and text_stem(q) == stem else FOLDED
+    return EXACT if q != folded and name_stem(q) == stem else FOLDED
 
 
 # === 5. Load/validate — the only file I/O; graph_build is pure ===
@@ -704,7 +692,6 @@ def _deep_place(text: str) -> tuple[int, int]:
 def _git_state(path: str) -> Any:
     """Return docs_qa.git_probe_file(path): the one Git probe, which reads .git as files
     and never runs git (a checkout's config could make git run any program)."""
-    import docs_qa        # lazily: docs_qa imports this module for --graph
     return docs_qa.git_probe_file(path)
 
 
@@ -847,17 +834,19 @@ def _adjacency_append(adjacency: dict[str, dict[str, list[str]]], a: str, edge_t
 def _index_tokens(graph: Graph) -> None:
     """Fill the token index, each node's name-variant keys and the thesis year index.
 
-    Word keys are memoised per build (names and title words repeat a lot).
+    Each word's key, and whether it is a question word, is memoised per build (names and
+    title words repeat a lot).
     """
-    memo: dict[str, str] = {}
+    memo: dict[str, tuple[str, bool]] = {}
 
     def keys_of(text: str, min_chars: int, drop_stop: bool) -> frozenset[str]:
         out = set()
-        for word in _WORD_RE.findall(unicodedata.normalize("NFKC", text).casefold()):
-            key = memo.get(word)
-            if key is None:
-                key = memo[word] = text_key(word)
-            if drop_stop and text_fold(word) in STOP_WORDS:
+        for word in docs_qa.text_words(text):
+            found = memo.get(word)
+            if found is None:
+                found = memo[word] = (name_key(word), _is_question_word(word))
+            key, is_question_word = found
+            if drop_stop and is_question_word:
                 continue
             if len(key) >= min_chars or key.isdigit():
                 out.add(key)
@@ -887,7 +876,7 @@ def _neighbours(graph: Graph, node_id: str, edge_type: str, outgoing: bool = Tru
     return adjacency.get(node_id, {}).get(edge_type, [])
 
 
-# === 6. Entity matching — persons, keywords and titles through the token index ===
+# === 6. Entity matching — persons through the token index, full names before partial ones ===
 
 @dataclass
 class _Match:
@@ -1001,10 +990,10 @@ class _PersonFit:
 
 
 def _memo_key(word: str, memo: dict[tuple, str]) -> str:
-    """Return text_key(word), memoised for one question (first names repeat across candidates)."""
+    """Return name_key(word), memoised for one question (first names repeat across candidates)."""
     found = memo.get((word,))
     if found is None:
-        found = memo[(word,)] = text_key(word)
+        found = memo[(word,)] = name_key(word)
     return found
 
 
@@ -1020,7 +1009,7 @@ def _relation(question_word: str, name_word: str, is_first: bool, memo: dict[tup
 def _variant_fit(text: str, is_label: bool, by_key: dict[str, list[str]],
                  memo: dict[tuple, str]) -> _PersonFit | None:
     """Return how the question's words fit one name (label or alias); None if none is asked."""
-    keyed = [(w, _memo_key(w, memo)) for w in text_words(text)]
+    keyed = [(w, _memo_key(w, memo)) for w in docs_qa.text_words(text)]
     names = [(w, k) for w, k in keyed if len(k) >= MIN_STEM_CHARS]
     asked = []                                 # (relation, question word, name word)
     for pos, (name, key) in enumerate(names):
@@ -1065,7 +1054,7 @@ def _first_name_clash(graph: Graph, node_id: str, by_key: dict[str, list[str]],
     """
     node = graph.nodes[node_id]
     for text in (node.label, *node.aliases):
-        names = [w for w in text_words(text) if len(w) >= MIN_STEM_CHARS]
+        names = [w for w in docs_qa.text_words(text) if len(w) >= MIN_STEM_CHARS]
         if len(names) < 2:
             continue
         for q in by_key.get(_memo_key(names[0], memo), ()):
@@ -1076,12 +1065,12 @@ def _first_name_clash(graph: Graph, node_id: str, by_key: dict[str, list[str]],
 
 def _partial_why(node: Node, matched: set[str]) -> str:
     """Return why a partial name match was considered (first name, surname or its form)."""
-    words = [w for w in text_words(node.label) if len(w) > 1]
+    words = [w for w in docs_qa.text_words(node.label) if len(w) > 1]
     parts = []
     for pos, word in enumerate(words):
-        if text_key(word) in matched:
+        if name_key(word) in matched:
             role = "first name" if pos == 0 and len(words) > 1 else "surname"
-            parts.append(f"{role} '{word}' shares the stem '{text_key(word)}'")
+            parts.append(f"{role} '{word}' shares the stem '{name_key(word)}'")
     return "; ".join(parts) or "an alias word matches"
 
 
@@ -1138,7 +1127,7 @@ def _match_persons(graph: Graph, words: Iterable[str], name_keys: Iterable[str] 
     """
     by_key: dict[str, list[str]] = {}
     for word in words:
-        by_key.setdefault(text_key(word), []).append(word)
+        by_key.setdefault(name_key(word), []).append(word)
     hits, overlap = _hits_overlap(graph, PERSON, by_key)
     memo: dict[tuple, str] = {}
 
@@ -1177,6 +1166,8 @@ def _one_word_labels(graph: Graph) -> dict[str, set[str]]:
         graph.one_word_labels = index
     return graph.one_word_labels
 
+
+# --- 6a. Keywords and titles — every word of a keyword; the best-covered title
 
 def _match_keywords(graph: Graph, keys: Iterable[str]) -> _Match:
     """Return the keywords whose every word is in the question, longest first.
@@ -1233,6 +1224,8 @@ def _match_titles(graph: Graph, keys: Iterable[str]) -> _Match:
     return _Match(chosen, [_title_candidate(graph, n, hits[n]) for n in chosen], rejected,
                   len(chosen) > 1)
 
+
+# --- 6b. Did you mean — names within a few edits of a typed word, offered and never chosen
 
 def _edit_distance(a: str, b: str, cap: int) -> int:
     """Return the edit distance of a and b (a swap of neighbours is one edit), or cap + 1
@@ -1355,12 +1348,6 @@ def _suggest_titles(graph: Graph, typed: Iterable[str]) -> list[dict]:
 
 # === 7. Questions — language, intent and year; conservative: None when unsure ===
 
-def _language(question: str) -> str:
-    """Return 'sk', 'en' or 'pl': docs_qa's one language detector (default 'sk')."""
-    import docs_qa                 # imported on first use: loading a graph does not pay for it
-    return docs_qa.text_detect_language(question, default="sk")
-
-
 def _kind(folded: str, year: int | None) -> str | None:
     """Return the intent kind of a folded, lower-case question, or None.
 
@@ -1417,14 +1404,14 @@ def graph_parse_question(question: str, graph: Graph) -> Intent | None:
         raise rc.InvalidQueryError("the question is empty", field_names=["question"])
     if len(question) > MAX_QUESTION_CHARS:
         raise rc.InvalidQueryError("the question is too long", field_names=["question"])
-    folded = " ".join(text_fold(w) for w in text_words(question))
+    folded = " ".join(docs_qa.text_fold(w) for w in docs_qa.text_words(question))
     year_match = RE_YEAR.search(folded)
     year = int(year_match.group(1)) if year_match else None
     kind = _kind(folded, year)
     if kind is None:
         return None
-    words = tuple(w for w in text_words(question) if not RE_YEAR.fullmatch(w))
-    keys = tuple(text_key(w) for w in words)
+    words = tuple(w for w in docs_qa.text_words(question) if not RE_YEAR.fullmatch(w))
+    keys = tuple(name_key(w) for w in words)
     name_keys = _name_keys(question, graph)
     kind, filters = _kind_refined(kind, folded, year, graph, name_keys)
     if kind is None:
@@ -1436,8 +1423,9 @@ def graph_parse_question(question: str, graph: Graph) -> Intent | None:
     if (kind in ("count_year", "count_filtered") and RE_THESIS_WORD.search(folded)
             and not RE_PERSON_WORD.search(folded) and not RE_WHO.search(folded)):
         subject = THESIS
-    return Intent(kind=kind, language=_language(question), keys=keys, name_keys=name_keys,
-                  year=year, subject=subject, words=words, filters=filters, target=target)
+    return Intent(kind=kind, language=docs_qa.text_detect_language(question, DEFAULT_LANGUAGE),
+                  keys=keys, name_keys=name_keys, year=year, subject=subject, words=words,
+                  filters=filters, target=target)
 
 
 def _kind_refined(kind: str, folded: str, year: int | None, graph: Graph,
@@ -1480,9 +1468,9 @@ def _name_keys(question: str, graph: Graph) -> tuple[str, ...]:
 
 def _capitalised_keys(question: str) -> tuple[str, ...]:
     """Return the keys of capitalised non-stop words after the first word (likely names)."""
-    words = _WORD_RE.findall(unicodedata.normalize("NFKC", question))[1:]
-    return tuple(text_key(w) for w in words
-                 if w[:1].isupper() and len(w) > 1 and text_fold(w.casefold()) not in STOP_WORDS
+    words = docs_qa.text_words(question, keep_case=True)[1:]
+    return tuple(name_key(w) for w in words
+                 if w[:1].isupper() and len(w) > 1 and not _is_question_word(w)
                  and not w.isupper())     # all-caps words carry no name signal
 
 
@@ -1492,9 +1480,9 @@ def _name_run_keys(question: str, graph: Graph) -> tuple[str, ...]:
     index = graph.token_index.get(PERSON, {})
     keys: list[str] = []
     run: list[str] = []
-    for word in text_words(question) + [""]:          # the empty word ends the last run
-        if len(word) > 1 and not word.isdigit() and text_fold(word) not in STOP_WORDS:
-            run.append(text_key(word))
+    for word in docs_qa.text_words(question) + [""]:          # the empty word ends the last run
+        if len(word) > 1 and not word.isdigit() and not _is_question_word(word):
+            run.append(name_key(word))
             continue
         if any(key in index for key in run):
             keys += run
@@ -1502,7 +1490,7 @@ def _name_run_keys(question: str, graph: Graph) -> tuple[str, ...]:
     return tuple(dict.fromkeys(keys))
 
 
-# === 8. Question kinds — one function each; lists are proven by one item past the limit ===
+# === 8. Answers — evidence within the limits; no-answer, ambiguous, absent relation ===
 
 def _take(items: Iterable, limit: int) -> tuple[list, bool]:
     """Return up to limit items and whether one more existed (the truncation proof)."""
@@ -1718,14 +1706,16 @@ def _one_person(graph: Graph, intent: Intent,
 
 def _typed_names(intent: Intent) -> tuple[str, ...]:
     """Return the keys of the words that name someone: the likely names, else every non-stop word."""
-    return intent.name_keys or tuple(text_key(w) for w in intent.words
-                                     if text_fold(w) not in STOP_WORDS)
+    return intent.name_keys or tuple(name_key(w) for w in intent.words
+                                     if not _is_question_word(w))
 
 
 def _typed_words(intent: Intent) -> list[str]:
     """Return the keys of the question's content words (the ones a keyword or title may hold)."""
-    return [text_key(w) for w in intent.words if text_fold(w) not in STOP_WORDS]
+    return [name_key(w) for w in intent.words if not _is_question_word(w)]
 
+
+# --- 8a. Kinds about a person, a keyword or a title — one function each
 
 def _kind_count_year(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the exact count of persons (or theses) with a thesis in the year, plus evidence."""
@@ -1836,7 +1826,7 @@ def _about_target(graph: Graph, words: Iterable[str],
                   name_keys: Iterable[str] = ()) -> tuple[list[str], _Match | None]:
     """Return the ids an 'about' question names (person, else keyword, else title)."""
     words = list(words)
-    keys = [text_key(w) for w in words]
+    keys = [name_key(w) for w in words]
     for match in (_match_persons(graph, words, name_keys), _match_keywords(graph, keys),
                   _match_titles(graph, keys)):
         if match.chosen:
@@ -1923,7 +1913,7 @@ def _kind_who_is(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResu
         return _ambiguous(graph, intent, limits, match)
     node = graph.nodes[chosen[0]]
     name = _node_item(graph, node.node_id)
-    if node.title and text_fold(node.title.casefold()) != text_fold(node.label.casefold()):
+    if node.title and docs_qa.text_fold(node.title.casefold()) != docs_qa.text_fold(node.label.casefold()):
         name += f" ({node.title})"
     summary = _summary(graph, node.node_id, intent.language, limits.fact_limit)
     evidence = _Evidence(facts=_incident_facts(graph, node.node_id),
@@ -1932,6 +1922,8 @@ def _kind_who_is(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResu
                    name, rejected=match.rejected if match else [],
                    answer=ANSWERS[("who_is", intent.language)].format(name=name, items=summary))
 
+
+# --- 8b. Kinds about supervision and counts, and ask() — the dispatch
 
 def _kind_co_supervisors(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return who supervised theses together with a person (person <- thesis -> other)."""
@@ -2094,7 +2086,7 @@ def ask(question: str, graph: Graph, limits: GraphLimits | None = None) -> Graph
     limits = limits or GraphLimits()
     intent = graph_parse_question(question, graph)
     if intent is None:
-        lang = _language(question)
+        lang = docs_qa.text_detect_language(question, DEFAULT_LANGUAGE)
         unsupported = Intent(kind="unsupported", language=lang, keys=())
         result = _no_answer(unsupported, limits, "no_matching_facts",
                             ["the question is not one of the supported graph questions"], [],

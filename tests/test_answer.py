@@ -93,11 +93,6 @@ class AnswerTest(StubServerCase):
             self.assertIn(quoted.strip(), result.answer)
             self.assertEqual(cite.start_line, cite.end_line)
 
-    def test_language_guess(self):
-        self.assertEqual(docs_qa.answer_language("do kiedy składam JPK"), "pl")
-        self.assertEqual(docs_qa.answer_language("Aký názov práce má Ján Holp?"), "sk")
-        self.assertEqual(docs_qa.answer_language("when is the deadline"), "en")
-
 
 if __name__ == "__main__":
     unittest.main()
