@@ -39,6 +39,7 @@ Public API
 from __future__ import annotations
 
 import argparse
+import bisect
 import gc
 import hashlib
 import heapq
@@ -102,6 +103,8 @@ SUFFIXES = tuple(sorted((
     "ý", "á", "é", "ú", "í", "a", "e", "i", "o", "u", "y",
     "owej", "ową", "ovą", "owi", "iem", "em", "ego", "emu", "ym", "ią", "ię", "ą", "ę",
 ), key=len, reverse=True))
+_SUFFIXES_BY_LENGTH = tuple((n, frozenset(x for x in SUFFIXES if len(x) == n))
+                            for n in sorted({len(x) for x in SUFFIXES}, reverse=True))
 VOWELS = set("aeiouyáäéíóôúýěůąę")
 
 # Singular case endings of name words, by the nominative's ending (see _name_forms): the
@@ -329,7 +332,6 @@ SUGGEST_MAX_DISTANCE = ((4, 1), (10**9, 2))   # up to 4 letters: 1 edit; longer:
 SUGGEST_LIMIT = 3                              # names offered at most
 SUGGEST_MIN_CHARS = 3                          # shorter typed words are never corrected
 SIMILAR_SPELLING = "similar spelling"
-ORDERED_READ_AHEAD = 64        # namesakes sorted at a time when rejected candidates are read
 
 # An ambiguous answer by the type of its candidates: (answer sentence, reason, reasons line).
 AMBIGUOUS = {PERSON: ("ambiguous_person", "ambiguous_person", "persons fit the name in the question"),
@@ -396,6 +398,9 @@ class Graph:
     year_supervisor_counts: dict[int, tuple[Counter, list[str]]] = field(default_factory=dict)
     # node type -> word length -> [(key, its letters)]; built on the first typo (_spelling_index)
     spelling: dict[str, dict[int, list[tuple[str, frozenset[str]]]]] = field(default_factory=dict)
+    # (node type, key) -> the ids of that token index entry in id order; built on first use
+    # (the namesakes of a common first name are listed in this order, see _match_persons)
+    sorted_ids: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -492,9 +497,9 @@ def name_stem(word: str) -> str:
     """
     word = unicodedata.normalize("NFC", word.casefold())
     if len(word) > MIN_STEM_CHARS and not word.isdigit():
-        for suffix in SUFFIXES:
-            if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM_CHARS:
-                word = word[: -len(suffix)]
+        for length, suffixes in _SUFFIXES_BY_LENGTH:
+            if len(word) - length >= MIN_STEM_CHARS and word[-length:] in suffixes:
+                word = word[:-length]
                 break
         if word.endswith("ej") and len(word) - 2 >= MIN_STEM_CHARS:
             word = word[:-2]   # Andreja -> andrej -> andr, as Andrej loses -ej as an ending
@@ -889,33 +894,43 @@ class _Match:
 
 
 class _Ordered:
-    """Ids in a fixed order: `first` as given, then `rest` sorted. `rest` (the namesakes a
-    common first name brings, often thousands) is sorted only as far as it is read."""
+    """Ids in a fixed order: `first` as given, then the ids of `runs` (lists in id order, one
+    per question word) merged in id order, without those in `skip`. The runs hold the
+    namesakes a common first name brings, often thousands; they are merged only as far as
+    they are read. `size` is how many ids the merged runs give."""
 
-    def __init__(self, first: list[str], rest: list[str]) -> None:
-        self.first, self.rest, self._rest_sorted = first, rest, []
+    def __init__(self, first: list[str], runs: list[list[str]], skip: set[str], size: int) -> None:
+        self.first, self.runs, self.skip, self.size = first, runs, skip, size
+        self._merged: list[str] = []
+        self._merging = (i for i in heapq.merge(*runs) if i not in skip)
 
     def __len__(self) -> int:
-        return len(self.first) + len(self.rest)
+        return len(self.first) + self.size
 
     def at(self, i: int) -> str:
         """Return the i-th id (0 <= i < len)."""
         if i < len(self.first):
             return self.first[i]
         i -= len(self.first)
-        if i >= len(self._rest_sorted):
-            want = max(2 * (i + 1), ORDERED_READ_AHEAD)
-            self._rest_sorted = (heapq.nsmallest(want, self.rest) if want < len(self.rest)
-                                 else sorted(self.rest))
-        return self._rest_sorted[i]
+        self._merged += itertools.islice(self._merging, i + 1 - len(self._merged))
+        return self._merged[i]
 
     def all(self) -> list[str]:
         """Return every id, in order."""
-        return self.first + sorted(self.rest)
+        self._merged += self._merging
+        return self.first + self._merged
 
     def without(self, ids: set[str]) -> "_Ordered":
-        """Return these ids except ids, still sorted lazily."""
-        return _Ordered([i for i in self.first if i not in ids], [i for i in self.rest if i not in ids])
+        """Return these ids except ids, still merged lazily."""
+        in_runs = {i for i in ids if i not in self.skip and any(_in_sorted(run, i) for run in self.runs)}
+        return _Ordered([i for i in self.first if i not in ids], self.runs, self.skip | ids,
+                        self.size - len(in_runs))
+
+
+def _in_sorted(items: list[str], item: str) -> bool:
+    """Return True when item is in the sorted list items."""
+    at = bisect.bisect_left(items, item)
+    return at < len(items) and items[at] == item
 
 
 class _Records(Sequence):
@@ -1139,21 +1154,28 @@ def _match_persons(graph: Graph, words: Iterable[str], name_keys: Iterable[str] 
     # word only are partial; they are rejected lazily, in id order, never looked at one by
     # one unless no full match exists and every name word of the question is known.
     one_word = _one_word_labels(graph)
-    may_be_full = sorted(overlap.union(*(one_word.get(key, ()) for key in by_key)).intersection(hits))
+    may_be_full = sorted(n for n in overlap.union(*(one_word.get(key, ()) for key in by_key)) if n in hits)
     fits = {n: _person_fit(graph, n, by_key, memo) for n in may_be_full
             if any(v and v <= hits[n] for v in _full_name_variants(graph, n))}
     rejected = [why(n, f.note) for n, f in fits.items() if f.verdict in (GENDER, CLASH)]
     several = ([n for n in may_be_full if n not in fits]
                + [n for n, f in fits.items() if f.verdict == "partial"])
     several.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
-    may_be_full_set = set(may_be_full)
-    partial = _Ordered(several, [n for n in hits if n not in may_be_full_set] if may_be_full_set
-                       else list(hits))
+    runs = [_sorted_ids(graph, PERSON, key) for key in by_key if key in graph.token_index.get(PERSON, {})]
+    partial = _Ordered(several, runs, set(may_be_full), len(hits) - len(may_be_full))
     full = [n for n, f in fits.items() if f.verdict == "full"]
     if full:
         return _choose_full(full, fits, partial, why, rejected)
     return _choose_partial(graph, partial, hits, set(name_keys), why, rejected,
                            lambda n: _first_name_clash(graph, n, by_key, memo))
+
+
+def _sorted_ids(graph: Graph, node_type: str, key: str) -> list[str]:
+    """Return the ids of a token index entry in id order (sorted once per loaded graph)."""
+    found = graph.sorted_ids.get((node_type, key))
+    if found is None:
+        found = graph.sorted_ids[(node_type, key)] = sorted(graph.token_index[node_type][key])
+    return found
 
 
 def _one_word_labels(graph: Graph) -> dict[str, set[str]]:
