@@ -66,6 +66,7 @@ import urllib.parse
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from http import HTTPStatus
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import retrieval_contract as rc
@@ -123,6 +124,7 @@ BM25_K3 = 8.0                      # query-term frequency saturation: (k3+1)qtf/
 TF_UNITS = 2                       # postings count a body word as this many units ...
 HEADING_TF_UNITS = 3               # ... and a word of a level-1 heading (title) as this many
 DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_CHAT_TIMEOUT_S = 300.0     # the whole chat call, retries included (--chat-timeout)
 DEFAULT_RETRIES = 2                # extra attempts after a transient fault
 DEFAULT_EMBED_BATCH = 32
 DEFAULT_CHUNK_CHARS = 1200         # soft upper bound of a chunk's size
@@ -222,6 +224,12 @@ class Settings:
                                       # server keeps open for its lifetime (None: throw-away)
     index_lock: Any = field(default=None, compare=False, repr=False)   # serialises uses of a
                                       # memory_index (shared-cache locks are not waited for)
+    # the answer and the transports (read by settings_from_env like everything above)
+    chat_model: str | None = None      # None: the first chat model the server lists
+    chat_timeout_s: float = DEFAULT_CHAT_TIMEOUT_S   # the whole chat call, retries included
+    extractive: bool = False           # quote the fragments; never call the chat model
+    token: str | None = field(default=None, repr=False)   # DOCS_QA_TOKEN as set; serve checks it
+    cors_origins: tuple[str, ...] = ()   # browser origins serve answers ('*': any)
 
     @property
     def candidate_limit(self) -> int:
@@ -3590,7 +3598,6 @@ def citation_support(sentence: str, cited_text: str) -> float:
 # === 14. Answer — prompt, chat call, extractive answer, refusal; answer() ===
 
 DEFAULT_CHAT_MODEL = "local-model"
-DEFAULT_CHAT_TIMEOUT_S = 300.0            # the whole chat call, retries included (--chat-timeout)
 REFUSALS = {
     "en": "I did not find the answer in the documents.",
     "pl": "Nie znalazłem odpowiedzi w dokumentach.",
@@ -4402,12 +4409,11 @@ _LIST_MARK = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 
 # --- 14c. answer() — search, then the model's reply or the extractive quote, checked
 
-def answer(question: str, settings: Settings, extractive: bool = False,
-           chat_model: str | None = None, chat_timeout_s: float = DEFAULT_CHAT_TIMEOUT_S,
-           progress: ProgressFn | None = None) -> AnswerResult:
+def answer(question: str, settings: Settings, progress: ProgressFn | None = None) -> AnswerResult:
     """Return an answer to question whose every citation was checked against the
     retrieved fragments; the refusal when none survives; no_answer when nothing matched.
-    chat_model None: the first chat model the server lists (see _pick_chat_model)."""
+    The model's reply unless settings.extractive; settings.chat_model None: the first chat
+    model the server lists (see _pick_chat_model)."""
     result = search(question, settings, progress)
     prompt = _prompt(result.query, result)
     language = answer_language(result.query)
@@ -4416,8 +4422,9 @@ def answer(question: str, settings: Settings, extractive: bool = False,
         return AnswerResult(result, "no_answer", "no_matching_sources", REFUSALS[language],
                             "none", [], [], prompt, notes)
     mode, reply = "extractive", None
-    if not extractive:
-        chat_deadline = time.monotonic() + chat_timeout_s
+    if not settings.extractive:
+        chat_deadline = time.monotonic() + settings.chat_timeout_s
+        chat_model = settings.chat_model
         try:
             if chat_model is None:
                 chat_model = _pick_chat_model(settings, notes)
@@ -4487,6 +4494,15 @@ def to_envelope(result: SearchResult | AnswerResult) -> rc.Envelope:
                        truncation_reasons=list(search_result.truncation_reasons), extra=extra)
 
 
+def _error_boundary(exc: Exception, debug: bool, log: Callable[[str], None] | None = None) -> rc.Envelope:
+    """Return the error envelope of exc: the one conversion every transport makes at its
+    boundary. Re-raise exc under --debug; give log an untyped error's traceback."""
+    if debug:
+        raise exc
+    if log is not None and not isinstance(exc, ContractError):
+        log("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    return rc.error_result(exc)
+
 
 # JSON Schemas of what to_envelope() emits beyond the common fields; HTTP (OpenAPI) and MCP
 # (outputSchema) both use these, so a field added above must be declared here too.
@@ -4554,21 +4570,28 @@ def envelope_open_schema() -> dict:
 
 def settings_from_env(environ: dict[str, str], **overrides: Any) -> Settings:
     """Return Settings from the environment (DOCS_QA_*, EMBED_MOCK, XDG_CACHE_HOME) and
-    explicit overrides; the only place that reads configuration from the environment."""
+    explicit overrides (None: not given); the only place that reads configuration from the
+    environment. Raise InvalidRequestError for a value out of its range."""
     values: dict[str, Any] = {
         "base_url": environ.get("DOCS_QA_BASE_URL") or DEFAULT_BASE_URL,
         "embed_model": environ.get("DOCS_QA_EMBED_MODEL") or DEFAULT_EMBED_MODEL,
         "api_key": environ.get("DOCS_QA_API_KEY") or None,
         "embed_mock": environ.get("EMBED_MOCK", "") not in ("", "0", "false", "no"),
         "cache_dir": default_cache_dir(environ),
+        "chat_model": environ.get("DOCS_QA_CHAT_MODEL") or None,
+        "token": environ.get("DOCS_QA_TOKEN") or None,
+        "cors_origins": re.split(r"[,\s]+", environ.get("DOCS_QA_CORS_ORIGINS", "")),
     }
     for key, name in (("min_coverage", "DOCS_QA_MIN_COVERAGE"), ("min_similarity", "DOCS_QA_MIN_SIMILARITY")):
         if environ.get(name):
             values[key] = _gate_threshold(environ[name], name)
+    if overrides.get("chat_timeout_s") is None and environ.get("DOCS_QA_CHAT_TIMEOUT"):
+        values["chat_timeout_s"] = _env_chat_timeout(environ["DOCS_QA_CHAT_TIMEOUT"])
     values.update({k: v for k, v in overrides.items() if v is not None})
     if overrides.get("no_cache"):
         values["cache_dir"] = None
     values.pop("no_cache", None)
+    values["cors_origins"] = _origin_list(values["cors_origins"])
     settings = Settings(**values)
     problems = _bm25_param_problems(settings.k1, settings.b)
     if problems:
@@ -4601,6 +4624,24 @@ def _gate_threshold(text: str, name: str) -> float:
     return value
 
 
+def _env_chat_timeout(text: str) -> float:
+    """Return DOCS_QA_CHAT_TIMEOUT in seconds; raise InvalidRequestError unless it is a
+    positive finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or not math.isfinite(value):
+        raise InvalidRequestError("DOCS_QA_CHAT_TIMEOUT must be a positive number of seconds",
+                                  ("chat_timeout",))
+    return value
+
+
+def _origin_list(values: Iterable[str]) -> tuple[str, ...]:
+    """Return browser origins without blanks, repeats or a trailing '/' (browsers send none)."""
+    return tuple(dict.fromkeys(v.strip().rstrip("/") for v in values if v.strip()))
+
+
 @dataclass(frozen=True)
 class Operation:
     """One operation of the tool: its request schema and the call that serves it."""
@@ -4615,11 +4656,9 @@ class Operation:
 
 @dataclass
 class OperationContext:
-    """What operations share in a transport: settings, chat options, an optional graph."""
+    """What operations share in a transport: settings, an optional graph, progress."""
 
     settings: Settings
-    chat_model: str | None = None      # None: the first chat model the server lists
-    chat_timeout_s: float = DEFAULT_CHAT_TIMEOUT_S
     graph: Any = None
     graph_error: Exception | None = None
     progress: ProgressFn | None = None  # per call (MCP progress/cancel); may raise to stop it
@@ -4643,9 +4682,13 @@ def operation_validate(operation: Operation, request: Any) -> dict[str, Any]:
         raise InvalidQueryError("the request must be a JSON object")
     text_field = operation.request_schema["required"][0]
     value = request.get(text_field)
-    if not isinstance(value, str) or not _QUESTION_CONTENT.search(value) or len(value) > MAX_QUESTION_CHARS:
-        if value is None or isinstance(value, str):
-            raise InvalidQueryError("the question is missing, empty or too long", (text_field,))
+    if value is None:
+        raise InvalidQueryError("the question is missing", (text_field,))
+    if isinstance(value, str) and not _QUESTION_CONTENT.search(value):
+        raise InvalidQueryError("the question is empty", (text_field,))
+    if isinstance(value, str) and len(value) > MAX_QUESTION_CHARS:
+        raise InvalidQueryError(f"the question is longer than {MAX_QUESTION_CHARS} characters",
+                                (text_field,))
     request = _integral_floats_as_ints(request, operation.request_schema)
     problems = rc.schema_errors(request, operation.request_schema)
     if problems:
@@ -4669,9 +4712,9 @@ def _run_search(request: dict[str, Any], ctx: OperationContext) -> rc.Envelope:
 
 
 def _run_rag(request: dict[str, Any], ctx: OperationContext) -> rc.Envelope:
-    settings = replace(ctx.settings, limit=request.get("limit", ctx.settings.limit))
-    return to_envelope(answer(request["question"], settings, bool(request.get("extractive")),
-                              ctx.chat_model, ctx.chat_timeout_s, ctx.progress))
+    settings = replace(ctx.settings, limit=request.get("limit", ctx.settings.limit),
+                       extractive=request.get("extractive", ctx.settings.extractive))
+    return to_envelope(answer(request["question"], settings, ctx.progress))
 
 
 def _run_graph(request: dict[str, Any], ctx: OperationContext) -> rc.Envelope:
@@ -4743,21 +4786,6 @@ def _add_chat_timeout_flag(parser: argparse.ArgumentParser) -> None:
                              f"DOCS_QA_CHAT_TIMEOUT, default {DEFAULT_CHAT_TIMEOUT_S:g}); the reply is "
                              f"streamed and --timeout bounds each silent gap, so a hung server is "
                              f"given up after --timeout seconds, a slow one after S")
-
-
-def _chat_timeout_s(args: argparse.Namespace, environ: dict[str, str]) -> float:
-    """Return --chat-timeout, else DOCS_QA_CHAT_TIMEOUT, else the default; raise
-    InvalidRequestError when the variable is not a positive number."""
-    if args.chat_timeout is not None:
-        return args.chat_timeout
-    value = environ.get("DOCS_QA_CHAT_TIMEOUT")
-    if not value:
-        return DEFAULT_CHAT_TIMEOUT_S
-    try:
-        return _positive_float(value)
-    except (ValueError, argparse.ArgumentTypeError):
-        raise InvalidRequestError("DOCS_QA_CHAT_TIMEOUT must be a positive number of seconds",
-                                  ("chat_timeout",)) from None
 
 
 def _positive_float(text: str) -> float:
@@ -4914,7 +4942,9 @@ def _settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Se
         pool_factor=getattr(args, "pool_factor", None),
         k1=getattr(args, "k1", None), b=getattr(args, "b", None),
         min_coverage=getattr(args, "min_coverage", None),
-        min_similarity=getattr(args, "min_similarity", None))
+        min_similarity=getattr(args, "min_similarity", None),
+        chat_model=getattr(args, "chat_model", None), chat_timeout_s=getattr(args, "chat_timeout", None),
+        extractive=getattr(args, "extractive", None), cors_origins=getattr(args, "cors_origin", None) or None)
 
 
 def format_notes(notes: list[dict[str, str]]) -> str:
@@ -4930,34 +4960,46 @@ def format_answer_text(envelope: dict[str, Any]) -> str:
 
 
 def _answer_text(envelope: dict[str, Any]) -> str:
-    """Return the text rendering of an envelope, raw (see format_answer_text)."""
+    """Return the text rendering of an envelope, raw (see format_answer_text): the error
+    line, or the rendering of the tool that made it."""
     if envelope["status"] == "error":
         return f"error ({envelope['reason']}): {envelope.get('detail', '')}"
-    if envelope.get("tool") == "graph":
-        import graph_store   # the graph's one renderer: facts, [S1] sources, candidates
-        return "\n\n".join(p for p in (graph_store.format_answer_text(envelope),
-                                         format_notes(envelope.get("notes", []))) if p)
-    parts = []
-    if envelope.get("answer"):
-        parts.append(envelope["answer"])
-    elif envelope["status"] != "ok":
-        parts.append(f"{envelope['status']}: {envelope['reason']}")
-    if envelope["sources"]:
-        lines = ["Sources:"]
-        for src in envelope["sources"]:
-            crumb = " > ".join(s for s in src.get("sections", []) if s)
-            ref = citation_format(src["document_path"], src["start_line"], src["end_line"])
-            lines.append(f"  [{src['source_id']}] {ref}" + (f"  ({crumb})" if crumb else ""))
-            if envelope.get("tool") == "search":
-                lines.extend("      " + line for line in src["text"].split("\n")[:4])
-        parts.append("\n".join(lines))
-    parts.append(format_removals(envelope))
-    if envelope.get("truncated"):
-        parts.append(format_limits(envelope))
-    notes = format_notes(envelope.get("notes", []))
-    if notes:
-        parts.append(notes)
-    return "\n\n".join(p for p in parts if p)
+    render = {"graph": _graph_text, "search": _search_text}.get(envelope.get("tool"), _rag_text)
+    return "\n\n".join(p for p in render(envelope) if p)
+
+
+def _graph_text(envelope: dict[str, Any]) -> list[str]:
+    """Return the parts of a graph answer: the graph's one renderer, then the notes."""
+    import graph_store   # the graph's one renderer: facts, [S1] sources, candidates
+    return [graph_store.format_answer_text(envelope), format_notes(envelope.get("notes", []))]
+
+
+def _rag_text(envelope: dict[str, Any]) -> list[str]:
+    """Return the parts of an answer: the answer (or status), sources, removals, limits, notes."""
+    head = envelope.get("answer") or (f"{envelope['status']}: {envelope['reason']}"
+                                      if envelope["status"] != "ok" else "")
+    return [head, *_sources_parts(envelope, text_lines=0)]
+
+
+def _search_text(envelope: dict[str, Any]) -> list[str]:
+    """Return the parts of a search result: the status, sources with their first lines,
+    limits and notes."""
+    head = f"{envelope['status']}: {envelope['reason']}" if envelope["status"] != "ok" else ""
+    return [head, *_sources_parts(envelope, text_lines=SEARCH_TEXT_LINES)]
+
+
+def _sources_parts(envelope: dict[str, Any], text_lines: int) -> list[str]:
+    """Return the sources block (each with its first text_lines lines), removals, limits
+    (when truncated) and notes."""
+    lines = ["Sources:"] if envelope["sources"] else []
+    for src in envelope["sources"]:
+        crumb = " > ".join(s for s in src.get("sections", []) if s)
+        ref = citation_format(src["document_path"], src["start_line"], src["end_line"])
+        lines.append(f"  [{src['source_id']}] {ref}" + (f"  ({crumb})" if crumb else ""))
+        lines.extend("      " + line for line in src["text"].split("\n")[:text_lines])
+    return ["\n".join(lines), format_removals(envelope),
+            format_limits(envelope) if envelope.get("truncated") else "",
+            format_notes(envelope.get("notes", []))]
 
 
 CITATION_PROBLEM_TEXTS = {
@@ -4972,6 +5014,7 @@ CITATION_PROBLEM_TEXTS = {
 }
 MAX_NAMED = 3                      # refused citations named in the text output, then "+N more"
 EXCERPT_CHARS = 60
+SEARCH_TEXT_LINES = 4              # lines of each fragment a search shows under its citation
 
 
 def _plural(n: int, noun: str) -> str:
@@ -5102,13 +5145,10 @@ class _Progress:
 
 def _cli_question(args: argparse.Namespace, environ: dict[str, str], out: Any, err: Any) -> int:
     """Run a question (or --search) and print text or the envelope; return the exit code."""
-    settings = _settings_from_args(args, environ)
-    ctx = OperationContext(settings, chat_model=args.chat_model
-                           or environ.get("DOCS_QA_CHAT_MODEL") or None,
-                           chat_timeout_s=_chat_timeout_s(args, environ))
     progress = _Progress(err) if err.isatty() else None
+    ctx = OperationContext(_settings_from_args(args, environ), progress=progress)
     try:
-        envelope = _route_question(args, ctx, progress)
+        envelope = _route_question(args, ctx)
     finally:
         if progress is not None:
             progress.close()
@@ -5118,8 +5158,7 @@ def _cli_question(args: argparse.Namespace, environ: dict[str, str], out: Any, e
     return EXIT_OK
 
 
-def _route_question(args: argparse.Namespace, ctx: OperationContext,
-                    progress: ProgressFn | None) -> rc.Envelope:
+def _route_question(args: argparse.Namespace, ctx: OperationContext) -> rc.Envelope:
     """Return the envelope for a CLI question: the graph when it understands the
     question, else search or RAG."""
     passed_on = []
@@ -5131,10 +5170,9 @@ def _route_question(args: argparse.Namespace, ctx: OperationContext,
         passed_on = [{"code": GRAPH_PASSED_ON, "message": GRAPH_PASSED_ON_MESSAGE.format(
             tool="search" if args.search else "rag")}]
     if args.search:
-        envelope = to_envelope(search(args.question, ctx.settings, progress))
+        envelope = operation_run("search", {"query": args.question, "limit": args.limit}, ctx)
     else:
-        envelope = to_envelope(answer(args.question, ctx.settings, args.extractive, ctx.chat_model,
-                                      ctx.chat_timeout_s, progress))
+        envelope = operation_run("rag", {"question": args.question, "limit": args.limit}, ctx)
     envelope.extra["notes"] = passed_on + envelope.extra.get("notes", [])
     return envelope
 
@@ -5169,14 +5207,16 @@ def _cli_index(args: argparse.Namespace, environ: dict[str, str], out: Any, err:
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 HTTP_MAX_BODY_BYTES = 1024 * 1024  # larger bodies: 413 invalid_query, never read
-HTTP_TIMEOUT_S = 10.0              # per socket operation, so a stuck client frees its thread
+HTTP_TIMEOUT_S = 10.0              # per socket operation (ServerContext.socket_timeout_s), so a
+                                   # stuck client frees its thread
 HTTP_BODY_DEADLINE_S = 30.0        # for the whole body, so a client dripping bytes frees it too
 HTTP_REQUEST_DEADLINE_S = 30.0     # request line + headers + body, so dripped headers free it too
 HTTP_MAX_CONNECTIONS = 64          # connections served at once; more are answered 503 at once
 HTTP_BUSY_RETRY_AFTER_S = 1        # the Retry-After of that 503
 HTTP_LINGER_S = 1.0                # a refused socket stays half-closed this long before it is drained
 HTTP_MAX_LINGERING = 256           # and at most this many wait so; older ones are closed at once
-HTTP_DRAIN_READS = 16              # reads of 64 KiB at most when draining a refused socket
+HTTP_READ_BYTES = 64 * 1024        # one socket read at most
+HTTP_DRAIN_READS = 16              # reads of HTTP_READ_BYTES at most when draining a refused socket
 HTTP_MAX_LENGTH_DIGITS = 18        # a longer Content-Length is over any limit (no huge int parsing)
 HTTP_LISTEN_BACKLOG = 128
 _JSON_TYPE = "application/json; charset=utf-8"
@@ -5197,6 +5237,7 @@ class ServerContext:
     cors_origins: tuple[str, ...] = ()   # browser origins allowed to call ('*': any, no token)
     startup: Any = None                  # _StartupIndex while the MCP start-up index runs
     index_keeper: Any = None             # the connection keeping a --no-cache index alive
+    socket_timeout_s: float = HTTP_TIMEOUT_S   # per socket operation of an HTTP connection
 
     def log_line(self, text: str) -> None:
         if self.log is not None:     # a request line or a file name may hold terminal escapes
@@ -5227,13 +5268,15 @@ def http_openapi(with_auth: bool = False) -> dict:
     def reply(description: str, schema: dict) -> dict:
         return {"description": description, "content": {"application/json": {"schema": schema}}}
 
-    errors = {str(code): reply(f"error envelope ({reason})", error_ref)
-              for code, reason in ((400, "invalid_query"), (401, "unauthorized"),
-                                   (411, "invalid_query: a body needs Content-Length"),
-                                   (413, "invalid_query: body over 1 MiB"), (422, "invalid_request"),
-                                   (500, "internal_error"),
-                                   (503, "retrieval_unavailable; or too many connections, "
-                                         "with Retry-After"))}
+    errors = {_status_key(code): reply(f"error envelope ({reason})", error_ref)
+              for code, reason in ((HTTPStatus.BAD_REQUEST, "invalid_query"),
+                                   (HTTPStatus.UNAUTHORIZED, "unauthorized"),
+                                   (HTTPStatus.LENGTH_REQUIRED, "invalid_query: a body needs Content-Length"),
+                                   (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_query: body over 1 MiB"),
+                                   (HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_request"),
+                                   (HTTPStatus.INTERNAL_SERVER_ERROR, "internal_error"),
+                                   (HTTPStatus.SERVICE_UNAVAILABLE, "retrieval_unavailable; or too many "
+                                                                    "connections, with Retry-After"))}
     schemas: dict[str, dict] = {"Error": rc.error_schema(), "Health": _HEALTH_SCHEMA}
     paths: dict[str, dict] = {}
     for name, op in OPERATIONS.items():
@@ -5242,12 +5285,12 @@ def http_openapi(with_auth: bool = False) -> dict:
             "operationId": op.tool or name, "summary": op.summary, "description": op.summary,
             "requestBody": {"required": True,
                             "content": {"application/json": {"schema": op.request_schema}}},
-            "responses": {"200": reply("v1 envelope (status ok, no_answer or ambiguous)",
+            "responses": {_status_key(HTTPStatus.OK): reply("v1 envelope (status ok, no_answer or ambiguous)",
                                        {"$ref": f"#/components/schemas/{name.capitalize()}Envelope"}),
                           **errors, "default": reply("error envelope", error_ref)}}}
     # no operationId: OpenWebUI makes a tool of every operation that has one
     paths["/health"] = {"get": {"summary": "Liveness; needs no token.", "security": [],
-                                "responses": {"200": reply("alive",
+                                "responses": {_status_key(HTTPStatus.OK): reply("alive",
                                                            {"$ref": "#/components/schemas/Health"})}}}
     paths.update(page_openapi_paths(reply, errors))    # §18b
     doc: dict[str, Any] = {
@@ -5260,6 +5303,11 @@ def http_openapi(with_auth: bool = False) -> dict:
         doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
         doc["security"] = [{"bearer": []}]
     return doc
+
+
+def _status_key(status: HTTPStatus) -> str:
+    """Return a status as an OpenAPI responses key ('200'; str() of a member differs by version)."""
+    return str(status.value)
 
 
 def _header(headers: dict[str, str], name: str) -> str | None:
@@ -5284,24 +5332,24 @@ def _content_length(headers: dict[str, str]) -> int | None:
     return int(digits) if len(digits) <= HTTP_MAX_LENGTH_DIGITS else HTTP_MAX_BODY_BYTES + 1
 
 
-def _framing_error(lengths: list[str], encodings: list[str]) -> tuple[int, ContractError] | None:
+def _framing_error(lengths: list[str], encodings: list[str]) -> tuple[HTTPStatus, ContractError] | None:
     """Return (status, error) when a body's framing is ambiguous (RFC 9112 6.1, 6.3): two
     different Content-Length values or one with Transfer-Encoding (400); a body only in
     Transfer-Encoding (411: send Content-Length). None when the framing is fine."""
     if encodings and lengths:
-        return 400, InvalidQueryError("Content-Length together with Transfer-Encoding")
+        return HTTPStatus.BAD_REQUEST, InvalidQueryError("Content-Length together with Transfer-Encoding")
     if len({v.strip() for line in lengths for v in line.split(",")}) > 1:
-        return 400, InvalidQueryError("different Content-Length values")
+        return HTTPStatus.BAD_REQUEST, InvalidQueryError("different Content-Length values")
     if encodings:
-        return 411, InvalidQueryError("a body needs Content-Length (chunked is not read)")
+        return HTTPStatus.LENGTH_REQUIRED, InvalidQueryError("a body needs Content-Length (chunked is not read)")
     return None
 
 
-_HTTP_ERROR_TYPES = {501: rc.MethodNotAllowedError,      # a method http.server has no do_ for
-                     503: RetrievalUnavailableError}   # any other error status: invalid_query
+_HTTP_ERROR_TYPES = {HTTPStatus.NOT_IMPLEMENTED: rc.MethodNotAllowedError,   # a method http.server has no do_ for
+                     HTTPStatus.SERVICE_UNAVAILABLE: RetrievalUnavailableError}   # any other: invalid_query
 
 
-def _error_reply(status: int, error: ContractError | None = None) -> tuple[int, dict[str, str], bytes]:
+def _error_reply(status: HTTPStatus, error: ContractError | None = None) -> tuple[HTTPStatus, dict[str, str], bytes]:
     """Return (status, headers, body) of a transport-level error (framing, limits, a bad
     request line): the error envelope, and the connection closed after it."""
     error = error or _HTTP_ERROR_TYPES.get(status, InvalidQueryError)()
@@ -5337,7 +5385,7 @@ def _json_request(body: bytes) -> Any:
 
 
 def _http_dispatch(method: str, path: str, headers: dict[str, str], body: bytes,
-                   ctx: ServerContext, query: str = "") -> tuple[int, dict | PageReply]:
+                   ctx: ServerContext, query: str = "") -> tuple[HTTPStatus, dict | PageReply]:
     """Return (status, JSON payload) of a request; raise typed errors for failures."""
     if path not in _OPEN_PATHS and ctx.token is not None and not _is_authorized(headers, ctx.token):
         raise rc.UnauthorizedError()
@@ -5348,18 +5396,18 @@ def _http_dispatch(method: str, path: str, headers: dict[str, str], body: bytes,
         raise rc.MethodNotAllowedError()
     target = route[1]
     if target == "health":
-        return 200, {"status": "ok", "contract_version": rc.CONTRACT_VERSION,
+        return HTTPStatus.OK, {"status": "ok", "contract_version": rc.CONTRACT_VERSION,
                      "operations": list(OPERATIONS), "graph_loaded": ctx.ops.graph is not None}
     if target == "openapi":
-        return 200, http_openapi(ctx.token is not None)
+        return HTTPStatus.OK, http_openapi(ctx.token is not None)
     if target == "page":
-        return 200, page_reply(query, headers, ctx)
+        return HTTPStatus.OK, page_reply(query, headers, ctx)
     if target == "source":
-        return 200, page_source_lines(ctx.ops.settings, *_source_request(query))
+        return HTTPStatus.OK, page_source_lines(ctx.ops.settings, *_source_request(query))
     length = _content_length(headers)
     if length is not None and length > HTTP_MAX_BODY_BYTES:
-        return 413, rc.error_result(InvalidQueryError()).to_dict()
-    return 200, operation_run(target, _json_request(body), ctx.ops).to_dict()
+        return HTTPStatus.REQUEST_ENTITY_TOO_LARGE, rc.error_result(InvalidQueryError()).to_dict()
+    return HTTPStatus.OK, operation_run(target, _json_request(body), ctx.ops).to_dict()
 
 
 def _cors_headers(headers: dict[str, str], ctx: ServerContext) -> dict[str, str]:
@@ -5377,7 +5425,7 @@ def _cors_headers(headers: dict[str, str], ctx: ServerContext) -> dict[str, str]
 
 
 def _cors_preflight(path: str, headers: dict[str, str],
-                    ctx: ServerContext) -> tuple[int, dict[str, str], bytes] | None:
+                    ctx: ServerContext) -> tuple[HTTPStatus, dict[str, str], bytes] | None:
     """Return the 204 answer to a browser's preflight (OPTIONS with Origin and
     Access-Control-Request-Method) on a known route, None for any other request; the
     allow headers are sent only for a listed origin."""
@@ -5390,11 +5438,11 @@ def _cors_preflight(path: str, headers: dict[str, str],
         reply.update({"Access-Control-Allow-Methods": route[0] if route[0] == "POST" else "GET, HEAD",
                       "Access-Control-Allow-Headers": CORS_ALLOW_HEADERS,
                       "Access-Control-Max-Age": str(CORS_MAX_AGE_S)})
-    return 204, reply, b""
+    return HTTPStatus.NO_CONTENT, reply, b""
 
 
 def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
-                   ctx: ServerContext) -> tuple[int, dict[str, str], bytes]:
+                   ctx: ServerContext) -> tuple[HTTPStatus, dict[str, str], bytes]:
     """Return (status, headers, body) for one HTTP request; every failure is an error
     envelope (the HTTP transport's one boundary), without exception text."""
     try:
@@ -5408,19 +5456,15 @@ def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
     try:
         status, payload = _http_dispatch(method, path, headers, body, ctx, query)
     except Exception as exc:  # the HTTP transport's one boundary
-        if ctx.debug:
-            raise
-        if not isinstance(exc, ContractError):
-            ctx.log_line(traceback.format_exc())
-        status = exc.http_status if isinstance(exc, ContractError) else 500
-        payload = rc.error_result(exc).to_dict()
+        payload = _error_boundary(exc, ctx.debug, ctx.log_line).to_dict()
+        status = exc.http_status if isinstance(exc, ContractError) else HTTPStatus.INTERNAL_SERVER_ERROR
     if isinstance(payload, PageReply):
         return status, payload.headers, payload.body
     reply_headers = {"Content-Type": _JSON_TYPE, "Cache-Control": "no-store",
                      **_cors_headers(headers, ctx)}
-    if status == 401:
+    if status == HTTPStatus.UNAUTHORIZED:
         reply_headers["WWW-Authenticate"] = 'Bearer realm="docs-qa"'
-    if status == 405:
+    if status == HTTPStatus.METHOD_NOT_ALLOWED:
         reply_headers["Allow"] = _http_routes()[path][0]
     return status, reply_headers, json.dumps(payload, ensure_ascii=False).encode("utf-8")
 
@@ -5458,10 +5502,10 @@ def _http_classes() -> tuple[type, type]:
 
         server_version = "docs-qa"
         protocol_version = "HTTP/1.1"
-        timeout = HTTP_TIMEOUT_S
         disable_nagle_algorithm = True   # headers and body are two writes: no 40 ms delayed-ACK stall
 
         def setup(self) -> None:
+            self.timeout = self.server.ctx.socket_timeout_s   # StreamRequestHandler.setup applies it
             super().setup()
             self._reader = _DeadlineReader(self.connection, self.timeout)
             self.rfile = io.BufferedReader(self._reader)
@@ -5476,7 +5520,7 @@ def _http_classes() -> tuple[type, type]:
             if not super().parse_request():
                 return False
             if self.request_version == "HTTP/0.9":
-                self.send_error(505)
+                self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED)
                 return False
             return True
 
@@ -5518,7 +5562,7 @@ def _http_classes() -> tuple[type, type]:
             while received < length:
                 if time.monotonic() > deadline:
                     return None
-                piece = self.rfile.read1(min(65536, length - received))
+                piece = self.rfile.read1(min(HTTP_READ_BYTES, length - received))
                 if not piece:
                     return None
                 parts.append(piece)
@@ -5532,7 +5576,7 @@ def _http_classes() -> tuple[type, type]:
             self.send_response(status)
             for key, value in headers.items():
                 self.send_header(key, value)
-            if status != 204:                # a 204 carries no body and no length (RFC 9110)
+            if status != HTTPStatus.NO_CONTENT:   # it carries no body and no length (RFC 9110)
                 self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             if self.command != "HEAD":
@@ -5544,7 +5588,7 @@ def _http_classes() -> tuple[type, type]:
             self.log_error("code %d, message %s", code, message)
             self.close_connection = True
             self.request_version = self.protocol_version   # a status line even for an unparsed request line
-            self._write_reply(*_error_reply(code))
+            self._write_reply(*_error_reply(HTTPStatus(code)))
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
             self.server.ctx.log_line(f"{self.address_string()} - {format % args}")
@@ -5584,10 +5628,10 @@ def _http_classes() -> tuple[type, type]:
             """Send 503 + Retry-After without reading the request or blocking, half-close,
             and keep the socket to drain before closing (an unread request would make the
             close a reset, which can destroy the 503 before the client reads it)."""
-            status, headers, data = _error_reply(503)
+            status, headers, data = _error_reply(HTTPStatus.SERVICE_UNAVAILABLE)
             headers["Retry-After"] = str(HTTP_BUSY_RETRY_AFTER_S)
             headers["Content-Length"] = str(len(data))
-            head = f"HTTP/1.1 {status} Service Unavailable\r\n" + "".join(
+            head = f"HTTP/1.1 {status.value} {status.phrase}\r\n" + "".join(
                 f"{key}: {value}\r\n" for key, value in headers.items()) + "\r\n"
             try:
                 request.setblocking(False)
@@ -5628,18 +5672,11 @@ def _drain_and_close(sock: socket.socket) -> None:
     the socket is non-blocking and the reads are bounded, so this never stalls the server."""
     try:
         for _ in range(HTTP_DRAIN_READS):
-            if not sock.recv(65536):
+            if not sock.recv(HTTP_READ_BYTES):
                 break
     except OSError:                  # BlockingIOError: nothing more is waiting
         pass
     sock.close()
-
-
-def __getattr__(name: str) -> Any:
-    """Return the lazily defined HTTP classes by their names (PEP 562)."""
-    if name in ("_HttpHandler", "_HttpServer"):
-        return _http_classes()[name == "_HttpServer"]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def http_server(ctx: ServerContext, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> ThreadingHTTPServer:
@@ -6262,17 +6299,20 @@ def page_openapi_paths(reply: Callable[[str, dict], dict], errors: dict[str, dic
         ("path", {"type": "string"}, "a document path as cited (relative to the docs folder)"),
         ("start", line, "first cited line (1-based)"), ("end", line, "last cited line (default: start)"),
         ("context", line, f"lines around them (default {PAGE_CONTEXT_LINES}, at most {MAX_SOURCE_CONTEXT})"))]
-    source_errors = {k: v for k, v in errors.items() if k in ("401", "422", "500", "503")}
-    source_errors["404"] = reply("error envelope (not_found): the path is not an indexed document",
+    source_errors = {k: v for k, v in errors.items() if k in map(_status_key, (
+        HTTPStatus.UNAUTHORIZED, HTTPStatus.UNPROCESSABLE_ENTITY, HTTPStatus.INTERNAL_SERVER_ERROR,
+        HTTPStatus.SERVICE_UNAVAILABLE))}
+    source_errors[_status_key(HTTPStatus.NOT_FOUND)] = reply("error envelope (not_found): the path is not an indexed document",
                                  {"$ref": "#/components/schemas/Error"})
     return {
         "/": {"get": {"summary": "The web page: ask a question, open each citation's lines.",
-                      "responses": {"200": {"description": "the page",
+                      "responses": {_status_key(HTTPStatus.OK): {"description": "the page",
                                             "content": {"text/html": {"schema": {"type": "string"}}}}}}},
         "/source": {"get": {"summary": "An indexed document's cited lines with context, and "
                                        "whether it changed since indexing (for the page).",
                             "parameters": parameters,
-                            "responses": {"200": reply("the lines", _SOURCE_SCHEMA), **source_errors}}}}
+                            "responses": {_status_key(HTTPStatus.OK): reply("the lines", _SOURCE_SCHEMA),
+                                          **source_errors}}}}
 
 
 # === 19. MCP — JSON-RPC 2.0 over stdio; the tools come from OPERATIONS ===
@@ -6310,12 +6350,10 @@ def _mcp_call_tool(params: dict, ctx: ServerContext) -> dict:
     operation = next(op for op in OPERATIONS.values() if op.tool == params["name"])
     try:
         envelope = operation_run(operation.name, params.get("arguments") or {}, ctx.ops).to_dict()
+    except _McpCancelled:
+        raise
     except Exception as exc:  # the MCP transport's one boundary for tool failures
-        if ctx.debug or isinstance(exc, _McpCancelled):
-            raise
-        if not isinstance(exc, ContractError):
-            ctx.log_line(traceback.format_exc())
-        envelope = rc.error_result(exc).to_dict()
+        envelope = _error_boundary(exc, ctx.debug, ctx.log_line).to_dict()
     return {"content": [{"type": "text", "text": format_answer_text(envelope)}],
             "structuredContent": envelope, "isError": envelope["status"] == "error"}
 
@@ -6503,10 +6541,8 @@ def mcp_serve(ctx: ServerContext, stdin: Any, stdout: Any) -> int:
             session.cancel(message.get("params"))
         try:
             reply = mcp_handle(message, ctx)
-        except Exception:  # a protocol-level fault: answered, logged, never fatal
-            if ctx.debug:
-                raise
-            ctx.log_line(traceback.format_exc())
+        except Exception as exc:  # a protocol-level fault: answered, logged, never fatal
+            _error_boundary(exc, ctx.debug, ctx.log_line)
             reply = _rpc_error(_rpc_id(message), _RPC_INTERNAL, "Internal error")
         if reply is not None:
             session.write(reply)
@@ -6537,9 +6573,7 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
         sys.stderr.write(f"docs_qa: {'terminated' if terminated else 'interrupted'}\n")
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except Exception as exc:  # the CLI's one boundary: typed or not, it becomes an envelope
-        if args.debug:
-            raise
-        return _report_error(exc, getattr(args, "json", False))
+        return _report_error(exc, args.debug, getattr(args, "json", False))
 
 
 class _Terminated(KeyboardInterrupt):
@@ -6564,9 +6598,10 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _report_error(exc: Exception, as_json: bool) -> int:
-    """Print an error as a one-line message (or the JSON error envelope); return 1."""
-    envelope = rc.error_result(exc).to_dict()
+def _report_error(exc: Exception, debug: bool, as_json: bool) -> int:
+    """Print an error as a one-line message (and the JSON error envelope); return 1.
+    Re-raise it under --debug."""
+    envelope = _error_boundary(exc, debug).to_dict()
     if as_json:
         sys.stdout.write(json.dumps(envelope, ensure_ascii=False, indent=2) + "\n")
     if isinstance(exc, ContractError):
@@ -6584,7 +6619,11 @@ def _main_server(command: str | None, argv: list[str], environ: dict[str, str]) 
     except SystemExit as exc:
         return EXIT_USAGE if exc.code else EXIT_OK
     try:
-        token = _token_from_env(environ) if command == "serve" else None
+        settings = _settings_from_args(args, environ)
+    except Exception as exc:  # start-up failures (a bad setting, ...): a message, exit 1
+        return _report_error(exc, args.debug, False)
+    try:
+        token = _server_token(settings.token) if command == "serve" else None
     except InvalidRequestError as exc:
         sys.stderr.write(f"docs_qa: error: {exc.message}\n")
         return EXIT_USAGE
@@ -6592,20 +6631,18 @@ def _main_server(command: str | None, argv: list[str], environ: dict[str, str]) 
         sys.stderr.write(f"docs_qa: refusing to serve on {args.host} without a token: set "
                          "DOCS_QA_TOKEN, or bind to 127.0.0.1\n")
         return EXIT_USAGE
-    origins = _cors_origins(getattr(args, "cors_origin", []), environ)
+    origins = settings.cors_origins
     refusal = _cors_refusal(origins, token)
     if refusal:
         sys.stderr.write(f"docs_qa: {refusal}\n")
         return EXIT_USAGE
     with _sigterm_as_interrupt():
         try:
-            ctx = _server_context(args, environ, token, background=command == "mcp")
+            ctx = _server_context(args, settings, token, background=command == "mcp")
         except KeyboardInterrupt as exc:
             return EXIT_TERMINATED if isinstance(exc, _Terminated) else EXIT_INTERRUPTED
         except Exception as exc:  # start-up failures (no such folder, ...): a message, exit 1
-            if args.debug:
-                raise
-            return _report_error(exc, False)
+            return _report_error(exc, args.debug, False)
         ctx.cors_origins = origins
         if command == "mcp":
             protocol_out, sys.stdout = sys.stdout.buffer, sys.stderr   # a stray print() must not corrupt the protocol
@@ -6616,13 +6653,6 @@ def _main_server(command: str | None, argv: list[str], environ: dict[str, str]) 
             finally:
                 sys.stdout = sys.__stdout__
         return _run_http(ctx, args.host, args.port)
-
-
-def _cors_origins(flags: list[str], environ: dict[str, str]) -> tuple[str, ...]:
-    """Return the allowed browser origins: --cors-origin flags, else DOCS_QA_CORS_ORIGINS
-    (comma- or space-separated); a trailing '/' is dropped, as browsers send none."""
-    values = flags or re.split(r"[,\s]+", environ.get("DOCS_QA_CORS_ORIGINS", ""))
-    return tuple(dict.fromkeys(v.strip().rstrip("/") for v in values if v.strip()))
 
 
 _ORIGIN_RE = re.compile(r"^https?://[^/\s?#]+$")
@@ -6640,10 +6670,11 @@ def _cors_refusal(origins: tuple[str, ...], token: str | None) -> str | None:
     return None
 
 
-def _token_from_env(environ: dict[str, str]) -> str | None:
-    """Return DOCS_QA_TOKEN stripped (None: unset or blank), warning on stderr when it had
-    surrounding whitespace; raise InvalidRequestError for a token no client could send."""
-    raw = environ.get("DOCS_QA_TOKEN") or ""
+def _server_token(raw: str | None) -> str | None:
+    """Return the DOCS_QA_TOKEN setting stripped (None: unset or blank), warning on stderr
+    when it had surrounding whitespace; raise InvalidRequestError for a token no client
+    could send."""
+    raw = raw or ""
     token = raw.strip()
     if not token.isascii() or not token.isprintable():
         raise InvalidRequestError("DOCS_QA_TOKEN must be printable ASCII: HTTP headers carry no "
@@ -6654,21 +6685,18 @@ def _token_from_env(environ: dict[str, str]) -> str | None:
     return token or None
 
 
-def _server_context(args: argparse.Namespace, environ: dict[str, str], token: str | None,
+def _server_context(args: argparse.Namespace, settings: Settings, token: str | None,
                     background: bool = False) -> ServerContext:
     """Return the shared context: settings, the index (built now, or in the background
     with ctx.startup telling when it is ready) and the graph if any. Without a cache the
     index lives in memory for the server's lifetime and is refreshed like a cached one."""
-    settings = _settings_from_args(args, environ)
     keeper = None
     if settings.cache_dir is None:
         import threading
         settings = replace(settings, memory_index=f"file:docs-qa-{os.getpid()}-{id(args)}"
                                                   "?mode=memory&cache=shared", index_lock=threading.Lock())
         keeper = cache_open(None, settings.memory_index)
-    ops = OperationContext(settings, chat_model=args.chat_model
-                           or environ.get("DOCS_QA_CHAT_MODEL") or None,
-                           chat_timeout_s=_chat_timeout_s(args, environ))
+    ops = OperationContext(settings)
     ctx = ServerContext(ops, token=token, debug=args.debug, log=sys.stderr.write,
                         index_keeper=keeper)
     if background:
