@@ -22,18 +22,30 @@ Sections (in file order)
           10c. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult
-    13. Citations        -- one parser, one validator, re-check against the file, support score
+    13. Citations        -- the one parser (inline, bracketed, reference lists; quoted paths)
+          13a. Checks          -- the one validator, re-check against the file, support score
     14. Answer           -- prompt, streamed chat call, refusal
-          14a. Reply check     -- units of a reply, citations, support, verbatim code
-          14b. Extractive      -- whole units: sentence, item, intro + code/list/table, row
-          14c. answer()        -- search, reply or quote, check
-    15. Envelope         -- map results onto the v1 contract
-    16. Operations       -- the operations the transports expose
-    17. CLI              -- argparse, text formatting (what was removed and why, limits)
-    18. HTTP server      -- handle_request + a thin handler, CORS for browser clients
-          18b. Web page        -- GET / (one self-contained page, strict CSP), GET /source
+          14a. Reply units     -- a reply as groups of sentences, blocks and cut marks
+          14b. Reply check     -- citations, support, verbatim code; what is kept and shown
+          14c. Extractive      -- blocks: paragraph, list, code, command, table, heading
+          14d. Extractive units -- whole units: sentence, item, intro + code/list/table, row
+          14e. answer()        -- search, reply or quote, check
+    15. Envelope         -- map results onto the v1 contract; the one error boundary
+    16. Operations       -- settings_from_env, the operations every transport runs
+    17. CLI              -- argparse, the default command
+          17a. Text output     -- one renderer per tool (what was removed and why, limits)
+          17b. CLI runs        -- progress, a question through OPERATIONS, the index command
+    18. HTTP server      -- handle_request: routes, auth, framing, CORS, OpenAPI
+          18a. HTTP handler    -- the thin threaded server: deadlines, connection cap
+          18b. Page texts      -- the page's words (en/pl/sk), HTML and style
+          18c. Page script     -- the page's one inline script (strict CSP, textContent only)
+          18d. Web page        -- GET / and GET /source
     19. MCP              -- JSON-RPC over stdio; concurrent tool calls, background start-up index
-    20. main
+    20. main             -- dispatch, start-up checks, exit codes
+
+Constants are UPPER_SNAKE and live at the head of the section that owns them (STYLE.md's
+"at the top", amended): section 1 holds the defaults of Settings and the limits several
+sections share; a table built from a section's functions (OPERATIONS) follows them.
 """
 
 from __future__ import annotations
@@ -74,21 +86,25 @@ from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequest
                                 RetrievalUnavailableError)
 
 __all__ = [
-    "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats", "GateSignals",
+    "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats", "GateSignals", "ProgressFn",
     "settings_from_env", "search", "search_rankings", "search_gate_signals", "answer", "index_folder", "index_refresh",
     "text_fold", "text_tokens", "text_stem", "text_stem_english", "text_language", "text_query_terms",
     "text_query_counts", "text_sentences", "text_detect_language",
-    "corpus_walk", "corpus_read", "corpus_readable", "corpus_reread",
-    "chunk_text",
+    "FileEntry", "corpus_walk", "corpus_read", "corpus_readable", "corpus_reread",
+    "chunk_text", "front_matter_fields",
     "bm25_idf", "bm25_scores", "bm25_query_weight", "bm25_term_counts",
+    "BackendError", "RetryPolicy",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
-    "cache_path", "cache_open", "cache_snapshot",
+    "default_cache_dir", "cache_path", "cache_open", "cache_snapshot", "ParsedFile",
     "GitCheckout", "GitState", "git_checkout", "git_head", "git_is_dirty", "git_probe", "git_probe_file",
     "rrf_fuse", "rrf_floor",
-    "citation_parse", "citation_validate", "citation_recheck", "citation_format", "citation_support",
+    "Citation", "citation_parse", "citation_validate", "citation_recheck", "citation_format",
+    "citation_support",
+    "AnswerResult", "answer_language", "answer_check", "answer_extractive",
     "to_envelope", "envelope_open_schema",
     "SEARCH_FIELDS_SCHEMA", "RAG_FIELDS_SCHEMA", "SOURCE_FIELDS_SCHEMA",
     "OPERATIONS", "Operation", "OperationContext", "operation_validate", "operation_run",
+    "format_answer_text", "format_notes", "format_removals", "format_limits",
     "ServerContext", "handle_request", "http_server", "http_openapi", "http_is_loopback",
     "PageReply", "PAGE_TEXTS", "page_language", "page_html", "page_reply", "page_url", "page_source_lines",
     "page_openapi_paths",
@@ -96,7 +112,7 @@ __all__ = [
     "main",
 ]
 
-# === 1. Constants — defaults and limits in one place ===
+# === 1. Constants — the defaults of Settings and the limits several sections share ===
 
 DEFAULT_BASE_URL = "http://localhost:1234/v1"
 DEFAULT_EMBED_MODEL = "text-embedding-nomic-embed-text-v1.5"
@@ -148,8 +164,6 @@ CACHE_BUSY_RETRIES = 2             # then the whole run is retried this often, n
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 TOKENIZER_VERSION = "t5"          # t5: format characters (Cf) dropped inside words
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
-PROGRESS_EVERY = 500               # files between progress reports while indexing
-PROGRESS_TICK_S = 1.0              # redraw of "waiting for MODEL… 12 s, 340 tokens"
 PARSE_BATCH_FILES = 500            # files per parsing task (one tokenizer memo per task)
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
@@ -673,11 +687,6 @@ def text_query_counts(text: str) -> dict[str, int]:
             if word not in STOP_WORDS and text_stem(word) not in counts:
                 counts[text_stem(word)] = 1
     return dict(counts)
-
-
-def _word_count(text: str) -> int:
-    """Return how many words text has (before stop words are dropped)."""
-    return len(_TOKEN_RE.findall(text))
 
 
 # === 5. Corpus walk — find and decode documents; the only code that reads them ===
@@ -2740,12 +2749,6 @@ def _is_identifier(word: str, case_tells: bool) -> bool:
 
 # === 12. Retrieval — search(question, settings): index, BM25, embeddings, RRF, limits ===
 
-_BACKEND_NOTE = {
-    "refused": "the embedding server refused the connection",
-    "timeout": "the embedding server timed out",
-}
-
-
 def _validate_question(question: Any) -> str:
     """Return the question stripped of control characters; raise InvalidQueryError."""
     if not isinstance(question, str):
@@ -3209,11 +3212,9 @@ def index_folder(settings: Settings, progress: ProgressFn | None = None) -> Inde
     return _with_index(settings, work)
 
 
-# === 13. Citations — one parser, one validator, and a lexical support score ===
+# === 13. Citations — the one parser: path:lines inline, bracketed or in a reference list ===
 
 MAX_CITATIONS = 1000               # more than this in one answer: the rest are dropped
-MAX_ANSWER_CHARS = 20000           # a longer model reply is cut (with a note)
-SUPPORT_THRESHOLD = 0.5            # share of a sentence's terms found in its cited lines
 MAX_CITATION_PATH_CHARS = 400      # an unknown (not returned) path longer than this is not read as one
 MAX_CITATION_GROUP_CHARS = 4000    # a bracketed group longer than this is not read as citations
 
@@ -3226,9 +3227,6 @@ _CITE_PLAIN_NAME = re.compile(r"[\w./+@~-]+")          # printed without quotes
 _CITE_QUOTES = "\"`"
 _CITE_OPEN = {"[": "]", "(": ")"}
 _CITE_BOUNDARY = frozenset(" \t\n\r\f\v[(")           # a bare path starts after one of these (or at 0)
-_EXHAUSTIVE_RE = re.compile(
-    r"\b(all|every|everything|only|complete list|entire|wszystk\w*|jedyn\w*|kazd\w*|"
-    r"vsetk\w*|jedin\w*|kazd\w*|cel\w* zoznam)\b")
 
 
 @dataclass
@@ -3507,6 +3505,13 @@ def _inside_open_bracket(text: str, begin: int, after: int) -> bool:
     return before != "" and not before.endswith(":")
 
 
+# --- 13a. Citation checks — the one validator, the re-check against the file, the support score
+
+SUPPORT_THRESHOLD = 0.5            # share of a sentence's terms found in its cited lines
+
+_RECHECK_PROBLEMS = ("source_changed", "unreadable")
+
+
 def citation_validate(citations: list[Citation], chunks: list[Chunk]) -> list[Citation]:
     """Mark each citation valid or give its problem: the path must be a returned
     fragment's path (whole, exactly or in another Unicode normal form) and the range must
@@ -3580,9 +3585,6 @@ def _recheck_notes(citations: list[Citation]) -> list[Note]:
                  f"sentences are not presented as verified ({', '.join(changed)})")] if changed else []
 
 
-_RECHECK_PROBLEMS = ("source_changed", "unreadable")
-
-
 def citation_support(sentence: str, cited_text: str) -> float:
     """Return the share of the sentence's terms that occur in the cited text (0..1).
 
@@ -3595,9 +3597,11 @@ def citation_support(sentence: str, cited_text: str) -> float:
     return len(terms & set(text_tokens(cited_text))) / len(terms)
 
 
-# === 14. Answer — prompt, chat call, extractive answer, refusal; answer() ===
+# === 14. Answer — prompt, chat call, refusal; the reply check, the extractive quote, answer() ===
 
 DEFAULT_CHAT_MODEL = "local-model"
+CHAT_MODELS_TIMEOUT_S = 10.0       # the most GET /models may take when no chat model is set
+MAX_ANSWER_CHARS = 20000           # a longer model reply is cut (with a note)
 REFUSALS = {
     "en": "I did not find the answer in the documents.",
     "pl": "Nie znalazłem odpowiedzi w dokumentach.",
@@ -3612,6 +3616,7 @@ EXTRACTIVE_UNITS = 3               # sentences quoted by --extractive
 ANSWER_FORMAT = ("Plain text. After every claim an inline citation [path:start-end] "
                  "naming a fragment's path and lines inside that fragment; copy the path exactly "
                  "as the fragment's label writes it, quotes included: [\"my notes.md\":3-5].")
+
 
 def answer_language(text: str) -> str:
     """Return 'pl', 'sk' or 'en' for a question: text_detect_language, the one detector."""
@@ -3664,7 +3669,7 @@ def _pick_chat_model(settings: Settings, notes: list[Note]) -> str:
     server does not answer at all."""
     try:
         reply = _request_json(settings.base_url.rstrip("/") + "/models", None,
-                              min(settings.timeout_s, 10.0), 0, settings.api_key)
+                              min(settings.timeout_s, CHAT_MODELS_TIMEOUT_S), 0, settings.api_key)
     except BackendError as exc:
         if exc.kind in ("refused", "bad_url", "timeout"):
             raise
@@ -3742,7 +3747,7 @@ def _first_choice(reply: Any) -> dict:
     return choice
 
 
-# --- 14a. Reply check — the model's reply (or the extractive quote) as units. A group is
+# --- 14a. Reply units — the model's reply (or the extractive quote) as units. A group is
 # a line that starts at the margin, with its indented continuation lines and the fenced
 # blocks after it; each line is cut into sentences by text_sentences. A sentence without a
 # citation takes the citation of the next sentence on its line (a citation at the end of a
@@ -3751,16 +3756,9 @@ def _first_choice(reply: Any) -> dict:
 _FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
 _CITATIONS_ONLY = re.compile(r"^\s*(?:\[[^\[\]\n]{1,400}\]\s*)+$")
 _CUT_MARK = re.compile(r"^\s*… \(\d+ more lines? not shown\)$")
-_INLINE_CODE = re.compile(r"`([^`\n]+)`")
+
+_LIST_MARK = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 LABEL_MAX_WORDS = 3                # "Źródła:", "Example:": a label, not a claim
-PROBLEM_TEXTS = {
-    "no_valid_citation": "no valid citation",
-    "not_supported_by_cited_lines": "not supported by the cited lines",
-    "code_not_in_cited_lines": "its code is not in the cited lines",
-    "exhaustive_claim": "claims a complete list from evidence that may be partial",
-    "source_changed": "the cited lines changed in the file after they were indexed",
-    "unreadable": "the cited file cannot be read now",
-}
 
 
 @dataclass
@@ -3815,6 +3813,22 @@ def _reply_groups(reply: str, citations: list[Citation]) -> list[list[_Part]]:
     return groups
 
 
+def _whole_citation_spans(spans: list[tuple[int, int]], citations: list[Citation]
+                          ) -> list[tuple[int, int]]:
+    """Return the sentence spans with each pair a citation straddles merged, so a path
+    holding '. ' ("[Notes. Draft.md:3]") stays with its sentence."""
+    cited = sorted(c.span for c in citations)
+    reach = list(itertools.accumulate((end for _, end in cited), max))   # furthest end so far
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        before = bisect.bisect_left(cited, (out[-1][1],)) - 1 if out else -1
+        if before >= 0 and reach[before] > out[-1][1]:
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
 def _group_for(groups: list[list[_Part]], attach: bool) -> list[_Part]:
     """Return the group a line joins: the last one when it attaches, else a new one."""
     if not attach or not groups:
@@ -3850,6 +3864,22 @@ def _is_claim(sentence: str) -> bool:
     if any(folded == text_fold(r).strip(" .") for r in REFUSALS.values()):
         return False
     return bool(text_tokens(sentence))
+
+
+# --- 14b. Reply check — each unit's citations, support and verbatim code; what is kept
+
+_INLINE_CODE = re.compile(r"`([^`\n]+)`")
+_EXHAUSTIVE_RE = re.compile(
+    r"\b(all|every|everything|only|complete list|entire|wszystk\w*|jedyn\w*|kazd\w*|"
+    r"vsetk\w*|jedin\w*|kazd\w*|cel\w* zoznam)\b")
+PROBLEM_TEXTS = {
+    "no_valid_citation": "no valid citation",
+    "not_supported_by_cited_lines": "not supported by the cited lines",
+    "code_not_in_cited_lines": "its code is not in the cited lines",
+    "exhaustive_claim": "claims a complete list from evidence that may be partial",
+    "source_changed": "the cited lines changed in the file after they were indexed",
+    "unreadable": "the cited file cannot be read now",
+}
 
 
 def _normalise_code(text: str) -> str:
@@ -4009,22 +4039,6 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None,
     return "\n".join(kept_lines), citations[:MAX_CITATIONS + 1], unsupported, caveat
 
 
-def _whole_citation_spans(spans: list[tuple[int, int]], citations: list[Citation]
-                          ) -> list[tuple[int, int]]:
-    """Return the sentence spans with each pair a citation straddles merged, so a path
-    holding '. ' ("[Notes. Draft.md:3]") stays with its sentence."""
-    cited = sorted(c.span for c in citations)
-    reach = list(itertools.accumulate((end for _, end in cited), max))   # furthest end so far
-    out: list[tuple[int, int]] = []
-    for start, end in spans:
-        before = bisect.bisect_left(cited, (out[-1][1],)) - 1 if out else -1
-        if before >= 0 and reach[before] > out[-1][1]:
-            out[-1] = (out[-1][0], end)
-        else:
-            out.append((start, end))
-    return out
-
-
 def _cut_answer(text: str, max_chars: int) -> str:
     """Return text cut to at most max_chars after its last whole sentence (for one
     endless sentence: after its last whole citation or word), never mid-citation."""
@@ -4048,12 +4062,9 @@ def _strip_citations(text: str, start: int, end: int, citations: list[Citation])
     return re.sub(r"[ \t]+", " ", kept).strip()
 
 
-# --- 14b. Extractive units — what a quote never cuts. A chunk's lines are read as blocks
-# (paragraph, list, fenced code, command line, table, heading); the units are sentences,
-# list items with their nested lines, a line that introduces something (ends with ':',
-# or a heading the question matches) with what it introduces, a table row with its
-# header, a term with its definition. Long blocks are cut at MAX_QUOTED_LINES, marked,
-# and cited for the lines shown.
+# --- 14c. Extractive blocks — what a quote never cuts. A chunk's lines are read as blocks
+# (paragraph, list, fenced code, command line, table, heading); long blocks are cut at
+# MAX_QUOTED_LINES, marked, and cited for the lines shown.
 
 MAX_QUOTED_LINES = 15
 _COMMAND_LINE = re.compile(r"^\s*`[^`\n]+`\s*$")
@@ -4197,6 +4208,14 @@ def _body(block: _Block) -> tuple[tuple[str, ...], int]:
     return tuple("  " + line for line in lines), block.last
 
 
+# --- 14d. Extractive units — sentences, list items with their nested lines, a line that
+# introduces something (ends with ':', or a heading the question matches) with what it
+# introduces, a table row with its header, a term with its definition; the best are quoted.
+
+_WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".split())
+_STANDALONE_NUMBER = re.compile(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not JPK_V7, VAT-26
+
+
 def _units(chunk: Chunk) -> list[_Unit]:
     """Return the quotable units of a chunk (see above), in document order."""
     blocks = _blocks(chunk)
@@ -4311,10 +4330,6 @@ def _contains_equal(unit: _Unit, overlap: int, others: list[tuple[int, _Unit]]) 
                and (o.span[1] - o.span[0]) < (last - first) for o_overlap, o in others)
 
 
-_WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".split())
-_STANDALONE_NUMBER = re.compile(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not JPK_V7, VAT-26
-
-
 def answer_extractive(question: str, result: SearchResult) -> str:
     """Return an answer quoting the best-matching units of the returned fragments, each
     cited with exactly the lines it shows; code and commands fenced, line for line.
@@ -4404,10 +4419,7 @@ def _unit_render(unit: _Unit, path: str) -> str:
     return "\n".join((f"- {_LIST_MARK.sub('', unit.head)} {cites}",) + unit.body)
 
 
-_LIST_MARK = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
-
-
-# --- 14c. answer() — search, then the model's reply or the extractive quote, checked
+# --- 14e. answer() — search, then the model's reply or the extractive quote, checked
 
 def answer(question: str, settings: Settings, progress: ProgressFn | None = None) -> AnswerResult:
     """Return an answer to question whose every citation was checked against the
@@ -4455,54 +4467,7 @@ def answer(question: str, settings: Settings, progress: ProgressFn | None = None
     return AnswerResult(readable, "ok", None, text, mode, citations, unsupported, prompt, notes)
 
 
-# === 15. Envelope — map library results onto the v1 contract ===
-
-def _source(n: int, hit: Hit) -> rc.Source:
-    """Return source S<n> for a hit, with its lines, breadcrumb, text and retrieval ranks."""
-    def method(rank: int | None, score: float | None) -> dict | None:
-        return None if rank is None else {"rank": rank, "score": score}
-    return rc.Source(f"S{n}", hit.chunk.path, hit.source_url, hit.title, extra={
-        "start_line": hit.chunk.start_line, "end_line": hit.chunk.end_line,
-        "sections": list(hit.chunk.sections), "text": hit.chunk.text,
-        "retrieval": {"bm25": method(hit.bm25_rank, hit.bm25_score),
-                      "dense": method(hit.dense_rank, hit.dense_score),
-                      "rrf": round(hit.rrf_score, 6)}})
-
-
-def _search_fields(result: SearchResult, notes: list[Note]) -> dict[str, Any]:
-    return {"tool": "search", "query": result.query, "mode": result.mode, "limits": result.limits,
-            "notes": [{"code": n.code, "message": n.message} for n in notes]}
-
-
-def to_envelope(result: SearchResult | AnswerResult) -> rc.Envelope:
-    """Return the v1 envelope of a search or answer result."""
-    search_result = result.search if isinstance(result, AnswerResult) else result
-    sources = [_source(n, hit) for n, hit in enumerate(search_result.hits, 1)]
-    status, reason = ("ok", None) if sources else ("no_answer", "no_matching_sources")
-    notes = search_result.notes
-    extra = _search_fields(search_result, notes)
-    if isinstance(result, AnswerResult):
-        status, reason, notes = result.status, result.reason, result.notes
-        extra = _search_fields(search_result, notes)
-        extra.update({"tool": "rag", "answer": result.answer, "answer_mode": result.answer_mode,
-                      "citations": [c.to_dict() for c in result.citations],
-                      "unsupported": result.unsupported, **result.prompt})
-    return rc.Envelope(status=status, reason=reason, sources=sources,
-                       index_version=search_result.index_version,
-                       complete=False if search_result.truncated else None,
-                       truncated=search_result.truncated,
-                       truncation_reasons=list(search_result.truncation_reasons), extra=extra)
-
-
-def _error_boundary(exc: Exception, debug: bool, log: Callable[[str], None] | None = None) -> rc.Envelope:
-    """Return the error envelope of exc: the one conversion every transport makes at its
-    boundary. Re-raise exc under --debug; give log an untyped error's traceback."""
-    if debug:
-        raise exc
-    if log is not None and not isinstance(exc, ContractError):
-        log("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-    return rc.error_result(exc)
-
+# === 15. Envelope — map library results onto the v1 contract; errors onto the error envelope ===
 
 # JSON Schemas of what to_envelope() emits beyond the common fields; HTTP (OpenAPI) and MCP
 # (outputSchema) both use these, so a field added above must be declared here too.
@@ -4558,6 +4523,43 @@ RAG_FIELDS_SCHEMA: dict[str, dict] = {
 }
 
 
+def _source(n: int, hit: Hit) -> rc.Source:
+    """Return source S<n> for a hit, with its lines, breadcrumb, text and retrieval ranks."""
+    def method(rank: int | None, score: float | None) -> dict | None:
+        return None if rank is None else {"rank": rank, "score": score}
+    return rc.Source(f"S{n}", hit.chunk.path, hit.source_url, hit.title, extra={
+        "start_line": hit.chunk.start_line, "end_line": hit.chunk.end_line,
+        "sections": list(hit.chunk.sections), "text": hit.chunk.text,
+        "retrieval": {"bm25": method(hit.bm25_rank, hit.bm25_score),
+                      "dense": method(hit.dense_rank, hit.dense_score),
+                      "rrf": round(hit.rrf_score, 6)}})
+
+
+def _search_fields(result: SearchResult, notes: list[Note]) -> dict[str, Any]:
+    return {"tool": "search", "query": result.query, "mode": result.mode, "limits": result.limits,
+            "notes": [{"code": n.code, "message": n.message} for n in notes]}
+
+
+def to_envelope(result: SearchResult | AnswerResult) -> rc.Envelope:
+    """Return the v1 envelope of a search or answer result."""
+    search_result = result.search if isinstance(result, AnswerResult) else result
+    sources = [_source(n, hit) for n, hit in enumerate(search_result.hits, 1)]
+    status, reason = ("ok", None) if sources else ("no_answer", "no_matching_sources")
+    notes = search_result.notes
+    extra = _search_fields(search_result, notes)
+    if isinstance(result, AnswerResult):
+        status, reason, notes = result.status, result.reason, result.notes
+        extra = _search_fields(search_result, notes)
+        extra.update({"tool": "rag", "answer": result.answer, "answer_mode": result.answer_mode,
+                      "citations": [c.to_dict() for c in result.citations],
+                      "unsupported": result.unsupported, **result.prompt})
+    return rc.Envelope(status=status, reason=reason, sources=sources,
+                       index_version=search_result.index_version,
+                       complete=False if search_result.truncated else None,
+                       truncated=search_result.truncated,
+                       truncation_reasons=list(search_result.truncation_reasons), extra=extra)
+
+
 def envelope_open_schema() -> dict:
     """Return the schema of an envelope whose tool fields are not declared here (the
     graph's, owned by graph_store): common fields required, other properties allowed."""
@@ -4566,7 +4568,67 @@ def envelope_open_schema() -> dict:
     schema["properties"]["sources"]["items"]["additionalProperties"] = True
     return schema
 
-# === 16. Operations — what the transports expose: request schema + library call ===
+
+def _error_boundary(exc: Exception, debug: bool, log: Callable[[str], None] | None = None) -> rc.Envelope:
+    """Return the error envelope of exc: the one conversion every transport makes at its
+    boundary. Re-raise exc under --debug; give log an untyped error's traceback."""
+    if debug:
+        raise exc
+    if log is not None and not isinstance(exc, ContractError):
+        log("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    return rc.error_result(exc)
+
+
+# === 16. Operations — settings from the environment; what the transports expose ===
+
+_LIMIT_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
+_QUESTION_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS,
+                    "pattern": r"[^\s\x00-\x1f\x7f-\x9f]"}   # something besides spaces and controls
+_QUESTION_CONTENT = re.compile(_QUESTION_SCHEMA["pattern"])
+
+
+def _is_finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _bm25_param_problems(k1: Any, b: Any) -> list[str]:
+    """Return what is wrong with BM25's k1 and b (finite, k1 >= 0, 0 <= b <= 1): [] when fine."""
+    problems = []
+    if not _is_finite_number(k1) or k1 < BM25_K1_MIN:
+        problems.append(f"k1 must be a finite number >= {BM25_K1_MIN:g}")
+    if not _is_finite_number(b) or not BM25_B_RANGE[0] <= b <= BM25_B_RANGE[1]:
+        problems.append(f"b must be a finite number from {BM25_B_RANGE[0]:g} to {BM25_B_RANGE[1]:g}")
+    return problems
+
+
+def _gate_threshold(text: str, name: str) -> float:
+    """Return a no-answer gate threshold read from the environment; raise InvalidRequestError."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= GATE_THRESHOLD_MAX:
+        raise InvalidRequestError(f"{name} must be a number from 0 to {GATE_THRESHOLD_MAX:g}", (name,))
+    return value
+
+
+def _env_chat_timeout(text: str) -> float:
+    """Return DOCS_QA_CHAT_TIMEOUT in seconds; raise InvalidRequestError unless it is a
+    positive finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or not math.isfinite(value):
+        raise InvalidRequestError("DOCS_QA_CHAT_TIMEOUT must be a positive number of seconds",
+                                  ("chat_timeout",))
+    return value
+
+
+def _origin_list(values: Iterable[str]) -> tuple[str, ...]:
+    """Return browser origins without blanks, repeats or a trailing '/' (browsers send none)."""
+    return tuple(dict.fromkeys(v.strip().rstrip("/") for v in values if v.strip()))
+
 
 def settings_from_env(environ: dict[str, str], **overrides: Any) -> Settings:
     """Return Settings from the environment (DOCS_QA_*, EMBED_MOCK, XDG_CACHE_HOME) and
@@ -4599,49 +4661,6 @@ def settings_from_env(environ: dict[str, str], **overrides: Any) -> Settings:
     return settings
 
 
-def _bm25_param_problems(k1: Any, b: Any) -> list[str]:
-    """Return what is wrong with BM25's k1 and b (finite, k1 >= 0, 0 <= b <= 1): [] when fine."""
-    problems = []
-    if not _is_finite_number(k1) or k1 < BM25_K1_MIN:
-        problems.append(f"k1 must be a finite number >= {BM25_K1_MIN:g}")
-    if not _is_finite_number(b) or not BM25_B_RANGE[0] <= b <= BM25_B_RANGE[1]:
-        problems.append(f"b must be a finite number from {BM25_B_RANGE[0]:g} to {BM25_B_RANGE[1]:g}")
-    return problems
-
-
-def _is_finite_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _gate_threshold(text: str, name: str) -> float:
-    """Return a no-answer gate threshold read from the environment; raise InvalidRequestError."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.0 <= value <= GATE_THRESHOLD_MAX:
-        raise InvalidRequestError(f"{name} must be a number from 0 to {GATE_THRESHOLD_MAX:g}", (name,))
-    return value
-
-
-def _env_chat_timeout(text: str) -> float:
-    """Return DOCS_QA_CHAT_TIMEOUT in seconds; raise InvalidRequestError unless it is a
-    positive finite number."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not value > 0 or not math.isfinite(value):
-        raise InvalidRequestError("DOCS_QA_CHAT_TIMEOUT must be a positive number of seconds",
-                                  ("chat_timeout",))
-    return value
-
-
-def _origin_list(values: Iterable[str]) -> tuple[str, ...]:
-    """Return browser origins without blanks, repeats or a trailing '/' (browsers send none)."""
-    return tuple(dict.fromkeys(v.strip().rstrip("/") for v in values if v.strip()))
-
-
 @dataclass(frozen=True)
 class Operation:
     """One operation of the tool: its request schema and the call that serves it."""
@@ -4662,12 +4681,6 @@ class OperationContext:
     graph: Any = None
     graph_error: Exception | None = None
     progress: ProgressFn | None = None  # per call (MCP progress/cancel); may raise to stop it
-
-
-_LIMIT_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
-_QUESTION_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS,
-                    "pattern": r"[^\s\x00-\x1f\x7f-\x9f]"}   # something besides spaces and controls
-_QUESTION_CONTENT = re.compile(_QUESTION_SCHEMA["pattern"])
 
 
 def _request_schema(required: str, optional: dict[str, dict]) -> dict:
@@ -4755,7 +4768,7 @@ def operation_run(name: str, request: Any, ctx: OperationContext) -> rc.Envelope
     return operation.run(operation_validate(operation, request), ctx)
 
 
-# === 17. CLI — argparse, the default command (a question) and text formatting ===
+# === 17. CLI — argparse and the default command (a question) ===
 
 SUBCOMMANDS = ("index", "serve", "mcp")
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -4779,8 +4792,12 @@ def _add_common_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="show tracebacks instead of error envelopes")
 
 
-def _add_chat_timeout_flag(parser: argparse.ArgumentParser) -> None:
-    """Add --chat-timeout: the bound of the whole chat call (streamed; see --timeout)."""
+def _add_chat_flags(parser: argparse.ArgumentParser) -> None:
+    """Add --chat-model and --chat-timeout: the model that answers and the bound of the
+    whole chat call (streamed; see --timeout)."""
+    parser.add_argument("--chat-model", metavar="NAME",
+                        help="chat model (env DOCS_QA_CHAT_MODEL; default: the first chat model the "
+                             "server lists at /models)")
     parser.add_argument("--chat-timeout", type=_positive_float, metavar="S",
                         help=f"seconds the whole chat call may take, retries included (env "
                              f"DOCS_QA_CHAT_TIMEOUT, default {DEFAULT_CHAT_TIMEOUT_S:g}); the reply is "
@@ -4846,7 +4863,7 @@ def _question_parser() -> argparse.ArgumentParser:
         epilog="Citations read path:12-18; a path holding spaces or punctuation is quoted, "
                "\"my notes.md\":3-5, and text output shows control characters as \\x1b. "
                "Exit codes: 0 ok or no_answer, 1 error, 2 usage. "
-               "Ctrl-C exits 130, SIGTERM 143. "
+               f"Ctrl-C exits {EXIT_INTERRUPTED}, SIGTERM {EXIT_TERMINATED}. "
                "Environment: DOCS_QA_BASE_URL, DOCS_QA_EMBED_MODEL, DOCS_QA_CHAT_MODEL, "
                "DOCS_QA_CHAT_TIMEOUT, DOCS_QA_API_KEY, DOCS_QA_MIN_COVERAGE, DOCS_QA_MIN_SIMILARITY, "
                "EMBED_MOCK=1 (offline mock vectors).")
@@ -4870,10 +4887,7 @@ def _question_parser() -> argparse.ArgumentParser:
     parser.add_argument("--b", type=_bounded_float(*BM25_B_RANGE), default=DEFAULT_B,
                         help=f"BM25 b, from {BM25_B_RANGE[0]:g} to {BM25_B_RANGE[1]:g} (default {DEFAULT_B})")
     _add_gate_flags(parser)
-    parser.add_argument("--chat-model", metavar="NAME",
-                        help="chat model (env DOCS_QA_CHAT_MODEL; default: the first chat model the "
-                             "server lists at /models)")
-    _add_chat_timeout_flag(parser)
+    _add_chat_flags(parser)
     parser.add_argument("--graph", metavar="FILE",
                         help="JSON knowledge graph: questions it understands are answered from it")
     return parser
@@ -4906,10 +4920,7 @@ def _server_parser(command: str) -> argparse.ArgumentParser:
     _add_common_flags(parser)
     parser.add_argument("--graph", metavar="FILE", help="JSON knowledge graph for /graph (query_graph)")
     _add_gate_flags(parser)
-    parser.add_argument("--chat-model", metavar="NAME",
-                        help="chat model (env DOCS_QA_CHAT_MODEL; default: the first chat model the "
-                             "server lists at /models)")
-    _add_chat_timeout_flag(parser)
+    _add_chat_flags(parser)
     if command == "serve":
         parser.add_argument("--host", default=DEFAULT_HOST,
                             help=f"address to bind (default {DEFAULT_HOST}; any other than loopback "
@@ -4945,6 +4956,23 @@ def _settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Se
         min_similarity=getattr(args, "min_similarity", None),
         chat_model=getattr(args, "chat_model", None), chat_timeout_s=getattr(args, "chat_timeout", None),
         extractive=getattr(args, "extractive", None), cors_origins=getattr(args, "cors_origin", None) or None)
+
+
+# --- 17a. Text output — format_* return the text of an envelope: one renderer per tool
+
+CITATION_PROBLEM_TEXTS = {
+    "unknown_path": "no such file among the fragments shown",
+    "out_of_range": "outside the lines of the fragments shown",
+    "outside_root": "outside the documents folder",
+    "bad_range": "not a valid line range",
+    "link_disguised": "a link dressed as a citation",
+    "too_many": f"past the first {MAX_CITATIONS} citations",
+    "source_changed": "the lines changed in the file",
+    "unreadable": "the file cannot be read now",
+}
+MAX_NAMED = 3                      # refused citations named in the text output, then "+N more"
+EXCERPT_CHARS = 60
+SEARCH_TEXT_LINES = 4              # lines of each fragment a search shows under its citation
 
 
 def format_notes(notes: list[dict[str, str]]) -> str:
@@ -5000,21 +5028,6 @@ def _sources_parts(envelope: dict[str, Any], text_lines: int) -> list[str]:
     return ["\n".join(lines), format_removals(envelope),
             format_limits(envelope) if envelope.get("truncated") else "",
             format_notes(envelope.get("notes", []))]
-
-
-CITATION_PROBLEM_TEXTS = {
-    "unknown_path": "no such file among the fragments shown",
-    "out_of_range": "outside the lines of the fragments shown",
-    "outside_root": "outside the documents folder",
-    "bad_range": "not a valid line range",
-    "link_disguised": "a link dressed as a citation",
-    "too_many": f"past the first {MAX_CITATIONS} citations",
-    "source_changed": "the lines changed in the file",
-    "unreadable": "the file cannot be read now",
-}
-MAX_NAMED = 3                      # refused citations named in the text output, then "+N more"
-EXCERPT_CHARS = 60
-SEARCH_TEXT_LINES = 4              # lines of each fragment a search shows under its citation
 
 
 def _plural(n: int, noun: str) -> str:
@@ -5082,6 +5095,15 @@ def format_limits(envelope: dict[str, Any]) -> str:
         said.append("more exist than are shown (" + ", ".join(r.replace("_", " ") for r in other) + ")")
     hint = " (--limit shows more)" if reasons & {"result_limit", "candidate_limit"} else ""
     return "Limits: " + "; ".join(said) + hint + "."
+
+
+# --- 17b. CLI runs — progress on stderr, a question through OPERATIONS, the index command
+
+# The note on a --graph question the graph does not understand, answered by search instead.
+PROGRESS_TICK_S = 1.0              # redraw of "waiting for MODEL… 12 s, 340 tokens"
+GRAPH_PASSED_ON = "graph_not_applicable"
+GRAPH_PASSED_ON_MESSAGE = ("the graph does not understand this question; the documents answered "
+                           "it (tool: {tool})")
 
 
 class _Progress:
@@ -5177,12 +5199,6 @@ def _route_question(args: argparse.Namespace, ctx: OperationContext) -> rc.Envel
     return envelope
 
 
-# The note on a --graph question the graph does not understand, answered by search instead.
-GRAPH_PASSED_ON = "graph_not_applicable"
-GRAPH_PASSED_ON_MESSAGE = ("the graph does not understand this question; the documents answered "
-                           "it (tool: {tool})")
-
-
 def _cli_index(args: argparse.Namespace, environ: dict[str, str], out: Any, err: Any) -> int:
     """Refresh the index of a folder and print what changed."""
     settings = _settings_from_args(args, environ)
@@ -5202,27 +5218,34 @@ def _cli_index(args: argparse.Namespace, environ: dict[str, str], out: Any, err:
     return EXIT_OK
 
 
-# === 18. HTTP server — a pure handle_request() plus a thin ThreadingHTTPServer handler ===
+# === 18. HTTP server — a pure handle_request(): routes, auth, framing, CORS, OpenAPI ===
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 HTTP_MAX_BODY_BYTES = 1024 * 1024  # larger bodies: 413 invalid_query, never read
 HTTP_TIMEOUT_S = 10.0              # per socket operation (ServerContext.socket_timeout_s), so a
                                    # stuck client frees its thread
-HTTP_BODY_DEADLINE_S = 30.0        # for the whole body, so a client dripping bytes frees it too
 HTTP_REQUEST_DEADLINE_S = 30.0     # request line + headers + body, so dripped headers free it too
 HTTP_MAX_CONNECTIONS = 64          # connections served at once; more are answered 503 at once
-HTTP_BUSY_RETRY_AFTER_S = 1        # the Retry-After of that 503
-HTTP_LINGER_S = 1.0                # a refused socket stays half-closed this long before it is drained
-HTTP_MAX_LINGERING = 256           # and at most this many wait so; older ones are closed at once
-HTTP_READ_BYTES = 64 * 1024        # one socket read at most
-HTTP_DRAIN_READS = 16              # reads of HTTP_READ_BYTES at most when draining a refused socket
 HTTP_MAX_LENGTH_DIGITS = 18        # a longer Content-Length is over any limit (no huge int parsing)
-HTTP_LISTEN_BACKLOG = 128
 _JSON_TYPE = "application/json; charset=utf-8"
 _OPEN_PATHS = ("/health", "/")     # answered without a token (the page holds no data)
 CORS_ALLOW_HEADERS = "Authorization, Content-Type"
 CORS_MAX_AGE_S = 600               # how long a browser may reuse a preflight answer
+
+_HEALTH_SCHEMA = {"type": "object", "properties": {
+    "status": {"const": "ok"}, "contract_version": {"type": "string"},
+    "operations": {"type": "array", "items": {"type": "string"}},
+    "graph_loaded": {"type": "boolean"}},
+    "required": ["status", "contract_version", "operations", "graph_loaded"],
+    "additionalProperties": False}
+
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+
+_HTTP_ERROR_TYPES = {HTTPStatus.NOT_IMPLEMENTED: rc.MethodNotAllowedError,   # a method http.server has no do_ for
+                     HTTPStatus.SERVICE_UNAVAILABLE: RetrievalUnavailableError}   # any other: invalid_query
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")   # the only way JSON text can hold a surrogate
 
 
 @dataclass
@@ -5250,14 +5273,6 @@ def _http_routes() -> dict[str, tuple[str, str]]:
     routes.update({"/health": ("GET", "health"), "/openapi.json": ("GET", "openapi")})
     routes.update({"/": ("GET", "page"), "/source": ("GET", "source")})    # §18b
     return routes
-
-
-_HEALTH_SCHEMA = {"type": "object", "properties": {
-    "status": {"const": "ok"}, "contract_version": {"type": "string"},
-    "operations": {"type": "array", "items": {"type": "string"}},
-    "graph_loaded": {"type": "boolean"}},
-    "required": ["status", "contract_version", "operations", "graph_loaded"],
-    "additionalProperties": False}
 
 
 def http_openapi(with_auth: bool = False) -> dict:
@@ -5316,9 +5331,6 @@ def _header(headers: dict[str, str], name: str) -> str | None:
     return next((v for k, v in headers.items() if k.lower() == name), None)
 
 
-_ASCII_DIGITS = re.compile(r"[0-9]+")
-
-
 def _content_length(headers: dict[str, str]) -> int | None:
     """Return the declared body length; None when absent, -1 when not ASCII digits
     (str.isdigit would take '²'); a number too long to matter counts as over the limit."""
@@ -5345,10 +5357,6 @@ def _framing_error(lengths: list[str], encodings: list[str]) -> tuple[HTTPStatus
     return None
 
 
-_HTTP_ERROR_TYPES = {HTTPStatus.NOT_IMPLEMENTED: rc.MethodNotAllowedError,   # a method http.server has no do_ for
-                     HTTPStatus.SERVICE_UNAVAILABLE: RetrievalUnavailableError}   # any other: invalid_query
-
-
 def _error_reply(status: HTTPStatus, error: ContractError | None = None) -> tuple[HTTPStatus, dict[str, str], bytes]:
     """Return (status, headers, body) of a transport-level error (framing, limits, a bad
     request line): the error envelope, and the connection closed after it."""
@@ -5362,9 +5370,6 @@ def _is_authorized(headers: dict[str, str], token: str) -> bool:
     scheme, _, given = (_header(headers, "Authorization") or "").strip().partition(" ")
     return hmac.compare_digest(given.strip().encode("utf-8", "surrogatepass"),
                                token.encode("utf-8", "surrogatepass")) and scheme.lower() == "bearer"
-
-
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")   # the only way JSON text can hold a surrogate
 
 
 def _json_loads(text: str) -> Any:
@@ -5467,6 +5472,17 @@ def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
     if status == HTTPStatus.METHOD_NOT_ALLOWED:
         reply_headers["Allow"] = _http_routes()[path][0]
     return status, reply_headers, json.dumps(payload, ensure_ascii=False).encode("utf-8")
+
+
+# --- 18a. HTTP handler — the thin ThreadingHTTPServer around handle_request: deadlines, a cap
+
+HTTP_BODY_DEADLINE_S = 30.0        # for the whole body, so a client dripping bytes frees it too
+HTTP_BUSY_RETRY_AFTER_S = 1        # the Retry-After of that 503
+HTTP_LINGER_S = 1.0                # a refused socket stays half-closed this long before it is drained
+HTTP_MAX_LINGERING = 256           # and at most this many wait so; older ones are closed at once
+HTTP_READ_BYTES = 64 * 1024        # one socket read at most
+HTTP_DRAIN_READS = 16              # reads of HTTP_READ_BYTES at most when draining a refused socket
+HTTP_LISTEN_BACKLOG = 128
 
 
 @functools.lru_cache(maxsize=None)
@@ -5694,26 +5710,7 @@ def http_is_loopback(host: str) -> bool:
         return False
 
 
-# === 18b. Web page — the HTML served at GET / and the cited lines served at GET /source ===
-# The page is one self-contained document: inline style and script carry a per-response
-# nonce named by a strict Content-Security-Policy, nothing is fetched from elsewhere, and
-# every text from documents or answers reaches the DOM through textContent only
-# (Trusted Types are required, so an innerHTML assignment would throw).
-
-PAGE_CONTEXT_LINES = 3             # lines shown around the cited ones
-MAX_SOURCE_CONTEXT = 20            # the most context a /source request may ask for
-MAX_LINE_DIGITS = 9                # a start or end longer than this is not a line number
-PAGE_NONCE_BYTES = 18
-_PAGE_TYPE = "text/html; charset=utf-8"
-_SOURCE_FIELDS = ("path", "start", "end", "context")
-
-
-class PageReply(NamedTuple):
-    """A reply that is not a JSON envelope (the page): its headers and body."""
-
-    headers: dict[str, str]
-    body: bytes
-
+# --- 18b. Web page texts — the page's words in each language, its HTML and its style
 
 # The page's texts; the language follows the question (answer_language), as refusals do.
 PAGE_TEXTS: dict[str, dict[str, Any]] = {
@@ -5828,6 +5825,64 @@ PAGE_TEXTS: dict[str, dict[str, Any]] = {
     },
 }
 
+_PAGE_HTML = """<!doctype html>
+<html lang="{lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>{title} — docs-qa</title>
+<style nonce="{nonce}">{css}</style>
+</head>
+<body>
+<header>
+<h1>{title}</h1>
+<form class="ask" method="get" action="/" role="search">
+<div class="q"><label for="q">{question}</label>
+<input type="text" id="q" name="q" maxlength="{max_chars}" required autocomplete="off"></div>
+<button type="submit">{ask}</button>
+<fieldset><legend class="sr-only">{mode}</legend><span aria-hidden="true">{mode}: </span>
+<label><input type="radio" name="mode" value="assistant" checked> {assistant}</label>
+<label><input type="radio" name="mode" value="extractive"> {extractive}</label>{graph_radio}
+</fieldset>
+</form>
+<div id="token-box" hidden>
+<p>{token_intro}</p>
+<p id="token-wrong" class="warn" hidden>{token_wrong}</p>
+<form id="token-form"><label for="token-input">{token}</label>
+<input type="password" id="token-input" autocomplete="off">
+<button type="submit">{token_use}</button></form>
+</div>
+<p id="status" role="status" aria-live="polite" class="muted"></p>
+</header>
+<main>
+<div>
+<section id="answer-box" aria-labelledby="answer-title" hidden>
+<h2 id="answer-title">{answer}</h2>
+<div id="answer" aria-live="polite"></div>
+</section>
+<section id="sources-box" aria-labelledby="sources-title" hidden>
+<h2 id="sources-title">{sources}</h2><ol id="sources" class="sources"></ol>
+</section>
+<section id="notes-box" aria-labelledby="notes-title" hidden>
+<h2 id="notes-title">{notes}</h2><ul id="notes" class="notes"></ul>
+</section>
+<footer><p>{index_version}: <span id="index-version">—</span></p></footer>
+</div>
+<section id="viewer" aria-labelledby="viewer-title" hidden>
+<h2 id="viewer-title" tabindex="-1">{viewer}</h2>
+<p id="freshness"></p>
+<ol id="lines" class="lines"></ol>
+<p><a href="#answer-title" id="back">{back}</a></p>
+</section>
+</main>
+<script type="application/json" id="ui">{ui_json}</script>
+<script nonce="{nonce}">{js}</script>
+</body>
+</html>
+"""
+_PAGE_GRAPH_RADIO = '\n<label><input type="radio" name="mode" value="graph"> {graph}</label>'
+
 _PAGE_CSS = """
 :root{color-scheme:light dark;--fg:#1b1b1b;--bg:#fdfdfb;--muted:#555;--line:#d8d8d0;--hit:#fff1a8;--warn:#8a4b00;--link:#0645ad}
 @media (prefers-color-scheme:dark){:root{--fg:#e8e8e3;--bg:#16171a;--muted:#aaa;--line:#3a3b40;--hit:#5a4a00;--warn:#ffb86b;--link:#8ab4f8}}
@@ -5860,6 +5915,13 @@ footer{font-size:0.85rem;color:var(--muted)}
 #status{margin:0.25rem 0;min-height:1.5em}
 main>div>section:first-child h2{margin-top:0.25rem}
 """
+
+
+# --- 18c. Web page script — the page's one inline script. The page is one self-contained
+# document: inline style and script carry a per-response nonce named by a strict
+# Content-Security-Policy, nothing is fetched from elsewhere, and every text from documents
+# or answers reaches the DOM through textContent only (Trusted Types are required, so an
+# innerHTML assignment would throw).
 
 _PAGE_JS = r"""
 "use strict";
@@ -6111,63 +6173,33 @@ _PAGE_JS = r"""
 })();
 """
 
-_PAGE_HTML = """<!doctype html>
-<html lang="{lang}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>{title} — docs-qa</title>
-<style nonce="{nonce}">{css}</style>
-</head>
-<body>
-<header>
-<h1>{title}</h1>
-<form class="ask" method="get" action="/" role="search">
-<div class="q"><label for="q">{question}</label>
-<input type="text" id="q" name="q" maxlength="{max_chars}" required autocomplete="off"></div>
-<button type="submit">{ask}</button>
-<fieldset><legend class="sr-only">{mode}</legend><span aria-hidden="true">{mode}: </span>
-<label><input type="radio" name="mode" value="assistant" checked> {assistant}</label>
-<label><input type="radio" name="mode" value="extractive"> {extractive}</label>{graph_radio}
-</fieldset>
-</form>
-<div id="token-box" hidden>
-<p>{token_intro}</p>
-<p id="token-wrong" class="warn" hidden>{token_wrong}</p>
-<form id="token-form"><label for="token-input">{token}</label>
-<input type="password" id="token-input" autocomplete="off">
-<button type="submit">{token_use}</button></form>
-</div>
-<p id="status" role="status" aria-live="polite" class="muted"></p>
-</header>
-<main>
-<div>
-<section id="answer-box" aria-labelledby="answer-title" hidden>
-<h2 id="answer-title">{answer}</h2>
-<div id="answer" aria-live="polite"></div>
-</section>
-<section id="sources-box" aria-labelledby="sources-title" hidden>
-<h2 id="sources-title">{sources}</h2><ol id="sources" class="sources"></ol>
-</section>
-<section id="notes-box" aria-labelledby="notes-title" hidden>
-<h2 id="notes-title">{notes}</h2><ul id="notes" class="notes"></ul>
-</section>
-<footer><p>{index_version}: <span id="index-version">—</span></p></footer>
-</div>
-<section id="viewer" aria-labelledby="viewer-title" hidden>
-<h2 id="viewer-title" tabindex="-1">{viewer}</h2>
-<p id="freshness"></p>
-<ol id="lines" class="lines"></ol>
-<p><a href="#answer-title" id="back">{back}</a></p>
-</section>
-</main>
-<script type="application/json" id="ui">{ui_json}</script>
-<script nonce="{nonce}">{js}</script>
-</body>
-</html>
-"""
-_PAGE_GRAPH_RADIO = '\n<label><input type="radio" name="mode" value="graph"> {graph}</label>'
+
+# --- 18d. Web page — the HTML served at GET / and the cited lines served at GET /source
+
+PAGE_CONTEXT_LINES = 3             # lines shown around the cited ones
+MAX_SOURCE_CONTEXT = 20            # the most context a /source request may ask for
+MAX_LINE_DIGITS = 9                # a start or end longer than this is not a line number
+PAGE_NONCE_BYTES = 18
+_PAGE_TYPE = "text/html; charset=utf-8"
+_SOURCE_FIELDS = ("path", "start", "end", "context")
+
+_SOURCE_SCHEMA = {"type": "object", "properties": {
+    "path": {"type": "string"}, "start_line": {"type": "integer", "minimum": 0},
+    "end_line": {"type": "integer", "minimum": 0}, "total_lines": {"type": "integer", "minimum": 0},
+    "clamped": {"type": "boolean"}, "freshness": {"enum": ["unchanged", "changed"]},
+    "lines": {"type": "array", "items": {"type": "object", "properties": {
+        "line": {"type": "integer", "minimum": 1}, "text": {"type": "string"},
+        "cited": {"type": "boolean"}}, "required": ["line", "text", "cited"],
+        "additionalProperties": False}}},
+    "required": ["path", "start_line", "end_line", "total_lines", "clamped", "freshness", "lines"],
+    "additionalProperties": False}
+
+
+class PageReply(NamedTuple):
+    """A reply that is not a JSON envelope (the page): its headers and body."""
+
+    headers: dict[str, str]
+    body: bytes
 
 
 def page_url(host: str, port: int) -> str:
@@ -6278,18 +6310,6 @@ def page_source_lines(settings: Settings, rel_path: str, start_line: int, end_li
                       for n in range(first, last + 1)] if total else []}
 
 
-_SOURCE_SCHEMA = {"type": "object", "properties": {
-    "path": {"type": "string"}, "start_line": {"type": "integer", "minimum": 0},
-    "end_line": {"type": "integer", "minimum": 0}, "total_lines": {"type": "integer", "minimum": 0},
-    "clamped": {"type": "boolean"}, "freshness": {"enum": ["unchanged", "changed"]},
-    "lines": {"type": "array", "items": {"type": "object", "properties": {
-        "line": {"type": "integer", "minimum": 1}, "text": {"type": "string"},
-        "cited": {"type": "boolean"}}, "required": ["line", "text", "cited"],
-        "additionalProperties": False}}},
-    "required": ["path", "start_line", "end_line", "total_lines", "clamped", "freshness", "lines"],
-    "additionalProperties": False}
-
-
 def page_openapi_paths(reply: Callable[[str, dict], dict], errors: dict[str, dict]) -> dict[str, dict]:
     """Return the OpenAPI entries of / and /source, without operationId: they serve people,
     so tool clients that list operations as tools leave them out."""
@@ -6342,6 +6362,10 @@ def mcp_tools(ctx: ServerContext | None = None) -> list[dict]:
 
 def _rpc_error(msg_id: Any, code: int, message: str) -> dict:
     return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+
+
+class _McpCancelled(Exception):
+    """The client cancelled this tool call (notifications/cancelled)."""
 
 
 def _mcp_call_tool(params: dict, ctx: ServerContext) -> dict:
@@ -6412,10 +6436,6 @@ def _mcp_write(out: Any, message: dict) -> None:
     """The one framing function: one JSON-RPC message per line on the binary stream out."""
     out.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
     out.flush()
-
-
-class _McpCancelled(Exception):
-    """The client cancelled this tool call (notifications/cancelled)."""
 
 
 class _StartupIndex:
@@ -6550,30 +6570,9 @@ def mcp_serve(ctx: ServerContext, stdin: Any, stdout: Any) -> int:
     return EXIT_OK
 
 
-# === 20. main — dispatch, and the one place exceptions become envelopes ===
+# === 20. main — dispatch, start-up checks, and the CLI's error boundary ===
 
-def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> int:
-    """Run the CLI; return the exit code (0 ok/no_answer, 1 error, 2 usage)."""
-    argv = sys.argv[1:] if argv is None else argv
-    environ = dict(os.environ) if environ is None else environ
-    command = argv[0] if argv and argv[0] in SUBCOMMANDS else None
-    parsers = {None: _question_parser, "index": _index_parser}
-    if command not in parsers:
-        return _main_server(command, argv[1:], environ)
-    try:
-        args = parsers[command]().parse_args(argv[1:] if command else argv)
-    except SystemExit as exc:
-        return EXIT_USAGE if exc.code else EXIT_OK
-    runner = _cli_index if command == "index" else _cli_question
-    try:
-        with _sigterm_as_interrupt():
-            return runner(args, environ, sys.stdout, sys.stderr)
-    except KeyboardInterrupt as exc:
-        terminated = isinstance(exc, _Terminated)
-        sys.stderr.write(f"docs_qa: {'terminated' if terminated else 'interrupted'}\n")
-        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
-    except Exception as exc:  # the CLI's one boundary: typed or not, it becomes an envelope
-        return _report_error(exc, args.debug, getattr(args, "json", False))
+_ORIGIN_RE = re.compile(r"^https?://[^/\s?#]+$")
 
 
 class _Terminated(KeyboardInterrupt):
@@ -6610,6 +6609,106 @@ def _report_error(exc: Exception, debug: bool, as_json: bool) -> int:
         sys.stderr.write(f"docs_qa: error: internal error ({type(exc).__name__}); "
                          "run with --debug for the traceback\n")
     return EXIT_ERROR
+
+
+def _cors_refusal(origins: tuple[str, ...], token: str | None) -> str | None:
+    """Return why these origins cannot be served (None when they can): a malformed origin,
+    or the wildcard beside a token, which would let any web page use the token."""
+    bad = [o for o in origins if o != "*" and not _ORIGIN_RE.match(o)]
+    if bad:
+        return f"not an origin (scheme://host[:port]): {bad[0]}"
+    if "*" in origins and token is not None:
+        return ("refusing --cors-origin '*' while DOCS_QA_TOKEN is set: any web page could "
+                "then call the server with a user's token; list the origins instead")
+    return None
+
+
+def _server_token(raw: str | None) -> str | None:
+    """Return the DOCS_QA_TOKEN setting stripped (None: unset or blank), warning on stderr
+    when it had surrounding whitespace; raise InvalidRequestError for a token no client
+    could send."""
+    raw = raw or ""
+    token = raw.strip()
+    if not token.isascii() or not token.isprintable():
+        raise InvalidRequestError("DOCS_QA_TOKEN must be printable ASCII: HTTP headers carry no "
+                                  "other text, so no client could ever send it", ("token",))
+    if token != raw:
+        sys.stderr.write("docs_qa: warning: DOCS_QA_TOKEN had spaces or line breaks around it; "
+                         "they were removed" + ("" if token else ", leaving no token") + "\n")
+    return token or None
+
+
+def _server_index(ctx: ServerContext) -> None:
+    """Build the server's index and log the outcome; mark ctx.startup ready when done."""
+    startup = ctx.startup
+    stderr_progress = _Progress(sys.stderr)
+
+    def progress(stage: str, done: int, total: int) -> None:
+        stderr_progress(stage, done, total)
+        if startup is not None:
+            startup.progress(stage, done, total)
+    try:
+        stats = index_folder(ctx.ops.settings, progress)
+        ctx.log_line(f"docs_qa: indexed {stats.chunks} chunks ({stats.new} new, {stats.updated} updated); "
+                     f"index_version {stats.index_version}")
+        for note in stats.notes:
+            ctx.log_line(f"docs_qa: ! {note.code}: {note.message}")
+    except RetrievalUnavailableError:
+        ctx.log_line("docs_qa: warning: the index could not be built; requests will answer 503")
+    finally:
+        if startup is not None:
+            startup.ready.set()
+
+
+def _server_context(args: argparse.Namespace, settings: Settings, token: str | None,
+                    background: bool = False) -> ServerContext:
+    """Return the shared context: settings, the index (built now, or in the background
+    with ctx.startup telling when it is ready) and the graph if any. Without a cache the
+    index lives in memory for the server's lifetime and is refreshed like a cached one."""
+    keeper = None
+    if settings.cache_dir is None:
+        import threading
+        settings = replace(settings, memory_index=f"file:docs-qa-{os.getpid()}-{id(args)}"
+                                                  "?mode=memory&cache=shared", index_lock=threading.Lock())
+        keeper = cache_open(None, settings.memory_index)
+    ops = OperationContext(settings)
+    ctx = ServerContext(ops, token=token, debug=args.debug, log=sys.stderr.write,
+                        index_keeper=keeper)
+    if background:
+        import threading
+        ctx.startup = _StartupIndex()
+        threading.Thread(target=_server_index, args=(ctx,), daemon=True).start()
+    else:
+        _server_index(ctx)
+    if args.graph:
+        try:
+            import graph_store
+            ops.graph = graph_store.graph_load(args.graph)
+        except (ImportError, OSError, ValueError, ContractError) as exc:
+            ops.graph_error = RetrievalUnavailableError("the graph could not be loaded")
+            ctx.log_line(f"docs_qa: warning: graph not loaded ({getattr(exc, 'message', type(exc).__name__)}); "
+                         "/graph answers 503")
+    return ctx
+
+
+def _run_http(ctx: ServerContext, host: str, port: int) -> int:
+    """Serve HTTP until interrupted; return the exit code."""
+    try:
+        server = http_server(ctx, host, port)
+    except OSError as exc:
+        sys.stderr.write(f"docs_qa: error: cannot listen on {host}:{port} ({exc.strerror})\n")
+        return EXIT_ERROR
+    bound_host, bound_port = server.server_address[:2]
+    ctx.log_line(f"docs_qa: serving http://{bound_host}:{bound_port} "
+                 f"(auth {'on' if ctx.token else 'off'}); Ctrl-C stops")
+    ctx.log_line(f"docs_qa: page: {page_url(bound_host, bound_port)}")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        ctx.log_line("docs_qa: stopped")
+    finally:
+        server.server_close()
+    return EXIT_OK
 
 
 def _main_server(command: str | None, argv: list[str], environ: dict[str, str]) -> int:
@@ -6655,107 +6754,28 @@ def _main_server(command: str | None, argv: list[str], environ: dict[str, str]) 
         return _run_http(ctx, args.host, args.port)
 
 
-_ORIGIN_RE = re.compile(r"^https?://[^/\s?#]+$")
-
-
-def _cors_refusal(origins: tuple[str, ...], token: str | None) -> str | None:
-    """Return why these origins cannot be served (None when they can): a malformed origin,
-    or the wildcard beside a token, which would let any web page use the token."""
-    bad = [o for o in origins if o != "*" and not _ORIGIN_RE.match(o)]
-    if bad:
-        return f"not an origin (scheme://host[:port]): {bad[0]}"
-    if "*" in origins and token is not None:
-        return ("refusing --cors-origin '*' while DOCS_QA_TOKEN is set: any web page could "
-                "then call the server with a user's token; list the origins instead")
-    return None
-
-
-def _server_token(raw: str | None) -> str | None:
-    """Return the DOCS_QA_TOKEN setting stripped (None: unset or blank), warning on stderr
-    when it had surrounding whitespace; raise InvalidRequestError for a token no client
-    could send."""
-    raw = raw or ""
-    token = raw.strip()
-    if not token.isascii() or not token.isprintable():
-        raise InvalidRequestError("DOCS_QA_TOKEN must be printable ASCII: HTTP headers carry no "
-                                  "other text, so no client could ever send it", ("token",))
-    if token != raw:
-        sys.stderr.write("docs_qa: warning: DOCS_QA_TOKEN had spaces or line breaks around it; "
-                         "they were removed" + ("" if token else ", leaving no token") + "\n")
-    return token or None
-
-
-def _server_context(args: argparse.Namespace, settings: Settings, token: str | None,
-                    background: bool = False) -> ServerContext:
-    """Return the shared context: settings, the index (built now, or in the background
-    with ctx.startup telling when it is ready) and the graph if any. Without a cache the
-    index lives in memory for the server's lifetime and is refreshed like a cached one."""
-    keeper = None
-    if settings.cache_dir is None:
-        import threading
-        settings = replace(settings, memory_index=f"file:docs-qa-{os.getpid()}-{id(args)}"
-                                                  "?mode=memory&cache=shared", index_lock=threading.Lock())
-        keeper = cache_open(None, settings.memory_index)
-    ops = OperationContext(settings)
-    ctx = ServerContext(ops, token=token, debug=args.debug, log=sys.stderr.write,
-                        index_keeper=keeper)
-    if background:
-        import threading
-        ctx.startup = _StartupIndex()
-        threading.Thread(target=_server_index, args=(ctx,), daemon=True).start()
-    else:
-        _server_index(ctx)
-    if args.graph:
-        try:
-            import graph_store
-            ops.graph = graph_store.graph_load(args.graph)
-        except (ImportError, OSError, ValueError, ContractError) as exc:
-            ops.graph_error = RetrievalUnavailableError("the graph could not be loaded")
-            ctx.log_line(f"docs_qa: warning: graph not loaded ({getattr(exc, 'message', type(exc).__name__)}); "
-                         "/graph answers 503")
-    return ctx
-
-
-def _server_index(ctx: ServerContext) -> None:
-    """Build the server's index and log the outcome; mark ctx.startup ready when done."""
-    startup = ctx.startup
-    stderr_progress = _Progress(sys.stderr)
-
-    def progress(stage: str, done: int, total: int) -> None:
-        stderr_progress(stage, done, total)
-        if startup is not None:
-            startup.progress(stage, done, total)
+def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> int:
+    """Run the CLI; return the exit code (0 ok/no_answer, 1 error, 2 usage)."""
+    argv = sys.argv[1:] if argv is None else argv
+    environ = dict(os.environ) if environ is None else environ
+    command = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+    parsers = {None: _question_parser, "index": _index_parser}
+    if command not in parsers:
+        return _main_server(command, argv[1:], environ)
     try:
-        stats = index_folder(ctx.ops.settings, progress)
-        ctx.log_line(f"docs_qa: indexed {stats.chunks} chunks ({stats.new} new, {stats.updated} updated); "
-                     f"index_version {stats.index_version}")
-        for note in stats.notes:
-            ctx.log_line(f"docs_qa: ! {note.code}: {note.message}")
-    except RetrievalUnavailableError:
-        ctx.log_line("docs_qa: warning: the index could not be built; requests will answer 503")
-    finally:
-        if startup is not None:
-            startup.ready.set()
-
-
-def _run_http(ctx: ServerContext, host: str, port: int) -> int:
-    """Serve HTTP until interrupted; return the exit code."""
+        args = parsers[command]().parse_args(argv[1:] if command else argv)
+    except SystemExit as exc:
+        return EXIT_USAGE if exc.code else EXIT_OK
+    runner = _cli_index if command == "index" else _cli_question
     try:
-        server = http_server(ctx, host, port)
-    except OSError as exc:
-        sys.stderr.write(f"docs_qa: error: cannot listen on {host}:{port} ({exc.strerror})\n")
-        return EXIT_ERROR
-    bound_host, bound_port = server.server_address[:2]
-    ctx.log_line(f"docs_qa: serving http://{bound_host}:{bound_port} "
-                 f"(auth {'on' if ctx.token else 'off'}); Ctrl-C stops")
-    ctx.log_line(f"docs_qa: page: {page_url(bound_host, bound_port)}")
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        ctx.log_line("docs_qa: stopped")
-    finally:
-        server.server_close()
-    return EXIT_OK
+        with _sigterm_as_interrupt():
+            return runner(args, environ, sys.stdout, sys.stderr)
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, _Terminated)
+        sys.stderr.write(f"docs_qa: {'terminated' if terminated else 'interrupted'}\n")
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    except Exception as exc:  # the CLI's one boundary: typed or not, it becomes an envelope
+        return _report_error(exc, args.debug, getattr(args, "json", False))
 
 
 if __name__ == "__main__":
