@@ -183,3 +183,42 @@ class GitIndexVersionTest(TempDirTest):
         committed = self.version()
         self.assertFalse(committed.endswith("-dirty"), committed)
         self.assertNotEqual(committed.split("+")[1], clean.split("+")[1])
+
+
+class SettingsFromEnvTest(TempDirTest):
+    """settings_from_env is the one reader of the environment: every transport gets the
+    chat model, chat timeout, token and browser origins from the Settings it returns."""
+
+    def test_chat_token_and_origins_come_from_the_environment_and_flags_win(self):
+        from helpers import docs_qa
+        environ = {"DOCS_QA_CHAT_MODEL": "m1", "DOCS_QA_CHAT_TIMEOUT": "12.5", "DOCS_QA_TOKEN": " t ",
+                   "DOCS_QA_CORS_ORIGINS": "http://a:1/, http://b:2 http://a:1"}
+        settings = docs_qa.settings_from_env(environ, docs_dir=self.tmp)
+        self.assertEqual((settings.chat_model, settings.chat_timeout_s, settings.token, settings.cors_origins),
+                         ("m1", 12.5, " t ", ("http://a:1", "http://b:2")))
+        self.assertNotIn(" t ", repr(settings))            # the token never shows in a repr
+        flagged = docs_qa.settings_from_env(environ, docs_dir=self.tmp, chat_model="m2", chat_timeout_s=3.0,
+                                            extractive=True, cors_origins=["http://c:3/"])
+        self.assertEqual((flagged.chat_model, flagged.chat_timeout_s, flagged.extractive, flagged.cors_origins),
+                         ("m2", 3.0, True, ("http://c:3",)))
+
+    def test_a_bad_chat_timeout_is_refused_unless_a_flag_overrides_it(self):
+        from helpers import docs_qa
+        for value in ("soon", "0", "-1", "nan", "inf"):
+            with self.subTest(value=value), self.assertRaises(rc.InvalidRequestError) as caught:
+                docs_qa.settings_from_env({"DOCS_QA_CHAT_TIMEOUT": value}, docs_dir=self.tmp)
+            self.assertEqual(caught.exception.field_names, ("chat_timeout",))
+        self.assertEqual(docs_qa.settings_from_env({"DOCS_QA_CHAT_TIMEOUT": "soon"}, docs_dir=self.tmp,
+                                                   chat_timeout_s=4.0).chat_timeout_s, 4.0)
+
+    def test_only_settings_from_env_and_the_cache_default_read_the_environment(self):
+        import ast
+        import inspect
+        from helpers import docs_qa
+        readers = set()
+        for node in ast.walk(ast.parse(inspect.getsource(docs_qa))):
+            if isinstance(node, ast.FunctionDef):
+                body = ast.unparse(node)
+                if "environ.get(" in body or "environ[" in body or "getenv(" in body:
+                    readers.add(node.name)
+        self.assertEqual(readers, {"settings_from_env", "default_cache_dir"})
