@@ -222,3 +222,57 @@ class SettingsFromEnvTest(TempDirTest):
                 if "environ.get(" in body or "environ[" in body or "getenv(" in body:
                     readers.add(node.name)
         self.assertEqual(readers, {"settings_from_env", "default_cache_dir"})
+
+
+class ErrorBoundaryTest(TempDirTest):
+    """Every transport turns a failure into the error envelope at one boundary: an untyped
+    error is logged with its traceback and answered internal_error; --debug re-raises it."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        from helpers import docs_qa
+        self.docs_qa = docs_qa
+        self.docs = write_files(os.path.join(self.tmp, "docs"), {"a.md": "# Alfa\n\nDokument alfa o podatku.\n"})
+
+    def ctx(self, debug: bool, log: list):
+        dq = self.docs_qa
+        settings = dq.Settings(docs_dir=self.docs, cache_dir=None, embed_mock=True)
+        return dq.ServerContext(dq.OperationContext(settings), debug=debug, log=log.append)
+
+    def test_http_and_mcp_answer_internal_error_and_log_the_traceback_or_reraise_under_debug(self):
+        from unittest import mock
+        dq = self.docs_qa
+        body = json.dumps({"query": "alfa"}).encode()
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "search_docs", "arguments": {"query": "alfa"}}}
+        with mock.patch.object(dq, "search", side_effect=RuntimeError("secret /srv/x")):
+            log: list = []
+            status, _, data = dq.handle_request("POST", "/search", {}, body, self.ctx(False, log))
+            self.assertEqual((status, json.loads(data)["reason"]), (500, "internal_error"))
+            reply = dq.mcp_handle(call, self.ctx(False, log))
+            self.assertEqual(reply["result"]["structuredContent"]["reason"], "internal_error")
+            self.assertEqual([("Traceback" in line, "secret" in line) for line in log], [(True, True)] * 2)
+            self.assertNotIn("secret", data.decode() + json.dumps(reply))
+            for run in (lambda ctx: dq.handle_request("POST", "/search", {}, body, ctx),
+                        lambda ctx: dq.mcp_handle(call, ctx)):
+                with self.assertRaises(RuntimeError):
+                    run(self.ctx(True, []))
+        log = []
+        status, _, data = dq.handle_request("POST", "/search", {}, b"{", self.ctx(False, log))
+        self.assertEqual((status, json.loads(data)["reason"], log), (400, "invalid_query", []))   # typed: not logged
+
+    def test_the_cli_prints_one_line_and_exits_1_or_reraises_under_debug(self):
+        import contextlib
+        import io
+        from unittest import mock
+        dq = self.docs_qa
+        argv = ["alfa", "--docs", self.docs, "--no-cache", "--search", "--json"]
+        out, err = io.StringIO(), io.StringIO()
+        with mock.patch.object(dq, "search", side_effect=RuntimeError("secret /srv/x")), \
+                contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            self.assertEqual(dq.main(argv, {"EMBED_MOCK": "1"}), 1)
+            with self.assertRaises(RuntimeError):
+                dq.main(argv + ["--debug"], {"EMBED_MOCK": "1"})
+        self.assertEqual(json.loads(out.getvalue())["reason"], "internal_error")
+        self.assertEqual(err.getvalue(), "docs_qa: error: internal error (RuntimeError); "
+                                         "run with --debug for the traceback\n")
