@@ -62,7 +62,7 @@ class RefusalLanguageTest(TempDirTest):
         for question, language in (("przepis na sernik z rodzynkami", "pl"),
                                    ("kto vyhral majstrovstva sveta v hokeji", "sk")):
             with self.subTest(question=question):
-                result = docs_qa.answer(question, self.settings(use_embeddings=False), extractive=True)
+                result = docs_qa.answer(question, self.settings(use_embeddings=False, extractive=True))
                 self.assertEqual(result.status, "no_answer")
                 self.assertEqual(result.answer, docs_qa.REFUSALS[language])
 
