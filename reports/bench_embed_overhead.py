@@ -3,7 +3,7 @@
 
     python3 reports/bench_embed_overhead.py DOCS --server-python VENV/bin/python
         [--server-script ../shared/lmstub/embed_server.py] [--files 500] [--runs 3]
-        [--work /tmp/perf-embed] [--out reports/embed-overhead.md]
+        [--work WORK] [--out reports/embed-overhead.md]
 
 What is compared, in one run and alternately (the machine may be shared):
 - docs-qa: the whole process `python3 docs_qa.py index --docs SAMPLE --cache-dir CACHE` with

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How docs-qa grows with the folder: index time, question time, peak memory and cache size.
 
-    python3 reports/bench_growth.py DOCS --work /tmp/perf-growth
+    python3 reports/bench_growth.py DOCS --work WORK
         [--sizes 10000,38430,100000,300000] [--question-runs 5] [--warm-runs 10]
         [--anchor-python VENV/bin/python] [--out reports/growth.md] [--svg reports/growth.svg]
 
