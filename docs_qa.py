@@ -77,7 +77,7 @@ __all__ = [
     "settings_from_env", "search", "search_rankings", "search_gate_signals", "answer", "index_folder", "index_refresh",
     "text_fold", "text_tokens", "text_stem", "text_stem_english", "text_language", "text_query_terms",
     "text_query_counts", "text_sentences", "text_detect_language",
-    "corpus_walk", "corpus_read", "corpus_readable", "corpus_reread",
+    "CorpusScan", "corpus_scan", "corpus_walk", "corpus_read", "corpus_readable", "corpus_reread",
     "chunk_text",
     "bm25_idf", "bm25_scores", "bm25_query_weight", "bm25_term_counts",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
@@ -148,7 +148,9 @@ TOKENIZER_VERSION = "t5"          # t5: format characters (Cf) dropped inside wo
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
 PROGRESS_EVERY = 500               # files between progress reports while indexing
 PROGRESS_TICK_S = 1.0              # redraw of "waiting for MODEL… 12 s, 340 tokens"
+TITLE_SCAN_CHARS = 65536           # a document's title is looked for in its first characters
 PARSE_BATCH_FILES = 500            # files per parsing task (one tokenizer memo per task)
+SQL_IN_BATCH = 500                 # ids per `IN (...)` list, under sqlite's bound-parameter limit
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
 
@@ -592,27 +594,45 @@ def text_stem_english(word: str) -> str:
     return word
 
 
+class _StemMemo(dict):
+    """word -> its index term (None for a stop word), stemmed on first sight."""
+
+    def __init__(self, stem: Callable[[str], str]) -> None:
+        super().__init__()
+        self.stem = stem
+
+    def __missing__(self, word: str) -> str | None:
+        term = self[word] = None if word in STOP_WORDS else self.stem(word)
+        return term
+
+
 class _Tokenizer:
     """Folds, splits, drops stop words and stems each text with its language's stemmer,
     memoising the stem of each word per language."""
 
     def __init__(self) -> None:
-        self._memo: dict[str, dict[str, str | None]] = {"en": {}, "other": {}}
+        self._memo = {"en": _StemMemo(text_stem_english), "other": _StemMemo(text_stem)}
 
     def language(self, text: str) -> str:
         """Return the stemmer a text is indexed with: 'en' (Porter) or 'other' (light)."""
-        return "en" if text_language(_TOKEN_RE.findall(text_fold(text))) == "en" else "other"
+        return self.words_language(_TOKEN_RE.findall(text_fold(text)))
+
+    @staticmethod
+    def words_language(words: list[str]) -> str:
+        """Return the stemmer for a text's folded words: 'en' (Porter) or 'other' (light)."""
+        return "en" if text_language(words) == "en" else "other"
 
     def tokens(self, text: str, language: str | None = None) -> list[str]:
         """Return text's index terms, stemmed for language ('en' or 'other'; default: text's own)."""
         words = _TOKEN_RE.findall(text_fold(text))
-        if language is None:
-            language = "en" if text_language(words) == "en" else "other"
-        memo = self._memo[language]
-        stem = text_stem_english if language == "en" else text_stem
-        for word in set(words).difference(memo):     # each new word once (speed only)
-            memo[word] = None if word in STOP_WORDS else stem(word)
+        memo = self._memo[language or self.words_language(words)]
         return [term for term in map(memo.__getitem__, words) if term is not None]
+
+    def term_counts(self, words: list[str], language: str) -> Counter:
+        """Return how often each index term occurs among folded words (stemmed for language)."""
+        counts = Counter(map(self._memo[language].__getitem__, words))
+        counts.pop(None, None)
+        return counts
 
 
 def text_tokens(text: str) -> list[str]:
@@ -683,15 +703,56 @@ class FileEntry(NamedTuple):
     size: int
 
 
+class CorpusScan:
+    """What one walk found: a signature of every document's (path, mtime_ns, size), the
+    notes on what was skipped, and the documents themselves, built only when asked for
+    (an unchanged folder is recognised by its signature alone)."""
+
+    def __init__(self, folders: list[tuple[str, str, list[str], array.array, array.array]],
+                 notes: list[Note]) -> None:
+        self._folders, self.notes = folders, notes    # (abs dir, rel prefix, names, mtimes, sizes)
+        self._entries: list[FileEntry] | None = None
+
+    @functools.cached_property
+    def signature(self) -> str:
+        """Return a hash of every document's (path, mtime_ns, size) in walk order: equal
+        means nothing to re-read (a folder listed in another order only costs a comparison)."""
+        digest = hashlib.blake2b(digest_size=16)
+        for _, prefix, names, mtimes, sizes in self._folders:
+            digest.update(f"{prefix}\0{len(names)}\0{'/'.join(names)}\0".encode("utf-8", "surrogatepass"))
+            digest.update(mtimes.tobytes())
+            digest.update(sizes.tobytes())
+        return digest.hexdigest()
+
+    @property
+    def entries(self) -> list[FileEntry]:
+        """Return the documents, sorted by relative path."""
+        if self._entries is None:
+            files: list[FileEntry] = []
+            for abs_dir, prefix, names, mtimes, sizes in self._folders:
+                base = abs_dir if abs_dir.endswith(os.sep) else abs_dir + os.sep
+                files += map(_NEW_FILE_ENTRY, zip(map(prefix.__add__, names), map(base.__add__, names),
+                                                  mtimes, sizes))
+            files.sort()
+            self._entries = files
+        return self._entries
+
+
 def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntry], list[Note]]:
-    """Return the documents under root (sorted) and notes on what was skipped.
+    """Return the documents under root (sorted) and notes on what was skipped (see corpus_scan)."""
+    scan = corpus_scan(root, skip_dirs)
+    return scan.entries, scan.notes
+
+
+def corpus_scan(root: str, skip_dirs: Iterable[str] = ()) -> CorpusScan:
+    """Return what a walk of root finds.
 
     Hidden entries, symlinks (a link can lead out of the root or in a loop) and special
     files are skipped; unreadable folders and the skip_dirs (the cache) with a note. Costs one stat per
     document, done in C-level map() calls since this runs before every question.
     """
     skip_ids = _dir_ids(skip_dirs)
-    files: list[FileEntry] = []
+    folders = []
     skipped: dict[str, list[str]] = {}
     stack = [(root, "")]
     while stack:
@@ -705,7 +766,9 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
         prefix = f"{rel_dir}/" if rel_dir else ""
         regular, dirs, links = _classify(entries, prefix, skipped)
         docs = [e for e in regular if e.name[0] != "." and e.name.lower().endswith(DOC_EXTENSIONS)]
-        files.extend(_entries_of(_with_good_names(docs, prefix, skipped), prefix, skipped))
+        docs = _with_good_names(docs, prefix, skipped)
+        if docs:
+            folders.append(_folder_stats(abs_dir, docs, prefix, skipped))
         if len(regular) + len(dirs) + len(links) < len(entries):
             _note_not_regular(entries, regular, dirs, links, prefix, skipped)
         for entry in dirs:
@@ -718,8 +781,7 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
         for entry in links:
             if entry.name[0] != ".":
                 skipped.setdefault("symlink_skipped", []).append(prefix + entry.name)
-    files.sort()
-    return files, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())]
+    return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())])
 
 
 _LSTAT = operator.methodcaller("stat", follow_symlinks=False)
@@ -728,8 +790,10 @@ _IS_DIR = operator.methodcaller("is_dir", follow_symlinks=False)
 _NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
 
 
-def _entries_of(docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]) -> list[FileEntry]:
-    """Return a FileEntry per directory entry (one lstat each); unstattable ones are noted."""
+def _folder_stats(abs_dir: str, docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
+                  ) -> tuple[str, str, list[str], array.array, array.array]:
+    """Return (abs_dir, prefix, names, mtimes, sizes) of a folder's documents (one lstat
+    each); unstattable ones are noted and left out."""
     try:
         stats = list(map(_LSTAT, docs))
     except OSError:
@@ -740,8 +804,8 @@ def _entries_of(docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[st
             except OSError:
                 skipped.setdefault("unreadable_file", []).append(prefix + entry.name)
                 docs.remove(entry)
-    names = map(prefix.__add__, map(_NAME, docs))
-    return list(map(_NEW_FILE_ENTRY, zip(names, map(_PATH, docs), map(_MTIME, stats), map(_SIZE, stats))))
+    return (abs_dir, prefix, list(map(_NAME, docs)), array.array("q", map(_MTIME, stats)),
+            array.array("q", map(_SIZE, stats)))
 
 
 _NAME, _PATH = operator.attrgetter("name"), operator.attrgetter("path")
@@ -892,9 +956,13 @@ def _read_at_most(path: str, size_hint: int, limit: int) -> bytes:
 
 
 def _read_fd(fd: int, size_hint: int, limit: int) -> bytes:
-    """Return up to limit bytes from an open file, reading size_hint + 1 first."""
-    parts = [os.read(fd, min(size_hint + 1, limit))]
+    """Return up to limit bytes from an open file, reading size_hint + 1 first (a regular
+    file's read returns fewer bytes than asked only at its end)."""
+    first = min(size_hint + 1, limit)
+    parts = [os.read(fd, first)]
     got = len(parts[0])
+    if got < first:
+        return parts[0]
     while parts[-1] and got < limit:
         parts.append(os.read(fd, min(limit - got, 1 << 20)))
         got += len(parts[-1])
@@ -1039,15 +1107,13 @@ def _headers(lines: list[str], first: int) -> Iterator[tuple[int, int, str]]:
             yield i, len(header.group(1)), _HEADER_CLOSE_RE.sub("", header.group(2) or "").strip()
 
 
-def _header_blocks(lines: list[str], first: int) -> list[_Piece]:
-    """Return one block per header section (plus any text before the first header).
-
-    Lines inside fenced code blocks never start a section.
-    """
+def _header_blocks(lines: list[str], first: int, headers: list[tuple[int, int, str]]) -> list[_Piece]:
+    """Return one block per header section (plus any text before the first header), given
+    the _headers from line first on (lines inside fenced code never start a section)."""
     blocks: list[_Piece] = []
     stack: list[tuple[int, str]] = []
     start, sections = first, ()
-    for i, level, title in _headers(lines, first):
+    for i, level, title in headers:
         if i > start:
             blocks.append(_Piece(start, i, sections))
         while stack and stack[-1][0] >= level:
@@ -1144,11 +1210,51 @@ def _has_few_words(text: str, n: int) -> bool:
     return next(itertools.islice(_TOKEN_RE.finditer(text), n - 1, None), None) is None
 
 
+class ParsedText(NamedTuple):
+    """A document chunked in one pass: its chunks, the title and url it states, and per
+    chunk its level-1 heading lines joined by a space when the file's header scan tells
+    them (None: bm25_term_counts scans the chunk itself)."""
+
+    chunks: list[Chunk]
+    title: str | None
+    url: str | None
+    heads: list[str | None]
+
+
 def chunk_text(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> list[Chunk]:
     """Return the chunks of a document; each chunk's text equals its lines exactly."""
     lines = _split_lines(text)
+    first = _front_matter_end(lines)
+    return [_chunk_of(path, lines, p) for p in _chunk_pieces(lines, first, list(_headers(lines, first)),
+                                                             max_chars)]
+
+
+def chunk_parse(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> ParsedText:
+    """Return chunk_text(path, text, max_chars) with the document's title, url and the
+    chunks' level-1 heading lines, splitting and scanning the text once."""
+    lines = _split_lines(text)
+    first = _front_matter_end(lines)
+    headers = list(_headers(lines, first))
+    pieces = _chunk_pieces(lines, first, headers, max_chars)
+    if len(text) > TITLE_SCAN_CHARS:
+        title, url = _document_title(text)
+    else:
+        title, url = _title_of(lines, headers)
+    known = {first} | {i for i, _, _ in headers}   # fence state is known to be closed there
+    heads = [" ".join(lines[i] for i, level, _ in headers if level == 1 and p.start <= i < p.end)
+             if p.start in known else None for p in pieces]
+    return ParsedText([_chunk_of(path, lines, p) for p in pieces], title, url, heads)
+
+
+def _chunk_of(path: str, lines: list[str], piece: _Piece) -> Chunk:
+    return Chunk(path, piece.start + 1, piece.end, piece.sections, "\n".join(lines[piece.start:piece.end]))
+
+
+def _chunk_pieces(lines: list[str], first: int, headers: list[tuple[int, int, str]],
+                  max_chars: int) -> list[_Piece]:
+    """Return the line spans of a document's chunks (see chunk_text)."""
     pieces: list[_Piece] = []
-    for block in _header_blocks(lines, _front_matter_end(lines)):
+    for block in _header_blocks(lines, first, headers):
         trimmed = _trim_blank(lines, block)
         if trimmed is None:
             continue
@@ -1156,19 +1262,23 @@ def chunk_text(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> li
             pieces.append(trimmed)
         else:
             pieces.extend(_bounded(lines, _paragraphs(lines, trimmed), max_chars))
-    return [Chunk(path, p.start + 1, p.end, p.sections, "\n".join(lines[p.start:p.end]))
-            for p in _merge_micro(lines, pieces, max_chars)]
+    return _merge_micro(lines, pieces, max_chars)
 
 
 def _document_title(text: str) -> tuple[str | None, str | None]:
-    """Return (title, url) the document states itself: front matter, else its first '# ' header."""
-    lines = _split_lines(text[:65536])
+    """Return (title, url) the document states itself: front matter, else its first '# ' header
+    (within its first TITLE_SCAN_CHARS characters)."""
+    lines = _split_lines(text[:TITLE_SCAN_CHARS])
+    first = _front_matter_end(lines)
+    return _title_of(lines, _headers(lines, first))
+
+
+def _title_of(lines: list[str], headers: Iterable[tuple[int, int, str]]) -> tuple[str | None, str | None]:
+    """Return (title, url) from the front matter of lines, else the first level-1 of headers."""
     meta = front_matter_fields(lines)
     title = meta.get("title")
     if title is None:
-        first_h1 = next((t for _, level, t in _headers(lines, _front_matter_end(lines)) if level == 1),
-                        None)
-        title = first_h1 or None
+        title = next((t for _, level, t in headers if level == 1), None) or None
     return title, meta.get("source_url") or meta.get("url")
 
 
@@ -1211,14 +1321,18 @@ def bm25_scores(postings: dict[str, list[tuple[int, int, int]]], n_docs: int,
     return scores
 
 
-def bm25_term_counts(text: str, tokenizer: _Tokenizer) -> tuple[Counter, int]:
+def bm25_term_counts(text: str, tokenizer: _Tokenizer, heads: str | None = None
+                     ) -> tuple[dict[str, int], int]:
     """Return a chunk's postings counts and length in TF_UNITS per word, the words of a
     level-1 heading (a document's title) counting HEADING_TF_UNITS (a light BM25F: a title
-    word weighs 1.5)."""
-    language = tokenizer.language(text)
-    counts = Counter({t: n * TF_UNITS for t, n in Counter(tokenizer.tokens(text, language)).items()})
-    lines = text.split("\n")
-    heads = " ".join(lines[i] for i, level, _ in _headers(lines, 0) if level == 1)
+    word weighs 1.5). heads: the chunk's level-1 heading lines when the caller knows them."""
+    words = _TOKEN_RE.findall(text_fold(text))
+    language = tokenizer.words_language(words)
+    found = tokenizer.term_counts(words, language)
+    counts = dict(zip(found, map(TF_UNITS.__mul__, found.values())))
+    if heads is None and "#" in text:
+        lines = text.split("\n")
+        heads = " ".join(lines[i] for i, level, _ in _headers(lines, 0) if level == 1)
     if heads:
         for term in tokenizer.tokens(heads, language):
             counts[term] += HEADING_TF_UNITS - TF_UNITS
@@ -1671,18 +1785,6 @@ def _file_sha(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def _stat_signature(entries: list[FileEntry]) -> str:
-    """Return a hash of every entry's (path, mtime_ns, size): equal means nothing to re-read."""
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update("\0".join(map(_REL_PATH, entries)).encode("utf-8", "surrogatepass"))
-    digest.update(array.array("q", map(_MTIME_NS, entries)).tobytes())
-    digest.update(array.array("q", map(_SIZE_FIELD, entries)).tobytes())
-    return digest.hexdigest()
-
-
-_REL_PATH, _MTIME_NS, _SIZE_FIELD = (operator.itemgetter(i) for i in (0, 2, 3))
-
-
 # --- 10a. Indexing — walk, parse and write postings for what changed; one transaction per batch
 
 def _ints(data: bytes) -> array.array:
@@ -1789,18 +1891,18 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings,
     so an interrupted run keeps its progress.
     """
     cache_dir = settings.cache_dir
-    entries, notes = corpus_walk(settings.docs_dir, [cache_dir] if cache_dir else [])
-    signature = _stat_signature(entries)
+    scan = corpus_scan(settings.docs_dir, [cache_dir] if cache_dir else [])
+    signature, notes = scan.signature, scan.notes
     meta = dict(conn.execute("SELECT key, value FROM meta"))
     if meta.get("index_params") == _index_params(settings) and meta.get("stat_sig") == signature \
             and "generation" in meta:
         stats = IndexStats(unchanged=int(meta.get("n_files", 0)),
                            notes=notes + [Note(c, m) for c, m in json.loads(meta.get("file_notes", "[]"))])
     else:
-        stats = _refresh_changed(conn, settings, entries, notes, signature, progress)
+        stats = _refresh_changed(conn, settings, scan.entries, notes, signature, progress)
         meta = dict(conn.execute("SELECT key, value FROM meta"))
     stats.chunks = int(meta.get("n_chunks") or 0)
-    stats.index_version = _index_version(conn, meta, settings.docs_dir, entries)
+    stats.index_version = _index_version(conn, meta, settings.docs_dir, scan)
     return stats
 
 
@@ -1869,14 +1971,15 @@ def _parse_files(job: tuple[list[tuple[FileEntry, str | None]], int, int, _Token
             out.append((entry, skip, None, None, None, None))
             continue
         sha = _file_sha(text)
-        title, url = _document_title(text)
-        parsed = None
-        if sha != known_sha:
-            parsed = []
-            for chunk in chunk_text(entry.rel_path, text, chunk_chars):
-                counts, n_units = bm25_term_counts(chunk.text, tokenizer)
-                parsed.append((chunk, counts, n_units, _embed_key(chunk)))
-        out.append((entry, None, sha, title, url, parsed))
+        if sha == known_sha:
+            out.append((entry, None, sha, *_document_title(text), None))
+            continue
+        doc = chunk_parse(entry.rel_path, text, chunk_chars)
+        parsed = []
+        for chunk, heads in zip(doc.chunks, doc.heads):
+            counts, n_units = bm25_term_counts(chunk.text, tokenizer, heads)
+            parsed.append((chunk, counts, n_units, _embed_key(chunk)))
+        out.append((entry, None, sha, doc.title, doc.url, parsed))
     return out
 
 
@@ -2520,7 +2623,7 @@ def _git_index_stamp(checkout: GitCheckout) -> str:
 
 
 def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str,
-                   files: list[FileEntry]) -> str | None:
+                   scan: CorpusScan) -> str | None:
     """Return the index version (retrieval_contract.index_version_docs): the corpus
     generation plus the Git revision when the folder is in a checkout. HEAD is resolved
     every time (a few small reads); the dirty check runs only when HEAD, the git index or
@@ -2536,7 +2639,7 @@ def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str
     if meta.get("git_key") == key:
         is_dirty = meta.get("git_dirty") == "1"
     else:
-        is_dirty = bool(git_is_dirty(checkout, rev, docs_dir, files, _is_document_name))
+        is_dirty = bool(git_is_dirty(checkout, rev, docs_dir, scan.entries, _is_document_name))
         conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
                          [("git_key", key), ("git_dirty", "1" if is_dirty else "0")])
     return rc.index_version_docs(generation, rev, is_dirty)
@@ -2578,20 +2681,48 @@ def _unpack(data: bytes) -> array.array:
     return vec
 
 
-def _cache_missing_vectors(conn: sqlite3.Connection, model: str) -> list[tuple[str, str]]:
+class _MissingVectors:
+    """The (embed_sha, embedding input) pairs of chunks without a vector, one per sha in sha
+    order; the inputs are read and built per slice, so a run whose server is down reads none."""
+
+    def __init__(self, conn: sqlite3.Connection, rows: list[tuple[str, int]]) -> None:
+        self.conn, self.rows = conn, rows
+        self.built: dict[str, str] = {}            # sha -> input, for the slices taken
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, part: slice) -> list[tuple[str, str]]:
+        rows = [row for row in self.rows[part] if row[0] not in self.built]
+        texts = dict(_cache_chunk_texts(self.conn, [chunk_id for _, chunk_id in rows]))
+        self.built.update((sha, embed_input(*texts[chunk_id])) for sha, chunk_id in rows)
+        return [(sha, self.built[sha]) for sha, _ in self.rows[part]]
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        for start in range(0, len(self.rows), SQL_IN_BATCH):
+            yield from self[start:start + SQL_IN_BATCH]
+
+
+def _cache_chunk_texts(conn: sqlite3.Connection, ids: list[int]
+                       ) -> list[tuple[int, tuple[tuple[str, ...], str]]]:
+    """Return (chunk id, (sections, text)) for the given ids."""
+    out = []
+    for start in range(0, len(ids), SQL_IN_BATCH):
+        part = ids[start:start + SQL_IN_BATCH]
+        out += [(chunk_id, (tuple(json.loads(sections)), text)) for chunk_id, sections, text in conn.execute(
+            f"SELECT id, sections, text FROM chunks WHERE id IN ({','.join('?' * len(part))})", part)]
+    return out
+
+
+def _cache_missing_vectors(conn: sqlite3.Connection, model: str) -> _MissingVectors:
     """Return (embed_sha, embedding input) of chunks with no cached vector for model, by sha.
 
-    The scan reads only the chunks_by_sha index; texts are fetched for the missing ones.
+    The scan reads only the chunks_by_sha index; texts are fetched per slice taken.
     """
-    missing = conn.execute(
-        "SELECT DISTINCT c.embed_sha FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v"
-        " WHERE v.embed_sha = c.embed_sha AND v.model = ?) ORDER BY c.embed_sha", (model,)).fetchall()
-    out = []
-    for (sha,) in missing:
-        sections, text = conn.execute("SELECT sections, text FROM chunks WHERE embed_sha=? LIMIT 1",
-                                      (sha,)).fetchone()
-        out.append((sha, embed_input(tuple(json.loads(sections)), text)))
-    return out
+    return _MissingVectors(conn, conn.execute(
+        "SELECT c.embed_sha, MIN(c.id) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v"
+        " WHERE v.embed_sha = c.embed_sha AND v.model = ?) GROUP BY c.embed_sha ORDER BY c.embed_sha",
+        (model,)).fetchall())
 
 
 def _cache_put_vectors(conn: sqlite3.Connection, model: str, items: list[tuple[str, list[float]]],

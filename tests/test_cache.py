@@ -27,11 +27,11 @@ def _append(path: str, text: str) -> None:
 
 
 class CountingCalls:
-    """Patch docs_qa.corpus_read and docs_qa.chunk_text to count calls."""
+    """Patch docs_qa.corpus_read and docs_qa.chunk_parse (the indexer's chunker) to count calls."""
 
     def __init__(self, test: unittest.TestCase) -> None:
         self.reads, self.chunked = [], []
-        real_read, real_chunk = docs_qa.corpus_read, docs_qa.chunk_text
+        real_read, real_chunk = docs_qa.corpus_read, docs_qa.chunk_parse
 
         def read(entry, max_bytes):
             self.reads.append(entry.rel_path)
@@ -41,7 +41,7 @@ class CountingCalls:
             self.chunked.append(path)
             return real_chunk(path, text, max_chars)
 
-        for name, fake in (("corpus_read", read), ("chunk_text", chunk)):
+        for name, fake in (("corpus_read", read), ("chunk_parse", chunk)):
             patcher = mock.patch.object(docs_qa, name, fake)
             patcher.start()
             test.addCleanup(patcher.stop)
