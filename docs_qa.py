@@ -783,8 +783,7 @@ def corpus_scan(root: str, skip_dirs: Iterable[str] = ()) -> CorpusScan:
             continue
         prefix = f"{rel_dir}/" if rel_dir else ""
         regular, dirs, links = _classify(entries, prefix, skipped)
-        docs = [e for e in regular if e.name[0] != "." and e.name.lower().endswith(DOC_EXTENSIONS)]
-        docs = _with_good_names(docs, prefix, skipped)
+        docs = _with_good_names(_document_entries(regular), prefix, skipped)
         if docs:
             folders.append(_folder_stats(abs_dir, docs, prefix, skipped))
         if len(regular) + len(dirs) + len(links) < len(entries):
@@ -828,6 +827,17 @@ def _folder_stats(abs_dir: str, docs: list[os.DirEntry], prefix: str, skipped: d
 
 _NAME, _PATH = operator.attrgetter("name"), operator.attrgetter("path")
 _MTIME, _SIZE = operator.attrgetter("st_mtime_ns"), operator.attrgetter("st_size")
+
+
+_IS_DOC_NAME = operator.methodcaller("endswith", DOC_EXTENSIONS)
+_IS_HIDDEN = operator.methodcaller("startswith", ".")
+
+
+def _document_entries(regular: list[os.DirEntry]) -> list[os.DirEntry]:
+    """Return the files named as documents (extension, not hidden), tested in C-level maps."""
+    names = list(map(_NAME, regular))
+    is_document = map(operator.gt, map(_IS_DOC_NAME, map(str.lower, names)), map(_IS_HIDDEN, names))
+    return list(itertools.compress(regular, is_document))
 
 
 def _classify(entries: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
