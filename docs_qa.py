@@ -76,6 +76,21 @@ import retrieval_contract as rc
 from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequestError,
                                 RetrievalUnavailableError)
 
+
+class _lazy_re:  # noqa: N801 - used like re.compile
+    """A regular expression compiled on first use, so importing docs_qa compiles none; after
+    that its methods are plain attributes (no indirection per call)."""
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._source = (pattern, flags)
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = re.compile(*self._source)
+        for attr in ("match", "fullmatch", "search", "sub", "subn", "split", "findall", "finditer",
+                     "pattern", "flags", "groups", "groupindex"):
+            setattr(self, attr, getattr(compiled, attr))
+        return getattr(compiled, name)
+
 __all__ = [
     "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats", "GateSignals",
     "settings_from_env", "search", "search_rankings", "search_gate_signals", "answer", "index_folder", "index_refresh",
@@ -292,8 +307,8 @@ class _CacheOutdated(_CacheUnusable):
 
 _EXTRA_FOLDS = str.maketrans({"ł": "l", "đ": "d", "ø": "o", "æ": "ae", "œ": "oe", "ı": "i",
                               "ħ": "h", "ŧ": "t", "ð": "d", "þ": "th"})
-_EXTRA_FOLD_CHARS = re.compile("[" + "".join(chr(c) for c in _EXTRA_FOLDS) + "]")
-_TOKEN_RE = re.compile(r"[^\W_]+")
+_EXTRA_FOLD_CHARS = _lazy_re("[" + "".join(chr(c) for c in _EXTRA_FOLDS) + "]")
+_TOKEN_RE = _lazy_re(r"[^\W_]+")
 # Unicode category Cf (format characters: soft hyphen, zero-width space/joiners, word
 # joiner, BOM, bidi controls, ...), as of Unicode 15.1; tests/test_corpus_encodings.py
 # checks the list against unicodedata. Listed, not computed, so import stays instant.
@@ -301,9 +316,9 @@ _FORMAT_RANGES = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e
                   "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
                   "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
                   "\U000e0020-\U000e007f")
-_FORMAT_CHARS = re.compile(f"[{_FORMAT_RANGES}]")
+_FORMAT_CHARS = _lazy_re(f"[{_FORMAT_RANGES}]")
 # removed after NFD in one pass: combining marks (diacritics) and format characters
-_COMBINING_MARKS = re.compile(
+_COMBINING_MARKS = _lazy_re(
     f"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f{_FORMAT_RANGES}]")
 
 # Function words, folded (no diacritics). English is the classic SMART-style core
@@ -403,11 +418,11 @@ napr tzv resp t.j tj č c ods písm pism zb z.z zák zak sb ing bc phdr rndr jud
 paeddr nám nam roč roc pozn príp prip cca hod min max kap obr tis sv p s t j
 e.g i.e mr mrs ms st vs cf fig figs sec ch vol approx dept est viz
 """.split())
-_SENTENCE_END = re.compile(
+_SENTENCE_END = _lazy_re(
     r"(?P<stop>\.{3}|…|[.!?]+)(?P<tail>[\"'”’»)\]]*(?:[ \t]*\[[^\[\]\n]{1,400}\])*)"
     r"(?P<gap>[ \t]+)(?=[\"'„“«(]?[^\W\d_])|\n+")
-_TOKEN_BEFORE = re.compile(r"[^\s(\"'„“«\[]+$")
-_ENUMERATOR = re.compile(r"\s*(?:[-*+]\s+)?\d{1,3}")      # "1. Stop the service." is one sentence
+_TOKEN_BEFORE = _lazy_re(r"[^\s(\"'„“«\[]+$")
+_ENUMERATOR = _lazy_re(r"\s*(?:[-*+]\s+)?\d{1,3}")      # "1. Stop the service." is one sentence
 
 
 def _is_abbreviation(token: str) -> bool:
@@ -472,8 +487,8 @@ _SK_WORDS = frozenset("""
 v vo je ako aky aka ake akom pre pri sme ste bol bola bolo boli su preco kde kedy ku len
 uz aj alebo tiez kolko vsetky tento tato toto ktory
 """.split()) - {"ktory"}
-_PL_MARKS = re.compile(r"rz|sz|cz|w|(?:ego|ow|osc|ac|ic)$")
-_SK_MARKS = re.compile(r"v|(?:eho|ov|ou|ost|at|it)$")
+_PL_MARKS = _lazy_re(r"rz|sz|cz|w|(?:ego|ow|osc|ac|ic)$")
+_SK_MARKS = _lazy_re(r"v|(?:eho|ov|ou|ost|at|it)$")
 
 
 def text_detect_language(text: str, default: str = "en") -> str:
@@ -658,7 +673,7 @@ def text_tokens(text: str) -> list[str]:
     return _Tokenizer().tokens(text)
 
 
-_QUESTION_WORD = re.compile(r"[^\W_]+(?:[_\-/.][^\W_]+)*")
+_QUESTION_WORD = _lazy_re(r"[^\W_]+(?:[_\-/.][^\W_]+)*")
 
 
 def _is_code_word(word: str, case_tells: bool = True) -> bool:
@@ -861,7 +876,7 @@ def _classify(entries: list[os.DirEntry], prefix: str, skipped: dict[str, list[s
     return out
 
 
-_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_CHARS = _lazy_re(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _with_good_names(docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
@@ -1082,8 +1097,8 @@ GIT_MAX_SYMREF_DEPTH = 5           # HEAD -> ref -> ref ... deeper is taken as a
 GIT_MAX_REF_BYTES = 64 * 1024      # a larger HEAD or loose ref is not a ref
 GIT_MAX_META_BYTES = 256 * 1024 * 1024   # a larger packed-refs or index is not read
 GIT_HASH_BYTES = {40: 20, 64: 32}  # hex digits of a revision -> bytes of an object id (SHA-1, SHA-256)
-_GIT_REV = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-_GIT_REF_NAME = re.compile(r"refs/(?:[A-Za-z0-9._@+-]+/)*[A-Za-z0-9._@+-]+")
+_GIT_REV = _lazy_re(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_GIT_REF_NAME = _lazy_re(r"refs/(?:[A-Za-z0-9._@+-]+/)*[A-Za-z0-9._@+-]+")
 _GIT_PER_WORKTREE_REFS = ("refs/worktree/", "refs/bisect/", "refs/rewritten/")
 _GIT_INDEX_VERSIONS = (2, 3, 4)
 _GIT_ENTRY_FIXED = ">10I"          # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size
@@ -1680,10 +1695,10 @@ def _is_document_name(rel_path: str) -> bool:
 
 # === 6. Chunking — split on headers / blank lines; chunk text == the file's lines ===
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_HEADER_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_HEADER_CLOSE_RE = re.compile(r"[ \t]+#+$")
+_LINE_BREAK = _lazy_re(r"\r\n|\r|\n")
+_HEADER_RE = _lazy_re(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_FENCE_RE = _lazy_re(r"^ {0,3}(`{3,}|~{3,})")
+_HEADER_CLOSE_RE = _lazy_re(r"[ \t]+#+$")
 _MARKUP_STARTS = frozenset(" #`~")     # first characters a header or fence line can have
 
 
@@ -3474,16 +3489,16 @@ SUPPORT_THRESHOLD = 0.5            # share of a sentence's terms found in its ci
 MAX_CITATION_PATH_CHARS = 400      # an unknown (not returned) path longer than this is not read as one
 MAX_CITATION_GROUP_CHARS = 4000    # a bracketed group longer than this is not read as citations
 
-_CITE_RANGE = re.compile(r":[ \t]*L?(?P<start>\d{1,9})(?:[ \t]*[-\u2013\u2014][ \t]*L?(?P<end>\d{1,9}))?")
-_CITE_PREFIX = re.compile(r"S\d{1,4}(?:[ \t]*[:=][ \t]*|[ \t]+)")     # "S1: a.md:3", "S2=a.md:3"
-_CITE_LOOSE_PATH = re.compile(r"[^\s\[\]()\"`,;]+")   # an unquoted path that was not returned
-_CITE_BARE_PATH = re.compile(r"[\w./\-]+\.(?:md|markdown|txt)", re.IGNORECASE)
-_CITE_BARE_TOKEN = re.compile(r"[^\s\[\]()\"`]+\Z")   # the word before a bare ':12'
-_CITE_PLAIN_NAME = re.compile(r"[\w./+@~-]+")          # printed without quotes
+_CITE_RANGE = _lazy_re(r":[ \t]*L?(?P<start>\d{1,9})(?:[ \t]*[-\u2013\u2014][ \t]*L?(?P<end>\d{1,9}))?")
+_CITE_PREFIX = _lazy_re(r"S\d{1,4}(?:[ \t]*[:=][ \t]*|[ \t]+)")     # "S1: a.md:3", "S2=a.md:3"
+_CITE_LOOSE_PATH = _lazy_re(r"[^\s\[\]()\"`,;]+")   # an unquoted path that was not returned
+_CITE_BARE_PATH = _lazy_re(r"[\w./\-]+\.(?:md|markdown|txt)", re.IGNORECASE)
+_CITE_BARE_TOKEN = _lazy_re(r"[^\s\[\]()\"`]+\Z")   # the word before a bare ':12'
+_CITE_PLAIN_NAME = _lazy_re(r"[\w./+@~-]+")          # printed without quotes
 _CITE_QUOTES = "\"`"
 _CITE_OPEN = {"[": "]", "(": ")"}
 _CITE_BOUNDARY = frozenset(" \t\n\r\f\v[(")           # a bare path starts after one of these (or at 0)
-_EXHAUSTIVE_RE = re.compile(
+_EXHAUSTIVE_RE = _lazy_re(
     r"\b(all|every|everything|only|complete list|entire|wszystk\w*|jedyn\w*|kazd\w*|"
     r"vsetk\w*|jedin\w*|kazd\w*|cel\w* zoznam)\b")
 
@@ -4006,10 +4021,10 @@ def _first_choice(reply: Any) -> dict:
 # citation takes the citation of the next sentence on its line (a citation at the end of a
 # line covers it); continuation lines and blocks take the group's. Each is checked alone.
 
-_FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
-_CITATIONS_ONLY = re.compile(r"^\s*(?:\[[^\[\]\n]{1,400}\]\s*)+$")
-_CUT_MARK = re.compile(r"^\s*… \(\d+ more lines? not shown\)$")
-_INLINE_CODE = re.compile(r"`([^`\n]+)`")
+_FENCE_LINE = _lazy_re(r"^\s*(`{3,}|~{3,})")
+_CITATIONS_ONLY = _lazy_re(r"^\s*(?:\[[^\[\]\n]{1,400}\]\s*)+$")
+_CUT_MARK = _lazy_re(r"^\s*… \(\d+ more lines? not shown\)$")
+_INLINE_CODE = _lazy_re(r"`([^`\n]+)`")
 LABEL_MAX_WORDS = 3                # "Źródła:", "Example:": a label, not a claim
 PROBLEM_TEXTS = {
     "no_valid_citation": "no valid citation",
@@ -4314,13 +4329,13 @@ def _strip_citations(text: str, start: int, end: int, citations: list[Citation])
 # and cited for the lines shown.
 
 MAX_QUOTED_LINES = 15
-_COMMAND_LINE = re.compile(r"^\s*`[^`\n]+`\s*$")
-_TABLE_LINE = re.compile(r"^\s*\|")
-_LIST_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+\S")
-_NUMBERED_ITEM = re.compile(r"^\s*\d+[.)]\s")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_COMMAND_LINE = _lazy_re(r"^\s*`[^`\n]+`\s*$")
+_TABLE_LINE = _lazy_re(r"^\s*\|")
+_LIST_ITEM = _lazy_re(r"^(\s*)(?:[-*+]|\d+[.)])\s+\S")
+_NUMBERED_ITEM = _lazy_re(r"^\s*\d+[.)]\s")
+_TABLE_RULE = _lazy_re(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _CODE_KINDS = frozenset(("fence", "command", "table"))
-_DEFINITION_LINE = re.compile(r"^\s*:\s+\S")
+_DEFINITION_LINE = _lazy_re(r"^\s*:\s+\S")
 
 
 class _Block(NamedTuple):
@@ -4570,7 +4585,7 @@ def _contains_equal(unit: _Unit, overlap: int, others: list[tuple[int, _Unit]]) 
 
 
 _WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".split())
-_STANDALONE_NUMBER = re.compile(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not JPK_V7, VAT-26
+_STANDALONE_NUMBER = _lazy_re(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not JPK_V7, VAT-26
 
 
 def answer_extractive(question: str, result: SearchResult) -> str:
@@ -4662,7 +4677,7 @@ def _unit_render(unit: _Unit, path: str) -> str:
     return "\n".join((f"- {_LIST_MARK.sub('', unit.head)} {cites}",) + unit.body)
 
 
-_LIST_MARK = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+_LIST_MARK = _lazy_re(r"^(?:[-*+]|\d+[.)])\s+")
 
 
 # --- 14c. answer() — search, then the model's reply or the extractive quote, checked
@@ -4893,7 +4908,7 @@ class OperationContext:
 _LIMIT_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
 _QUESTION_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS,
                     "pattern": r"[^\s\x00-\x1f\x7f-\x9f]"}   # something besides spaces and controls
-_QUESTION_CONTENT = re.compile(_QUESTION_SCHEMA["pattern"])
+_QUESTION_CONTENT = _lazy_re(_QUESTION_SCHEMA["pattern"])
 
 
 def _request_schema(required: str, optional: dict[str, dict]) -> dict:
@@ -5533,7 +5548,7 @@ def _header(headers: dict[str, str], name: str) -> str | None:
     return next((v for k, v in headers.items() if k.lower() == name), None)
 
 
-_ASCII_DIGITS = re.compile(r"[0-9]+")
+_ASCII_DIGITS = _lazy_re(r"[0-9]+")
 
 
 def _content_length(headers: dict[str, str]) -> int | None:
@@ -5581,7 +5596,7 @@ def _is_authorized(headers: dict[str, str], token: str) -> bool:
                                token.encode("utf-8", "surrogatepass")) and scheme.lower() == "bearer"
 
 
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")   # the only way JSON text can hold a surrogate
+_SURROGATE_ESCAPE = _lazy_re(r"\\u[dD][89a-fA-F]")   # the only way JSON text can hold a surrogate
 
 
 def _json_loads(text: str) -> Any:
@@ -6890,7 +6905,7 @@ def _cors_origins(flags: list[str], environ: dict[str, str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.strip().rstrip("/") for v in values if v.strip()))
 
 
-_ORIGIN_RE = re.compile(r"^https?://[^/\s?#]+$")
+_ORIGIN_RE = _lazy_re(r"^https?://[^/\s?#]+$")
 
 
 def _cors_refusal(origins: tuple[str, ...], token: str | None) -> str | None:
