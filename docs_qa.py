@@ -172,7 +172,7 @@ CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resum
 PROGRESS_EVERY = 500               # files between progress reports while indexing
 PROGRESS_TICK_S = 1.0              # redraw of "waiting for MODEL… 12 s, 340 tokens"
 TITLE_SCAN_CHARS = 65536           # a document's title is looked for in its first characters
-PARSE_BATCH_FILES = 500            # files per parsing task (one tokenizer memo per task)
+PARSE_BATCH_FILES = 500            # files read and parsed between two progress reports
 SQL_IN_BATCH = 500                 # ids per `IN (...)` list, under sqlite's bound-parameter limit
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
@@ -1899,6 +1899,7 @@ def chunk_parse(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> P
 
 
 def _chunk_of(path: str, lines: list[str], piece: _Piece) -> Chunk:
+    """Return the Chunk of a piece: exactly its lines, joined by \\n."""
     return Chunk(path, piece.start + 1, piece.end, piece.sections, "\n".join(lines[piece.start:piece.end]))
 
 
@@ -2508,6 +2509,7 @@ def cache_next_chunk_id(conn: sqlite3.Connection) -> int:
 
 
 def cache_has_postings(conn: sqlite3.Connection) -> bool:
+    """Return whether any term has stored postings (False: a first index)."""
     return conn.execute("SELECT 1 FROM postings LIMIT 1").fetchone() is not None
 
 
@@ -2808,8 +2810,8 @@ def _cache_postings(conn: sqlite3.Connection, terms: list[str]) -> dict[str, lis
 def _cache_chunks(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[Chunk, str | None, str | None]]:
     """Return chunk id -> (Chunk, document title, document url) for the given ids."""
     out = {}
-    for start in range(0, len(ids), 500):
-        part = ids[start:start + 500]
+    for start in range(0, len(ids), SQL_IN_BATCH):
+        part = ids[start:start + SQL_IN_BATCH]
         marks = ",".join("?" * len(part))
         for row in conn.execute(
                 "SELECT c.id, c.path, c.start_line, c.end_line, c.sections, c.text, f.title, f.url"
@@ -2916,8 +2918,8 @@ def _cache_vectors(conn: sqlite3.Connection, model: str,
     if chunk_ids is None:
         return [(cid, _unpack(data)) for cid, data in conn.execute(sql, (model,))]
     out = []
-    for start in range(0, len(chunk_ids), 500):       # under sqlite's bound-parameter limit
-        part = chunk_ids[start:start + 500]
+    for start in range(0, len(chunk_ids), SQL_IN_BATCH):
+        part = chunk_ids[start:start + SQL_IN_BATCH]
         out += [(cid, _unpack(data)) for cid, data in conn.execute(
             sql + f" WHERE c.id IN ({','.join('?' * len(part))})", (model, *part))]
     return out

@@ -150,6 +150,15 @@ class BulkWriteTest(TempDirTest):
             want = [(h.chunk.label, h.bm25_score) for h in docs_qa.search(question, one).hits]
             self.assertEqual(got, want, question)
 
+
+    def test_scan_signature_changes_with_a_stat_and_only_then(self):
+        write_files(self.docs, TAX_CORPUS)
+        first, again = docs_qa.corpus_scan(self.docs), docs_qa.corpus_scan(self.docs)
+        self.assertEqual(first.signature, again.signature)
+        self.assertEqual(first.entries, docs_qa.corpus_walk(self.docs)[0])
+        _bump_mtime(os.path.join(self.docs, "notes.txt"))
+        self.assertNotEqual(docs_qa.corpus_scan(self.docs).signature, first.signature)
+
     def test_cache_folder_inside_the_docs_is_not_walked(self):
         write_files(self.docs, TAX_CORPUS)
         inner = os.path.join(self.docs, "cache")
