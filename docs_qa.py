@@ -1704,7 +1704,7 @@ _MARKUP_STARTS = frozenset(" #`~")     # first characters a header or fence line
 
 def _split_lines(text: str) -> list[str]:
     """Return the lines of text as an editor numbers them (\\n, \\r\\n or a lone \\r)."""
-    lines = _LINE_BREAK.split(text)
+    lines = _LINE_BREAK.split(text) if "\r" in text else text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     return lines
