@@ -190,9 +190,7 @@ CACHE_BUSY_RETRIES = 2             # then the whole run is retried this often, n
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 TOKENIZER_VERSION = "t5"          # t5: format characters (Cf) dropped inside words
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
-TITLE_SCAN_CHARS = 65536           # a document's title is looked for in its first characters
 PARSE_BATCH_FILES = 500            # files read and parsed between two progress reports
-SQL_IN_BATCH = 500                 # ids per `IN (...)` list, under sqlite's bound-parameter limit
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
 
@@ -1726,6 +1724,7 @@ def _is_document_name(rel_path: str) -> bool:
 
 # === 6. Chunking — split on headers / blank lines; chunk text == the file's lines ===
 
+TITLE_SCAN_CHARS = 65536           # a document's title is looked for in its first characters
 _LINE_BREAK = _lazy_re(r"\r\n|\r|\n")
 _HEADER_RE = _lazy_re(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _FENCE_RE = _lazy_re(r"^ {0,3}(`{3,}|~{3,})")
@@ -2313,10 +2312,12 @@ def _model_tag(settings: Settings) -> str:
 
 # === 10. Cache store — the sqlite3 index file; every SQL statement lives in §10-§10c ===
 
+SQL_IN_BATCH = 500                 # ids per `IN (...)` list, under sqlite's bound-parameter limit
+
 # postings: one row per term; data is a native-endian array('I') of triples
-# (chunk id, term frequency, the chunk's n_terms), so appending is concatenation. meta.stat_sig is a hash
-# of every document's (path, mtime_ns, size) at the last complete refresh: when the
-# walk gives the same hash, nothing is read from the files table at all.
+# (chunk id, term frequency, the chunk's n_terms), so appending is concatenation. meta.stat_sig is
+# CorpusScan.signature at the last complete refresh: when the walk gives the same one, nothing is
+# read from the files table at all.
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
