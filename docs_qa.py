@@ -13,14 +13,18 @@ Sections (in file order)
           4b. Language         -- the one language detector (pl/sk/en, with or without diacritics)
           4c. Porter stemmer   -- English stems (Porter 1980)
           4d. Terms            -- index terms and question terms, stemmed per language
-     5. Corpus walk      -- the only code that reads documents
+     5. Corpus walk      -- the only code that reads documents; a scan's stat signature
+          5a. Reading          -- decode, size cap, re-read without following a link
+     5b. Git checkout    -- HEAD, refs and the index, read from .git's files; git never run
+     5c. Git objects     -- loose and packed objects, deltas
+     5d. Git dirty check -- do the documents differ from HEAD's tree
      6. Chunking         -- split on headers / blank lines with exact 1-based line ranges
      7. BM25             -- Okapi BM25 scoring over postings
      8. HTTP client      -- _request_json, the one network helper (JSON or streamed events)
      9. Embeddings       -- batching, nomic prefixes, EMBED_MOCK vectors, cosine, sign bits
-    10. Cache            -- the sqlite3 index: files, chunks, postings, vectors
-          10a. Indexing        -- refresh what changed, write postings
-          10b. index_version   -- corpus generation plus Git revision; .git read as files, git never run
+    10. Cache store      -- the sqlite3 index: schema, open, faults, meta (all SQL in 10-10c)
+          10a. Store writes    -- a refresh's files, chunks, postings; transactions
+          10b. Indexer         -- walk -> parse -> write what changed; index_version
           10c. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult
@@ -87,17 +91,37 @@ import retrieval_contract as rc
 from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequestError,
                                 RetrievalUnavailableError)
 
+
+class _lazy_re:  # noqa: N801 - used like re.compile
+    """A regular expression compiled on first use, so importing docs_qa compiles none; after
+    that its methods are plain attributes (no indirection per call)."""
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._source = (pattern, flags)
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = re.compile(*self._source)
+        for attr in ("match", "fullmatch", "search", "sub", "subn", "split", "findall", "finditer",
+                     "pattern", "flags", "groups", "groupindex"):
+            setattr(self, attr, getattr(compiled, attr))
+        return getattr(compiled, name)
+
 __all__ = [
     "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats", "GateSignals", "ProgressFn",
     "settings_from_env", "search", "search_rankings", "search_gate_signals", "answer", "index_folder", "index_refresh",
     "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english", "text_query_terms",
     "text_query_counts", "text_sentences", "text_detect_language",
-    "FileEntry", "corpus_walk", "corpus_read", "corpus_readable", "corpus_reread",
-    "chunk_text", "front_matter_fields",
+    "FileEntry", "CorpusScan", "corpus_scan", "corpus_walk", "corpus_read", "corpus_readable",
+    "corpus_reread",
+    "chunk_text", "chunk_parse", "ParsedText", "front_matter_fields",
     "bm25_idf", "bm25_scores", "bm25_query_weight", "bm25_term_counts",
     "BackendError", "RetryPolicy",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
-    "default_cache_dir", "cache_path", "cache_open", "cache_snapshot", "ParsedFile",
+    "default_cache_dir", "cache_path", "cache_open", "cache_snapshot",
+    "FileState", "ParsedChunk", "ParsedFile", "cache_meta", "cache_meta_put", "cache_transaction",
+    "cache_commit_point", "cache_clear_index", "cache_file_states", "cache_file_state", "cache_delete_files",
+    "cache_next_chunk_id", "cache_has_postings", "cache_path_chunks", "cache_term_postings",
+    "cache_write_batch", "cache_update_generation",
     "GitCheckout", "GitState", "git_checkout", "git_head", "git_is_dirty", "git_probe", "git_probe_file",
     "rrf_fuse", "rrf_floor",
     "Citation", "citation_parse", "citation_validate", "citation_recheck", "citation_format",
@@ -166,7 +190,7 @@ CACHE_BUSY_RETRIES = 2             # then the whole run is retried this often, n
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 TOKENIZER_VERSION = "t5"          # t5: format characters (Cf) dropped inside words
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
-PARSE_BATCH_FILES = 500            # files per parsing task (one tokenizer memo per task)
+PARSE_BATCH_FILES = 500            # files read and parsed between two progress reports
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
 
@@ -236,6 +260,8 @@ class Settings:
     chunk_chars: int = DEFAULT_CHUNK_CHARS
     max_file_bytes: int = MAX_FILE_BYTES
     dense_exact_max: int = DENSE_EXACT_MAX
+    cache_busy_timeout_s: float = CACHE_BUSY_TIMEOUT_S   # how long sqlite waits for another
+    cache_busy_retries: int = CACHE_BUSY_RETRIES         # process's lock, then retries of the run
     memory_index: str | None = None   # with cache_dir None: a shared in-memory sqlite URI a
                                       # server keeps open for its lifetime (None: throw-away)
     index_lock: Any = field(default=None, compare=False, repr=False)   # serialises uses of a
@@ -285,19 +311,27 @@ class SearchResult:
 
 ProgressFn = Callable[[str, int, int], None]   # (stage, done, total)
 
-# === 3. Errors — typed exceptions live in retrieval_contract; this one is internal ===
+# === 3. Errors — typed exceptions live in retrieval_contract; these are internal ===
 
 
-class _CacheCorrupt(Exception):
-    """The cache file is not ours, not sqlite, or damaged: rebuild it."""
+class _CacheUnusable(Exception):
+    """The cache file cannot be used as it is: rebuild it."""
+
+
+class _CacheCorrupt(_CacheUnusable):
+    """The cache file is not ours, not sqlite, or damaged."""
+
+
+class _CacheOutdated(_CacheUnusable):
+    """The cache file is ours but was written with another schema version."""
 
 
 # === 4. Text — normalisation, words, stop words and a light stemmer (pure) ===
 
 _EXTRA_FOLDS = str.maketrans({"ł": "l", "đ": "d", "ø": "o", "æ": "ae", "œ": "oe", "ı": "i",
                               "ħ": "h", "ŧ": "t", "ð": "d", "þ": "th"})
-_EXTRA_FOLD_CHARS = re.compile("[" + "".join(chr(c) for c in _EXTRA_FOLDS) + "]")
-_TOKEN_RE = re.compile(r"[^\W_]+")
+_EXTRA_FOLD_CHARS = _lazy_re("[" + "".join(chr(c) for c in _EXTRA_FOLDS) + "]")
+_TOKEN_RE = _lazy_re(r"[^\W_]+")
 # Unicode category Cf (format characters: soft hyphen, zero-width space/joiners, word
 # joiner, BOM, bidi controls, ...), as of Unicode 15.1; tests/test_corpus_encodings.py
 # checks the list against unicodedata. Listed, not computed, so import stays instant.
@@ -305,9 +339,9 @@ _FORMAT_RANGES = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e
                   "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
                   "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
                   "\U000e0020-\U000e007f")
-_FORMAT_CHARS = re.compile(f"[{_FORMAT_RANGES}]")
+_FORMAT_CHARS = _lazy_re(f"[{_FORMAT_RANGES}]")
 # removed after NFD in one pass: combining marks (diacritics) and format characters
-_COMBINING_MARKS = re.compile(
+_COMBINING_MARKS = _lazy_re(
     f"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f{_FORMAT_RANGES}]")
 
 # Function words, folded (no diacritics). English is the classic SMART-style core
@@ -404,11 +438,11 @@ napr tzv resp t.j tj č c ods písm pism zb z.z zák zak sb ing bc phdr rndr jud
 paeddr nám nam roč roc pozn príp prip cca hod min max kap obr tis sv p s t j
 e.g i.e mr mrs ms st vs cf fig figs sec ch vol approx dept est viz
 """.split())
-_SENTENCE_END = re.compile(
+_SENTENCE_END = _lazy_re(
     r"(?P<stop>\.{3}|…|[.!?]+)(?P<tail>[\"'”’»)\]]*(?:[ \t]*\[[^\[\]\n]{1,400}\])*)"
     r"(?P<gap>[ \t]+)(?=[\"'„“«(]?[^\W\d_])|\n+")
-_TOKEN_BEFORE = re.compile(r"[^\s(\"'„“«\[]+$")
-_ENUMERATOR = re.compile(r"\s*(?:[-*+]\s+)?\d{1,3}")      # "1. Stop the service." is one sentence
+_TOKEN_BEFORE = _lazy_re(r"[^\s(\"'„“«\[]+$")
+_ENUMERATOR = _lazy_re(r"\s*(?:[-*+]\s+)?\d{1,3}")      # "1. Stop the service." is one sentence
 
 
 def _is_abbreviation(token: str) -> bool:
@@ -473,8 +507,8 @@ _SK_WORDS = frozenset("""
 v vo je ako aky aka ake akom pre pri sme ste bol bola bolo boli su preco kde kedy ku len
 uz aj alebo tiez kolko vsetky tento tato toto ktory
 """.split()) - {"ktory"}
-_PL_MARKS = re.compile(r"rz|sz|cz|w|(?:ego|ow|osc|ac|ic)$")
-_SK_MARKS = re.compile(r"v|(?:eho|ov|ou|ost|at|it)$")
+_PL_MARKS = _lazy_re(r"rz|sz|cz|w|(?:ego|ow|osc|ac|ic)$")
+_SK_MARKS = _lazy_re(r"v|(?:eho|ov|ou|ost|at|it)$")
 
 
 def _stop_word_language(words: list[str]) -> str:
@@ -627,27 +661,45 @@ def text_stem_english(word: str) -> str:
 # --- 4d. Terms — index terms of a text and the terms of a question, each stemmed for its
 # language (Porter for English, the light stemmer otherwise).
 
+class _StemMemo(dict):
+    """word -> its index term (None for a stop word), stemmed on first sight."""
+
+    def __init__(self, stem: Callable[[str], str]) -> None:
+        super().__init__()
+        self.stem = stem
+
+    def __missing__(self, word: str) -> str | None:
+        term = self[word] = None if word in STOP_WORDS else self.stem(word)
+        return term
+
+
 class _Tokenizer:
     """Folds, splits, drops stop words and stems each text with its language's stemmer,
     memoising the stem of each word per language."""
 
     def __init__(self) -> None:
-        self._memo: dict[str, dict[str, str | None]] = {"en": {}, "other": {}}
+        self._memo = {"en": _StemMemo(text_stem_english), "other": _StemMemo(text_stem)}
 
     def language(self, text: str) -> str:
         """Return the stemmer a text is indexed with: 'en' (Porter) or 'other' (light)."""
-        return "en" if _stop_word_language(_TOKEN_RE.findall(text_fold(text))) == "en" else "other"
+        return self.words_language(_TOKEN_RE.findall(text_fold(text)))
+
+    @staticmethod
+    def words_language(words: list[str]) -> str:
+        """Return the stemmer for a text's folded words: 'en' (Porter) or 'other' (light)."""
+        return "en" if _stop_word_language(words) == "en" else "other"
 
     def tokens(self, text: str, language: str | None = None) -> list[str]:
         """Return text's index terms, stemmed for language ('en' or 'other'; default: text's own)."""
         words = _TOKEN_RE.findall(text_fold(text))
-        if language is None:
-            language = "en" if _stop_word_language(words) == "en" else "other"
-        memo = self._memo[language]
-        stem = text_stem_english if language == "en" else text_stem
-        for word in set(words).difference(memo):     # each new word once (speed only)
-            memo[word] = None if word in STOP_WORDS else stem(word)
+        memo = self._memo[language or self.words_language(words)]
         return [term for term in map(memo.__getitem__, words) if term is not None]
+
+    def term_counts(self, words: list[str], language: str) -> Counter:
+        """Return how often each index term occurs among folded words (stemmed for language)."""
+        counts = Counter(map(self._memo[language].__getitem__, words))
+        counts.pop(None, None)
+        return counts
 
 
 def text_tokens(text: str) -> list[str]:
@@ -655,7 +707,7 @@ def text_tokens(text: str) -> list[str]:
     return _Tokenizer().tokens(text)
 
 
-_QUESTION_WORD = re.compile(r"[^\W_]+(?:[_\-/.][^\W_]+)*")
+_QUESTION_WORD = _lazy_re(r"[^\W_]+(?:[_\-/.][^\W_]+)*")
 
 
 def _is_code_word(word: str, case_tells: bool = True) -> bool:
@@ -713,15 +765,56 @@ class FileEntry(NamedTuple):
     size: int
 
 
+class CorpusScan:
+    """What one walk found: a signature of every document's (path, mtime_ns, size), the
+    notes on what was skipped, and the documents themselves, built only when asked for
+    (an unchanged folder is recognised by its signature alone)."""
+
+    def __init__(self, folders: list[tuple[str, str, list[str], array.array, array.array]],
+                 notes: list[Note]) -> None:
+        self._folders, self.notes = folders, notes    # (abs dir, rel prefix, names, mtimes, sizes)
+        self._entries: list[FileEntry] | None = None
+
+    @functools.cached_property
+    def signature(self) -> str:
+        """Return a hash of every document's (path, mtime_ns, size) in walk order: equal
+        means nothing to re-read (a folder listed in another order only costs a comparison)."""
+        digest = hashlib.blake2b(digest_size=16)
+        for _, prefix, names, mtimes, sizes in self._folders:
+            digest.update(f"{prefix}\0{len(names)}\0{'/'.join(names)}\0".encode("utf-8", "surrogatepass"))
+            digest.update(mtimes.tobytes())
+            digest.update(sizes.tobytes())
+        return digest.hexdigest()
+
+    @property
+    def entries(self) -> list[FileEntry]:
+        """Return the documents, sorted by relative path."""
+        if self._entries is None:
+            files: list[FileEntry] = []
+            for abs_dir, prefix, names, mtimes, sizes in self._folders:
+                base = abs_dir if abs_dir.endswith(os.sep) else abs_dir + os.sep
+                files += map(_NEW_FILE_ENTRY, zip(map(prefix.__add__, names), map(base.__add__, names),
+                                                  mtimes, sizes))
+            files.sort()
+            self._entries = files
+        return self._entries
+
+
 def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntry], list[Note]]:
-    """Return the documents under root (sorted) and notes on what was skipped.
+    """Return the documents under root (sorted) and notes on what was skipped (see corpus_scan)."""
+    scan = corpus_scan(root, skip_dirs)
+    return scan.entries, scan.notes
+
+
+def corpus_scan(root: str, skip_dirs: Iterable[str] = ()) -> CorpusScan:
+    """Return what a walk of root finds.
 
     Hidden entries, symlinks (a link can lead out of the root or in a loop) and special
     files are skipped; unreadable folders and the skip_dirs (the cache) with a note. Costs one stat per
     document, done in C-level map() calls since this runs before every question.
     """
     skip_ids = _dir_ids(skip_dirs)
-    files: list[FileEntry] = []
+    folders = []
     skipped: dict[str, list[str]] = {}
     stack = [(root, "")]
     while stack:
@@ -734,8 +827,9 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
             continue
         prefix = f"{rel_dir}/" if rel_dir else ""
         regular, dirs, links = _classify(entries, prefix, skipped)
-        docs = [e for e in regular if e.name[0] != "." and e.name.lower().endswith(DOC_EXTENSIONS)]
-        files.extend(_entries_of(_with_good_names(docs, prefix, skipped), prefix, skipped))
+        docs = _with_good_names(_document_entries(regular), prefix, skipped)
+        if docs:
+            folders.append(_folder_stats(abs_dir, docs, prefix, skipped))
         if len(regular) + len(dirs) + len(links) < len(entries):
             _note_not_regular(entries, regular, dirs, links, prefix, skipped)
         for entry in dirs:
@@ -748,8 +842,7 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
         for entry in links:
             if entry.name[0] != ".":
                 skipped.setdefault("symlink_skipped", []).append(prefix + entry.name)
-    files.sort()
-    return files, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())]
+    return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())])
 
 
 _LSTAT = operator.methodcaller("stat", follow_symlinks=False)
@@ -758,8 +851,10 @@ _IS_DIR = operator.methodcaller("is_dir", follow_symlinks=False)
 _NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
 
 
-def _entries_of(docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]) -> list[FileEntry]:
-    """Return a FileEntry per directory entry (one lstat each); unstattable ones are noted."""
+def _folder_stats(abs_dir: str, docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
+                  ) -> tuple[str, str, list[str], array.array, array.array]:
+    """Return (abs_dir, prefix, names, mtimes, sizes) of a folder's documents (one lstat
+    each); unstattable ones are noted and left out."""
     try:
         stats = list(map(_LSTAT, docs))
     except OSError:
@@ -770,12 +865,23 @@ def _entries_of(docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[st
             except OSError:
                 skipped.setdefault("unreadable_file", []).append(prefix + entry.name)
                 docs.remove(entry)
-    names = map(prefix.__add__, map(_NAME, docs))
-    return list(map(_NEW_FILE_ENTRY, zip(names, map(_PATH, docs), map(_MTIME, stats), map(_SIZE, stats))))
+    return (abs_dir, prefix, list(map(_NAME, docs)), array.array("q", map(_MTIME, stats)),
+            array.array("q", map(_SIZE, stats)))
 
 
 _NAME, _PATH = operator.attrgetter("name"), operator.attrgetter("path")
 _MTIME, _SIZE = operator.attrgetter("st_mtime_ns"), operator.attrgetter("st_size")
+
+
+_IS_DOC_NAME = operator.methodcaller("endswith", DOC_EXTENSIONS)
+_IS_HIDDEN = operator.methodcaller("startswith", ".")
+
+
+def _document_entries(regular: list[os.DirEntry]) -> list[os.DirEntry]:
+    """Return the files named as documents (extension, not hidden), tested in C-level maps."""
+    names = list(map(_NAME, regular))
+    is_document = map(operator.gt, map(_IS_DOC_NAME, map(str.lower, names)), map(_IS_HIDDEN, names))
+    return list(itertools.compress(regular, is_document))
 
 
 def _classify(entries: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
@@ -799,7 +905,7 @@ def _classify(entries: list[os.DirEntry], prefix: str, skipped: dict[str, list[s
     return out
 
 
-_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_CHARS = _lazy_re(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _with_good_names(docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
@@ -881,6 +987,8 @@ def _summarise_skips(code: str, paths: list[str]) -> Note:
     return Note(code, _SKIP_MESSAGES[code].format(n=len(paths)) + f" ({shown})")
 
 
+# --- 5a. Reading — decode a document, cap its size, re-read it without following a link
+
 _BOM_CODECS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),   # UTF-32 first:
               (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))               # its LE BOM starts as UTF-16's
 
@@ -922,9 +1030,13 @@ def _read_at_most(path: str, size_hint: int, limit: int) -> bytes:
 
 
 def _read_fd(fd: int, size_hint: int, limit: int) -> bytes:
-    """Return up to limit bytes from an open file, reading size_hint + 1 first."""
-    parts = [os.read(fd, min(size_hint + 1, limit))]
+    """Return up to limit bytes from an open file, reading size_hint + 1 first (a regular
+    file's read returns fewer bytes than asked only at its end)."""
+    first = min(size_hint + 1, limit)
+    parts = [os.read(fd, first)]
     got = len(parts[0])
+    if got < first:
+        return parts[0]
     while parts[-1] and got < limit:
         parts.append(os.read(fd, min(limit - got, 1 << 20)))
         got += len(parts[-1])
@@ -1003,18 +1115,626 @@ def _open_beneath(root: str, parts: list[str]) -> int:
         os.close(fd)
 
 
+# === 5b. Git checkout — HEAD, refs and the index, read from .git's files; git is never run ===
+#
+# The docs folder's Git metadata is untrusted data: git itself is never run (its config,
+# hooks, fsmonitor, pager, filters and the like could name any program). HEAD, loose refs,
+# packed-refs, a worktree's `gitdir:` file and `commondir`, the index, and the commit and
+# tree objects (loose, or in packs) are parsed here and in 5c-5d.
+
+GIT_MAX_SYMREF_DEPTH = 5           # HEAD -> ref -> ref ... deeper is taken as a loop
+GIT_MAX_REF_BYTES = 64 * 1024      # a larger HEAD or loose ref is not a ref
+GIT_MAX_META_BYTES = 256 * 1024 * 1024   # a larger packed-refs or index is not read
+GIT_HASH_BYTES = {40: 20, 64: 32}  # hex digits of a revision -> bytes of an object id (SHA-1, SHA-256)
+_GIT_REV = _lazy_re(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_GIT_REF_NAME = _lazy_re(r"refs/(?:[A-Za-z0-9._@+-]+/)*[A-Za-z0-9._@+-]+")
+_GIT_PER_WORKTREE_REFS = ("refs/worktree/", "refs/bisect/", "refs/rewritten/")
+_GIT_INDEX_VERSIONS = (2, 3, 4)
+_GIT_ENTRY_FIXED = ">10I"          # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size
+_GIT_REGULAR_MODES = (0o100644, 0o100755)
+_GIT_FLAG_EXTENDED, _GIT_FLAG_STAGE_SHIFT = 0x4000, 12
+_GIT_EXT_SKIP_WORKTREE, _GIT_EXT_INTENT_TO_ADD = 0x4000, 0x2000
+_GIT_HASH_CHUNK = 1 << 20
+
+
+class GitCheckout(NamedTuple):
+    """Where a checkout's metadata lives: git_dir holds HEAD and the index (per worktree),
+    common_dir the refs and packed-refs; work_tree is the folder holding `.git`."""
+
+    git_dir: str
+    common_dir: str
+    work_tree: str
+
+
+class GitState(NamedTuple):
+    """A checkout's HEAD commit (hex) and whether the probed documents differ from it
+    (see git_is_dirty; None: the index or an object could not be read, nothing is claimed)."""
+
+    rev: str
+    is_dirty: bool | None
+
+
+class _GitIndexEntry(NamedTuple):
+    mtime_s: int
+    mtime_ns: int
+    mode: int
+    size: int
+    oid: bytes
+    stage: int
+    ext_flags: int
+
+
+def _git_read(path: str, max_bytes: int) -> bytes | None:
+    """Return a regular file's bytes (None when missing, not a regular file or too big);
+    opened non-blocking so a FIFO planted in .git cannot hang the run."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None
+        return _read_at_most_fd(fd, max_bytes)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_at_most_fd(fd: int, limit: int) -> bytes | None:
+    """Return the rest of an open file if it holds at most limit bytes, else None."""
+    parts, got = [], 0
+    while got <= limit:
+        part = os.read(fd, min(limit + 1 - got, _GIT_HASH_CHUNK))
+        if not part:
+            return b"".join(parts)
+        parts.append(part)
+        got += len(part)
+    return None
+
+
+def git_checkout(directory: str) -> GitCheckout | None:
+    """Return the Git checkout holding directory (a `.git` folder, or a worktree's or
+    submodule's `.git` file naming its git dir), or None when there is none."""
+    probe = os.path.realpath(directory)
+    while True:
+        dot_git = os.path.join(probe, ".git")
+        git_dir = dot_git if os.path.isdir(dot_git) else _git_dir_from_file(dot_git)
+        if git_dir is not None and os.path.isfile(os.path.join(git_dir, "HEAD")):
+            return GitCheckout(git_dir, _git_common_dir(git_dir), probe)
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return None
+        probe = parent
+
+
+def _git_dir_from_file(dot_git: str) -> str | None:
+    """Return the folder a `gitdir: <path>` file names (relative to the file), or None."""
+    data = _git_read(dot_git, GIT_MAX_REF_BYTES)
+    if data is None or not data.startswith(b"gitdir:"):
+        return None
+    target = data[len(b"gitdir:"):].strip().decode("utf-8", "surrogateescape")
+    return os.path.normpath(os.path.join(os.path.dirname(dot_git), target)) if target else None
+
+
+def _git_common_dir(git_dir: str) -> str:
+    """Return the folder holding the shared refs: the one `commondir` names, else git_dir."""
+    data = _git_read(os.path.join(git_dir, "commondir"), GIT_MAX_REF_BYTES)
+    target = data.strip().decode("utf-8", "surrogateescape") if data else ""
+    return os.path.normpath(os.path.join(git_dir, target)) if target else git_dir
+
+
+def git_head(checkout: GitCheckout) -> str | None:
+    """Return the commit HEAD names (full hex), following symbolic refs through loose refs
+    and packed-refs; None for an unborn branch, a bad or looping ref, or reftable refs."""
+    value = _git_ref_text(os.path.join(checkout.git_dir, "HEAD"))
+    for _ in range(GIT_MAX_SYMREF_DEPTH):
+        if value is None:
+            return None
+        if _GIT_REV.fullmatch(value):
+            return value
+        if not value.startswith("ref:"):
+            return None
+        name = value[len("ref:"):].strip()
+        if not _GIT_REF_NAME.fullmatch(name) or ".." in name or name.endswith((".lock", ".")):
+            return None
+        value = _git_ref(checkout, name)
+    return None
+
+
+def _git_ref_text(path: str) -> str | None:
+    """Return a ref file's first line, or None."""
+    data = _git_read(path, GIT_MAX_REF_BYTES)
+    if not data:
+        return None
+    return data.decode("utf-8", "replace").strip().split("\n", 1)[0].strip()
+
+
+def _git_ref(checkout: GitCheckout, name: str) -> str | None:
+    """Return what ref `name` holds (a revision or `ref: ...`): its loose file first,
+    then its line in packed-refs."""
+    base = checkout.git_dir if name.startswith(_GIT_PER_WORKTREE_REFS) else checkout.common_dir
+    loose = os.path.join(base, *name.split("/"))
+    if os.path.lexists(loose):
+        return _git_ref_text(loose)
+    packed = _git_read(os.path.join(checkout.common_dir, "packed-refs"), GIT_MAX_META_BYTES)
+    data = b"\n" + (packed or b"") + b"\n"         # lines are '<rev> <name>' (found in C, not split)
+    end = data.find(b" " + name.encode("utf-8") + b"\n")
+    if end < 0:
+        return None
+    rev = data[data.rfind(b"\n", 0, end) + 1:end].decode("ascii", "replace")
+    return rev if _GIT_REV.fullmatch(rev) else None
+
+
+def _git_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """Return (value, next position) of the index v4 offset varint at pos."""
+    byte = data[pos]
+    value = byte & 0x7F
+    while byte & 0x80:
+        pos += 1
+        byte = data[pos]
+        value = ((value + 1) << 7) | (byte & 0x7F)
+    return value, pos + 1
+
+
+def _git_index_parse(data: bytes, hash_bytes: int) -> dict[bytes, _GitIndexEntry] | None:
+    """Return path -> entry of a Git index file (versions 2, 3 and 4), or None when it is
+    not one, is cut short, or is a split index (its entries live in another file)."""
+    if len(data) < 12 or data[:4] != b"DIRC":
+        return None
+    version, count = struct.unpack_from(">II", data, 4)
+    if version not in _GIT_INDEX_VERSIONS:
+        return None
+    entries: dict[bytes, _GitIndexEntry] = {}
+    pos, previous = 12, b""
+    head = struct.Struct(f"{_GIT_ENTRY_FIXED}{hash_bytes}sH")    # fixed part, object id, flags
+    find = data.index
+    try:
+        for _ in range(count):
+            fields = head.unpack_from(data, pos)
+            oid, flags = fields[10], fields[11]
+            name_at = pos + head.size
+            ext_flags = 0
+            if flags & _GIT_FLAG_EXTENDED and version >= 3:
+                (ext_flags,) = struct.unpack_from(">H", data, name_at)
+                name_at += 2
+            if version == 4:
+                strip, name_at = _git_varint(data, name_at)
+                end = find(b"\0", name_at)
+                name = previous[:len(previous) - strip] + data[name_at:end]
+                pos = end + 1
+            else:
+                end = find(b"\0", name_at)
+                name = data[name_at:end]
+                pos += (name_at - pos + len(name) + 8) & ~7
+            previous = name
+            entries[name] = _GitIndexEntry(fields[2], fields[3], fields[6], fields[9], oid,
+                                           (flags >> _GIT_FLAG_STAGE_SHIFT) & 3, ext_flags)
+        while pos + 8 <= len(data) - hash_bytes:
+            signature, size = data[pos:pos + 4], struct.unpack_from(">I", data, pos + 4)[0]
+            if signature == b"link":
+                return None
+            pos += 8 + size
+    except (struct.error, ValueError, IndexError):
+        return None
+    return entries
+
+
+def _git_blob_id(path: str, size: int, hash_bytes: int) -> bytes | None:
+    """Return the Git blob id of a file's content (SHA-1, or SHA-256 in such a repository)."""
+    digest = hashlib.sha1() if hash_bytes == GIT_HASH_BYTES[40] else hashlib.sha256()
+    digest.update(b"blob %d\0" % size)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))   # never block on a FIFO
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        for part in iter(functools.partial(os.read, fd, _GIT_HASH_CHUNK), b""):
+            digest.update(part)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return digest.digest()
+
+
+def _git_entry_differs(entry: _GitIndexEntry, file: FileEntry, index_mtime_ns: int,
+                       hash_bytes: int) -> bool:
+    """Return whether a file differs from its index entry: equal size and mtime (older
+    than the index file, as git's racy-clean rule asks) mean equal, else the content's
+    blob id decides."""
+    if entry.stage or entry.ext_flags & _GIT_EXT_INTENT_TO_ADD or entry.mode not in _GIT_REGULAR_MODES:
+        return True
+    if entry.size != file.size % (1 << 32):
+        return True
+    seconds, nanos = divmod(file.mtime_ns, 1_000_000_000)
+    if (entry.mtime_s, entry.mtime_ns) == (seconds % (1 << 32), nanos) and file.mtime_ns < index_mtime_ns:
+        return False
+    return _git_blob_id(file.abs_path, file.size, hash_bytes) != entry.oid
+
+
+def _git_index_stamp(checkout: GitCheckout) -> str:
+    """Return the git index file's (mtime_ns, size): it changes whenever git rewrites it."""
+    try:
+        st = os.stat(os.path.join(checkout.git_dir, "index"))
+    except OSError:
+        return "-"
+    return f"{st.st_mtime_ns}:{st.st_size}"
+
+
+# === 5c. Git objects — loose and packed objects, deltas (read as data) ===
+
+GIT_MAX_DELTA_DEPTH = 100          # a longer delta chain (git's default limit is 50) is a loop
+GIT_MAX_OBJECT_BYTES = 64 * 1024 * 1024   # a larger commit or tree is not read
+_GIT_TREE_MODE = 0o40000
+_GIT_OBJECT_KINDS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+_GIT_OFS_DELTA, _GIT_REF_DELTA = 6, 7
+_GIT_PACK_IDX_MAGIC = b"\xfftOc\x00\x00\x00\x02"   # pack index version 2
+_GIT_FANOUT_END = 8 + 256 * 4
+
+
+def _git_inflate(data: Any, pos: int, size: int) -> bytes | None:
+    """Return the zlib stream at data[pos:] inflated, or None when it is not size bytes."""
+    inflater, out, got = zlib.decompressobj(), [], 0
+    while not inflater.eof and got <= size:
+        piece = data[pos:pos + _GIT_HASH_CHUNK]
+        if not piece:
+            return None
+        pos += len(piece)
+        out.append(inflater.decompress(piece))
+        got += len(out[-1])
+    return b"".join(out) if got == size else None
+
+
+def _git_size(data: bytes, pos: int) -> tuple[int, int]:
+    """Return (value, next position) of a delta header's little-endian base-128 size."""
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos
+
+
+def _git_apply_delta(base: bytes, delta: bytes) -> bytes:
+    """Return the object a pack delta makes of base; raise ValueError on a bad delta."""
+    _, pos = _git_size(delta, 0)
+    size, pos = _git_size(delta, pos)
+    out = bytearray()
+    while pos < len(delta):
+        op = delta[pos]
+        pos += 1
+        if op & 0x80:                  # copy from base: offset and length bytes as flagged
+            offset = length = 0
+            for i in range(4):
+                if op & (1 << i):
+                    offset |= delta[pos] << (8 * i)
+                    pos += 1
+            for i in range(3):
+                if op & (0x10 << i):
+                    length |= delta[pos] << (8 * i)
+                    pos += 1
+            out += base[offset:offset + (length or 0x10000)]
+        elif op:                       # insert the next op bytes
+            out += delta[pos:pos + op]
+            pos += op
+        else:
+            raise ValueError("reserved delta op")
+    if len(out) != size:
+        raise ValueError("delta size")
+    return bytes(out)
+
+
+class _GitObjects:
+    """Reads a checkout's commit and tree objects as files: loose (zlib) or in packs
+    (index v2, offset and ref deltas). Objects in alternates or promisor remotes are
+    not found (None). Use as a context manager: the pack maps are closed on exit."""
+
+    def __init__(self, checkout: GitCheckout, hash_bytes: int) -> None:
+        self.dir = os.path.join(checkout.common_dir, "objects")
+        self.hash_bytes = hash_bytes
+        self.packs: list[tuple[Any, Any, int]] | None = None
+        self.maps: list[mmap.mmap] = []
+
+    def __enter__(self) -> "_GitObjects":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for mapped in self.maps:
+            mapped.close()
+
+    def read(self, oid: bytes, depth: int = 0) -> tuple[int, bytes] | None:
+        """Return (kind, body) of an object (1 commit, 2 tree, 3 blob, 4 tag), or None."""
+        try:
+            found = self._loose(oid)
+            if found is not None or depth > GIT_MAX_DELTA_DEPTH:
+                return found
+            for idx, pack, count in self._packs():
+                offset = self._offset(idx, count, oid)
+                if offset is not None:
+                    return self._unpack(pack, offset, depth)
+        except (OSError, ValueError, IndexError, struct.error, zlib.error):
+            return None
+        return None
+
+    def _loose(self, oid: bytes) -> tuple[int, bytes] | None:
+        hexid = oid.hex()
+        data = _git_read(os.path.join(self.dir, hexid[:2], hexid[2:]), GIT_MAX_OBJECT_BYTES)
+        if data is None:
+            return None
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(data, GIT_MAX_OBJECT_BYTES)
+        header, _, body = raw.partition(b"\0")
+        kind, _, size = header.partition(b" ")
+        if kind not in _GIT_OBJECT_KINDS or not size.isdigit() or int(size) != len(body):
+            return None
+        return _GIT_OBJECT_KINDS[kind], body
+
+    def _map(self, path: str) -> Any:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode) or not os.fstat(fd).st_size:
+                return None
+            mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+        self.maps.append(mapped)
+        return mapped
+
+    def _packs(self) -> list[tuple[Any, Any, int]]:
+        if self.packs is None:
+            self.packs = []
+            pack_dir = os.path.join(self.dir, "pack")
+            names = sorted(os.listdir(pack_dir)) if os.path.isdir(pack_dir) else []
+            for name in names:
+                if not name.endswith(".idx"):
+                    continue
+                idx = self._map(os.path.join(pack_dir, name))
+                pack = self._map(os.path.join(pack_dir, name[:-len(".idx")] + ".pack"))
+                if idx is not None and pack is not None and idx[:8] == _GIT_PACK_IDX_MAGIC \
+                        and len(idx) >= _GIT_FANOUT_END:
+                    self.packs.append((idx, pack, struct.unpack_from(">I", idx, _GIT_FANOUT_END - 4)[0]))
+        return self.packs
+
+    def _offset(self, idx: Any, count: int, oid: bytes) -> int | None:
+        """Return oid's offset in the pack, by binary search within its fan-out bucket."""
+        width = self.hash_bytes
+        low = struct.unpack_from(">I", idx, 8 + (oid[0] - 1) * 4)[0] if oid[0] else 0
+        high = struct.unpack_from(">I", idx, 8 + oid[0] * 4)[0]
+        while low < high:
+            mid = (low + high) // 2
+            at = _GIT_FANOUT_END + mid * width
+            current = idx[at:at + width]
+            if current < oid:
+                low = mid + 1
+            elif current > oid:
+                high = mid
+            else:
+                offsets = _GIT_FANOUT_END + count * (width + 4)      # after ids and CRCs
+                (offset,) = struct.unpack_from(">I", idx, offsets + mid * 4)
+                if offset & 0x80000000:                              # in the 64-bit table
+                    (offset,) = struct.unpack_from(">Q", idx, offsets + count * 4
+                                                   + (offset & 0x7FFFFFFF) * 8)
+                return offset
+        return None
+
+    def _unpack(self, pack: Any, offset: int, depth: int) -> tuple[int, bytes] | None:
+        """Return the object at offset in a pack, resolving delta chains."""
+        byte = pack[offset]
+        kind, size, shift, pos = (byte >> 4) & 7, byte & 0x0F, 4, offset + 1
+        while byte & 0x80:
+            byte = pack[pos]
+            pos += 1
+            size |= (byte & 0x7F) << shift
+            shift += 7
+        if size > GIT_MAX_OBJECT_BYTES or depth > GIT_MAX_DELTA_DEPTH:
+            return None
+        base = None
+        if kind == _GIT_OFS_DELTA:
+            byte = pack[pos]
+            pos += 1
+            back = byte & 0x7F
+            while byte & 0x80:
+                byte = pack[pos]
+                pos += 1
+                back = ((back + 1) << 7) | (byte & 0x7F)
+            base = self._unpack(pack, offset - back, depth + 1) if 0 < back <= offset else None
+        elif kind == _GIT_REF_DELTA:
+            base = self.read(bytes(pack[pos:pos + self.hash_bytes]), depth + 1)
+            pos += self.hash_bytes
+        data = _git_inflate(pack, pos, size)
+        if data is None:
+            return None
+        if kind in (_GIT_OFS_DELTA, _GIT_REF_DELTA):
+            return None if base is None else (base[0], _git_apply_delta(base[1], data))
+        return kind, data
+
+
+# === 5d. Git dirty check — do the documents differ from HEAD's tree ===
+
+def _git_tree_entries(body: bytes, hash_bytes: int) -> dict[bytes, tuple[int, bytes]]:
+    """Return name -> (mode, object id) of a tree object's body."""
+    out, pos = {}, 0
+    while pos < len(body):
+        space = body.index(b" ", pos)
+        nul = body.index(b"\0", space)
+        out[body[space + 1:nul]] = (int(body[pos:space], 8), body[nul + 1:nul + 1 + hash_bytes])
+        pos = nul + 1 + hash_bytes
+    return out
+
+
+def _git_index_trees(tracked: dict[bytes, _GitIndexEntry], prefix: bytes, hash_bytes: int
+                     ) -> dict[bytes, tuple[bytes, dict[bytes, tuple[int, bytes]]]]:
+    """Return folder ('' or 'a/b/', under prefix) -> (tree id, entries) of the trees the
+    index would commit, as `git write-tree` builds them (intent-to-add entries left out)."""
+    by_dir: dict[bytes, dict[bytes, tuple[int, bytes]]] = {b"": {}}
+    for name, entry in tracked.items():
+        if not name.startswith(prefix) or entry.stage or entry.ext_flags & _GIT_EXT_INTENT_TO_ADD:
+            continue
+        rel = name[len(prefix):]
+        folder = rel[:rel.rfind(b"/") + 1]
+        by_dir.setdefault(folder, {})[rel[len(folder):]] = (entry.mode, entry.oid)
+        while folder:
+            folder = folder[:folder[:-1].rfind(b"/") + 1]
+            by_dir.setdefault(folder, {})
+    new_hash = hashlib.sha1 if hash_bytes == GIT_HASH_BYTES[40] else hashlib.sha256
+    trees = {}
+    for folder in sorted(by_dir, key=lambda f: f.count(b"/"), reverse=True):
+        entries = by_dir[folder]
+        ordered = sorted(entries.items(), key=lambda kv: kv[0] + (b"/" if kv[1][0] == _GIT_TREE_MODE else b""))
+        body = b"".join(b"%o %s\0%s" % (mode, name, oid) for name, (mode, oid) in ordered)
+        oid = new_hash(b"tree %d\0%s" % (len(body), body)).digest()
+        trees[folder] = (oid, entries)
+        if folder:
+            parent = folder[:folder[:-1].rfind(b"/") + 1]
+            by_dir[parent][folder[len(parent):-1]] = (_GIT_TREE_MODE, oid)
+    return trees
+
+
+def _git_head_tree(objects: _GitObjects, rev: str, prefix: bytes) -> bytes | None:
+    """Return the id of HEAD's tree at prefix ('' for the root), b'' when HEAD has no
+    such folder; None when an object cannot be read."""
+    commit = objects.read(bytes.fromhex(rev))
+    if commit is None or commit[0] != _GIT_OBJECT_KINDS[b"commit"] or not commit[1].startswith(b"tree "):
+        return None
+    oid = bytes.fromhex(commit[1][5:5 + 2 * objects.hash_bytes].decode("ascii"))
+    for part in filter(None, prefix.split(b"/")):
+        tree = objects.read(oid)
+        if tree is None:
+            return None
+        mode, oid = _git_tree_entries(tree[1], objects.hash_bytes).get(part, (0, b""))
+        if mode != _GIT_TREE_MODE:
+            return b""
+    return oid
+
+
+def _git_staged(objects: _GitObjects, trees: dict, folder: bytes, head_oid: bytes,
+                is_document: Callable[[str], bool]) -> bool | None:
+    """Return whether a document under folder differs between the index's trees and HEAD's
+    tree head_oid (b'': none), descending only into subtrees whose ids differ."""
+    index_oid, index_entries = trees.get(folder, (b"", {}))
+    if index_oid == head_oid:
+        return False
+    head_entries: dict[bytes, tuple[int, bytes]] = {}
+    if head_oid:
+        tree = objects.read(head_oid)
+        if tree is None:
+            return None
+        head_entries = _git_tree_entries(tree[1], objects.hash_bytes)
+    for name in index_entries.keys() | head_entries.keys():
+        ours, theirs = index_entries.get(name), head_entries.get(name)
+        if ours == theirs:
+            continue
+        path = folder + name
+        ours_tree = ours is not None and ours[0] == _GIT_TREE_MODE
+        theirs_tree = theirs is not None and theirs[0] == _GIT_TREE_MODE
+        if ours_tree or theirs_tree:
+            found = _git_staged(objects, trees, path + b"/", theirs[1] if theirs_tree else b"", is_document)
+            if found is not False:
+                return found
+            is_flat = (ours is not None and not ours_tree) or (theirs is not None and not theirs_tree)
+            if is_flat and is_document(path.decode("utf-8", "surrogateescape")):
+                return True
+        elif is_document(path.decode("utf-8", "surrogateescape")):
+            return True
+    return False
+
+
+def git_is_dirty(checkout: GitCheckout, rev: str, directory: str, files: list[FileEntry],
+                 is_document: Callable[[str], bool]) -> bool | None:
+    """Return whether the documents under directory differ from commit rev (HEAD).
+
+    Dirty means: one of `files` (paths relative to directory) is not in the index, is
+    unmerged or intent-to-add, or its content differs from its index entry (size and
+    mtime, then the blob id of its bytes); or a file the index tracks under directory
+    for which is_document(relative path) holds is missing from disk (skip-worktree
+    entries excepted); or such a document is staged: added, changed or deleted in the
+    index against rev's tree. Not compared: files that are not documents, and files
+    stored through a clean filter or line-ending conversion (their bytes differ from
+    the blob; they count as dirty once their stat changes). None when the index or an
+    object cannot be read (a split or sparse index, objects in alternates).
+    """
+    hash_bytes = GIT_HASH_BYTES[len(rev)]
+    index_path = os.path.join(checkout.git_dir, "index")
+    data = _git_read(index_path, GIT_MAX_META_BYTES)
+    if data is None:
+        return bool(files) if not os.path.lexists(index_path) else None
+    tracked = _git_index_parse(data, hash_bytes)
+    try:
+        index_mtime_ns = os.stat(index_path).st_mtime_ns
+    except OSError:
+        return None
+    if tracked is None:
+        return None
+    rel = os.path.relpath(os.path.realpath(directory), checkout.work_tree)
+    prefix = b"" if rel == "." else rel.replace(os.sep, "/").encode("utf-8", "surrogateescape") + b"/"
+    names = [prefix + file.rel_path.encode("utf-8", "surrogateescape") for file in files]
+    for name, file in zip(names, files):
+        entry = tracked.get(name)
+        if entry is None or _git_entry_differs(entry, file, index_mtime_ns, hash_bytes):
+            return True
+    for name in tracked.keys() - set(names):
+        entry = tracked[name]
+        if name.startswith(prefix) and not entry.ext_flags & _GIT_EXT_SKIP_WORKTREE \
+                and is_document(name[len(prefix):].decode("utf-8", "surrogateescape")) \
+                and not os.path.lexists(os.path.join(checkout.work_tree, os.fsdecode(name))):
+            return True
+    if any(name.endswith(b"/") for name in tracked):        # a sparse index's folder entries
+        return None
+    with _GitObjects(checkout, hash_bytes) as objects:
+        head_oid = _git_head_tree(objects, rev, prefix)
+        if head_oid is None:
+            return None
+        return _git_staged(objects, _git_index_trees(tracked, prefix, hash_bytes), b"", head_oid,
+                           is_document)
+
+
+def git_probe(directory: str, files: list[FileEntry],
+              is_document: Callable[[str], bool]) -> GitState | None:
+    """Return the HEAD revision and dirty state of the checkout holding directory (see
+    git_is_dirty), or None when directory is in no checkout or HEAD names no commit."""
+    checkout = git_checkout(directory)
+    rev = git_head(checkout) if checkout else None
+    if checkout is None or rev is None:
+        return None
+    return GitState(rev, git_is_dirty(checkout, rev, directory, files, is_document))
+
+
+def git_probe_file(path: str) -> GitState | None:
+    """Return git_probe for one file (the graph file): is it clean in its checkout?"""
+    directory, name = os.path.split(os.path.abspath(path))
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    entry = FileEntry(name, os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    return git_probe(directory, [entry], name.__eq__)
+
+
+def _is_document_name(rel_path: str) -> bool:
+    """Return whether the walk would take a path for a document (extension, nothing hidden)."""
+    return rel_path.lower().endswith(DOC_EXTENSIONS) and not any(
+        part.startswith(".") for part in rel_path.split("/"))
+
+
 # === 6. Chunking — split on headers / blank lines; chunk text == the file's lines ===
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_HEADER_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_HEADER_CLOSE_RE = re.compile(r"[ \t]+#+$")
+TITLE_SCAN_CHARS = 65536           # a document's title is looked for in its first characters
+_LINE_BREAK = _lazy_re(r"\r\n|\r|\n")
+_HEADER_RE = _lazy_re(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_FENCE_RE = _lazy_re(r"^ {0,3}(`{3,}|~{3,})")
+_HEADER_CLOSE_RE = _lazy_re(r"[ \t]+#+$")
 _MARKUP_STARTS = frozenset(" #`~")     # first characters a header or fence line can have
 
 
 def _split_lines(text: str) -> list[str]:
     """Return the lines of text as an editor numbers them (\\n, \\r\\n or a lone \\r)."""
-    lines = _LINE_BREAK.split(text)
+    lines = _LINE_BREAK.split(text) if "\r" in text else text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     return lines
@@ -1069,15 +1789,13 @@ def _headers(lines: list[str], first: int) -> Iterator[tuple[int, int, str]]:
             yield i, len(header.group(1)), _HEADER_CLOSE_RE.sub("", header.group(2) or "").strip()
 
 
-def _header_blocks(lines: list[str], first: int) -> list[_Piece]:
-    """Return one block per header section (plus any text before the first header).
-
-    Lines inside fenced code blocks never start a section.
-    """
+def _header_blocks(lines: list[str], first: int, headers: list[tuple[int, int, str]]) -> list[_Piece]:
+    """Return one block per header section (plus any text before the first header), given
+    the _headers from line first on (lines inside fenced code never start a section)."""
     blocks: list[_Piece] = []
     stack: list[tuple[int, str]] = []
     start, sections = first, ()
-    for i, level, title in _headers(lines, first):
+    for i, level, title in headers:
         if i > start:
             blocks.append(_Piece(start, i, sections))
         while stack and stack[-1][0] >= level:
@@ -1174,11 +1892,52 @@ def _has_few_words(text: str, n: int) -> bool:
     return next(itertools.islice(_TOKEN_RE.finditer(text), n - 1, None), None) is None
 
 
+class ParsedText(NamedTuple):
+    """A document chunked in one pass: its chunks, the title and url it states, and per
+    chunk its level-1 heading lines joined by a space when the file's header scan tells
+    them (None: bm25_term_counts scans the chunk itself)."""
+
+    chunks: list[Chunk]
+    title: str | None
+    url: str | None
+    heads: list[str | None]
+
+
 def chunk_text(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> list[Chunk]:
     """Return the chunks of a document; each chunk's text equals its lines exactly."""
     lines = _split_lines(text)
+    first = _front_matter_end(lines)
+    return [_chunk_of(path, lines, p) for p in _chunk_pieces(lines, first, list(_headers(lines, first)),
+                                                             max_chars)]
+
+
+def chunk_parse(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> ParsedText:
+    """Return chunk_text(path, text, max_chars) with the document's title, url and the
+    chunks' level-1 heading lines, splitting and scanning the text once."""
+    lines = _split_lines(text)
+    first = _front_matter_end(lines)
+    headers = list(_headers(lines, first))
+    pieces = _chunk_pieces(lines, first, headers, max_chars)
+    if len(text) > TITLE_SCAN_CHARS:
+        title, url = _document_title(text)
+    else:
+        title, url = _title_of(lines, headers)
+    known = {first} | {i for i, _, _ in headers}   # fence state is known to be closed there
+    heads = [" ".join(lines[i] for i, level, _ in headers if level == 1 and p.start <= i < p.end)
+             if p.start in known else None for p in pieces]
+    return ParsedText([_chunk_of(path, lines, p) for p in pieces], title, url, heads)
+
+
+def _chunk_of(path: str, lines: list[str], piece: _Piece) -> Chunk:
+    """Return the Chunk of a piece: exactly its lines, joined by \\n."""
+    return Chunk(path, piece.start + 1, piece.end, piece.sections, "\n".join(lines[piece.start:piece.end]))
+
+
+def _chunk_pieces(lines: list[str], first: int, headers: list[tuple[int, int, str]],
+                  max_chars: int) -> list[_Piece]:
+    """Return the line spans of a document's chunks (see chunk_text)."""
     pieces: list[_Piece] = []
-    for block in _header_blocks(lines, _front_matter_end(lines)):
+    for block in _header_blocks(lines, first, headers):
         trimmed = _trim_blank(lines, block)
         if trimmed is None:
             continue
@@ -1186,19 +1945,23 @@ def chunk_text(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> li
             pieces.append(trimmed)
         else:
             pieces.extend(_bounded(lines, _paragraphs(lines, trimmed), max_chars))
-    return [Chunk(path, p.start + 1, p.end, p.sections, "\n".join(lines[p.start:p.end]))
-            for p in _merge_micro(lines, pieces, max_chars)]
+    return _merge_micro(lines, pieces, max_chars)
 
 
 def _document_title(text: str) -> tuple[str | None, str | None]:
-    """Return (title, url) the document states itself: front matter, else its first '# ' header."""
-    lines = _split_lines(text[:65536])
+    """Return (title, url) the document states itself: front matter, else its first '# ' header
+    (within its first TITLE_SCAN_CHARS characters)."""
+    lines = _split_lines(text[:TITLE_SCAN_CHARS])
+    first = _front_matter_end(lines)
+    return _title_of(lines, _headers(lines, first))
+
+
+def _title_of(lines: list[str], headers: Iterable[tuple[int, int, str]]) -> tuple[str | None, str | None]:
+    """Return (title, url) from the front matter of lines, else the first level-1 of headers."""
     meta = front_matter_fields(lines)
     title = meta.get("title")
     if title is None:
-        first_h1 = next((t for _, level, t in _headers(lines, _front_matter_end(lines)) if level == 1),
-                        None)
-        title = first_h1 or None
+        title = next((t for _, level, t in headers if level == 1), None) or None
     return title, meta.get("source_url") or meta.get("url")
 
 
@@ -1241,14 +2004,18 @@ def bm25_scores(postings: dict[str, list[tuple[int, int, int]]], n_docs: int,
     return scores
 
 
-def bm25_term_counts(text: str, tokenizer: _Tokenizer) -> tuple[Counter, int]:
+def bm25_term_counts(text: str, tokenizer: _Tokenizer, heads: str | None = None
+                     ) -> tuple[dict[str, int], int]:
     """Return a chunk's postings counts and length in TF_UNITS per word, the words of a
     level-1 heading (a document's title) counting HEADING_TF_UNITS (a light BM25F: a title
-    word weighs 1.5)."""
-    language = tokenizer.language(text)
-    counts = Counter({t: n * TF_UNITS for t, n in Counter(tokenizer.tokens(text, language)).items()})
-    lines = text.split("\n")
-    heads = " ".join(lines[i] for i, level, _ in _headers(lines, 0) if level == 1)
+    word weighs 1.5). heads: the chunk's level-1 heading lines when the caller knows them."""
+    words = _TOKEN_RE.findall(text_fold(text))
+    language = tokenizer.words_language(words)
+    found = tokenizer.term_counts(words, language)
+    counts = dict(zip(found, map(TF_UNITS.__mul__, found.values())))
+    if heads is None and "#" in text:
+        lines = text.split("\n")
+        heads = " ".join(lines[i] for i, level, _ in _headers(lines, 0) if level == 1)
     if heads:
         for term in tokenizer.tokens(heads, language):
             counts[term] += HEADING_TF_UNITS - TF_UNITS
@@ -1533,7 +2300,7 @@ def embed_input(sections: tuple[str, ...], text: str) -> str:
 def _embed_key(chunk: Chunk) -> str:
     """Return the key a chunk's vector is cached under: a hash of its breadcrumb and its
     text, which together decide embed_input() (built only when a vector is missing)."""
-    return _file_sha("\x1f".join(chunk.sections) + "\x1e" + chunk.text)
+    return _blake2b_hex("\x1f".join(chunk.sections) + "\x1e" + chunk.text)
 
 
 def _model_tag(settings: Settings) -> str:
@@ -1543,12 +2310,14 @@ def _model_tag(settings: Settings) -> str:
     return f"{settings.embed_model}|{_prefix(settings, 'document')}|{MAX_EMBED_CHARS}"
 
 
-# === 10. Cache — the sqlite3 index: files, chunks, postings and vectors ===
+# === 10. Cache store — the sqlite3 index file; every SQL statement lives in §10-§10c ===
+
+SQL_IN_BATCH = 500                 # ids per `IN (...)` list, under sqlite's bound-parameter limit
 
 # postings: one row per term; data is a native-endian array('I') of triples
-# (chunk id, term frequency, the chunk's n_terms), so appending is concatenation. meta.stat_sig is a hash
-# of every document's (path, mtime_ns, size) at the last complete refresh: when the
-# walk gives the same hash, nothing is read from the files table at all.
+# (chunk id, term frequency, the chunk's n_terms), so appending is concatenation. meta.stat_sig is
+# CorpusScan.signature at the last complete refresh: when the walk gives the same one, nothing is
+# read from the files table at all.
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
@@ -1578,11 +2347,13 @@ def default_cache_dir(environ: dict[str, str]) -> str:
     return os.path.join(base, "docs_qa")
 
 
-def cache_open(path: str | None, memory_uri: str | None = None) -> sqlite3.Connection:
+def cache_open(path: str | None, memory_uri: str | None = None,
+               busy_timeout_s: float = CACHE_BUSY_TIMEOUT_S) -> sqlite3.Connection:
     """Return a connection to a valid cache (created if new); raise _CacheCorrupt if the
-    file is not ours or is damaged. None opens a throw-away in-memory index, or with
-    memory_uri the named in-memory index that lives while any connection to it is open."""
-    conn = sqlite3.connect(path or memory_uri or ":memory:", timeout=CACHE_BUSY_TIMEOUT_S,
+    file is not ours or is damaged, _CacheOutdated if another schema version wrote it. None
+    opens a throw-away in-memory index, or with memory_uri the named in-memory index that
+    lives while any connection to it is open. A lock is waited for up to busy_timeout_s."""
+    conn = sqlite3.connect(path or memory_uri or ":memory:", timeout=busy_timeout_s,
                            isolation_level=None, uri=path is None and memory_uri is not None)
     try:
         conn.execute("BEGIN")     # one snapshot: read apart, a file another process was just
@@ -1595,10 +2366,10 @@ def cache_open(path: str | None, memory_uri: str | None = None) -> sqlite3.Conne
         elif app_id != CACHE_APPLICATION_ID:
             raise _CacheCorrupt("foreign")
         elif version != CACHE_SCHEMA_VERSION:
-            raise _CacheCorrupt("old_version")
+            raise _CacheOutdated(version)
         conn.execute("PRAGMA synchronous=NORMAL")
         return conn
-    except _CacheCorrupt:
+    except _CacheUnusable:
         conn.close()
         raise
     except sqlite3.DatabaseError as exc:
@@ -1625,7 +2396,7 @@ _SQLITE_DAMAGE_NAMES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 _SQLITE_DAMAGE_TEXTS = ("malformed", "not a database", "no such table", "no such column")
 
 
-def cache_snapshot(path: str) -> sqlite3.Connection:
+def cache_snapshot(path: str, busy_timeout_s: float = CACHE_BUSY_TIMEOUT_S) -> sqlite3.Connection:
     """Return an in-memory copy of the cache file at path as it stands, for a run that
     cannot write it (the file is only read: opened read-only, else as immutable); an
     empty in-memory index when the file is missing, unreadable or not a valid cache."""
@@ -1635,7 +2406,7 @@ def cache_snapshot(path: str) -> sqlite3.Connection:
     uri = "file:" + urllib.parse.quote(os.path.abspath(path))
     for mode in ("mode=ro", "mode=ro&immutable=1"):
         try:
-            source = sqlite3.connect(f"{uri}?{mode}", uri=True, timeout=CACHE_BUSY_TIMEOUT_S)
+            source = sqlite3.connect(f"{uri}?{mode}", uri=True, timeout=busy_timeout_s)
             try:
                 source.backup(memory)
             finally:
@@ -1691,35 +2462,134 @@ def _meta_set(conn: sqlite3.Connection, key: str, value: str) -> None:
     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
 
 
+def cache_meta(conn: sqlite3.Connection) -> dict[str, str]:
+    """Return every meta key and value (the index's parameters, statistics and stamps)."""
+    return dict(conn.execute("SELECT key, value FROM meta"))
+
+
+def cache_meta_put(conn: sqlite3.Connection, items: dict[str, str]) -> None:
+    """Set meta keys (inside the caller's transaction, or on their own)."""
+    conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", items.items())
+
+
 def _index_params(settings: Settings) -> str:
     """Return what the stored chunks and postings depend on; a change rebuilds them."""
     return json.dumps({"tokenizer": TOKENIZER_VERSION, "chunk_chars": settings.chunk_chars,
                        "min_words": MIN_CHUNK_WORDS})
 
 
-def _file_sha(text: str) -> str:
+def _blake2b_hex(text: str) -> str:
+    """Return the 128-bit BLAKE2b digest of text, in hex (a content hash, not a secret)."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def _stat_signature(entries: list[FileEntry]) -> str:
-    """Return a hash of every entry's (path, mtime_ns, size): equal means nothing to re-read."""
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update("\0".join(map(_REL_PATH, entries)).encode("utf-8", "surrogatepass"))
-    digest.update(array.array("q", map(_MTIME_NS, entries)).tobytes())
-    digest.update(array.array("q", map(_SIZE_FIELD, entries)).tobytes())
-    return digest.hexdigest()
+# --- 10a. Store writes — one refresh's files, chunks and postings; transactions
+
+class FileState(NamedTuple):
+    """A stored document's stat and content hash (BLAKE2b of its text)."""
+
+    mtime_ns: int
+    size: int
+    sha: str
 
 
-_REL_PATH, _MTIME_NS, _SIZE_FIELD = (operator.itemgetter(i) for i in (0, 2, 3))
+@contextlib.contextmanager
+def cache_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """Run the block in one write transaction: committed at its end, rolled back on any
+    exception (or left to sqlite when it has already rolled back, as on SQLITE_FULL)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        _rollback(conn)
+        raise
 
 
-# --- 10a. Indexing — walk, parse and write postings for what changed; one transaction per batch
+def cache_commit_point(conn: sqlite3.Connection) -> None:
+    """Commit what the open transaction wrote so far and open the next one (resumable runs)."""
+    conn.execute("COMMIT")
+    conn.execute("BEGIN IMMEDIATE")
+
+
+def cache_clear_index(conn: sqlite3.Connection) -> None:
+    """Delete every file, chunk and posting (the index parameters changed)."""
+    for table in ("files", "chunks", "postings"):
+        conn.execute(f"DELETE FROM {table}")
+
+
+def cache_file_states(conn: sqlite3.Connection) -> dict[str, FileState]:
+    """Return path -> FileState of every stored document."""
+    return {path: FileState(*state) for path, *state in
+            conn.execute("SELECT path, mtime_ns, size, sha FROM files")}
+
+
+def cache_file_state(conn: sqlite3.Connection, path: str) -> FileState | None:
+    """Return the FileState of one stored document, None when the index does not hold it."""
+    row = conn.execute("SELECT mtime_ns, size, sha FROM files WHERE path=?", (path,)).fetchone()
+    return FileState(*row) if row else None
+
+
+def cache_delete_files(conn: sqlite3.Connection, paths: list[str]) -> None:
+    """Delete the files rows of paths (their chunks go with cache_write_batch)."""
+    conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in paths])
+
+
+def cache_next_chunk_id(conn: sqlite3.Connection) -> int:
+    """Return an id above every stored chunk's (postings keep ids ascending)."""
+    return conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM chunks").fetchone()[0]
+
+
+def cache_has_postings(conn: sqlite3.Connection) -> bool:
+    """Return whether any term has stored postings (False: a first index)."""
+    return conn.execute("SELECT 1 FROM postings LIMIT 1").fetchone() is not None
+
+
+def cache_path_chunks(conn: sqlite3.Connection, path: str) -> list[tuple[int, str]]:
+    """Return (chunk id, text) of every stored chunk of a document."""
+    return conn.execute("SELECT id, text FROM chunks WHERE path=?", (path,)).fetchall()
+
+
+def cache_term_postings(conn: sqlite3.Connection, term: str) -> array.array:
+    """Return a term's stored postings triples (empty when it has none)."""
+    row = conn.execute("SELECT data FROM postings WHERE term=?", (term,)).fetchone()
+    return _ints(row[0]) if row else array.array("I")
+
+
+def cache_write_batch(conn: sqlite3.Connection, dropped_paths: list[str], chunk_rows: list[tuple],
+                      file_rows: list[tuple], postings: list[tuple[str, bytes]], empty_terms: list[str]) -> None:
+    """Write one batch of a refresh (inside the caller's transaction): drop the chunks of
+    dropped_paths, insert chunk_rows (id, path, start_line, end_line, sections JSON, text,
+    n_terms, embed_sha) and file_rows (path, mtime_ns, size, sha, title, url), replace the
+    packed postings of each term, delete the terms left with none."""
+    conn.executemany("DELETE FROM chunks WHERE path=?", [(p,) for p in dropped_paths])
+    conn.executemany("INSERT INTO chunks(id, path, start_line, end_line, sections, text, n_terms,"
+                     " embed_sha) VALUES(?,?,?,?,?,?,?,?)", chunk_rows)
+    conn.executemany("INSERT OR REPLACE INTO files(path, mtime_ns, size, sha, title, url)"
+                     " VALUES(?,?,?,?,?,?)", file_rows)
+    conn.executemany("INSERT OR REPLACE INTO postings(term, data) VALUES(?,?)", postings)
+    conn.executemany("DELETE FROM postings WHERE term=?", [(t,) for t in empty_terms])
+
+
+def cache_update_generation(conn: sqlite3.Connection) -> None:
+    """Recompute the corpus generation hash and the BM25 collection statistics."""
+    digest = hashlib.sha256()
+    for path, sha in conn.execute("SELECT path, sha FROM files ORDER BY path"):
+        digest.update(f"{path}\0{sha}\n".encode("utf-8", "surrogatepass"))
+    n_chunks, total = conn.execute("SELECT COUNT(*), COALESCE(SUM(n_terms), 0) FROM chunks").fetchone()
+    n_files = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+    cache_meta_put(conn, {"generation": digest.hexdigest()[:12], "n_files": str(n_files),
+                          "n_chunks": str(n_chunks),
+                          "avg_terms": repr(total / n_chunks if n_chunks else 0.0)})
+
 
 def _ints(data: bytes) -> array.array:
     out = array.array("I")
     out.frombytes(data)
     return out
 
+
+# --- 10b. Indexer — walk -> parse -> write what changed (SQL only through §10-§10a)
 
 def _drop_triples(data: array.array, chunk_ids: set[int]) -> None:
     """Delete the triples of chunk_ids from a term's postings in place (ids ascend, as new
@@ -1729,6 +2599,27 @@ def _drop_triples(data: array.array, chunk_ids: set[int]) -> None:
         i = bisect.bisect_left(ids, chunk_id)
         if i < len(ids) and ids[i] == chunk_id:
             del data[3 * i:3 * i + 3]
+
+
+class ParsedChunk(NamedTuple):
+    """A chunk with its postings counts, length (n_terms, in TF_UNITS) and embedding key."""
+
+    chunk: Chunk
+    counts: dict[str, int]
+    n_terms: int
+    embed_sha: str
+
+
+class ParsedFile(NamedTuple):
+    """One document as the indexer read it: skipped (with a skip code), or hashed and
+    titled, and chunked unless its content hash is the one already stored (chunks None)."""
+
+    entry: FileEntry
+    skip: str | None
+    sha: str | None
+    title: str | None
+    url: str | None
+    chunks: list[ParsedChunk] | None
 
 
 class _IndexWriter:
@@ -1742,24 +2633,24 @@ class _IndexWriter:
 
     def __init__(self, conn: sqlite3.Connection, tokenizer: _Tokenizer) -> None:
         self.conn, self.tokenizer = conn, tokenizer
-        self.next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM chunks").fetchone()[0]
+        self.next_id = cache_next_chunk_id(conn)
         self.chunk_rows: list[tuple] = []
         self.file_rows: list[tuple] = []
         self.dropped_paths: list[str] = []
         self.postings: dict[str, array.array] = {}
         self.added: dict[str, list[int]] = {}
         self.removed: dict[str, set[int]] = {}
-        self.all_in_memory = conn.execute("SELECT 1 FROM postings LIMIT 1").fetchone() is None
+        self.all_in_memory = not cache_has_postings(conn)
 
     def drop_file(self, path: str) -> None:
         """Forget a file's chunks and their postings (terms recomputed from the stored text)."""
-        for chunk_id, text in self.conn.execute("SELECT id, text FROM chunks WHERE path=?", (path,)):
+        for chunk_id, text in cache_path_chunks(self.conn, path):
             for term in set(self.tokenizer.tokens(text)):
                 self.removed.setdefault(term, set()).add(chunk_id)
         self.dropped_paths.append(path)
 
-    def add_chunks(self, parsed: list[tuple[Chunk, dict[str, int], int, str]]) -> None:
-        """Queue chunks (with their term counts, n_terms and embedding-input hash) and their postings."""
+    def add_chunks(self, parsed: list[ParsedChunk]) -> None:
+        """Queue chunks and their postings."""
         added = self.added
         for chunk, counts, n_terms, embed_sha in parsed:
             chunk_id = self.next_id
@@ -1772,27 +2663,20 @@ class _IndexWriter:
                     added[term] = triples = []
                 triples += (chunk_id, tf, n_terms)
 
-    def put_file(self, row: tuple) -> None:
-        self.file_rows.append(row)
+    def put_file(self, entry: FileEntry, sha: str, title: str | None, url: str | None) -> None:
+        self.file_rows.append((entry.rel_path, entry.mtime_ns, entry.size, sha, title, url))
 
     def _stored(self, term: str) -> array.array:
         """Return the current postings triples of term, loading them once."""
         data = self.postings.get(term)
         if data is None:
-            row = None if self.all_in_memory else self.conn.execute(
-                "SELECT data FROM postings WHERE term=?", (term,)).fetchone()
-            data = self.postings[term] = _ints(row[0]) if row else array.array("I")
+            data = self.postings[term] = array.array("I") if self.all_in_memory \
+                else cache_term_postings(self.conn, term)
         return data
 
     def flush(self) -> None:
         """Write everything queued (inside the caller's transaction)."""
-        conn = self.conn
-        conn.executemany("DELETE FROM chunks WHERE path=?", [(p,) for p in self.dropped_paths])
-        conn.executemany("INSERT INTO chunks(id, path, start_line, end_line, sections, text, n_terms,"
-                         " embed_sha) VALUES(?,?,?,?,?,?,?,?)", self.chunk_rows)
-        conn.executemany("INSERT OR REPLACE INTO files(path, mtime_ns, size, sha, title, url)"
-                         " VALUES(?,?,?,?,?,?)", self.file_rows)
-        puts, deletes = [], []
+        puts, empty = [], []
         for term in sorted(self.added.keys() | self.removed.keys()):
             data = self._stored(term)
             gone = self.removed.get(term)
@@ -1802,9 +2686,8 @@ class _IndexWriter:
             if data:
                 puts.append((term, data.tobytes()))
             else:
-                deletes.append((term,))
-        conn.executemany("INSERT OR REPLACE INTO postings(term, data) VALUES(?,?)", puts)
-        conn.executemany("DELETE FROM postings WHERE term=?", deletes)
+                empty.append(term)
+        cache_write_batch(self.conn, self.dropped_paths, self.chunk_rows, self.file_rows, puts, empty)
         self.chunk_rows, self.file_rows, self.dropped_paths = [], [], []
         self.added, self.removed = {}, {}
 
@@ -1819,738 +2702,111 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings,
     so an interrupted run keeps its progress.
     """
     cache_dir = settings.cache_dir
-    entries, notes = corpus_walk(settings.docs_dir, [cache_dir] if cache_dir else [])
-    signature = _stat_signature(entries)
-    meta = dict(conn.execute("SELECT key, value FROM meta"))
-    if meta.get("index_params") == _index_params(settings) and meta.get("stat_sig") == signature \
+    scan = corpus_scan(settings.docs_dir, [cache_dir] if cache_dir else [])
+    meta = cache_meta(conn)
+    if meta.get("index_params") == _index_params(settings) and meta.get("stat_sig") == scan.signature \
             and "generation" in meta:
         stats = IndexStats(unchanged=int(meta.get("n_files", 0)),
-                           notes=notes + [Note(c, m) for c, m in json.loads(meta.get("file_notes", "[]"))])
+                           notes=scan.notes + [Note(c, m) for c, m in json.loads(meta.get("file_notes", "[]"))])
     else:
-        stats = _refresh_changed(conn, settings, entries, notes, signature, progress)
-        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        with cache_transaction(conn):
+            stats = _refresh_changed(conn, settings, scan, progress)
+        meta = cache_meta(conn)
     stats.chunks = int(meta.get("n_chunks") or 0)
-    stats.index_version = _index_version(conn, meta, settings.docs_dir, entries)
+    stats.index_version = _index_version(conn, meta, settings.docs_dir, scan)
     return stats
 
 
-def _refresh_changed(conn: sqlite3.Connection, settings: Settings, entries: list[FileEntry],
-                     notes: list[Note], signature: str, progress: ProgressFn | None) -> IndexStats:
-    """Re-read the files whose stat changed, drop the removed ones; return the counts."""
-    stats = IndexStats(notes=notes)
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        if _meta_get(conn, "index_params") != _index_params(settings):
-            for table in ("files", "chunks", "postings"):
-                conn.execute(f"DELETE FROM {table}")
-            _meta_set(conn, "index_params", _index_params(settings))
-        known = {row[0]: row[1:] for row in conn.execute("SELECT path, mtime_ns, size, sha FROM files")}
-        todo = [e for e in entries if known.get(e.rel_path, (None, None))[:2] != (e.mtime_ns, e.size)]
-        stats.unchanged = len(entries) - len(todo)
-        present = {e.rel_path for e in entries}
-        gone = [p for p in known if p not in present]
-        writer = _IndexWriter(conn, _Tokenizer())
-        for path in gone:
-            writer.drop_file(path)
-        conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
-        stats.removed = len(gone)
-        skipped: dict[str, list[str]] = {}
-        tasks = [[(e, known.get(e.rel_path, (0, 0, None))[2]) for e in todo[i:i + PARSE_BATCH_FILES]]
-                 for i in range(0, len(todo), PARSE_BATCH_FILES)]
-        done = 0
-        # A fork pool of parsers was measured and did not pay on a shared 2-core machine
-        # (see reports/performance.md); parsing stays in this process.
-        jobs = [(t, settings.max_file_bytes, settings.chunk_chars, writer.tokenizer) for t in tasks]
-        for parsed in map(_parse_files, jobs):
-            for item in parsed:
-                _apply_parsed(writer, item, item[0].rel_path in known, stats, skipped)
-            done += len(parsed)
-            if done % CACHE_COMMIT_EVERY < len(parsed):
-                writer.flush()
-                conn.execute("COMMIT")
-                conn.execute("BEGIN IMMEDIATE")
-            if progress:
-                progress("index", done, len(todo))
-        writer.flush()
-        file_notes = [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())]
-        stats.notes += file_notes
-        if todo or gone or _meta_get(conn, "generation") is None:
-            _update_generation(conn)
-        _meta_set(conn, "stat_sig", signature)
-        _meta_set(conn, "file_notes", json.dumps([[n.code, n.message] for n in file_notes]))
-        conn.execute("COMMIT")
-    except BaseException:
-        _rollback(conn)
-        raise
+_NO_STATE = FileState(-1, -1, "")
+
+
+def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusScan,
+                     progress: ProgressFn | None) -> IndexStats:
+    """Re-read the files whose stat changed, drop the removed ones; return the counts
+    (inside the caller's transaction, committed every CACHE_COMMIT_EVERY files)."""
+    entries, stats = scan.entries, IndexStats(notes=scan.notes)
+    if _meta_get(conn, "index_params") != _index_params(settings):
+        cache_clear_index(conn)
+        cache_meta_put(conn, {"index_params": _index_params(settings)})
+    known = cache_file_states(conn)
+    todo = [e for e in entries if known.get(e.rel_path, _NO_STATE)[:2] != (e.mtime_ns, e.size)]
+    stats.unchanged = len(entries) - len(todo)
+    present = {e.rel_path for e in entries}
+    gone = [p for p in known if p not in present]
+    writer = _IndexWriter(conn, _Tokenizer())
+    for path in gone:
+        writer.drop_file(path)
+    cache_delete_files(conn, gone)
+    stats.removed = len(gone)
+    skipped: dict[str, list[str]] = {}
+    done = 0
+    for start in range(0, len(todo), PARSE_BATCH_FILES):
+        batch = todo[start:start + PARSE_BATCH_FILES]
+        parsed = _parse_files(batch, [known[e.rel_path].sha if e.rel_path in known else None for e in batch],
+                              settings.max_file_bytes, settings.chunk_chars, writer.tokenizer)
+        for item in parsed:
+            _apply_parsed(writer, item, item.entry.rel_path in known, stats, skipped)
+        done += len(parsed)
+        if done % CACHE_COMMIT_EVERY < len(parsed):
+            writer.flush()
+            cache_commit_point(conn)
+        if progress:
+            progress("index", done, len(todo))
+    writer.flush()
+    file_notes = [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())]
+    stats.notes += file_notes
+    if todo or gone or _meta_get(conn, "generation") is None:
+        cache_update_generation(conn)
+    cache_meta_put(conn, {"stat_sig": scan.signature,
+                          "file_notes": json.dumps([[n.code, n.message] for n in file_notes])})
     return stats
 
 
-ParsedFile = tuple  # (entry, skip code, sha, title, url, [(Chunk, counts, n_terms, embed_sha)] or None)
-
-
-def _parse_files(job: tuple[list[tuple[FileEntry, str | None]], int, int, _Tokenizer]) -> list[ParsedFile]:
+def _parse_files(entries: list[FileEntry], known_shas: list[str | None], max_bytes: int,
+                 chunk_chars: int, tokenizer: _Tokenizer) -> list[ParsedFile]:
     """Return each file read, hashed, titled and, unless its hash is the known one, chunked
-    and counted (pure but for reading the files, so it could run in a worker process)."""
-    task, max_bytes, chunk_chars, tokenizer = job
+    and counted (pure but for reading the files)."""
     out = []
-    for entry, known_sha in task:
+    for entry, known_sha in zip(entries, known_shas):
         text, skip = corpus_read(entry, max_bytes)
         if text is None:
-            out.append((entry, skip, None, None, None, None))
+            out.append(ParsedFile(entry, skip, None, None, None, None))
             continue
-        sha = _file_sha(text)
-        title, url = _document_title(text)
-        parsed = None
-        if sha != known_sha:
-            parsed = []
-            for chunk in chunk_text(entry.rel_path, text, chunk_chars):
-                counts, n_units = bm25_term_counts(chunk.text, tokenizer)
-                parsed.append((chunk, counts, n_units, _embed_key(chunk)))
-        out.append((entry, None, sha, title, url, parsed))
+        sha = _blake2b_hex(text)
+        if sha == known_sha:
+            out.append(ParsedFile(entry, None, sha, *_document_title(text), None))
+            continue
+        doc = chunk_parse(entry.rel_path, text, chunk_chars)
+        chunks = [ParsedChunk(chunk, *bm25_term_counts(chunk.text, tokenizer, heads), _embed_key(chunk))
+                  for chunk, heads in zip(doc.chunks, doc.heads)]
+        out.append(ParsedFile(entry, None, sha, doc.title, doc.url, chunks))
     return out
 
 
 def _apply_parsed(writer: _IndexWriter, item: ParsedFile, is_known: bool, stats: IndexStats,
                   skipped: dict[str, list[str]]) -> None:
     """Replace one new or touched file's chunks if its content changed, or note a skip."""
-    entry, skip, sha, title, url, parsed = item
-    if skip is not None:
-        skipped.setdefault(skip, []).append(entry.rel_path)
+    if item.skip is not None:
+        skipped.setdefault(item.skip, []).append(item.entry.rel_path)
         if is_known:
-            writer.drop_file(entry.rel_path)
-            writer.conn.execute("DELETE FROM files WHERE path=?", (entry.rel_path,))
+            writer.drop_file(item.entry.rel_path)
+            cache_delete_files(writer.conn, [item.entry.rel_path])
             stats.removed += 1
         return
-    if parsed is None:
+    if item.chunks is None:
         stats.unchanged += 1
     else:
         if is_known:
-            writer.drop_file(entry.rel_path)
+            writer.drop_file(item.entry.rel_path)
             stats.updated += 1
         else:
             stats.new += 1
-        writer.add_chunks(parsed)
-    writer.put_file((entry.rel_path, entry.mtime_ns, entry.size, sha, title, url))
-
-
-def _update_generation(conn: sqlite3.Connection) -> None:
-    """Recompute the corpus generation hash and the BM25 collection statistics."""
-    digest = hashlib.sha256()
-    for path, sha in conn.execute("SELECT path, sha FROM files ORDER BY path"):
-        digest.update(f"{path}\0{sha}\n".encode("utf-8", "surrogatepass"))
-    n_chunks, total = conn.execute("SELECT COUNT(*), COALESCE(SUM(n_terms), 0) FROM chunks").fetchone()
-    n_files = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
-    _meta_set(conn, "generation", digest.hexdigest()[:12])
-    _meta_set(conn, "n_files", str(n_files))
-    _meta_set(conn, "n_chunks", str(n_chunks))
-    _meta_set(conn, "avg_terms", repr(total / n_chunks if n_chunks else 0.0))
-
-
-# --- 10b. index_version — the corpus generation plus the Git revision, read from .git's files
-#
-# The docs folder's Git metadata is untrusted data: git itself is never run (its config,
-# hooks, fsmonitor, pager, filters and the like could name any program). HEAD, loose refs,
-# packed-refs, a worktree's `gitdir:` file and `commondir`, the index, and the commit and
-# tree objects (loose, or in packs) are parsed here.
-
-GIT_MAX_SYMREF_DEPTH = 5           # HEAD -> ref -> ref ... deeper is taken as a loop
-GIT_MAX_REF_BYTES = 64 * 1024      # a larger HEAD or loose ref is not a ref
-GIT_MAX_META_BYTES = 256 * 1024 * 1024   # a larger packed-refs or index is not read
-GIT_HASH_BYTES = {40: 20, 64: 32}  # hex digits of a revision -> bytes of an object id (SHA-1, SHA-256)
-_GIT_REV = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-_GIT_REF_NAME = re.compile(r"refs/(?:[A-Za-z0-9._@+-]+/)*[A-Za-z0-9._@+-]+")
-_GIT_PER_WORKTREE_REFS = ("refs/worktree/", "refs/bisect/", "refs/rewritten/")
-_GIT_INDEX_VERSIONS = (2, 3, 4)
-_GIT_ENTRY_FIXED = ">10I"          # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size
-_GIT_REGULAR_MODES = (0o100644, 0o100755)
-_GIT_FLAG_EXTENDED, _GIT_FLAG_STAGE_SHIFT = 0x4000, 12
-_GIT_EXT_SKIP_WORKTREE, _GIT_EXT_INTENT_TO_ADD = 0x4000, 0x2000
-_GIT_HASH_CHUNK = 1 << 20
-
-
-class GitCheckout(NamedTuple):
-    """Where a checkout's metadata lives: git_dir holds HEAD and the index (per worktree),
-    common_dir the refs and packed-refs; work_tree is the folder holding `.git`."""
-
-    git_dir: str
-    common_dir: str
-    work_tree: str
-
-
-class GitState(NamedTuple):
-    """A checkout's HEAD commit (hex) and whether the probed documents differ from it
-    (see git_is_dirty; None: the index or an object could not be read, nothing is claimed)."""
-
-    rev: str
-    is_dirty: bool | None
-
-
-class _GitIndexEntry(NamedTuple):
-    mtime_s: int
-    mtime_ns: int
-    mode: int
-    size: int
-    oid: bytes
-    stage: int
-    ext_flags: int
-
-
-def _git_read(path: str, max_bytes: int) -> bytes | None:
-    """Return a regular file's bytes (None when missing, not a regular file or too big);
-    opened non-blocking so a FIFO planted in .git cannot hang the run."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
-            return None
-        return _read_at_most_fd(fd, max_bytes)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _read_at_most_fd(fd: int, limit: int) -> bytes | None:
-    """Return the rest of an open file if it holds at most limit bytes, else None."""
-    parts, got = [], 0
-    while got <= limit:
-        part = os.read(fd, min(limit + 1 - got, _GIT_HASH_CHUNK))
-        if not part:
-            return b"".join(parts)
-        parts.append(part)
-        got += len(part)
-    return None
-
-
-def git_checkout(directory: str) -> GitCheckout | None:
-    """Return the Git checkout holding directory (a `.git` folder, or a worktree's or
-    submodule's `.git` file naming its git dir), or None when there is none."""
-    probe = os.path.realpath(directory)
-    while True:
-        dot_git = os.path.join(probe, ".git")
-        git_dir = dot_git if os.path.isdir(dot_git) else _git_dir_from_file(dot_git)
-        if git_dir is not None and os.path.isfile(os.path.join(git_dir, "HEAD")):
-            return GitCheckout(git_dir, _git_common_dir(git_dir), probe)
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            return None
-        probe = parent
-
-
-def _git_dir_from_file(dot_git: str) -> str | None:
-    """Return the folder a `gitdir: <path>` file names (relative to the file), or None."""
-    data = _git_read(dot_git, GIT_MAX_REF_BYTES)
-    if data is None or not data.startswith(b"gitdir:"):
-        return None
-    target = data[len(b"gitdir:"):].strip().decode("utf-8", "surrogateescape")
-    return os.path.normpath(os.path.join(os.path.dirname(dot_git), target)) if target else None
-
-
-def _git_common_dir(git_dir: str) -> str:
-    """Return the folder holding the shared refs: the one `commondir` names, else git_dir."""
-    data = _git_read(os.path.join(git_dir, "commondir"), GIT_MAX_REF_BYTES)
-    target = data.strip().decode("utf-8", "surrogateescape") if data else ""
-    return os.path.normpath(os.path.join(git_dir, target)) if target else git_dir
-
-
-def git_head(checkout: GitCheckout) -> str | None:
-    """Return the commit HEAD names (full hex), following symbolic refs through loose refs
-    and packed-refs; None for an unborn branch, a bad or looping ref, or reftable refs."""
-    value = _git_ref_text(os.path.join(checkout.git_dir, "HEAD"))
-    for _ in range(GIT_MAX_SYMREF_DEPTH):
-        if value is None:
-            return None
-        if _GIT_REV.fullmatch(value):
-            return value
-        if not value.startswith("ref:"):
-            return None
-        name = value[len("ref:"):].strip()
-        if not _GIT_REF_NAME.fullmatch(name) or ".." in name or name.endswith((".lock", ".")):
-            return None
-        value = _git_ref(checkout, name)
-    return None
-
-
-def _git_ref_text(path: str) -> str | None:
-    """Return a ref file's first line, or None."""
-    data = _git_read(path, GIT_MAX_REF_BYTES)
-    if not data:
-        return None
-    return data.decode("utf-8", "replace").strip().split("\n", 1)[0].strip()
-
-
-def _git_ref(checkout: GitCheckout, name: str) -> str | None:
-    """Return what ref `name` holds (a revision or `ref: ...`): its loose file first,
-    then its line in packed-refs."""
-    base = checkout.git_dir if name.startswith(_GIT_PER_WORKTREE_REFS) else checkout.common_dir
-    loose = os.path.join(base, *name.split("/"))
-    if os.path.lexists(loose):
-        return _git_ref_text(loose)
-    packed = _git_read(os.path.join(checkout.common_dir, "packed-refs"), GIT_MAX_META_BYTES)
-    data = b"\n" + (packed or b"") + b"\n"         # lines are '<rev> <name>' (found in C, not split)
-    end = data.find(b" " + name.encode("utf-8") + b"\n")
-    if end < 0:
-        return None
-    rev = data[data.rfind(b"\n", 0, end) + 1:end].decode("ascii", "replace")
-    return rev if _GIT_REV.fullmatch(rev) else None
-
-
-def _git_varint(data: bytes, pos: int) -> tuple[int, int]:
-    """Return (value, next position) of the index v4 offset varint at pos."""
-    byte = data[pos]
-    value = byte & 0x7F
-    while byte & 0x80:
-        pos += 1
-        byte = data[pos]
-        value = ((value + 1) << 7) | (byte & 0x7F)
-    return value, pos + 1
-
-
-def _git_index_parse(data: bytes, hash_bytes: int) -> dict[bytes, _GitIndexEntry] | None:
-    """Return path -> entry of a Git index file (versions 2, 3 and 4), or None when it is
-    not one, is cut short, or is a split index (its entries live in another file)."""
-    if len(data) < 12 or data[:4] != b"DIRC":
-        return None
-    version, count = struct.unpack_from(">II", data, 4)
-    if version not in _GIT_INDEX_VERSIONS:
-        return None
-    entries: dict[bytes, _GitIndexEntry] = {}
-    pos, previous = 12, b""
-    head = struct.Struct(f"{_GIT_ENTRY_FIXED}{hash_bytes}sH")    # fixed part, object id, flags
-    find = data.index
-    try:
-        for _ in range(count):
-            fields = head.unpack_from(data, pos)
-            oid, flags = fields[10], fields[11]
-            name_at = pos + head.size
-            ext_flags = 0
-            if flags & _GIT_FLAG_EXTENDED and version >= 3:
-                (ext_flags,) = struct.unpack_from(">H", data, name_at)
-                name_at += 2
-            if version == 4:
-                strip, name_at = _git_varint(data, name_at)
-                end = find(b"\0", name_at)
-                name = previous[:len(previous) - strip] + data[name_at:end]
-                pos = end + 1
-            else:
-                end = find(b"\0", name_at)
-                name = data[name_at:end]
-                pos += (name_at - pos + len(name) + 8) & ~7
-            previous = name
-            entries[name] = _GitIndexEntry(fields[2], fields[3], fields[6], fields[9], oid,
-                                           (flags >> _GIT_FLAG_STAGE_SHIFT) & 3, ext_flags)
-        while pos + 8 <= len(data) - hash_bytes:
-            signature, size = data[pos:pos + 4], struct.unpack_from(">I", data, pos + 4)[0]
-            if signature == b"link":
-                return None
-            pos += 8 + size
-    except (struct.error, ValueError, IndexError):
-        return None
-    return entries
-
-
-def _git_blob_id(path: str, size: int, hash_bytes: int) -> bytes | None:
-    """Return the Git blob id of a file's content (SHA-1, or SHA-256 in such a repository)."""
-    digest = hashlib.sha1() if hash_bytes == GIT_HASH_BYTES[40] else hashlib.sha256()
-    digest.update(b"blob %d\0" % size)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))   # never block on a FIFO
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        for part in iter(functools.partial(os.read, fd, _GIT_HASH_CHUNK), b""):
-            digest.update(part)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return digest.digest()
-
-
-def _git_entry_differs(entry: _GitIndexEntry, file: FileEntry, index_mtime_ns: int,
-                       hash_bytes: int) -> bool:
-    """Return whether a file differs from its index entry: equal size and mtime (older
-    than the index file, as git's racy-clean rule asks) mean equal, else the content's
-    blob id decides."""
-    if entry.stage or entry.ext_flags & _GIT_EXT_INTENT_TO_ADD or entry.mode not in _GIT_REGULAR_MODES:
-        return True
-    if entry.size != file.size % (1 << 32):
-        return True
-    seconds, nanos = divmod(file.mtime_ns, 1_000_000_000)
-    if (entry.mtime_s, entry.mtime_ns) == (seconds % (1 << 32), nanos) and file.mtime_ns < index_mtime_ns:
-        return False
-    return _git_blob_id(file.abs_path, file.size, hash_bytes) != entry.oid
-
-
-GIT_MAX_DELTA_DEPTH = 100          # a longer delta chain (git's default limit is 50) is a loop
-GIT_MAX_OBJECT_BYTES = 64 * 1024 * 1024   # a larger commit or tree is not read
-_GIT_TREE_MODE = 0o40000
-_GIT_OBJECT_KINDS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
-_GIT_OFS_DELTA, _GIT_REF_DELTA = 6, 7
-_GIT_PACK_IDX_MAGIC = b"\xfftOc\x00\x00\x00\x02"   # pack index version 2
-_GIT_FANOUT_END = 8 + 256 * 4
-
-
-def _git_inflate(data: Any, pos: int, size: int) -> bytes | None:
-    """Return the zlib stream at data[pos:] inflated, or None when it is not size bytes."""
-    inflater, out, got = zlib.decompressobj(), [], 0
-    while not inflater.eof and got <= size:
-        piece = data[pos:pos + _GIT_HASH_CHUNK]
-        if not piece:
-            return None
-        pos += len(piece)
-        out.append(inflater.decompress(piece))
-        got += len(out[-1])
-    return b"".join(out) if got == size else None
-
-
-def _git_size(data: bytes, pos: int) -> tuple[int, int]:
-    """Return (value, next position) of a delta header's little-endian base-128 size."""
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value, pos
-
-
-def _git_apply_delta(base: bytes, delta: bytes) -> bytes:
-    """Return the object a pack delta makes of base; raise ValueError on a bad delta."""
-    _, pos = _git_size(delta, 0)
-    size, pos = _git_size(delta, pos)
-    out = bytearray()
-    while pos < len(delta):
-        op = delta[pos]
-        pos += 1
-        if op & 0x80:                  # copy from base: offset and length bytes as flagged
-            offset = length = 0
-            for i in range(4):
-                if op & (1 << i):
-                    offset |= delta[pos] << (8 * i)
-                    pos += 1
-            for i in range(3):
-                if op & (0x10 << i):
-                    length |= delta[pos] << (8 * i)
-                    pos += 1
-            out += base[offset:offset + (length or 0x10000)]
-        elif op:                       # insert the next op bytes
-            out += delta[pos:pos + op]
-            pos += op
-        else:
-            raise ValueError("reserved delta op")
-    if len(out) != size:
-        raise ValueError("delta size")
-    return bytes(out)
-
-
-class _GitObjects:
-    """Reads a checkout's commit and tree objects as files: loose (zlib) or in packs
-    (index v2, offset and ref deltas). Objects in alternates or promisor remotes are
-    not found (None). Use as a context manager: the pack maps are closed on exit."""
-
-    def __init__(self, checkout: GitCheckout, hash_bytes: int) -> None:
-        self.dir = os.path.join(checkout.common_dir, "objects")
-        self.hash_bytes = hash_bytes
-        self.packs: list[tuple[Any, Any, int]] | None = None
-        self.maps: list[mmap.mmap] = []
-
-    def __enter__(self) -> "_GitObjects":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for mapped in self.maps:
-            mapped.close()
-
-    def read(self, oid: bytes, depth: int = 0) -> tuple[int, bytes] | None:
-        """Return (kind, body) of an object (1 commit, 2 tree, 3 blob, 4 tag), or None."""
-        try:
-            found = self._loose(oid)
-            if found is not None or depth > GIT_MAX_DELTA_DEPTH:
-                return found
-            for idx, pack, count in self._packs():
-                offset = self._offset(idx, count, oid)
-                if offset is not None:
-                    return self._unpack(pack, offset, depth)
-        except (OSError, ValueError, IndexError, struct.error, zlib.error):
-            return None
-        return None
-
-    def _loose(self, oid: bytes) -> tuple[int, bytes] | None:
-        hexid = oid.hex()
-        data = _git_read(os.path.join(self.dir, hexid[:2], hexid[2:]), GIT_MAX_OBJECT_BYTES)
-        if data is None:
-            return None
-        inflater = zlib.decompressobj()
-        raw = inflater.decompress(data, GIT_MAX_OBJECT_BYTES)
-        header, _, body = raw.partition(b"\0")
-        kind, _, size = header.partition(b" ")
-        if kind not in _GIT_OBJECT_KINDS or not size.isdigit() or int(size) != len(body):
-            return None
-        return _GIT_OBJECT_KINDS[kind], body
-
-    def _map(self, path: str) -> Any:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode) or not os.fstat(fd).st_size:
-                return None
-            mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-        finally:
-            os.close(fd)
-        self.maps.append(mapped)
-        return mapped
-
-    def _packs(self) -> list[tuple[Any, Any, int]]:
-        if self.packs is None:
-            self.packs = []
-            pack_dir = os.path.join(self.dir, "pack")
-            names = sorted(os.listdir(pack_dir)) if os.path.isdir(pack_dir) else []
-            for name in names:
-                if not name.endswith(".idx"):
-                    continue
-                idx = self._map(os.path.join(pack_dir, name))
-                pack = self._map(os.path.join(pack_dir, name[:-len(".idx")] + ".pack"))
-                if idx is not None and pack is not None and idx[:8] == _GIT_PACK_IDX_MAGIC \
-                        and len(idx) >= _GIT_FANOUT_END:
-                    self.packs.append((idx, pack, struct.unpack_from(">I", idx, _GIT_FANOUT_END - 4)[0]))
-        return self.packs
-
-    def _offset(self, idx: Any, count: int, oid: bytes) -> int | None:
-        """Return oid's offset in the pack, by binary search within its fan-out bucket."""
-        width = self.hash_bytes
-        low = struct.unpack_from(">I", idx, 8 + (oid[0] - 1) * 4)[0] if oid[0] else 0
-        high = struct.unpack_from(">I", idx, 8 + oid[0] * 4)[0]
-        while low < high:
-            mid = (low + high) // 2
-            at = _GIT_FANOUT_END + mid * width
-            current = idx[at:at + width]
-            if current < oid:
-                low = mid + 1
-            elif current > oid:
-                high = mid
-            else:
-                offsets = _GIT_FANOUT_END + count * (width + 4)      # after ids and CRCs
-                (offset,) = struct.unpack_from(">I", idx, offsets + mid * 4)
-                if offset & 0x80000000:                              # in the 64-bit table
-                    (offset,) = struct.unpack_from(">Q", idx, offsets + count * 4
-                                                   + (offset & 0x7FFFFFFF) * 8)
-                return offset
-        return None
-
-    def _unpack(self, pack: Any, offset: int, depth: int) -> tuple[int, bytes] | None:
-        """Return the object at offset in a pack, resolving delta chains."""
-        byte = pack[offset]
-        kind, size, shift, pos = (byte >> 4) & 7, byte & 0x0F, 4, offset + 1
-        while byte & 0x80:
-            byte = pack[pos]
-            pos += 1
-            size |= (byte & 0x7F) << shift
-            shift += 7
-        if size > GIT_MAX_OBJECT_BYTES or depth > GIT_MAX_DELTA_DEPTH:
-            return None
-        base = None
-        if kind == _GIT_OFS_DELTA:
-            byte = pack[pos]
-            pos += 1
-            back = byte & 0x7F
-            while byte & 0x80:
-                byte = pack[pos]
-                pos += 1
-                back = ((back + 1) << 7) | (byte & 0x7F)
-            base = self._unpack(pack, offset - back, depth + 1) if 0 < back <= offset else None
-        elif kind == _GIT_REF_DELTA:
-            base = self.read(bytes(pack[pos:pos + self.hash_bytes]), depth + 1)
-            pos += self.hash_bytes
-        data = _git_inflate(pack, pos, size)
-        if data is None:
-            return None
-        if kind in (_GIT_OFS_DELTA, _GIT_REF_DELTA):
-            return None if base is None else (base[0], _git_apply_delta(base[1], data))
-        return kind, data
-
-
-def _git_tree_entries(body: bytes, hash_bytes: int) -> dict[bytes, tuple[int, bytes]]:
-    """Return name -> (mode, object id) of a tree object's body."""
-    out, pos = {}, 0
-    while pos < len(body):
-        space = body.index(b" ", pos)
-        nul = body.index(b"\0", space)
-        out[body[space + 1:nul]] = (int(body[pos:space], 8), body[nul + 1:nul + 1 + hash_bytes])
-        pos = nul + 1 + hash_bytes
-    return out
-
-
-def _git_index_trees(tracked: dict[bytes, _GitIndexEntry], prefix: bytes, hash_bytes: int
-                     ) -> dict[bytes, tuple[bytes, dict[bytes, tuple[int, bytes]]]]:
-    """Return folder ('' or 'a/b/', under prefix) -> (tree id, entries) of the trees the
-    index would commit, as `git write-tree` builds them (intent-to-add entries left out)."""
-    by_dir: dict[bytes, dict[bytes, tuple[int, bytes]]] = {b"": {}}
-    for name, entry in tracked.items():
-        if not name.startswith(prefix) or entry.stage or entry.ext_flags & _GIT_EXT_INTENT_TO_ADD:
-            continue
-        rel = name[len(prefix):]
-        folder = rel[:rel.rfind(b"/") + 1]
-        by_dir.setdefault(folder, {})[rel[len(folder):]] = (entry.mode, entry.oid)
-        while folder:
-            folder = folder[:folder[:-1].rfind(b"/") + 1]
-            by_dir.setdefault(folder, {})
-    new_hash = hashlib.sha1 if hash_bytes == GIT_HASH_BYTES[40] else hashlib.sha256
-    trees = {}
-    for folder in sorted(by_dir, key=lambda f: f.count(b"/"), reverse=True):
-        entries = by_dir[folder]
-        ordered = sorted(entries.items(), key=lambda kv: kv[0] + (b"/" if kv[1][0] == _GIT_TREE_MODE else b""))
-        body = b"".join(b"%o %s\0%s" % (mode, name, oid) for name, (mode, oid) in ordered)
-        oid = new_hash(b"tree %d\0%s" % (len(body), body)).digest()
-        trees[folder] = (oid, entries)
-        if folder:
-            parent = folder[:folder[:-1].rfind(b"/") + 1]
-            by_dir[parent][folder[len(parent):-1]] = (_GIT_TREE_MODE, oid)
-    return trees
-
-
-def _git_head_tree(objects: _GitObjects, rev: str, prefix: bytes) -> bytes | None:
-    """Return the id of HEAD's tree at prefix ('' for the root), b'' when HEAD has no
-    such folder; None when an object cannot be read."""
-    commit = objects.read(bytes.fromhex(rev))
-    if commit is None or commit[0] != _GIT_OBJECT_KINDS[b"commit"] or not commit[1].startswith(b"tree "):
-        return None
-    oid = bytes.fromhex(commit[1][5:5 + 2 * objects.hash_bytes].decode("ascii"))
-    for part in filter(None, prefix.split(b"/")):
-        tree = objects.read(oid)
-        if tree is None:
-            return None
-        mode, oid = _git_tree_entries(tree[1], objects.hash_bytes).get(part, (0, b""))
-        if mode != _GIT_TREE_MODE:
-            return b""
-    return oid
-
-
-def _git_staged(objects: _GitObjects, trees: dict, folder: bytes, head_oid: bytes,
-                is_document: Callable[[str], bool]) -> bool | None:
-    """Return whether a document under folder differs between the index's trees and HEAD's
-    tree head_oid (b'': none), descending only into subtrees whose ids differ."""
-    index_oid, index_entries = trees.get(folder, (b"", {}))
-    if index_oid == head_oid:
-        return False
-    head_entries: dict[bytes, tuple[int, bytes]] = {}
-    if head_oid:
-        tree = objects.read(head_oid)
-        if tree is None:
-            return None
-        head_entries = _git_tree_entries(tree[1], objects.hash_bytes)
-    for name in index_entries.keys() | head_entries.keys():
-        ours, theirs = index_entries.get(name), head_entries.get(name)
-        if ours == theirs:
-            continue
-        path = folder + name
-        ours_tree = ours is not None and ours[0] == _GIT_TREE_MODE
-        theirs_tree = theirs is not None and theirs[0] == _GIT_TREE_MODE
-        if ours_tree or theirs_tree:
-            found = _git_staged(objects, trees, path + b"/", theirs[1] if theirs_tree else b"", is_document)
-            if found is not False:
-                return found
-            is_flat = (ours is not None and not ours_tree) or (theirs is not None and not theirs_tree)
-            if is_flat and is_document(path.decode("utf-8", "surrogateescape")):
-                return True
-        elif is_document(path.decode("utf-8", "surrogateescape")):
-            return True
-    return False
-
-
-def git_is_dirty(checkout: GitCheckout, rev: str, directory: str, files: list[FileEntry],
-                 is_document: Callable[[str], bool]) -> bool | None:
-    """Return whether the documents under directory differ from commit rev (HEAD).
-
-    Dirty means: one of `files` (paths relative to directory) is not in the index, is
-    unmerged or intent-to-add, or its content differs from its index entry (size and
-    mtime, then the blob id of its bytes); or a file the index tracks under directory
-    for which is_document(relative path) holds is missing from disk (skip-worktree
-    entries excepted); or such a document is staged: added, changed or deleted in the
-    index against rev's tree. Not compared: files that are not documents, and files
-    stored through a clean filter or line-ending conversion (their bytes differ from
-    the blob; they count as dirty once their stat changes). None when the index or an
-    object cannot be read (a split or sparse index, objects in alternates).
-    """
-    hash_bytes = GIT_HASH_BYTES[len(rev)]
-    index_path = os.path.join(checkout.git_dir, "index")
-    data = _git_read(index_path, GIT_MAX_META_BYTES)
-    if data is None:
-        return bool(files) if not os.path.lexists(index_path) else None
-    tracked = _git_index_parse(data, hash_bytes)
-    try:
-        index_mtime_ns = os.stat(index_path).st_mtime_ns
-    except OSError:
-        return None
-    if tracked is None:
-        return None
-    rel = os.path.relpath(os.path.realpath(directory), checkout.work_tree)
-    prefix = b"" if rel == "." else rel.replace(os.sep, "/").encode("utf-8", "surrogateescape") + b"/"
-    names = [prefix + file.rel_path.encode("utf-8", "surrogateescape") for file in files]
-    for name, file in zip(names, files):
-        entry = tracked.get(name)
-        if entry is None or _git_entry_differs(entry, file, index_mtime_ns, hash_bytes):
-            return True
-    for name in tracked.keys() - set(names):
-        entry = tracked[name]
-        if name.startswith(prefix) and not entry.ext_flags & _GIT_EXT_SKIP_WORKTREE \
-                and is_document(name[len(prefix):].decode("utf-8", "surrogateescape")) \
-                and not os.path.lexists(os.path.join(checkout.work_tree, os.fsdecode(name))):
-            return True
-    if any(name.endswith(b"/") for name in tracked):        # a sparse index's folder entries
-        return None
-    with _GitObjects(checkout, hash_bytes) as objects:
-        head_oid = _git_head_tree(objects, rev, prefix)
-        if head_oid is None:
-            return None
-        return _git_staged(objects, _git_index_trees(tracked, prefix, hash_bytes), b"", head_oid,
-                           is_document)
-
-
-def git_probe(directory: str, files: list[FileEntry],
-              is_document: Callable[[str], bool]) -> GitState | None:
-    """Return the HEAD revision and dirty state of the checkout holding directory (see
-    git_is_dirty), or None when directory is in no checkout or HEAD names no commit."""
-    checkout = git_checkout(directory)
-    rev = git_head(checkout) if checkout else None
-    if checkout is None or rev is None:
-        return None
-    return GitState(rev, git_is_dirty(checkout, rev, directory, files, is_document))
-
-
-def git_probe_file(path: str) -> GitState | None:
-    """Return git_probe for one file (the graph file): is it clean in its checkout?"""
-    directory, name = os.path.split(os.path.abspath(path))
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    entry = FileEntry(name, os.path.abspath(path), st.st_mtime_ns, st.st_size)
-    return git_probe(directory, [entry], name.__eq__)
-
-
-def _is_document_name(rel_path: str) -> bool:
-    """Return whether the walk would take a path for a document (extension, nothing hidden)."""
-    return rel_path.lower().endswith(DOC_EXTENSIONS) and not any(
-        part.startswith(".") for part in rel_path.split("/"))
-
-
-def _git_index_stamp(checkout: GitCheckout) -> str:
-    """Return the git index file's (mtime_ns, size): it changes whenever git rewrites it."""
-    try:
-        st = os.stat(os.path.join(checkout.git_dir, "index"))
-    except OSError:
-        return "-"
-    return f"{st.st_mtime_ns}:{st.st_size}"
+        writer.add_chunks(item.chunks)
+    writer.put_file(item.entry, item.sha, item.title, item.url)
 
 
 def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str,
-                   files: list[FileEntry]) -> str | None:
+                   scan: CorpusScan) -> str | None:
     """Return the index version (retrieval_contract.index_version_docs): the corpus
     generation plus the Git revision when the folder is in a checkout. HEAD is resolved
     every time (a few small reads); the dirty check runs only when HEAD, the git index or
@@ -2566,9 +2822,8 @@ def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str
     if meta.get("git_key") == key:
         is_dirty = meta.get("git_dirty") == "1"
     else:
-        is_dirty = bool(git_is_dirty(checkout, rev, docs_dir, files, _is_document_name))
-        conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
-                         [("git_key", key), ("git_dirty", "1" if is_dirty else "0")])
+        is_dirty = bool(git_is_dirty(checkout, rev, docs_dir, scan.entries, _is_document_name))
+        cache_meta_put(conn, {"git_key": key, "git_dirty": "1" if is_dirty else "0"})
     return rc.index_version_docs(generation, rev, is_dirty)
 
 
@@ -2587,8 +2842,8 @@ def _cache_postings(conn: sqlite3.Connection, terms: list[str]) -> dict[str, lis
 def _cache_chunks(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[Chunk, str | None, str | None]]:
     """Return chunk id -> (Chunk, document title, document url) for the given ids."""
     out = {}
-    for start in range(0, len(ids), 500):
-        part = ids[start:start + 500]
+    for start in range(0, len(ids), SQL_IN_BATCH):
+        part = ids[start:start + SQL_IN_BATCH]
         marks = ",".join("?" * len(part))
         for row in conn.execute(
                 "SELECT c.id, c.path, c.start_line, c.end_line, c.sections, c.text, f.title, f.url"
@@ -2608,20 +2863,48 @@ def _unpack(data: bytes) -> array.array:
     return vec
 
 
-def _cache_missing_vectors(conn: sqlite3.Connection, model: str) -> list[tuple[str, str]]:
+class _MissingVectors:
+    """The (embed_sha, embedding input) pairs of chunks without a vector, one per sha in sha
+    order; the inputs are read and built per slice, so a run whose server is down reads none."""
+
+    def __init__(self, conn: sqlite3.Connection, rows: list[tuple[str, int]]) -> None:
+        self.conn, self.rows = conn, rows
+        self.built: dict[str, str] = {}            # sha -> input, for the slices taken
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, part: slice) -> list[tuple[str, str]]:
+        rows = [row for row in self.rows[part] if row[0] not in self.built]
+        texts = dict(_cache_chunk_texts(self.conn, [chunk_id for _, chunk_id in rows]))
+        self.built.update((sha, embed_input(*texts[chunk_id])) for sha, chunk_id in rows)
+        return [(sha, self.built[sha]) for sha, _ in self.rows[part]]
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        for start in range(0, len(self.rows), SQL_IN_BATCH):
+            yield from self[start:start + SQL_IN_BATCH]
+
+
+def _cache_chunk_texts(conn: sqlite3.Connection, ids: list[int]
+                       ) -> list[tuple[int, tuple[tuple[str, ...], str]]]:
+    """Return (chunk id, (sections, text)) for the given ids."""
+    out = []
+    for start in range(0, len(ids), SQL_IN_BATCH):
+        part = ids[start:start + SQL_IN_BATCH]
+        out += [(chunk_id, (tuple(json.loads(sections)), text)) for chunk_id, sections, text in conn.execute(
+            f"SELECT id, sections, text FROM chunks WHERE id IN ({','.join('?' * len(part))})", part)]
+    return out
+
+
+def _cache_missing_vectors(conn: sqlite3.Connection, model: str) -> _MissingVectors:
     """Return (embed_sha, embedding input) of chunks with no cached vector for model, by sha.
 
-    The scan reads only the chunks_by_sha index; texts are fetched for the missing ones.
+    The scan reads only the chunks_by_sha index; texts are fetched per slice taken.
     """
-    missing = conn.execute(
-        "SELECT DISTINCT c.embed_sha FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v"
-        " WHERE v.embed_sha = c.embed_sha AND v.model = ?) ORDER BY c.embed_sha", (model,)).fetchall()
-    out = []
-    for (sha,) in missing:
-        sections, text = conn.execute("SELECT sections, text FROM chunks WHERE embed_sha=? LIMIT 1",
-                                      (sha,)).fetchone()
-        out.append((sha, embed_input(tuple(json.loads(sections)), text)))
-    return out
+    return _MissingVectors(conn, conn.execute(
+        "SELECT c.embed_sha, MIN(c.id) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v"
+        " WHERE v.embed_sha = c.embed_sha AND v.model = ?) GROUP BY c.embed_sha ORDER BY c.embed_sha",
+        (model,)).fetchall())
 
 
 def _cache_put_vectors(conn: sqlite3.Connection, model: str, items: list[tuple[str, list[float]]],
@@ -2667,8 +2950,8 @@ def _cache_vectors(conn: sqlite3.Connection, model: str,
     if chunk_ids is None:
         return [(cid, _unpack(data)) for cid, data in conn.execute(sql, (model,))]
     out = []
-    for start in range(0, len(chunk_ids), 500):       # under sqlite's bound-parameter limit
-        part = chunk_ids[start:start + 500]
+    for start in range(0, len(chunk_ids), SQL_IN_BATCH):
+        part = chunk_ids[start:start + SQL_IN_BATCH]
         out += [(cid, _unpack(data)) for cid, data in conn.execute(
             sql + f" WHERE c.id IN ({','.join('?' * len(part))})", (model, *part))]
     return out
@@ -2792,25 +3075,26 @@ def _open_index(settings: Settings) -> tuple[sqlite3.Connection, list[Note]]:
     if settings.cache_dir is None:
         return cache_open(None, settings.memory_index), []
     path = cache_path(settings.cache_dir, settings.docs_dir)
-    unavailable = [_CACHE_UNAVAILABLE]
+    unavailable, timeout_s = [_CACHE_UNAVAILABLE], settings.cache_busy_timeout_s
     try:
         os.makedirs(settings.cache_dir, exist_ok=True)
     except OSError:
-        return cache_snapshot(path), unavailable
+        return cache_snapshot(path, timeout_s), unavailable
     if not os.access(settings.cache_dir, os.W_OK | os.X_OK):
-        return cache_snapshot(path), unavailable
+        return cache_snapshot(path, timeout_s), unavailable
     try:
         try:
-            return cache_open(path), []
-        except _CacheCorrupt as exc:
+            return cache_open(path, busy_timeout_s=timeout_s), []
+        except _CacheUnusable as exc:
             _remove_cache_files(path)
-            why = ("was made by another version of docs-qa" if str(exc) == "old_version"
+            why = ("was made by another version of docs-qa" if isinstance(exc, _CacheOutdated)
                    else "was damaged or foreign")
-            return cache_open(path), [Note("cache_rebuilt", f"the cache file {why} and was rebuilt")]
-    except (OSError, sqlite3.Error, _CacheCorrupt) as exc:   # e.g. disk full, or a folder in its place
+            return cache_open(path, busy_timeout_s=timeout_s), [
+                Note("cache_rebuilt", f"the cache file {why} and was rebuilt")]
+    except (OSError, sqlite3.Error, _CacheUnusable) as exc:   # e.g. disk full, or a folder in its place
         if isinstance(exc, sqlite3.Error) and _is_busy(exc):
             raise
-        return cache_snapshot(path), unavailable
+        return cache_snapshot(path, timeout_s), unavailable
 
 
 _CACHE_UNAVAILABLE = Note("cache_unavailable", "the cache cannot be written (disk full, quota, "
@@ -2849,7 +3133,7 @@ def _with_index(settings: Settings, work: Callable[[sqlite3.Connection, list[Not
                 return _with_snapshot(settings, work)
             if fault == "busy":
                 busy += 1
-                if busy > CACHE_BUSY_RETRIES:
+                if busy > settings.cache_busy_retries:
                     raise RetrievalUnavailableError("the index is locked by another process") from None
                 time.sleep(0.1 * busy)
                 continue
@@ -2861,7 +3145,7 @@ def _with_index(settings: Settings, work: Callable[[sqlite3.Connection, list[Not
 
 def _with_snapshot(settings: Settings, work: Callable[[sqlite3.Connection, list[Note]], Any]) -> Any:
     """Run work on an in-memory copy of the cache file (see cache_snapshot)."""
-    conn = cache_snapshot(cache_path(settings.cache_dir, settings.docs_dir))
+    conn = cache_snapshot(cache_path(settings.cache_dir, settings.docs_dir), settings.cache_busy_timeout_s)
     try:
         return work(conn, [_CACHE_UNAVAILABLE])
     except sqlite3.DatabaseError:
@@ -2923,7 +3207,7 @@ def _nearest_signatures(query: array.array, ids: array.array, bits: bytes, width
 
 def _query_key(question: str) -> str:
     """Return the key a question's vector is cached under (beside chunk text hashes)."""
-    return "query:" + _file_sha(question)
+    return "query:" + _blake2b_hex(question)
 
 
 def _query_vector(conn: sqlite3.Connection, question: str, settings: Settings, model: str) -> list[float]:
@@ -3231,12 +3515,12 @@ MAX_CITATIONS = 1000               # more than this in one answer: the rest are 
 MAX_CITATION_PATH_CHARS = 400      # an unknown (not returned) path longer than this is not read as one
 MAX_CITATION_GROUP_CHARS = 4000    # a bracketed group longer than this is not read as citations
 
-_CITE_RANGE = re.compile(r":[ \t]*L?(?P<start>\d{1,9})(?:[ \t]*[-\u2013\u2014][ \t]*L?(?P<end>\d{1,9}))?")
-_CITE_PREFIX = re.compile(r"S\d{1,4}(?:[ \t]*[:=][ \t]*|[ \t]+)")     # "S1: a.md:3", "S2=a.md:3"
-_CITE_LOOSE_PATH = re.compile(r"[^\s\[\]()\"`,;]+")   # an unquoted path that was not returned
-_CITE_BARE_PATH = re.compile(r"[\w./\-]+\.(?:md|markdown|txt)", re.IGNORECASE)
-_CITE_BARE_TOKEN = re.compile(r"[^\s\[\]()\"`]+\Z")   # the word before a bare ':12'
-_CITE_PLAIN_NAME = re.compile(r"[\w./+@~-]+")          # printed without quotes
+_CITE_RANGE = _lazy_re(r":[ \t]*L?(?P<start>\d{1,9})(?:[ \t]*[-\u2013\u2014][ \t]*L?(?P<end>\d{1,9}))?")
+_CITE_PREFIX = _lazy_re(r"S\d{1,4}(?:[ \t]*[:=][ \t]*|[ \t]+)")     # "S1: a.md:3", "S2=a.md:3"
+_CITE_LOOSE_PATH = _lazy_re(r"[^\s\[\]()\"`,;]+")   # an unquoted path that was not returned
+_CITE_BARE_PATH = _lazy_re(r"[\w./\-]+\.(?:md|markdown|txt)", re.IGNORECASE)
+_CITE_BARE_TOKEN = _lazy_re(r"[^\s\[\]()\"`]+\Z")   # the word before a bare ':12'
+_CITE_PLAIN_NAME = _lazy_re(r"[\w./+@~-]+")          # printed without quotes
 _CITE_QUOTES = "\"`"
 _CITE_OPEN = {"[": "]", "(": ")"}
 _CITE_BOUNDARY = frozenset(" \t\n\r\f\v[(")           # a bare path starts after one of these (or at 0)
@@ -3762,11 +4046,11 @@ def _first_choice(reply: Any) -> dict:
 # citation takes the citation of the next sentence on its line (a citation at the end of a
 # line covers it); continuation lines and blocks take the group's. Each is checked alone.
 
-_FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
-_CITATIONS_ONLY = re.compile(r"^\s*(?:\[[^\[\]\n]{1,400}\]\s*)+$")
-_CUT_MARK = re.compile(r"^\s*… \(\d+ more lines? not shown\)$")
+_FENCE_LINE = _lazy_re(r"^\s*(`{3,}|~{3,})")
+_CITATIONS_ONLY = _lazy_re(r"^\s*(?:\[[^\[\]\n]{1,400}\]\s*)+$")
+_CUT_MARK = _lazy_re(r"^\s*… \(\d+ more lines? not shown\)$")
 
-_LIST_MARK = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+_LIST_MARK = _lazy_re(r"^(?:[-*+]|\d+[.)])\s+")
 LABEL_MAX_WORDS = 3                # "Źródła:", "Example:": a label, not a claim
 
 
@@ -3877,8 +4161,8 @@ def _is_claim(sentence: str) -> bool:
 
 # --- 14b. Reply check — each unit's citations, support and verbatim code; what is kept
 
-_INLINE_CODE = re.compile(r"`([^`\n]+)`")
-_EXHAUSTIVE_RE = re.compile(
+_INLINE_CODE = _lazy_re(r"`([^`\n]+)`")
+_EXHAUSTIVE_RE = _lazy_re(
     r"\b(all|every|everything|only|complete list|entire|wszystk\w*|jedyn\w*|kazd\w*|"
     r"vsetk\w*|jedin\w*|kazd\w*|cel\w* zoznam)\b")
 PROBLEM_TEXTS = {
@@ -4076,13 +4360,13 @@ def _strip_citations(text: str, start: int, end: int, citations: list[Citation])
 # MAX_QUOTED_LINES, marked, and cited for the lines shown.
 
 MAX_QUOTED_LINES = 15
-_COMMAND_LINE = re.compile(r"^\s*`[^`\n]+`\s*$")
-_TABLE_LINE = re.compile(r"^\s*\|")
-_LIST_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+\S")
-_NUMBERED_ITEM = re.compile(r"^\s*\d+[.)]\s")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_COMMAND_LINE = _lazy_re(r"^\s*`[^`\n]+`\s*$")
+_TABLE_LINE = _lazy_re(r"^\s*\|")
+_LIST_ITEM = _lazy_re(r"^(\s*)(?:[-*+]|\d+[.)])\s+\S")
+_NUMBERED_ITEM = _lazy_re(r"^\s*\d+[.)]\s")
+_TABLE_RULE = _lazy_re(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _CODE_KINDS = frozenset(("fence", "command", "table"))
-_DEFINITION_LINE = re.compile(r"^\s*:\s+\S")
+_DEFINITION_LINE = _lazy_re(r"^\s*:\s+\S")
 
 
 class _Block(NamedTuple):
@@ -4222,7 +4506,7 @@ def _body(block: _Block) -> tuple[tuple[str, ...], int]:
 # introduces, a table row with its header, a term with its definition; the best are quoted.
 
 _WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".split())
-_STANDALONE_NUMBER = re.compile(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not JPK_V7, VAT-26
+_STANDALONE_NUMBER = _lazy_re(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not JPK_V7, VAT-26
 
 
 def _units(chunk: Chunk) -> list[_Unit]:
@@ -4593,7 +4877,7 @@ def _error_boundary(exc: Exception, debug: bool, log: Callable[[str], None] | No
 _LIMIT_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
 _QUESTION_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS,
                     "pattern": r"[^\s\x00-\x1f\x7f-\x9f]"}   # something besides spaces and controls
-_QUESTION_CONTENT = re.compile(_QUESTION_SCHEMA["pattern"])
+_QUESTION_CONTENT = _lazy_re(_QUESTION_SCHEMA["pattern"])
 
 
 def _is_finite_number(value: Any) -> bool:
@@ -5249,12 +5533,12 @@ _HEALTH_SCHEMA = {"type": "object", "properties": {
     "required": ["status", "contract_version", "operations", "graph_loaded"],
     "additionalProperties": False}
 
-_ASCII_DIGITS = re.compile(r"[0-9]+")
+_ASCII_DIGITS = _lazy_re(r"[0-9]+")
 
 _HTTP_ERROR_TYPES = {HTTPStatus.NOT_IMPLEMENTED: rc.MethodNotAllowedError,   # a method http.server has no do_ for
                      HTTPStatus.SERVICE_UNAVAILABLE: RetrievalUnavailableError}   # any other: invalid_query
 
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")   # the only way JSON text can hold a surrogate
+_SURROGATE_ESCAPE = _lazy_re(r"\\u[dD][89a-fA-F]")   # the only way JSON text can hold a surrogate
 
 
 @dataclass
@@ -6291,7 +6575,7 @@ def _indexed_file(settings: Settings, rel_path: str) -> tuple[int, int, str] | N
     def work(conn: sqlite3.Connection, notes: list[Note]) -> tuple[int, int, str] | None:
         if settings.cache_dir is None or any(n.code == "cache_unavailable" for n in notes):
             index_refresh(conn, settings)
-        return conn.execute("SELECT mtime_ns, size, sha FROM files WHERE path=?", (rel_path,)).fetchone()
+        return cache_file_state(conn, rel_path)
     return _with_index(settings, work)
 
 
@@ -6306,7 +6590,7 @@ def page_source_lines(settings: Settings, rel_path: str, start_line: int, end_li
     text = corpus_reread(settings.docs_dir, rel_path, settings.max_file_bytes) if stored else None
     if text is None:
         raise rc.NotFoundError()
-    changed = _file_sha(text) != stored[2]          # the content hash the index stored
+    changed = _blake2b_hex(text) != stored[2]          # the content hash the index stored
     lines = _split_lines(text)
     total = len(lines)
     start = min(max(start_line, 1), total)
@@ -6581,7 +6865,7 @@ def mcp_serve(ctx: ServerContext, stdin: Any, stdout: Any) -> int:
 
 # === 20. main — dispatch, start-up checks, and the CLI's error boundary ===
 
-_ORIGIN_RE = re.compile(r"^https?://[^/\s?#]+$")
+_ORIGIN_RE = _lazy_re(r"^https?://[^/\s?#]+$")
 
 
 class _Terminated(KeyboardInterrupt):

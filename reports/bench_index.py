@@ -2,19 +2,27 @@
 """Benchmark docs-qa indexing and cached questions against bm25s, as whole processes.
 
     python3 reports/bench_index.py DOCS_DIR [--anchor-python VENV/bin/python]
-                                   [--build-runs 3] [--query-runs 15] [--out reports/performance.md]
+                                   [--build-runs 3] [--query-runs 11] [--out reports/performance.md]
+                                   [--growth 10000,38000] [--embed-python VENV/bin/python]
     python3 reports/bench_index.py --generate 5000     # a synthetic folder when no DOCS_DIR
 
 Runs docs-qa and the anchor alternately in one run (the machine may be shared), and
 writes medians, min/max and ratios, with the machine, the date and the exact commands,
-to a markdown report. Standard library only; the anchors (bm25s, rank_bm25) run under
---anchor-python when it can import them and are skipped otherwise. Goals 5 and 6 are
-measured by reports/bench_dense.py, whose section this script appends when asked.
+to a markdown report, with a profile of each docs-qa process (what limits it). DOCS_DIR
+is only read: the edited-file goal works on a copy. Standard library only; the anchors
+(bm25s, rank_bm25) run under --anchor-python when it can import them and are skipped
+otherwise. --growth and --embed-python append the sections of reports/bench_growth.py
+and reports/bench_embed_overhead.py (skipped with a line saying so when absent); dense
+search is measured by reports/bench_dense.py, whose output --append adds.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import importlib
+import io
+import pstats
 import shlex
 import os
 import platform
@@ -167,8 +175,12 @@ def bench_query(docs: str, runs: int, anchor: str | None, work: str, question: s
                          " ".join(floor)]}
 
 
-def bench_edit(docs: str, cache: str) -> dict:
-    """Goal 3: edit one file, then time `index` and read its counts."""
+def bench_edit(source: str, work: str) -> dict:
+    """Edit one file of a copy of the folder (indexed first), then time `index` and read its counts."""
+    docs = os.path.join(work, "edit-docs")
+    cache = os.path.join(work, "cache-edit")
+    shutil.copytree(source, docs, symlinks=True)
+    run_measured([sys.executable, DOCS_QA, "index", "--docs", docs, "--cache-dir", cache], docs_qa_env())
     target = None
     for dirpath, dirnames, filenames in os.walk(docs):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
@@ -190,7 +202,7 @@ def bench_edit(docs: str, cache: str) -> dict:
         os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     restored = run_measured(cmd, docs_qa_env())
     return {"file": os.path.relpath(target, docs), "edited": edited, "restored": restored,
-            "command": " ".join(cmd).replace(cache, "CACHE")}
+            "command": " ".join(cmd).replace(cache, "CACHE").replace(docs, "DOCS")}
 
 
 def bench_embed(docs: str, work: str, max_files: int) -> dict:
@@ -241,6 +253,44 @@ def bench_embed(docs: str, work: str, max_files: int) -> dict:
     return {"files": copied, "runs": runs}
 
 
+def profile_process(args: list[str], out: str, top: int = 14) -> list[str]:
+    """Run docs_qa.py with args under cProfile in a child process; return markdown rows of
+    the functions with the most own time (the profiler slows calls down, shares hold)."""
+    prof = os.path.join(out, "profile.out")
+    run_measured([sys.executable, "-m", "cProfile", "-o", prof, DOCS_QA, *args], docs_qa_env())
+    stats = pstats.Stats(prof, stream=io.StringIO())
+    total = max(stats.total_tt, 1e-9)
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:top]
+    lines = ["| function | calls | own time | share | with callees |", "|---|---|---|---|---|"]
+    for (path, line, name), (_, calls, own, cumulative, _) in rows:
+        where = f"{os.path.basename(path)}:{line}({name})" if line else name
+        lines.append(f"| `{where}` | {calls} | {own:.3f} s | {own / total:.0%} | {cumulative:.3f} s |")
+    os.remove(prof)
+    return [f"Profile (cProfile, {total:.2f} s in all under the profiler; top {top} by own time):", "",
+            *lines, ""]
+
+
+def optional_section(module: str, function: str, *args, **kwargs) -> str:
+    """Return the markdown of reports/<module>.py's function(*args), or one line saying it
+    was skipped when that script is absent."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        make = getattr(importlib.import_module(module), function)
+    except (ImportError, AttributeError):
+        return f"\n(reports/{module}.py with {function}() is absent: section skipped)\n"
+    return "\n" + make(*args, **kwargs)
+
+
+def placeholders(text: str, docs: str, anchor: str | None, work: str) -> str:
+    """Return text with this machine's paths replaced by DOCS, VENV, WORK and relative paths."""
+    if anchor:
+        venv = os.path.dirname(os.path.dirname(anchor))
+        text = text.replace(venv + os.sep, "VENV/")
+    for path, name in ((work, "WORK"), (docs, "DOCS"), (REPO + os.sep, ""), (sys.executable, "python3")):
+        text = text.replace(path, name)
+    return text
+
+
 # === Synthetic folder ===
 
 
@@ -287,7 +337,7 @@ def ratio(a: list[float], b: list[float]) -> str:
 
 
 def report_embed(embed: dict) -> list[str]:
-    lines = ["## Goal 5 — embedding a folder (batched, resumable, never re-sent)", "",
+    lines = ["## Embedding a folder: batched, resumable, never re-sent (issue 7)", "",
              f"{embed['files']} files of the folder, copied to a temporary folder, embedded through "
              "tests/helpers.py's StubModelServer (a real HTTP server on 127.0.0.1, 768-dim vectors); "
              "`index_folder` with the default batch of 32 and a progress callback.", "",
@@ -307,13 +357,13 @@ def report_embed(embed: dict) -> list[str]:
 def report(args, docs: str, n_files: int, build: dict, query: dict, edit: dict, started: str) -> str:
     b, q = build["rows"], query["rows"]
     lines = [
-        "# docs-qa performance (issue 7)", "",
+        "# docs-qa performance (issues 7 and 18)", "",
         f"- Date: {started}", f"- Machine: {machine()}",
         f"- Folder: `{docs}` ({n_files} documents found by docs-qa)",
         f"- Command: `python3 reports/bench_index.py {' '.join(args.raw)}`",
         "- Each pair of processes is run alternately (docs-qa, then the anchor) in one run, so load",
         "  from other work on the machine hits both alike; medians decide, ratios are docs-qa / anchor.",
-        "", "## Goal 1 — first index, BM25 only (no model server reachable)", "",
+        "", "## Issue 18 goal 1 — first index, BM25 only (no model server reachable)", "",
         "| process | wall time | peak RSS |", "|---|---|---|",
         f"| docs-qa `index` | {fmt(summary(b['docs_qa']))} | {fmt(summary(b['docs_qa_mb']), 'MB', 0)} |",
     ]
@@ -325,7 +375,8 @@ def report(args, docs: str, n_files: int, build: dict, query: dict, edit: dict, 
                   f"{ratio(b['docs_qa_mb'], b['bm25s_mb'])}. Progress updates on stderr in the last run: "
                   f"{progress_lines} (shown once a run passes one second).", "",
               "Commands:", "", "```", *[c for c in build["commands"] if c], "```", "",
-              "## Goal 2 — a question on an unchanged folder (freshness of every file verified)", "",
+              *build.get("profile", []),
+              "## Issue 18 goal 2 — a question on an unchanged folder (freshness of every file verified)", "",
               "| process | wall time | peak RSS |", "|---|---|---|",
               f"| docs-qa question `--extractive --json` | {fmt(summary(q['docs_qa']))} | "
               f"{fmt(summary(q['docs_qa_mb']), 'MB', 0)} |"]
@@ -333,11 +384,13 @@ def report(args, docs: str, n_files: int, build: dict, query: dict, edit: dict, 
         lines.append(f"| bm25s import+load+query | {fmt(summary(q['bm25s']))} | {fmt(summary(q['bm25s_mb']), 'MB', 0)} |")
     lines += [f"| `python3 -c pass` (floor) | {fmt(summary(q['python']))} | |", "",
               f"Ratio (median wall): **{ratio(q['docs_qa'], q['bm25s'])}** (goal: under 0.3 s and at most 0.8x).",
-              "", "Commands:", "", "```", *[c for c in query["commands"] if c], "```", ""]
+              "", "Commands:", "", "```", *[c for c in query["commands"] if c], "```", "",
+              *query.get("profile", [])]
     wall, _, out, _, _ = edit["edited"]
     wall2, _, out2, _, _ = edit["restored"]
-    lines += ["## Goal 3 — after editing one file", "",
-              f"Edited `{edit['file']}` (one line appended), then ran `{edit['command']}`:", "",
+    lines += ["## After editing one file (issue 7)", "",
+              f"In a copy of the folder, indexed first, edited `{edit['file']}` (one line appended), "
+              f"then ran `{edit['command']}`:", "",
               f"- {wall:.3f} s: `{out.strip().splitlines()[0] if out.strip() else '(no output)'}`",
               f"- restored the file (content and mtime) and ran it again, {wall2:.3f} s: "
               f"`{out2.strip().splitlines()[0] if out2.strip() else '(no output)'}`", ""]
@@ -355,10 +408,16 @@ def main() -> int:
                         help="interpreter that can import bm25s (default: this one; the "
                              "anchor is skipped when it cannot)")
     parser.add_argument("--build-runs", type=int, default=3)
-    parser.add_argument("--query-runs", type=int, default=15)
+    parser.add_argument("--query-runs", type=int, default=11)
     parser.add_argument("--question", default=DEFAULT_QUESTION)
     parser.add_argument("--embed-files", type=int, default=2000, metavar="N",
-                        help="files embedded for goal 5 (0 skips it)")
+                        help="files embedded through a stand-in server, resumably (0 skips it)")
+    parser.add_argument("--no-profile", action="store_true", help="skip the profiled runs")
+    parser.add_argument("--growth", metavar="SIZES",
+                        help="comma-separated folder sizes for reports/bench_growth.py's section")
+    parser.add_argument("--embed-python", metavar="VENV/bin/python",
+                        help="interpreter of the lmstub server for reports/bench_embed_overhead.py's section")
+    parser.add_argument("--embed-overhead-files", type=int, default=500, metavar="N")
     parser.add_argument("--out", default=os.path.join(REPO, "reports", "performance.md"))
     parser.add_argument("--append", action="append", default=[], metavar="FILE",
                         help="markdown to append to the report (e.g. bench_dense.py output)")
@@ -374,12 +433,25 @@ def main() -> int:
         print("build done", file=sys.stderr)
         query = bench_query(docs, args.query_runs, anchor, work, args.question)
         print("query done", file=sys.stderr)
-        edit = bench_edit(docs, query["cache"])
+        if not args.no_profile:
+            build["profile"] = profile_process(["index", "--docs", docs, "--cache-dir",
+                                                os.path.join(work, "cache-profile")], work)
+            query["profile"] = profile_process([args.question, "--docs", docs, "--cache-dir", query["cache"],
+                                                "--extractive", "--json"], work)
+        edit = bench_edit(docs, work)
         args.embed_result = bench_embed(docs, work, args.embed_files) if args.embed_files else None
         n_files = sum(int(w) for w in build["stdout"].split()[1:2] if w.isdigit())
         counts = build["stdout"].split(";")[0]
         text = report(args, docs, n_files, build, query, edit, started)
         text = text.replace(f"({n_files} documents found by docs-qa)", f"(first index: `{counts.strip()}`)")
+        if args.embed_python:
+            text += optional_section("bench_embed_overhead", "embed_overhead_section", docs,
+                                     args.embed_overhead_files, args.embed_python, os.path.join(work, "overhead"))
+        if args.growth:
+            sizes = [int(n) for n in args.growth.split(",") if n.strip()]
+            text += optional_section("bench_growth", "growth_section", docs, sizes, os.path.join(work, "growth"),
+                                     anchor_python=anchor)
+        text = placeholders(text, docs, anchor, work).replace(args.out, "OUT.md")
     for extra in args.append:
         with open(extra, encoding="utf-8") as fh:
             text += "\n" + fh.read()

@@ -27,11 +27,11 @@ def _append(path: str, text: str) -> None:
 
 
 class CountingCalls:
-    """Patch docs_qa.corpus_read and docs_qa.chunk_text to count calls."""
+    """Patch docs_qa.corpus_read and docs_qa.chunk_parse (the indexer's chunker) to count calls."""
 
     def __init__(self, test: unittest.TestCase) -> None:
         self.reads, self.chunked = [], []
-        real_read, real_chunk = docs_qa.corpus_read, docs_qa.chunk_text
+        real_read, real_chunk = docs_qa.corpus_read, docs_qa.chunk_parse
 
         def read(entry, max_bytes):
             self.reads.append(entry.rel_path)
@@ -41,7 +41,7 @@ class CountingCalls:
             self.chunked.append(path)
             return real_chunk(path, text, max_chars)
 
-        for name, fake in (("corpus_read", read), ("chunk_text", chunk)):
+        for name, fake in (("corpus_read", read), ("chunk_parse", chunk)):
             patcher = mock.patch.object(docs_qa, name, fake)
             patcher.start()
             test.addCleanup(patcher.stop)
@@ -149,6 +149,15 @@ class BulkWriteTest(TempDirTest):
             got = [(h.chunk.label, h.bm25_score) for h in docs_qa.search(question, many).hits]
             want = [(h.chunk.label, h.bm25_score) for h in docs_qa.search(question, one).hits]
             self.assertEqual(got, want, question)
+
+
+    def test_scan_signature_changes_with_a_stat_and_only_then(self):
+        write_files(self.docs, TAX_CORPUS)
+        first, again = docs_qa.corpus_scan(self.docs), docs_qa.corpus_scan(self.docs)
+        self.assertEqual(first.signature, again.signature)
+        self.assertEqual(first.entries, docs_qa.corpus_walk(self.docs)[0])
+        _bump_mtime(os.path.join(self.docs, "notes.txt"))
+        self.assertNotEqual(docs_qa.corpus_scan(self.docs).signature, first.signature)
 
     def test_cache_folder_inside_the_docs_is_not_walked(self):
         write_files(self.docs, TAX_CORPUS)

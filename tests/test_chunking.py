@@ -70,5 +70,35 @@ class ChunkingTest(unittest.TestCase):
         self.assertEqual(chunks[0].text.split("\n")[3], "Druga linia tekstu też ma słowa.")
 
 
+class ChunkParseTest(unittest.TestCase):
+    """chunk_parse (the indexer's one pass) gives what chunk_text, _document_title and a
+    per-chunk heading scan give apart."""
+
+    TEXTS = [
+        "---\ntitle: Z front matter\nurl: https://example.org/a\n---\n# Nagłówek\n\nTreść strony o podatkach.\n",
+        "# Pierwszy\n\nAkapit pierwszy ma kilka słów w sobie.\n\n# Drugi\n\nAkapit drugi też ma kilka słów.\n",
+        # a fenced block longer than a chunk: its lines are split across chunks, and a
+        # '# comment' inside it looks like a title to a chunk that starts inside the fence
+        "# Skrypt\n\n```bash\n" + "".join(f"# krok {i}\necho linia numer {i} z kilkoma slowami\n"
+                                          for i in range(60)) + "```\n\n# Koniec\n\nOstatni akapit tekstu.\n",
+        "Bez nagłówków.\n\nDrugi akapit bez nagłówka, tylko tekst.\n",
+    ]
+
+    def test_same_chunks_title_and_heading_weights(self):
+        tokenizer = docs_qa._Tokenizer()
+        for text in self.TEXTS:
+            for max_chars in (120, docs_qa.DEFAULT_CHUNK_CHARS):
+                parsed = docs_qa.chunk_parse("p.md", text, max_chars)
+                self.assertEqual(parsed.chunks, docs_qa.chunk_text("p.md", text, max_chars))
+                self.assertEqual((parsed.title, parsed.url), docs_qa._document_title(text))
+                for chunk, heads in zip(parsed.chunks, parsed.heads):
+                    self.assertEqual(docs_qa.bm25_term_counts(chunk.text, tokenizer, heads),
+                                     docs_qa.bm25_term_counts(chunk.text, tokenizer), chunk.label)
+
+    def test_a_chunk_starting_inside_a_fence_scans_itself(self):
+        parsed = docs_qa.chunk_parse("p.md", self.TEXTS[2], 120)
+        self.assertIn(None, parsed.heads)
+
+
 if __name__ == "__main__":
     unittest.main()

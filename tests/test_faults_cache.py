@@ -183,9 +183,7 @@ class ConcurrencyTest(CacheCase):
         self.addCleanup(holder.close)
         holder.execute("BEGIN IMMEDIATE")             # another writer holds the lock for 0.6 s
         threading.Timer(0.6, holder.execute, ("COMMIT",)).start()
-        with mock.patch.object(docs_qa, "CACHE_BUSY_TIMEOUT_S", 0.2), \
-                mock.patch.object(docs_qa, "CACHE_BUSY_RETRIES", 50):
-            result = docs_qa.search(QUESTION, self.settings())
+        result = docs_qa.search(QUESTION, self.settings(cache_busy_timeout_s=0.2, cache_busy_retries=50))
         # the cache was kept: only the new file was indexed (a rebuild would count 4 new)
         self.assertEqual((result.stats.new, result.stats.unchanged), (1, 3))
         self.assertNotIn("cache_rebuilt", [n.code for n in result.notes])
@@ -197,9 +195,8 @@ class ConcurrencyTest(CacheCase):
         holder = sqlite3.connect(self.cache_file(), isolation_level=None)
         self.addCleanup(holder.close)
         holder.execute("BEGIN IMMEDIATE")
-        with mock.patch.object(docs_qa, "CACHE_BUSY_TIMEOUT_S", 0.1):
-            with self.assertRaises(docs_qa.RetrievalUnavailableError):
-                docs_qa.search(QUESTION, self.settings())
+        with self.assertRaises(docs_qa.RetrievalUnavailableError):
+            docs_qa.search(QUESTION, self.settings(cache_busy_timeout_s=0.1))
         holder.execute("COMMIT")
         self.assertEqual(docs_qa.search(QUESTION, self.settings()).stats.unchanged, 3)
 
