@@ -21,7 +21,9 @@ Sections (in file order)
           10b. index_version   -- corpus generation plus Git revision; .git read as files, git never run
           10c. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
     11. Fusion           -- reciprocal rank fusion with deterministic ties
-    12. Retrieval        -- search(question, settings) -> SearchResult
+    12. Retrieval        -- search(question, settings) -> SearchResult, search_rankings(), index_folder()
+          12a. Ranking core    -- _rank(): BM25 -> dense -> RRF -> no-answer gate, one pipeline
+          12b. No-answer gate  -- IDF-weighted coverage, identifiers, embedding similarity
     13. Citations        -- one parser, one validator, re-check against the file, support score
     14. Answer           -- prompt, streamed chat call, refusal
           14a. Reply check     -- units of a reply, citations, support, verbatim code
@@ -74,7 +76,7 @@ from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequest
 
 __all__ = [
     "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats", "GateSignals",
-    "settings_from_env", "search", "search_rankings", "search_gate_signals", "answer", "index_folder", "index_refresh",
+    "settings_from_env", "search", "search_rankings", "search_gate_signals", "search_dense", "answer", "index_folder", "index_refresh",
     "text_fold", "text_tokens", "text_stem", "text_stem_english", "text_language", "text_query_terms",
     "text_query_counts", "text_sentences", "text_detect_language",
     "corpus_walk", "corpus_read", "corpus_readable", "corpus_reread",
@@ -82,6 +84,7 @@ __all__ = [
     "bm25_idf", "bm25_scores", "bm25_query_weight", "bm25_term_counts",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
     "cache_path", "cache_open", "cache_snapshot",
+    "cache_chunk_count", "cache_mean_length", "cache_query_vector", "cache_forget_vector",
     "GitCheckout", "GitState", "git_checkout", "git_head", "git_is_dirty", "git_probe", "git_probe_file",
     "rrf_fuse", "rrf_floor",
     "citation_parse", "citation_validate", "citation_recheck", "citation_format", "citation_support",
@@ -218,6 +221,8 @@ class Settings:
     chunk_chars: int = DEFAULT_CHUNK_CHARS
     max_file_bytes: int = MAX_FILE_BYTES
     dense_exact_max: int = DENSE_EXACT_MAX
+    dense_rescore: int = DENSE_RESCORE                  # above dense_exact_max: chunks scored exactly,
+    dense_rescore_share: float = DENSE_RESCORE_SHARE    # at least this many or this share of the folder
     memory_index: str | None = None   # with cache_dir None: a shared in-memory sqlite URI a
                                       # server keeps open for its lifetime (None: throw-away)
     index_lock: Any = field(default=None, compare=False, repr=False)   # serialises uses of a
@@ -2684,6 +2689,29 @@ def _cache_signatures(conn: sqlite3.Connection, model: str) -> tuple[array.array
     return ids, packed, width
 
 
+def cache_chunk_count(conn: sqlite3.Connection) -> int:
+    """Return how many chunks the index holds."""
+    return int(_meta_get(conn, "n_chunks") or 0)
+
+
+def cache_mean_length(conn: sqlite3.Connection) -> float:
+    """Return the mean length of the indexed chunks in BM25 term units."""
+    return float(_meta_get(conn, "avg_terms") or 0.0)
+
+
+def cache_query_vector(conn: sqlite3.Connection, key: str, model: str) -> array.array | None:
+    """Return the vector cached under key (a question's key, see _query_key) for model, or None."""
+    row = conn.execute("SELECT data FROM vectors WHERE embed_sha=? AND model=?", (key, model)).fetchone()
+    return _unpack(row[0]) if row else None
+
+
+def cache_forget_vector(conn: sqlite3.Connection, key: str, model: str) -> None:
+    """Delete the vector cached under key for model (committed at once)."""
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("DELETE FROM vectors WHERE embed_sha = ? AND model = ?", (key, model))
+    conn.execute("COMMIT")
+
+
 # === 11. Fusion — reciprocal rank fusion, deterministic ties ===
 
 def rrf_fuse(rankings: dict[str, list[int]], rrf_k: int = DEFAULT_RRF_K,
@@ -2730,13 +2758,7 @@ def _is_identifier(word: str, case_tells: bool) -> bool:
         or (case_tells and sum(ch.isupper() for ch in word) >= 2))
 
 
-# === 12. Retrieval — search(question, settings): index, BM25, embeddings, RRF, limits ===
-
-_BACKEND_NOTE = {
-    "refused": "the embedding server refused the connection",
-    "timeout": "the embedding server timed out",
-}
-
+# === 12. Retrieval — search(question, settings): open the index, rank, apply the limits ===
 
 def _validate_question(question: Any) -> str:
     """Return the question stripped of control characters; raise InvalidQueryError."""
@@ -2846,36 +2868,192 @@ def _with_snapshot(settings: Settings, work: Callable[[sqlite3.Connection, list[
         conn.close()
 
 
+def search(question: str, settings: Settings, progress: ProgressFn | None = None) -> SearchResult:
+    """Return the ranked fragments for question over settings.docs_dir.
+
+    Raises InvalidQueryError / InvalidRequestError for bad input and
+    RetrievalUnavailableError when the index cannot be read. An unavailable embedding
+    server is not an error: the result is BM25-only with an `embeddings_unavailable` note.
+    """
+    question = _validate_question(question)
+    result = _with_index(settings, lambda conn, notes: _search_index(conn, notes, question,
+                                                                    settings, progress))
+    return _without_unreadable(result, settings)
+
+
+def _without_unreadable(result: SearchResult, settings: Settings) -> SearchResult:
+    """Return result without the hits whose file cannot be opened now, noted `unreadable`:
+    the index must not show text its reader may no longer read (one open per file)."""
+    paths = dict.fromkeys(h.chunk.path for h in result.hits)
+    gone = sorted(p for p in paths if not corpus_readable(settings.docs_dir, p))
+    if not gone:
+        return result
+    return replace(result, hits=[h for h in result.hits if h.chunk.path not in gone],
+                   notes=result.notes + [Note("unreadable", "a returned file cannot be read now; "
+                                              f"its text is not shown ({', '.join(gone)})")])
+
+
+def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
+                  settings: Settings, progress: ProgressFn | None) -> SearchResult:
+    """Return the search result over an open index (see search()): the ranking core's
+    fused list within the per-document and result limits."""
+    stats = index_refresh(conn, settings, progress)
+    notes = notes + stats.notes
+    pool = settings.candidate_limit
+    ranked = _rank(conn, question, settings, pool, progress, notes)
+    truncation = ["candidate_limit"] if ranked.bm25_matches > pool and ranked.gate is None else []
+    if ranked.gate is not None:
+        notes.append(ranked.gate)
+    hits, limit_reasons = _apply_limits(conn, ranked.fused, ranked.rankings, ranked.scores, settings)
+    return SearchResult(
+        query=question, hits=hits, mode=ranked.mode, index_version=stats.index_version,
+        truncation_reasons=sorted(set(truncation + limit_reasons)),
+        limits={"candidate_limit": pool, "per_document_limit": settings.per_document_limit,
+                "result_limit": settings.limit},
+        notes=notes, stats=stats)
+
+
+def _apply_limits(conn: sqlite3.Connection, fused: list[tuple[int, float]],
+                  rankings: dict[str, list[int]], method_scores: dict[str, dict[int, float]],
+                  settings: Settings) -> tuple[list[Hit], list[str]]:
+    """Return the hits within per_document_limit and result_limit, and which limits were
+    proven hit (one candidate past result_limit is looked at, never returned)."""
+    meta = _cache_chunks(conn, [cid for cid, _ in fused])
+    ranks = {m: {cid: r for r, cid in enumerate(ids, 1)} for m, ids in rankings.items()}
+    per_doc: Counter = Counter()
+    hits: list[Hit] = []
+    reasons: list[str] = []
+    for cid, score in fused:
+        chunk, title, url = meta[cid]
+        if per_doc[chunk.path] >= settings.per_document_limit:
+            reasons.append("per_document_limit")
+            continue
+        if len(hits) == settings.limit:
+            reasons.append("result_limit")
+            break
+        per_doc[chunk.path] += 1
+        hits.append(Hit(chunk, score,
+                        ranks["bm25"].get(cid), _score_or_none(method_scores["bm25"], cid, ranks["bm25"]),
+                        ranks.get("dense", {}).get(cid),
+                        _score_or_none(method_scores.get("dense", {}), cid, ranks.get("dense", {})),
+                        title, url))
+    return hits, reasons
+
+
+def _score_or_none(scores: dict[int, float], cid: int, ranked: dict[int, int]) -> float | None:
+    """Return the method's score for cid when the method returned it, else None."""
+    return round(scores[cid], 6) if cid in ranked else None
+
+
+def search_rankings(question: str, settings: Settings, depth: int,
+                    progress: ProgressFn | None = None) -> dict[str, list[Chunk]]:
+    """Return each method's ranked chunks for evaluation: 'bm25' and 'dense' (depth deep,
+    'dense' only when embeddings are on) and 'rrf' (the ranking core's fused and no-answer
+    gated list, as search() gets it before per-document and result limits); raise
+    BackendError when the embedding server fails, so a report never mistakes BM25 for hybrid."""
+    question = _validate_question(question)
+
+    def work(conn: sqlite3.Connection, notes: list[Note]) -> dict[str, list[Chunk]]:
+        index_refresh(conn, settings, progress)
+        ranked = _rank(conn, question, settings, max(depth, settings.candidate_limit), progress,
+                       notes, strict=True)
+        ids = {**ranked.rankings, "rrf": [cid for cid, _ in ranked.fused]}
+        meta = _cache_chunks(conn, sorted({cid for ranked_ids in ids.values() for cid in ranked_ids}))
+        return {m: [meta[cid][0] for cid in ranked_ids[:depth]] for m, ranked_ids in ids.items()}
+    return _with_index(settings, work)
+
+
+def index_folder(settings: Settings, progress: ProgressFn | None = None) -> IndexStats:
+    """Index (or refresh) settings.docs_dir and, when embeddings are on, embed new chunks."""
+    def work(conn: sqlite3.Connection, notes: list[Note]) -> IndexStats:
+        stats = index_refresh(conn, settings, progress)
+        stats.notes = notes + stats.notes
+        if settings.use_embeddings:
+            try:
+                _embed_missing(conn, settings, progress, notes=stats.notes)
+                if settings.embed_mock:
+                    stats.notes.append(EMBED_MOCK_NOTE)
+            except BackendError as exc:
+                stats.notes.append(Note("embeddings_unavailable",
+                                        f"embeddings unavailable ({exc.kind}); indexed for BM25 only"))
+        return stats
+    return _with_index(settings, work)
+
+
+# --- 12a. Ranking core — BM25, embeddings, fusion and the no-answer gate for one question,
+# the one pipeline behind search() and search_rankings()
+
+class _Ranked(NamedTuple):
+    """The ranking core's answer for one question."""
+
+    rankings: dict[str, list[int]]          # chunk ids per method ('bm25', 'dense'), best first
+    scores: dict[str, dict[int, float]]     # per method: chunk id -> its score (one past the depth)
+    fused: list[tuple[int, float]]          # fused from candidate_limit per method; [] when gated
+    gate: Note | None                       # no_plausible_match when the gate refused the question
+    bm25_matches: int                       # how many chunks hold any of the question's terms
+    mode: str                               # "hybrid" or "bm25"
+
+
+def _rank(conn: sqlite3.Connection, question: str, settings: Settings, depth: int,
+          progress: ProgressFn | None, notes: list[Note], strict: bool = False) -> _Ranked:
+    """Return BM25's and the embeddings' rankings (depth deep), their fusion and the no-answer
+    gate's verdict for question over an open, refreshed index: the one pipeline behind
+    search() (depth = the candidate pool) and search_rankings(). A failing embedding server
+    adds an embeddings_unavailable note and the result is BM25 only, unless strict (then
+    BackendError is raised)."""
+    bm25_top, bm25_matches = _bm25_ranking(conn, question, settings, depth)
+    rankings = {"bm25": [cid for cid, _ in bm25_top[:depth]]}
+    scores = {"bm25": dict(bm25_top)}
+    mode = "bm25"
+    if settings.use_embeddings:
+        try:
+            dense_top = search_dense(conn, question, settings, depth, progress, notes)
+            rankings["dense"] = [cid for cid, _ in dense_top[:depth]]
+            scores["dense"] = dict(dense_top)
+            mode = "hybrid"
+            if settings.embed_mock:
+                notes.append(EMBED_MOCK_NOTE)
+        except BackendError as exc:
+            if strict:
+                raise
+            notes.append(Note("embeddings_unavailable",
+                              f"embeddings unavailable ({exc.kind}); results are BM25 only"))
+    else:
+        notes.append(Note("embeddings_disabled", "embeddings are switched off; results are BM25 only"))
+    pool = settings.candidate_limit
+    fused = _fuse(question, {m: ranked[:pool] for m, ranked in rankings.items()}, settings)
+    gate = _implausible_note(conn, question, scores.get("dense", {}).values(), settings)
+    return _Ranked(rankings, scores, [] if gate is not None else fused, gate, bm25_matches, mode)
+
+
 def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,
                   pool: int) -> tuple[list[tuple[int, float]], int]:
     """Return the top pool+1 BM25 (chunk id, score) and how many chunks matched at all."""
     weights = {t: bm25_query_weight(n) for t, n in text_query_counts(question).items()}
-    n_chunks = int(_meta_get(conn, "n_chunks") or 0)
-    avg = float(_meta_get(conn, "avg_terms") or 0.0)
-    scores = bm25_scores(_cache_postings(conn, list(weights)), n_chunks, avg, settings.k1, settings.b,
-                         weights, TF_UNITS)
+    scores = bm25_scores(_cache_postings(conn, list(weights)), cache_chunk_count(conn),
+                         cache_mean_length(conn), settings.k1, settings.b, weights, TF_UNITS)
     return _top(scores, pool + 1), len(scores)
 
 
-def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, pool: int,
-                   progress: ProgressFn | None, notes: list[Note] | None = None) -> list[tuple[int, float]]:
-    """Return the top pool+1 (chunk id, cosine) after embedding any new chunks; raise BackendError."""
+def search_dense(conn: sqlite3.Connection, question: str, settings: Settings, pool: int,
+                 progress: ProgressFn | None = None, notes: list[Note] | None = None) -> list[tuple[int, float]]:
+    """Return the top pool+1 (chunk id, cosine) over an open index (see cache_open) after
+    embedding any new chunks; raise BackendError. Above settings.dense_exact_max chunks only
+    the max(dense_rescore, dense_rescore_share * n, pool + 1) chunks whose sign bits are
+    nearest the question's are scored exactly."""
     model = _model_tag(settings)
     query_vec = _query_vector(conn, question, settings, model)
     _cache_drop_other_dims(conn, model, len(query_vec))
     try:
         _embed_missing(conn, settings, progress, len(query_vec), notes)
     except BackendError:              # the cached query vector may be the faulty one
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("DELETE FROM vectors WHERE embed_sha = ? AND model = ?",
-                     (_query_key(question), model))
-        conn.execute("COMMIT")
+        cache_forget_vector(conn, _query_key(question), model)
         raise
     query = array.array("f", query_vec)
     chunk_ids = None
-    if int(_meta_get(conn, "n_chunks") or 0) > settings.dense_exact_max:
+    if cache_chunk_count(conn) > settings.dense_exact_max:
         ids, bits, width = _cache_signatures(conn, model)
-        rescore = max(DENSE_RESCORE, int(DENSE_RESCORE_SHARE * len(ids)), pool + 1)
+        rescore = max(settings.dense_rescore, int(settings.dense_rescore_share * len(ids)), pool + 1)
         chunk_ids = _nearest_signatures(query, ids, bits, width, rescore)
     scores, dot = {}, _dot_with(query)
     for chunk_id, vec in _cache_vectors(conn, model, chunk_ids):
@@ -2905,9 +3083,9 @@ def _query_key(question: str) -> str:
 def _query_vector(conn: sqlite3.Connection, question: str, settings: Settings, model: str) -> list[float]:
     """Return the question's vector, from the cache when this question was asked before."""
     key = _query_key(question)
-    row = conn.execute("SELECT data FROM vectors WHERE embed_sha=? AND model=?", (key, model)).fetchone()
-    if row:
-        return list(_unpack(row[0]))
+    cached = cache_query_vector(conn, key, model)
+    if cached is not None:
+        return list(cached)
     if not settings.embed_mock:
         _connect_probe(settings.base_url, settings.timeout_s)
     vector = embed_texts([question], settings, "query")[0]
@@ -2942,71 +3120,8 @@ def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: Progr
     return len(missing)
 
 
-def search(question: str, settings: Settings, progress: ProgressFn | None = None) -> SearchResult:
-    """Return the ranked fragments for question over settings.docs_dir.
-
-    Raises InvalidQueryError / InvalidRequestError for bad input and
-    RetrievalUnavailableError when the index cannot be read. An unavailable embedding
-    server is not an error: the result is BM25-only with an `embeddings_unavailable` note.
-    """
-    question = _validate_question(question)
-    result = _with_index(settings, lambda conn, notes: _search_index(conn, notes, question,
-                                                                    settings, progress))
-    return _without_unreadable(result, settings)
-
-
-def _without_unreadable(result: SearchResult, settings: Settings) -> SearchResult:
-    """Return result without the hits whose file cannot be opened now, noted `unreadable`:
-    the index must not show text its reader may no longer read (one open per file)."""
-    paths = dict.fromkeys(h.chunk.path for h in result.hits)
-    gone = sorted(p for p in paths if not corpus_readable(settings.docs_dir, p))
-    if not gone:
-        return result
-    return replace(result, hits=[h for h in result.hits if h.chunk.path not in gone],
-                   notes=result.notes + [Note("unreadable", "a returned file cannot be read now; "
-                                              f"its text is not shown ({', '.join(gone)})")])
-
-
-def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
-                  settings: Settings, progress: ProgressFn | None) -> SearchResult:
-    """Return the search result over an open index (see search())."""
-    stats = index_refresh(conn, settings, progress)
-    notes = notes + stats.notes
-    pool = settings.candidate_limit
-    bm25_top, bm25_matches = _bm25_ranking(conn, question, settings, pool)
-    rankings = {"bm25": [cid for cid, _ in bm25_top[:pool]]}
-    method_scores = {"bm25": dict(bm25_top)}
-    truncation: list[str] = []
-    if bm25_matches > pool:
-        truncation.append("candidate_limit")
-    mode = "bm25"
-    if settings.use_embeddings:
-        try:
-            dense_top = _dense_ranking(conn, question, settings, pool, progress, notes)
-            rankings["dense"] = [cid for cid, _ in dense_top[:pool]]
-            method_scores["dense"] = dict(dense_top)
-            mode = "hybrid"
-            if settings.embed_mock:
-                notes.append(EMBED_MOCK_NOTE)
-        except BackendError as exc:
-            notes.append(Note("embeddings_unavailable",
-                              f"embeddings unavailable ({exc.kind}); results are BM25 only"))
-    else:
-        notes.append(Note("embeddings_disabled", "embeddings are switched off; results are BM25 only"))
-    fused = _fuse(question, rankings, settings)
-    implausible = _implausible_note(conn, question, method_scores.get("dense", {}).values(), settings)
-    if implausible is not None:
-        fused, truncation = [], []
-        notes.append(implausible)
-    hits, limit_reasons = _apply_limits(conn, fused, rankings, method_scores, settings)
-    truncation += limit_reasons
-    return SearchResult(
-        query=question, hits=hits, mode=mode, index_version=stats.index_version,
-        truncation_reasons=sorted(set(truncation)),
-        limits={"candidate_limit": pool, "per_document_limit": settings.per_document_limit,
-                "result_limit": settings.limit},
-        notes=notes, stats=stats)
-
+# --- 12b. No-answer gate — IDF-weighted coverage of the question, an identifier the folder
+# names, or a close embedding match; else nothing is returned
 
 def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, float, str | None]:
     """Return (the best chunk's share, the folder's share) (0..1) of the question's weight, and
@@ -3017,7 +3132,7 @@ def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, 
     words it holds under any of their stems. So a word common in the folder cannot carry a
     question, and words spread over unrelated chunks do not add up (the folder's share
     counts every word found anywhere, so a long question is not refused for that)."""
-    n_chunks = int(_meta_get(conn, "n_chunks") or 0)
+    n_chunks = cache_chunk_count(conn)
     case_tells = _case_tells(question)
     total, found, earned, named = 0.0, 0.0, Counter(), None
     for word in _QUESTION_WORD.findall(question):
@@ -3120,84 +3235,10 @@ def search_gate_signals(question: str, settings: Settings) -> GateSignals:
         index_refresh(conn, settings)
         similarity = None
         if settings.use_embeddings:
-            similarity = max((sim for _, sim in _dense_ranking(conn, question, settings, 1, None)),
+            similarity = max((sim for _, sim in search_dense(conn, question, settings, 1)),
                              default=None)
         coverage, folder_coverage, identifier = _question_coverage(conn, question)
         return GateSignals(coverage, folder_coverage, similarity, identifier)
-    return _with_index(settings, work)
-
-
-def _apply_limits(conn: sqlite3.Connection, fused: list[tuple[int, float]],
-                  rankings: dict[str, list[int]], method_scores: dict[str, dict[int, float]],
-                  settings: Settings) -> tuple[list[Hit], list[str]]:
-    """Return the hits within per_document_limit and result_limit, and which limits were
-    proven hit (one candidate past result_limit is looked at, never returned)."""
-    meta = _cache_chunks(conn, [cid for cid, _ in fused])
-    ranks = {m: {cid: r for r, cid in enumerate(ids, 1)} for m, ids in rankings.items()}
-    per_doc: Counter = Counter()
-    hits: list[Hit] = []
-    reasons: list[str] = []
-    for cid, score in fused:
-        chunk, title, url = meta[cid]
-        if per_doc[chunk.path] >= settings.per_document_limit:
-            reasons.append("per_document_limit")
-            continue
-        if len(hits) == settings.limit:
-            reasons.append("result_limit")
-            break
-        per_doc[chunk.path] += 1
-        hits.append(Hit(chunk, score,
-                        ranks["bm25"].get(cid), _score_or_none(method_scores["bm25"], cid, ranks["bm25"]),
-                        ranks.get("dense", {}).get(cid),
-                        _score_or_none(method_scores.get("dense", {}), cid, ranks.get("dense", {})),
-                        title, url))
-    return hits, reasons
-
-
-def _score_or_none(scores: dict[int, float], cid: int, ranked: dict[int, int]) -> float | None:
-    """Return the method's score for cid when the method returned it, else None."""
-    return round(scores[cid], 6) if cid in ranked else None
-
-
-def search_rankings(question: str, settings: Settings, depth: int,
-                    progress: ProgressFn | None = None) -> dict[str, list[Chunk]]:
-    """Return each method's ranked chunks for evaluation: 'bm25' and 'dense' (depth deep,
-    'dense' only when embeddings are on) and 'rrf' (fused from settings.candidate_limit per
-    method and no-answer gated, as search() does, before per-document and result limits); raise BackendError
-    when the embedding server fails, so a report never mistakes BM25 for hybrid."""
-    question = _validate_question(question)
-
-    def work(conn: sqlite3.Connection, notes: list[Note]) -> dict[str, list[Chunk]]:
-        index_refresh(conn, settings, progress)
-        pool = settings.candidate_limit
-        bm25_top, _ = _bm25_ranking(conn, question, settings, max(depth, pool))
-        ids = {"bm25": [cid for cid, _ in bm25_top[:max(depth, pool)]]}
-        dense_top: list[tuple[int, float]] = []
-        if settings.use_embeddings:
-            dense_top = _dense_ranking(conn, question, settings, max(depth, pool), progress)
-            ids["dense"] = [cid for cid, _ in dense_top[:max(depth, pool)]]
-        fused = _fuse(question, {m: ranked[:pool] for m, ranked in ids.items()}, settings)
-        implausible = _implausible_note(conn, question, (sim for _, sim in dense_top), settings)
-        ids["rrf"] = [cid for cid, _ in fused] if implausible is None else []
-        meta = _cache_chunks(conn, sorted({cid for ranked in ids.values() for cid in ranked}))
-        return {m: [meta[cid][0] for cid in ranked[:depth]] for m, ranked in ids.items()}
-    return _with_index(settings, work)
-
-
-def index_folder(settings: Settings, progress: ProgressFn | None = None) -> IndexStats:
-    """Index (or refresh) settings.docs_dir and, when embeddings are on, embed new chunks."""
-    def work(conn: sqlite3.Connection, notes: list[Note]) -> IndexStats:
-        stats = index_refresh(conn, settings, progress)
-        stats.notes = notes + stats.notes
-        if settings.use_embeddings:
-            try:
-                _embed_missing(conn, settings, progress, notes=stats.notes)
-                if settings.embed_mock:
-                    stats.notes.append(EMBED_MOCK_NOTE)
-            except BackendError as exc:
-                stats.notes.append(Note("embeddings_unavailable",
-                                        f"embeddings unavailable ({exc.kind}); indexed for BM25 only"))
-        return stats
     return _with_index(settings, work)
 
 
