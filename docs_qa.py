@@ -76,7 +76,8 @@ from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequest
 
 __all__ = [
     "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats", "GateSignals",
-    "settings_from_env", "search", "search_rankings", "search_gate_signals", "search_dense", "answer", "index_folder", "index_refresh",
+    "settings_from_env", "search", "search_rankings", "search_gate_signals", "search_dense",
+    "search_feedback_wanted", "search_feedback_weights", "answer", "index_folder", "index_refresh",
     "text_fold", "text_tokens", "text_stem", "text_stem_english", "text_language", "text_query_terms",
     "text_query_counts", "text_sentences", "text_detect_language",
     "corpus_walk", "corpus_read", "corpus_readable", "corpus_reread",
@@ -117,6 +118,12 @@ CODE_WORD_WEIGHT = 3               # a code-like word (WIS, GTU_12, VAT-26) coun
 MOBILE_E_ENDINGS = ("ek", "ec")    # the gate also tries 'podatek' as 'podatk' (Polish mobile e)
 MIN_COMPOUND_PART = 3              # letters per half when the gate splits 'honeybees' into 'honey bees'
 IDENTIFIER_READ_BATCH = 500        # chunk texts read at a time when the gate checks an identifier as written
+FEEDBACK_MIN_SHARE = 0.45         # pseudo-relevance feedback (RM3) when BM25's top fragment holds this
+                                  # share of an English question's weight (reports/hybrid-vs-single.md)
+FEEDBACK_MIN_TERMS = 3            # ... and the question has at least this many terms and no identifier
+FEEDBACK_DOCS = 5                 # RM3: the first pass's top fragments that lend their words
+FEEDBACK_TERMS = 20               # ... the words kept from them
+FEEDBACK_ORIGINAL_SHARE = 0.7     # ... and the share of the question's own words in the second pass
 DEFAULT_PER_DOCUMENT_LIMIT = 3
 DEFAULT_K1 = 1.4                   # tuned on Cranfield, see reports/hybrid-vs-single.md
 DEFAULT_B = 0.6
@@ -223,6 +230,7 @@ class Settings:
     dense_exact_max: int = DENSE_EXACT_MAX
     dense_rescore: int = DENSE_RESCORE                  # above dense_exact_max: chunks scored exactly,
     dense_rescore_share: float = DENSE_RESCORE_SHARE    # at least this many or this share of the folder
+    feedback_min_share: float = FEEDBACK_MIN_SHARE      # RM3 second pass of BM25 (above 1: never)
     memory_index: str | None = None   # with cache_dir None: a shared in-memory sqlite URI a
                                       # server keeps open for its lifetime (None: throw-away)
     index_lock: Any = field(default=None, compare=False, repr=False)   # serialises uses of a
@@ -3028,11 +3036,65 @@ def _rank(conn: sqlite3.Connection, question: str, settings: Settings, depth: in
 
 def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,
                   pool: int) -> tuple[list[tuple[int, float]], int]:
-    """Return the top pool+1 BM25 (chunk id, score) and how many chunks matched at all."""
+    """Return the top pool+1 BM25 (chunk id, score) and how many chunks matched at all; a
+    question that search_feedback_wanted is ranked again with the words of the first pass's
+    best fragments (RM3, see search_feedback_weights)."""
     weights = {t: bm25_query_weight(n) for t, n in text_query_counts(question).items()}
-    scores = bm25_scores(_cache_postings(conn, list(weights)), cache_chunk_count(conn),
-                         cache_mean_length(conn), settings.k1, settings.b, weights, TF_UNITS)
+    n_chunks, mean_length = cache_chunk_count(conn), cache_mean_length(conn)
+    postings = _cache_postings(conn, list(weights))
+    scores = bm25_scores(postings, n_chunks, mean_length, settings.k1, settings.b, weights, TF_UNITS)
+    if not scores:
+        return [], 0
+    best = _top(scores, 1)[0][0]
+    if search_feedback_wanted(question, weights, {t for t, rows in postings.items()
+                                                  if any(row[0] == best for row in rows)}, settings):
+        top = _top(scores, FEEDBACK_DOCS)
+        chunks, tokenizer = _cache_chunks(conn, [cid for cid, _ in top]), _Tokenizer()
+        weights = search_feedback_weights(weights, [(score, *bm25_term_counts(chunks[cid][0].text, tokenizer))
+                                                    for cid, score in top])
+        scores = bm25_scores(_cache_postings(conn, list(weights)), n_chunks, mean_length,
+                             settings.k1, settings.b, weights, TF_UNITS)
     return _top(scores, pool + 1), len(scores)
+
+
+def search_feedback_wanted(question: str, weights: dict[str, float], best_terms: set[str],
+                           settings: Settings) -> bool:
+    """Return True when a second, expanded BM25 pass can be trusted: an English question of
+    FEEDBACK_MIN_TERMS terms (weights) or more, with no identifier (a code is asked for as
+    written), whose first-pass best fragment holds (best_terms) settings.feedback_min_share
+    of its weight: the first pass found its subject, so its words are worth borrowing."""
+    if len(weights) < FEEDBACK_MIN_TERMS or settings.feedback_min_share > 1:
+        return False
+    case_tells = _case_tells(question)
+    if any(_is_identifier(w, case_tells) for w in _QUESTION_WORD.findall(question)):
+        return False
+    held = sum(w for term, w in weights.items() if term in best_terms)
+    return held >= settings.feedback_min_share * sum(weights.values()) and \
+        text_detect_language(question) == "en"
+
+
+def search_feedback_weights(weights: dict[str, float],
+                            top: list[tuple[float, Counter, int]]) -> dict[str, float]:
+    """Return RM3's query (Lavrenko & Croft's relevance model mixed with the question) from the
+    first pass's best fragments as (score, term counts, length): the question's weights,
+    normalised, count FEEDBACK_ORIGINAL_SHARE; the FEEDBACK_TERMS words most likely in those
+    fragments (term frequency over length, each fragment weighted by its share of the
+    scores) count the rest."""
+    total = sum(score for score, _, _ in top)
+    if total <= 0:
+        return weights
+    model: Counter = Counter()
+    for score, counts, length in top:
+        for term, tf in counts.items():
+            model[term] += (score / total) * tf / length
+    expansion = heapq.nsmallest(FEEDBACK_TERMS, model.items(), key=lambda kv: (-kv[1], kv[0]))
+    mixed: Counter = Counter()
+    for term, w in weights.items():
+        mixed[term] += FEEDBACK_ORIGINAL_SHARE * w / sum(weights.values())
+    expansion_total = sum(w for _, w in expansion)
+    for term, w in expansion:
+        mixed[term] += (1 - FEEDBACK_ORIGINAL_SHARE) * w / expansion_total
+    return dict(mixed)
 
 
 def search_dense(conn: sqlite3.Connection, question: str, settings: Settings, pool: int,
