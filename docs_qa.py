@@ -27,7 +27,9 @@ Sections (in file order)
           10b. Indexer         -- walk -> parse -> write what changed; index_version
           10c. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
     11. Fusion           -- reciprocal rank fusion with deterministic ties
-    12. Retrieval        -- search(question, settings) -> SearchResult
+    12. Retrieval        -- search(question, settings) -> SearchResult, search_rankings(), index_folder()
+          12a. Ranking core    -- _rank(): BM25 -> dense -> RRF -> no-answer gate, one pipeline
+          12b. No-answer gate  -- IDF-weighted coverage, identifiers, embedding similarity
     13. Citations        -- the one parser (inline, bracketed, reference lists; quoted paths)
           13a. Checks          -- the one validator, re-check against the file, support score
     14. Answer           -- prompt, streamed chat call, refusal
@@ -108,7 +110,8 @@ class _lazy_re:  # noqa: N801 - used like re.compile
 
 __all__ = [
     "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats", "GateSignals", "ProgressFn",
-    "settings_from_env", "search", "search_rankings", "search_gate_signals", "answer", "index_folder", "index_refresh",
+    "settings_from_env", "search", "search_rankings", "search_gate_signals", "search_dense",
+    "search_feedback_wanted", "search_feedback_weights", "answer", "index_folder", "index_refresh",
     "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english", "text_query_terms",
     "text_query_counts", "text_sentences", "text_detect_language",
     "FileEntry", "CorpusScan", "corpus_scan", "corpus_walk", "corpus_read", "corpus_readable",
@@ -122,6 +125,8 @@ __all__ = [
     "cache_commit_point", "cache_clear_index", "cache_file_states", "cache_file_state", "cache_delete_files",
     "cache_next_chunk_id", "cache_has_postings", "cache_path_chunks", "cache_term_postings",
     "cache_write_batch", "cache_update_generation",
+    "cache_chunk_count", "cache_mean_length", "cache_query_vector", "cache_forget_vector",
+    "cache_document_frequencies",
     "GitCheckout", "GitState", "git_checkout", "git_head", "git_is_dirty", "git_probe", "git_probe_file",
     "rrf_fuse", "rrf_floor",
     "Citation", "citation_parse", "citation_validate", "citation_recheck", "citation_format",
@@ -157,6 +162,14 @@ CODE_WORD_WEIGHT = 3               # a code-like word (WIS, GTU_12, VAT-26) coun
 MOBILE_E_ENDINGS = ("ek", "ec")    # the gate also tries 'podatek' as 'podatk' (Polish mobile e)
 MIN_COMPOUND_PART = 3              # letters per half when the gate splits 'honeybees' into 'honey bees'
 IDENTIFIER_READ_BATCH = 500        # chunk texts read at a time when the gate checks an identifier as written
+FEEDBACK_MIN_SHARE = 0.45         # pseudo-relevance feedback (RM3) when BM25's top fragment holds this
+                                  # share of an English question's weight (reports/hybrid-vs-single.md)
+FEEDBACK_MIN_TERMS = 3            # ... and the question has at least this many terms and no identifier
+FEEDBACK_DOCS = 5                 # RM3: the first pass's top fragments that lend their words
+FEEDBACK_TERMS = 20               # ... the words kept from them
+FEEDBACK_ORIGINAL_SHARE = 0.7     # ... and the share of the question's own words in the second pass
+FEEDBACK_RERANK = 100             # ... which re-scores the first pass's best fragments only (from 100 on,
+                                  # the same nDCG@10 on the five collections as re-scoring all of them)
 DEFAULT_PER_DOCUMENT_LIMIT = 3
 DEFAULT_K1 = 1.4                   # tuned on Cranfield, see reports/hybrid-vs-single.md
 DEFAULT_B = 0.6
@@ -262,6 +275,9 @@ class Settings:
     dense_exact_max: int = DENSE_EXACT_MAX
     cache_busy_timeout_s: float = CACHE_BUSY_TIMEOUT_S   # how long sqlite waits for another
     cache_busy_retries: int = CACHE_BUSY_RETRIES         # process's lock, then retries of the run
+    dense_rescore: int = DENSE_RESCORE                  # above dense_exact_max: chunks scored exactly,
+    dense_rescore_share: float = DENSE_RESCORE_SHARE    # at least this many or this share of the folder
+    feedback_min_share: float = FEEDBACK_MIN_SHARE      # RM3 second pass of BM25 (above 1: never)
     memory_index: str | None = None   # with cache_dir None: a shared in-memory sqlite URI a
                                       # server keeps open for its lifetime (None: throw-away)
     index_lock: Any = field(default=None, compare=False, repr=False)   # serialises uses of a
@@ -2997,6 +3013,39 @@ def _cache_signatures(conn: sqlite3.Connection, model: str) -> tuple[array.array
     return ids, packed, width
 
 
+def cache_chunk_count(conn: sqlite3.Connection) -> int:
+    """Return how many chunks the index holds."""
+    return int(_meta_get(conn, "n_chunks") or 0)
+
+
+def cache_mean_length(conn: sqlite3.Connection) -> float:
+    """Return the mean length of the indexed chunks in BM25 term units."""
+    return float(_meta_get(conn, "avg_terms") or 0.0)
+
+
+def cache_query_vector(conn: sqlite3.Connection, key: str, model: str) -> array.array | None:
+    """Return the vector cached under key (a question's key, see _query_key) for model, or None."""
+    row = conn.execute("SELECT data FROM vectors WHERE embed_sha=? AND model=?", (key, model)).fetchone()
+    return _unpack(row[0]) if row else None
+
+
+def cache_document_frequencies(conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int]:
+    """Return term -> how many chunks hold it (its postings' length; 0 for a term not indexed)."""
+    triple = 3 * array.array("I").itemsize
+    out = {}
+    for term in terms:
+        row = conn.execute("SELECT length(data) FROM postings WHERE term=?", (term,)).fetchone()
+        out[term] = row[0] // triple if row else 0
+    return out
+
+
+def cache_forget_vector(conn: sqlite3.Connection, key: str, model: str) -> None:
+    """Delete the vector cached under key for model (committed at once)."""
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("DELETE FROM vectors WHERE embed_sha = ? AND model = ?", (key, model))
+    conn.execute("COMMIT")
+
+
 # === 11. Fusion — reciprocal rank fusion, deterministic ties ===
 
 def rrf_fuse(rankings: dict[str, list[int]], rrf_k: int = DEFAULT_RRF_K,
@@ -3043,7 +3092,7 @@ def _is_identifier(word: str, case_tells: bool) -> bool:
         or (case_tells and sum(ch.isupper() for ch in word) >= 2))
 
 
-# === 12. Retrieval — search(question, settings): index, BM25, embeddings, RRF, limits ===
+# === 12. Retrieval — search(question, settings): open the index, rank, apply the limits ===
 
 def _validate_question(question: Any) -> str:
     """Return the question stripped of control characters; raise InvalidQueryError."""
@@ -3154,36 +3203,261 @@ def _with_snapshot(settings: Settings, work: Callable[[sqlite3.Connection, list[
         conn.close()
 
 
+def search(question: str, settings: Settings, progress: ProgressFn | None = None) -> SearchResult:
+    """Return the ranked fragments for question over settings.docs_dir.
+
+    Raises InvalidQueryError / InvalidRequestError for bad input and
+    RetrievalUnavailableError when the index cannot be read. An unavailable embedding
+    server is not an error: the result is BM25-only with an `embeddings_unavailable` note.
+    """
+    question = _validate_question(question)
+    result = _with_index(settings, lambda conn, notes: _search_index(conn, notes, question,
+                                                                    settings, progress))
+    return _without_unreadable(result, settings)
+
+
+def _without_unreadable(result: SearchResult, settings: Settings) -> SearchResult:
+    """Return result without the hits whose file cannot be opened now, noted `unreadable`:
+    the index must not show text its reader may no longer read (one open per file)."""
+    paths = dict.fromkeys(h.chunk.path for h in result.hits)
+    gone = sorted(p for p in paths if not corpus_readable(settings.docs_dir, p))
+    if not gone:
+        return result
+    return replace(result, hits=[h for h in result.hits if h.chunk.path not in gone],
+                   notes=result.notes + [Note("unreadable", "a returned file cannot be read now; "
+                                              f"its text is not shown ({', '.join(gone)})")])
+
+
+def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
+                  settings: Settings, progress: ProgressFn | None) -> SearchResult:
+    """Return the search result over an open index (see search()): the ranking core's
+    fused list within the per-document and result limits."""
+    stats = index_refresh(conn, settings, progress)
+    notes = notes + stats.notes
+    pool = settings.candidate_limit
+    ranked = _rank(conn, question, settings, pool, progress, notes)
+    truncation = ["candidate_limit"] if ranked.bm25_matches > pool and ranked.gate is None else []
+    if ranked.gate is not None:
+        notes.append(ranked.gate)
+    hits, limit_reasons = _apply_limits(conn, ranked.fused, ranked.rankings, ranked.scores, settings)
+    return SearchResult(
+        query=question, hits=hits, mode=ranked.mode, index_version=stats.index_version,
+        truncation_reasons=sorted(set(truncation + limit_reasons)),
+        limits={"candidate_limit": pool, "per_document_limit": settings.per_document_limit,
+                "result_limit": settings.limit},
+        notes=notes, stats=stats)
+
+
+def _apply_limits(conn: sqlite3.Connection, fused: list[tuple[int, float]],
+                  rankings: dict[str, list[int]], method_scores: dict[str, dict[int, float]],
+                  settings: Settings) -> tuple[list[Hit], list[str]]:
+    """Return the hits within per_document_limit and result_limit, and which limits were
+    proven hit (one candidate past result_limit is looked at, never returned)."""
+    meta = _cache_chunks(conn, [cid for cid, _ in fused])
+    ranks = {m: {cid: r for r, cid in enumerate(ids, 1)} for m, ids in rankings.items()}
+    per_doc: Counter = Counter()
+    hits: list[Hit] = []
+    reasons: list[str] = []
+    for cid, score in fused:
+        chunk, title, url = meta[cid]
+        if per_doc[chunk.path] >= settings.per_document_limit:
+            reasons.append("per_document_limit")
+            continue
+        if len(hits) == settings.limit:
+            reasons.append("result_limit")
+            break
+        per_doc[chunk.path] += 1
+        hits.append(Hit(chunk, score,
+                        ranks["bm25"].get(cid), _score_or_none(method_scores["bm25"], cid, ranks["bm25"]),
+                        ranks.get("dense", {}).get(cid),
+                        _score_or_none(method_scores.get("dense", {}), cid, ranks.get("dense", {})),
+                        title, url))
+    return hits, reasons
+
+
+def _score_or_none(scores: dict[int, float], cid: int, ranked: dict[int, int]) -> float | None:
+    """Return the method's score for cid when the method returned it, else None."""
+    return round(scores[cid], 6) if cid in ranked else None
+
+
+def search_rankings(question: str, settings: Settings, depth: int,
+                    progress: ProgressFn | None = None) -> dict[str, list[Chunk]]:
+    """Return each method's ranked chunks for evaluation: 'bm25' and 'dense' (depth deep,
+    'dense' only when embeddings are on) and 'rrf' (the ranking core's fused and no-answer
+    gated list, as search() gets it before per-document and result limits); raise
+    BackendError when the embedding server fails, so a report never mistakes BM25 for hybrid."""
+    question = _validate_question(question)
+
+    def work(conn: sqlite3.Connection, notes: list[Note]) -> dict[str, list[Chunk]]:
+        index_refresh(conn, settings, progress)
+        ranked = _rank(conn, question, settings, max(depth, settings.candidate_limit), progress,
+                       notes, strict=True)
+        ids = {**ranked.rankings, "rrf": [cid for cid, _ in ranked.fused]}
+        meta = _cache_chunks(conn, sorted({cid for ranked_ids in ids.values() for cid in ranked_ids}))
+        return {m: [meta[cid][0] for cid in ranked_ids[:depth]] for m, ranked_ids in ids.items()}
+    return _with_index(settings, work)
+
+
+def index_folder(settings: Settings, progress: ProgressFn | None = None) -> IndexStats:
+    """Index (or refresh) settings.docs_dir and, when embeddings are on, embed new chunks."""
+    def work(conn: sqlite3.Connection, notes: list[Note]) -> IndexStats:
+        stats = index_refresh(conn, settings, progress)
+        stats.notes = notes + stats.notes
+        if settings.use_embeddings:
+            try:
+                _embed_missing(conn, settings, progress, notes=stats.notes)
+                if settings.embed_mock:
+                    stats.notes.append(EMBED_MOCK_NOTE)
+            except BackendError as exc:
+                stats.notes.append(Note("embeddings_unavailable",
+                                        f"embeddings unavailable ({exc.kind}); indexed for BM25 only"))
+        return stats
+    return _with_index(settings, work)
+
+
+# --- 12a. Ranking core — BM25, embeddings, fusion and the no-answer gate for one question,
+# the one pipeline behind search() and search_rankings()
+
+class _Ranked(NamedTuple):
+    """The ranking core's answer for one question."""
+
+    rankings: dict[str, list[int]]          # chunk ids per method ('bm25', 'dense'), best first
+    scores: dict[str, dict[int, float]]     # per method: chunk id -> its score (one past the depth)
+    fused: list[tuple[int, float]]          # fused from candidate_limit per method; [] when gated
+    gate: Note | None                       # no_plausible_match when the gate refused the question
+    bm25_matches: int                       # how many chunks hold any of the question's terms
+    mode: str                               # "hybrid" or "bm25"
+
+
+def _rank(conn: sqlite3.Connection, question: str, settings: Settings, depth: int,
+          progress: ProgressFn | None, notes: list[Note], strict: bool = False) -> _Ranked:
+    """Return BM25's and the embeddings' rankings (depth deep), their fusion and the no-answer
+    gate's verdict for question over an open, refreshed index: the one pipeline behind
+    search() (depth = the candidate pool) and search_rankings(). A failing embedding server
+    adds an embeddings_unavailable note and the result is BM25 only, unless strict (then
+    BackendError is raised)."""
+    bm25_top, bm25_matches = _bm25_ranking(conn, question, settings, depth)
+    rankings = {"bm25": [cid for cid, _ in bm25_top[:depth]]}
+    scores = {"bm25": dict(bm25_top)}
+    mode = "bm25"
+    if settings.use_embeddings:
+        try:
+            dense_top = search_dense(conn, question, settings, depth, progress, notes)
+            rankings["dense"] = [cid for cid, _ in dense_top[:depth]]
+            scores["dense"] = dict(dense_top)
+            mode = "hybrid"
+            if settings.embed_mock:
+                notes.append(EMBED_MOCK_NOTE)
+        except BackendError as exc:
+            if strict:
+                raise
+            notes.append(Note("embeddings_unavailable",
+                              f"embeddings unavailable ({exc.kind}); results are BM25 only"))
+    else:
+        notes.append(Note("embeddings_disabled", "embeddings are switched off; results are BM25 only"))
+    pool = settings.candidate_limit
+    fused = _fuse(question, {m: ranked[:pool] for m, ranked in rankings.items()}, settings)
+    gate = _implausible_note(conn, question, scores.get("dense", {}).values(), settings)
+    return _Ranked(rankings, scores, [] if gate is not None else fused, gate, bm25_matches, mode)
+
+
 def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,
                   pool: int) -> tuple[list[tuple[int, float]], int]:
-    """Return the top pool+1 BM25 (chunk id, score) and how many chunks matched at all."""
+    """Return the top pool+1 BM25 (chunk id, score) and how many chunks matched at all; a
+    question that search_feedback_wanted is ranked again with the words of the first pass's
+    best fragments (RM3, see search_feedback_weights)."""
     weights = {t: bm25_query_weight(n) for t, n in text_query_counts(question).items()}
-    n_chunks = int(_meta_get(conn, "n_chunks") or 0)
-    avg = float(_meta_get(conn, "avg_terms") or 0.0)
-    scores = bm25_scores(_cache_postings(conn, list(weights)), n_chunks, avg, settings.k1, settings.b,
-                         weights, TF_UNITS)
-    return _top(scores, pool + 1), len(scores)
+    n_chunks, mean_length = cache_chunk_count(conn), cache_mean_length(conn)
+    postings = _cache_postings(conn, list(weights))
+    scores = bm25_scores(postings, n_chunks, mean_length, settings.k1, settings.b, weights, TF_UNITS)
+    if not scores:
+        return [], 0
+    best, matches = _top(scores, 1)[0][0], len(scores)
+    if search_feedback_wanted(question, weights, {t for t, rows in postings.items()
+                                                  if any(row[0] == best for row in rows)}, settings):
+        scores = _feedback_pass(conn, weights, scores, settings, max(FEEDBACK_RERANK, pool + 1))
+    return _top(scores, pool + 1), matches
 
 
-def _dense_ranking(conn: sqlite3.Connection, question: str, settings: Settings, pool: int,
-                   progress: ProgressFn | None, notes: list[Note] | None = None) -> list[tuple[int, float]]:
-    """Return the top pool+1 (chunk id, cosine) after embedding any new chunks; raise BackendError."""
+def _feedback_pass(conn: sqlite3.Connection, weights: dict[str, float], first: dict[int, float],
+                   settings: Settings, depth: int) -> dict[int, float]:
+    """Return the RM3 second pass's BM25 scores of the first pass's best depth fragments. Their
+    own term counts stand in for the postings (the borrowed words are often common, and a large
+    folder's postings of them long); each word keeps the folder's IDF, carried in its weight
+    because bm25_scores reads document frequencies off the rows it is given."""
+    top = _top(first, depth)
+    chunks, tokenizer = _cache_chunks(conn, [cid for cid, _ in top]), _Tokenizer()
+    counted = {cid: bm25_term_counts(chunks[cid][0].text, tokenizer) for cid, _ in top}
+    expanded = search_feedback_weights(weights, [(score, *counted[cid]) for cid, score in top[:FEEDBACK_DOCS]])
+    rows = {term: [(cid, counts[term], length) for cid, (counts, length) in counted.items() if term in counts]
+            for term in expanded}
+    rows = {term: found for term, found in rows.items() if found}
+    n_chunks, frequencies = cache_chunk_count(conn), cache_document_frequencies(conn, rows)
+    folder_weights = {term: expanded[term] * bm25_idf(n_chunks, max(frequencies[term], len(found)))
+                      / bm25_idf(n_chunks, len(found)) for term, found in rows.items()}
+    return bm25_scores(rows, n_chunks, cache_mean_length(conn), settings.k1, settings.b,
+                       folder_weights, TF_UNITS)
+
+
+def search_feedback_wanted(question: str, weights: dict[str, float], best_terms: set[str],
+                           settings: Settings) -> bool:
+    """Return True when a second, expanded BM25 pass can be trusted: an English question of
+    FEEDBACK_MIN_TERMS terms (weights) or more, with no identifier (a code is asked for as
+    written), whose first-pass best fragment holds (best_terms) settings.feedback_min_share
+    of its weight: the first pass found its subject, so its words are worth borrowing."""
+    if len(weights) < FEEDBACK_MIN_TERMS or settings.feedback_min_share > 1:
+        return False
+    case_tells = _case_tells(question)
+    if any(_is_identifier(w, case_tells) for w in _QUESTION_WORD.findall(question)):
+        return False
+    held = sum(w for term, w in weights.items() if term in best_terms)
+    return held >= settings.feedback_min_share * sum(weights.values()) and \
+        text_detect_language(question) == "en"
+
+
+def search_feedback_weights(weights: dict[str, float],
+                            top: list[tuple[float, Counter, int]]) -> dict[str, float]:
+    """Return RM3's query (Lavrenko & Croft's relevance model mixed with the question) from the
+    first pass's best fragments as (score, term counts, length): the question's weights,
+    normalised, count FEEDBACK_ORIGINAL_SHARE; the FEEDBACK_TERMS words most likely in those
+    fragments (term frequency over length, each fragment weighted by its share of the
+    scores) count the rest."""
+    total = sum(score for score, _, _ in top)
+    if total <= 0:
+        return weights
+    model: Counter = Counter()
+    for score, counts, length in top:
+        for term, tf in counts.items():
+            model[term] += (score / total) * tf / length
+    expansion = heapq.nsmallest(FEEDBACK_TERMS, model.items(), key=lambda kv: (-kv[1], kv[0]))
+    mixed: Counter = Counter()
+    for term, w in weights.items():
+        mixed[term] += FEEDBACK_ORIGINAL_SHARE * w / sum(weights.values())
+    expansion_total = sum(w for _, w in expansion)
+    for term, w in expansion:
+        mixed[term] += (1 - FEEDBACK_ORIGINAL_SHARE) * w / expansion_total
+    return dict(mixed)
+
+
+def search_dense(conn: sqlite3.Connection, question: str, settings: Settings, pool: int,
+                 progress: ProgressFn | None = None, notes: list[Note] | None = None) -> list[tuple[int, float]]:
+    """Return the top pool+1 (chunk id, cosine) over an open index (see cache_open) after
+    embedding any new chunks; raise BackendError. Above settings.dense_exact_max chunks only
+    the max(dense_rescore, dense_rescore_share * n, pool + 1) chunks whose sign bits are
+    nearest the question's are scored exactly."""
     model = _model_tag(settings)
     query_vec = _query_vector(conn, question, settings, model)
     _cache_drop_other_dims(conn, model, len(query_vec))
     try:
         _embed_missing(conn, settings, progress, len(query_vec), notes)
     except BackendError:              # the cached query vector may be the faulty one
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("DELETE FROM vectors WHERE embed_sha = ? AND model = ?",
-                     (_query_key(question), model))
-        conn.execute("COMMIT")
+        cache_forget_vector(conn, _query_key(question), model)
         raise
     query = array.array("f", query_vec)
     chunk_ids = None
-    if int(_meta_get(conn, "n_chunks") or 0) > settings.dense_exact_max:
+    if cache_chunk_count(conn) > settings.dense_exact_max:
         ids, bits, width = _cache_signatures(conn, model)
-        rescore = max(DENSE_RESCORE, int(DENSE_RESCORE_SHARE * len(ids)), pool + 1)
+        rescore = max(settings.dense_rescore, int(settings.dense_rescore_share * len(ids)), pool + 1)
         chunk_ids = _nearest_signatures(query, ids, bits, width, rescore)
     scores, dot = {}, _dot_with(query)
     for chunk_id, vec in _cache_vectors(conn, model, chunk_ids):
@@ -3213,9 +3487,9 @@ def _query_key(question: str) -> str:
 def _query_vector(conn: sqlite3.Connection, question: str, settings: Settings, model: str) -> list[float]:
     """Return the question's vector, from the cache when this question was asked before."""
     key = _query_key(question)
-    row = conn.execute("SELECT data FROM vectors WHERE embed_sha=? AND model=?", (key, model)).fetchone()
-    if row:
-        return list(_unpack(row[0]))
+    cached = cache_query_vector(conn, key, model)
+    if cached is not None:
+        return list(cached)
     if not settings.embed_mock:
         _connect_probe(settings.base_url, settings.timeout_s)
     vector = embed_texts([question], settings, "query")[0]
@@ -3250,71 +3524,8 @@ def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: Progr
     return len(missing)
 
 
-def search(question: str, settings: Settings, progress: ProgressFn | None = None) -> SearchResult:
-    """Return the ranked fragments for question over settings.docs_dir.
-
-    Raises InvalidQueryError / InvalidRequestError for bad input and
-    RetrievalUnavailableError when the index cannot be read. An unavailable embedding
-    server is not an error: the result is BM25-only with an `embeddings_unavailable` note.
-    """
-    question = _validate_question(question)
-    result = _with_index(settings, lambda conn, notes: _search_index(conn, notes, question,
-                                                                    settings, progress))
-    return _without_unreadable(result, settings)
-
-
-def _without_unreadable(result: SearchResult, settings: Settings) -> SearchResult:
-    """Return result without the hits whose file cannot be opened now, noted `unreadable`:
-    the index must not show text its reader may no longer read (one open per file)."""
-    paths = dict.fromkeys(h.chunk.path for h in result.hits)
-    gone = sorted(p for p in paths if not corpus_readable(settings.docs_dir, p))
-    if not gone:
-        return result
-    return replace(result, hits=[h for h in result.hits if h.chunk.path not in gone],
-                   notes=result.notes + [Note("unreadable", "a returned file cannot be read now; "
-                                              f"its text is not shown ({', '.join(gone)})")])
-
-
-def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
-                  settings: Settings, progress: ProgressFn | None) -> SearchResult:
-    """Return the search result over an open index (see search())."""
-    stats = index_refresh(conn, settings, progress)
-    notes = notes + stats.notes
-    pool = settings.candidate_limit
-    bm25_top, bm25_matches = _bm25_ranking(conn, question, settings, pool)
-    rankings = {"bm25": [cid for cid, _ in bm25_top[:pool]]}
-    method_scores = {"bm25": dict(bm25_top)}
-    truncation: list[str] = []
-    if bm25_matches > pool:
-        truncation.append("candidate_limit")
-    mode = "bm25"
-    if settings.use_embeddings:
-        try:
-            dense_top = _dense_ranking(conn, question, settings, pool, progress, notes)
-            rankings["dense"] = [cid for cid, _ in dense_top[:pool]]
-            method_scores["dense"] = dict(dense_top)
-            mode = "hybrid"
-            if settings.embed_mock:
-                notes.append(EMBED_MOCK_NOTE)
-        except BackendError as exc:
-            notes.append(Note("embeddings_unavailable",
-                              f"embeddings unavailable ({exc.kind}); results are BM25 only"))
-    else:
-        notes.append(Note("embeddings_disabled", "embeddings are switched off; results are BM25 only"))
-    fused = _fuse(question, rankings, settings)
-    implausible = _implausible_note(conn, question, method_scores.get("dense", {}).values(), settings)
-    if implausible is not None:
-        fused, truncation = [], []
-        notes.append(implausible)
-    hits, limit_reasons = _apply_limits(conn, fused, rankings, method_scores, settings)
-    truncation += limit_reasons
-    return SearchResult(
-        query=question, hits=hits, mode=mode, index_version=stats.index_version,
-        truncation_reasons=sorted(set(truncation)),
-        limits={"candidate_limit": pool, "per_document_limit": settings.per_document_limit,
-                "result_limit": settings.limit},
-        notes=notes, stats=stats)
-
+# --- 12b. No-answer gate — IDF-weighted coverage of the question, an identifier the folder
+# names, or a close embedding match; else nothing is returned
 
 def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, float, str | None]:
     """Return (the best chunk's share, the folder's share) (0..1) of the question's weight, and
@@ -3325,7 +3536,7 @@ def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, 
     words it holds under any of their stems. So a word common in the folder cannot carry a
     question, and words spread over unrelated chunks do not add up (the folder's share
     counts every word found anywhere, so a long question is not refused for that)."""
-    n_chunks = int(_meta_get(conn, "n_chunks") or 0)
+    n_chunks = cache_chunk_count(conn)
     case_tells = _case_tells(question)
     total, found, earned, named = 0.0, 0.0, Counter(), None
     for word in _QUESTION_WORD.findall(question):
@@ -3428,84 +3639,10 @@ def search_gate_signals(question: str, settings: Settings) -> GateSignals:
         index_refresh(conn, settings)
         similarity = None
         if settings.use_embeddings:
-            similarity = max((sim for _, sim in _dense_ranking(conn, question, settings, 1, None)),
+            similarity = max((sim for _, sim in search_dense(conn, question, settings, 1)),
                              default=None)
         coverage, folder_coverage, identifier = _question_coverage(conn, question)
         return GateSignals(coverage, folder_coverage, similarity, identifier)
-    return _with_index(settings, work)
-
-
-def _apply_limits(conn: sqlite3.Connection, fused: list[tuple[int, float]],
-                  rankings: dict[str, list[int]], method_scores: dict[str, dict[int, float]],
-                  settings: Settings) -> tuple[list[Hit], list[str]]:
-    """Return the hits within per_document_limit and result_limit, and which limits were
-    proven hit (one candidate past result_limit is looked at, never returned)."""
-    meta = _cache_chunks(conn, [cid for cid, _ in fused])
-    ranks = {m: {cid: r for r, cid in enumerate(ids, 1)} for m, ids in rankings.items()}
-    per_doc: Counter = Counter()
-    hits: list[Hit] = []
-    reasons: list[str] = []
-    for cid, score in fused:
-        chunk, title, url = meta[cid]
-        if per_doc[chunk.path] >= settings.per_document_limit:
-            reasons.append("per_document_limit")
-            continue
-        if len(hits) == settings.limit:
-            reasons.append("result_limit")
-            break
-        per_doc[chunk.path] += 1
-        hits.append(Hit(chunk, score,
-                        ranks["bm25"].get(cid), _score_or_none(method_scores["bm25"], cid, ranks["bm25"]),
-                        ranks.get("dense", {}).get(cid),
-                        _score_or_none(method_scores.get("dense", {}), cid, ranks.get("dense", {})),
-                        title, url))
-    return hits, reasons
-
-
-def _score_or_none(scores: dict[int, float], cid: int, ranked: dict[int, int]) -> float | None:
-    """Return the method's score for cid when the method returned it, else None."""
-    return round(scores[cid], 6) if cid in ranked else None
-
-
-def search_rankings(question: str, settings: Settings, depth: int,
-                    progress: ProgressFn | None = None) -> dict[str, list[Chunk]]:
-    """Return each method's ranked chunks for evaluation: 'bm25' and 'dense' (depth deep,
-    'dense' only when embeddings are on) and 'rrf' (fused from settings.candidate_limit per
-    method and no-answer gated, as search() does, before per-document and result limits); raise BackendError
-    when the embedding server fails, so a report never mistakes BM25 for hybrid."""
-    question = _validate_question(question)
-
-    def work(conn: sqlite3.Connection, notes: list[Note]) -> dict[str, list[Chunk]]:
-        index_refresh(conn, settings, progress)
-        pool = settings.candidate_limit
-        bm25_top, _ = _bm25_ranking(conn, question, settings, max(depth, pool))
-        ids = {"bm25": [cid for cid, _ in bm25_top[:max(depth, pool)]]}
-        dense_top: list[tuple[int, float]] = []
-        if settings.use_embeddings:
-            dense_top = _dense_ranking(conn, question, settings, max(depth, pool), progress)
-            ids["dense"] = [cid for cid, _ in dense_top[:max(depth, pool)]]
-        fused = _fuse(question, {m: ranked[:pool] for m, ranked in ids.items()}, settings)
-        implausible = _implausible_note(conn, question, (sim for _, sim in dense_top), settings)
-        ids["rrf"] = [cid for cid, _ in fused] if implausible is None else []
-        meta = _cache_chunks(conn, sorted({cid for ranked in ids.values() for cid in ranked}))
-        return {m: [meta[cid][0] for cid in ranked[:depth]] for m, ranked in ids.items()}
-    return _with_index(settings, work)
-
-
-def index_folder(settings: Settings, progress: ProgressFn | None = None) -> IndexStats:
-    """Index (or refresh) settings.docs_dir and, when embeddings are on, embed new chunks."""
-    def work(conn: sqlite3.Connection, notes: list[Note]) -> IndexStats:
-        stats = index_refresh(conn, settings, progress)
-        stats.notes = notes + stats.notes
-        if settings.use_embeddings:
-            try:
-                _embed_missing(conn, settings, progress, notes=stats.notes)
-                if settings.embed_mock:
-                    stats.notes.append(EMBED_MOCK_NOTE)
-            except BackendError as exc:
-                stats.notes.append(Note("embeddings_unavailable",
-                                        f"embeddings unavailable ({exc.kind}); indexed for BM25 only"))
-        return stats
     return _with_index(settings, work)
 
 

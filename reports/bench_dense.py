@@ -113,7 +113,7 @@ def load_from_sqlite(vectors: list[array.array]) -> tuple[float, float]:
 
 
 def docs_qa_dense(folder: str, cache_dir: str, runs: int = 5) -> str:
-    """Return a report line: docs_qa._dense_ranking latency over a folder's mock vectors."""
+    """Return a report line: docs_qa.search_dense latency over a folder's mock vectors."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import docs_qa
     settings = docs_qa.Settings(docs_dir=folder, cache_dir=cache_dir, embed_mock=True)
@@ -124,10 +124,10 @@ def docs_qa_dense(folder: str, cache_dir: str, runs: int = 5) -> str:
     times = []
     for q in questions[:runs]:
         start = time.perf_counter()
-        docs_qa._dense_ranking(conn, q, settings, 20, None, [])
+        docs_qa.search_dense(conn, q, settings, 20)
         times.append(time.perf_counter() - start)
     conn.close()
-    return (f"docs_qa's exact dense ranking (`_dense_ranking`, pool 20, vectors loaded from its sqlite "
+    return (f"docs_qa's exact dense ranking (`search_dense`, pool 20, vectors loaded from its sqlite "
             f"cache on every question) over {stats.chunks:,} cached 256-dim mock vectors of `{folder}`: "
             f"median {statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}, "
             f"max {max(times) * 1000:.0f}, n={len(times)}).")

@@ -2,12 +2,12 @@
 """bm25_levers — per-lever ablation of docs-qa's BM25 over public test collections.
 
 Each collection is chunked and indexed in memory with docs_qa's own functions
-(chunk_text, bm25_term_counts, text_query_counts, bm25_query_weight, bm25_scores), so the
-"defaults" row equals `eval_retrieval.py --embeddings off --limit 10`. A lever is switched
-off (or on) by patching the one docs_qa constant or function that carries it, for this
-process only. RM3 pseudo-relevance feedback is measured here only (docs-qa does not ship
-it). Prints markdown: nDCG@10 per collection and lever, a k1/b grid and leave-one-out
-choices of k1/b. Standard library only.
+(chunk_text, bm25_term_counts, text_query_counts, bm25_query_weight, bm25_scores, and
+search_feedback_wanted / search_feedback_weights for the RM3 second pass), so the "defaults"
+row equals `eval_retrieval.py --embeddings off --limit 10`. A lever is switched off (or on)
+by a Settings field or by patching the one docs_qa constant or function that carries it,
+for this process only. Prints markdown: nDCG@10 per collection and lever, a k1/b grid and
+leave-one-out choices of k1/b. Standard library only.
 
     python3 reports/bm25_levers.py DATASETS/cranfield DATASETS/cacm DATASETS/adi DATASETS/npl DATASETS/lisa
 """
@@ -15,6 +15,7 @@ choices of k1/b. Standard library only.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -28,7 +29,7 @@ import eval_retrieval as ev  # noqa: E402
 
 K1S = (0.9, 1.2, 1.4, 1.6, 2.0)
 BS = (0.4, 0.6, 0.75, 0.9)
-RM3 = {"fb_docs": 5, "fb_terms": 20, "alpha": 0.7}   # Lavrenko & Croft relevance model, RM3 mix
+FEEDBACK_SHARES = (0.3, 0.4, 0.5, 0.6)   # other bars for the RM3 second pass (Settings.feedback_min_share)
 
 
 @contextmanager
@@ -44,7 +45,7 @@ def patched(**values):
             setattr(docs_qa, k, v)
 
 
-LEVERS = {
+LEVERS = {   # docs_qa attributes to patch; feedback_min_share is a Settings field
     "defaults (all levers on)": {},
     "- query-term frequency (k3 = 0: each word once)": {"BM25_K3": 1e-9},
     "- request stop words": {"_STOP_REQUEST": frozenset()},
@@ -52,9 +53,10 @@ LEVERS = {
     "- title weight (title words weigh 1)": {"HEADING_TF_UNITS": docs_qa.TF_UNITS},
     "stemmer: light stripper for English too (no Porter)": {"text_stem_english": docs_qa.text_stem},
     "stemmer: none": {"text_stem_english": lambda w: w, "text_stem": lambda w: w},
-    "previous defaults (t3: none of the four levers)": {
+    "- RM3 second pass (feedback_min_share above 1: never)": {"feedback_min_share": 1.01},
+    "previous defaults (t3: none of the five levers)": {
         "BM25_K3": 1e-9, "_STOP_REQUEST": frozenset(), "_case_tells": lambda text: True,
-        "HEADING_TF_UNITS": docs_qa.TF_UNITS},
+        "HEADING_TF_UNITS": docs_qa.TF_UNITS, "feedback_min_share": 1.01},
 }
 
 
@@ -87,32 +89,28 @@ class Collection:
         found = {t: self.postings.get(t, []) for t in weights}
         return docs_qa.bm25_scores(found, len(self.chunks), self.avg, k1, b, weights, docs_qa.TF_UNITS)
 
-    def rm3(self, first: dict[int, float], weights: dict[str, float], k1: float, b: float) -> dict[int, float]:
-        """Return the second pass: the query mixed with terms of the first pass's top chunks."""
-        top = sorted(first.items(), key=lambda kv: (-kv[1], kv[0]))[:RM3["fb_docs"]]
-        total = sum(s for _, s in top)
-        if not top or total <= 0:
+    def feedback(self, question: str, first: dict[int, float], weights: dict[str, float], k1: float,
+                 b: float, settings: docs_qa.Settings | None, always: bool) -> dict[int, float]:
+        """Return the RM3 second pass as docs_qa runs it (settings None: docs_qa's defaults),
+        or for every question (always); else first."""
+        if not first:
             return first
-        model: Counter = Counter()
-        for cid, score in top:
-            for term, tf in self.forward[cid]:
-                model[term] += (score / total) * tf / self.lengths[cid]
-        expansion = dict(model.most_common(RM3["fb_terms"]))
-        mixed: Counter = Counter()
-        for term, w in weights.items():
-            mixed[term] += RM3["alpha"] * w / sum(weights.values())
-        for term, w in expansion.items():
-            mixed[term] += (1 - RM3["alpha"]) * w / sum(expansion.values())
-        return self.scores(dict(mixed), k1, b)
+        top = sorted(first.items(), key=lambda kv: (-kv[1], kv[0]))
+        best_terms = {term for term, _ in self.forward[top[0][0]]}
+        if not always and not docs_qa.search_feedback_wanted(question, weights, best_terms,
+                                                             settings or docs_qa.Settings(docs_dir=".")):
+            return first
+        fragments = [(score, Counter(dict(self.forward[cid])), self.lengths[cid])
+                     for cid, score in top[:docs_qa.FEEDBACK_DOCS]]
+        return self.scores(docs_qa.search_feedback_weights(weights, fragments), k1, b)
 
-    def ndcg(self, k1: float = docs_qa.DEFAULT_K1, b: float = docs_qa.DEFAULT_B, prf: bool = False) -> float:
+    def ndcg(self, k1: float = docs_qa.DEFAULT_K1, b: float = docs_qa.DEFAULT_B,
+             settings: docs_qa.Settings | None = None, always: bool = False) -> float:
         """Return nDCG@10 over the judged queries, a document ranked by its best chunk."""
         values = []
         for q in self.queries:
             weights = {t: docs_qa.bm25_query_weight(n) for t, n in docs_qa.text_query_counts(q["query"]).items()}
-            scores = self.scores(weights, k1, b)
-            if prf:
-                scores = self.rm3(scores, weights, k1, b)
+            scores = self.feedback(q["query"], self.scores(weights, k1, b), weights, k1, b, settings, always)
             ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:ev.DEPTH * 3]
             docs = ev.doc_ranking([self.chunks[cid].path for cid, _ in ranked])
             values.append(ev.ndcg_at(docs, q["gains"]))
@@ -133,14 +131,21 @@ def main(argv: list[str] | None = None) -> int:
     head = "| lever | " + " | ".join(c.name for c in colls) + " | mean |\n|---|" + "---:|" * (len(colls) + 1)
     print(f"nDCG@10, BM25 only, k1={docs_qa.DEFAULT_K1} b={docs_qa.DEFAULT_B} k3={docs_qa.BM25_K3}, "
           f"tokenizer {docs_qa.TOKENIZER_VERSION}.\n\n{head}")
+    base = docs_qa.Settings(docs_dir=".")
     for label, values in LEVERS.items():
-        with patched(**values):
+        patches = {k: v for k, v in values.items() if k != "feedback_min_share"}
+        settings = dataclasses.replace(base, feedback_min_share=values.get("feedback_min_share",
+                                                                           base.feedback_min_share))
+        with patched(**patches):
             for c in colls:
                 c.index()
-            print(_row(label, [c.ndcg() for c in colls]), flush=True)
+            print(_row(label, [c.ndcg(settings=settings) for c in colls]), flush=True)
     for c in colls:
         c.index()
-    print(_row(f"+ RM3 feedback, every question ({RM3})", [c.ndcg(prf=True) for c in colls]))
+    print(_row("RM3 second pass for every question", [c.ndcg(always=True) for c in colls]))
+    for share in FEEDBACK_SHARES:
+        print(_row(f"RM3 when the best fragment holds >= {share} (not {base.feedback_min_share})",
+                   [c.ndcg(settings=dataclasses.replace(base, feedback_min_share=share)) for c in colls]))
     default_k3 = docs_qa.BM25_K3
     for k3 in (1.2, 100.0):
         with patched(BM25_K3=k3):

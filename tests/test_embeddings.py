@@ -4,7 +4,6 @@ import random
 import socket
 import sqlite3
 import unittest
-from unittest import mock
 
 from helpers import StubServerCase, docs_qa, write_files
 
@@ -144,9 +143,11 @@ class DensePrefilterTest(StubServerCase):
     def setUp(self):
         super().setUp()
         self.stub.dim, self.stub.centered = 256, True
-        patch = mock.patch.object(docs_qa, "DENSE_RESCORE", 1)   # rescore only pool + 1 = 11
-        patch.start()
-        self.addCleanup(patch.stop)
+
+    def settings(self, **overrides):
+        """Return the settings of the base class with dense_rescore 1: the prefilter rescores
+        only pool + 1 = 11 chunks."""
+        return super().settings(dense_rescore=1, **overrides)
 
     def dense_top(self, question: str, prefilter: bool) -> str:
         settings = self.settings(embed_mock=False, base_url=self.stub.base_url,

@@ -81,3 +81,10 @@ class SearchRankingsTest(unittest.TestCase):
         ranked = self.docs_qa.search_rankings("zebra", self.settings, depth=5)
         self.assertEqual(ranked["bm25"], [])
         self.assertEqual(ranked["rrf"], [])
+
+    def test_rrf_is_the_order_search_returns(self):
+        settings = self.docs_qa.Settings(docs_dir=self.tmp.name, embed_mock=True, limit=2, min_coverage=0.0)
+        ranked = self.docs_qa.search_rankings("kot pies", settings, depth=5)
+        hits = self.docs_qa.search("kot pies", settings).hits
+        self.assertEqual([(c.path, c.start_line) for c in ranked["rrf"]],
+                         [(h.chunk.path, h.chunk.start_line) for h in hits])

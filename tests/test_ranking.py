@@ -55,6 +55,33 @@ class RepeatedWordSearchTest(TempDirTest):
         self.assertEqual(docs_qa.search("alpha alpha beta", settings).hits[0].chunk.path, "a.md")
 
 
+class FeedbackTest(TempDirTest):
+    """RM3: an English question whose best fragment holds its subject is ranked again with
+    that fragment's words, so a fragment that shares them moves up among those the question
+    found (c.md says 'speed' twice, b.md once but with the best fragment's other words)."""
+
+    def setUp(self):
+        super().setUp()
+        write_files(self.docs, {"a.md": "# Wing flutter\n\nWing flutter speed with supersonic damping.\n",
+                                "b.md": "Supersonic damping of thin panels at low speed.\n",
+                                "c.md": "Speed of a pasta boat in tomato sauce: speed matters.\n"})
+
+    def bm25_paths(self, question: str, **overrides) -> list[str]:
+        settings = self.settings(use_embeddings=False, **overrides)
+        return [c.path for c in docs_qa.search_rankings(question, settings, 5)["bm25"]]
+
+    def test_a_confident_english_question_borrows_the_words_of_its_best_fragment(self):
+        self.assertEqual(self.bm25_paths("what is the wing flutter speed"), ["a.md", "b.md", "c.md"])
+
+    def test_no_second_pass_when_switched_off_or_for_an_identifier(self):
+        self.assertEqual(self.bm25_paths("what is the wing flutter speed", feedback_min_share=1.01),
+                         ["a.md", "c.md", "b.md"])
+        self.assertEqual(self.bm25_paths("what is the WF-12 wing flutter speed"), ["a.md", "c.md", "b.md"])
+
+    def test_no_second_pass_for_a_short_question(self):
+        self.assertEqual(self.bm25_paths("flutter speed"), ["a.md", "c.md", "b.md"])
+
+
 class FusionTest(unittest.TestCase):
     # BM25's rank-1 chunk 9 is one the embeddings never return; chunks 1-4 are ranked by both
     RANKINGS = {"bm25": [9, 1, 2, 3, 4], "dense": [1, 2, 3, 4, 5, 6, 7]}
