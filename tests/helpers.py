@@ -458,6 +458,7 @@ class ServeProcess:
              "--port", "0", *extra], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env=full_env)
         self.lines: list[str] = []
+        self._changed = threading.Condition()   # notified on each new line and at EOF
         self._ready = threading.Event()
         self.port = 0
         self._collector = threading.Thread(target=self._collect, daemon=True)
@@ -470,11 +471,26 @@ class ServeProcess:
     def _collect(self) -> None:
         for raw in self.proc.stderr:
             line = raw.decode("utf-8", "replace")
-            self.lines.append(line)
+            with self._changed:
+                self.lines.append(line)
+                self._changed.notify_all()
             if not self.port and "serving http://" in line:
                 self.port = int(line.split("serving http://", 1)[1].split()[0].rsplit(":", 1)[1])
                 self._ready.set()
+        with self._changed:
+            self._eof = True
+            self._changed.notify_all()
         self._ready.set()
+
+    _eof = False
+
+    def wait_for_line(self, text: str, timeout_s: float = 30.0) -> bool:
+        """Return whether stderr has a line containing text, waiting for it until the
+        process closes stderr (or timeout_s passes: a guard, not a bound)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._eof or any(text in line for line in self.lines),
+                                   timeout_s)
+            return any(text in line for line in self.lines)
 
     @property
     def stderr(self) -> str:
