@@ -180,9 +180,15 @@ class SignalTest(ChatStreamCase):
         self.stub.chat_hook = lambda body: asked.set()
         env = {k: v for k, v in os.environ.items() if not k.startswith("DOCS_QA_")}
         env.update(self.env(EMBED_MOCK="1"))
-        proc = subprocess.Popen([sys.executable, os.path.join(REPO, "docs_qa.py"), QUESTION,
-                                 "--docs", self.docs, "--no-cache", "--no-embed", "--timeout", "30"],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # a shell starts background jobs with SIGINT ignored, and an ignored signal stays
+        # ignored across exec: the child starts with the default, as in a terminal
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            proc = subprocess.Popen([sys.executable, os.path.join(REPO, "docs_qa.py"), QUESTION,
+                                     "--docs", self.docs, "--no-cache", "--no-embed", "--timeout", "30"],
+                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        finally:
+            signal.signal(signal.SIGINT, previous)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         self.assertTrue(asked.wait(WAIT_S), "the chat call never started")
         self.assertEqual(self.stub.chat_requests, 1)

@@ -187,7 +187,7 @@ class DocsFolderTest(CliCase):
         for text, last_line in (("a\n" * 200000, 200000), ("a\n\n" * 100000, 199999)):
             started = time.process_time()      # CPU of this process, whatever else runs
             chunks = docs_qa.chunk_text("short.md", text)
-            self.assertLess(time.process_time() - started, 6.0)   # linear: ~0.7 s; quadratic: ~13 s
+            self.assertLess(time.process_time() - started, 6.0)   # linear: ~0.7 s; quadratic would be ~13 s
             self.assertEqual(chunks[0].start_line, 1)
             self.assertEqual(chunks[-1].end_line, last_line)
             self.assertTrue(all(len(c.text) <= docs_qa.DEFAULT_CHUNK_CHARS for c in chunks))
