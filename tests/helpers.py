@@ -69,29 +69,33 @@ IN_PROCESS_ENV = ("DOCS_QA_", "EMBED_MOCK", "XDG_CACHE_HOME")
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60,
             stdin: str | None = None, in_process: bool | None = None) -> subprocess.CompletedProcess:
     """Run `docs_qa.py ARGS` (or another script given as args[0] ending in .py); return its
-    exit code, stdout and stderr. A docs_qa question or `index` run whose environment only
-    sets IN_PROCESS_ENV variables runs in this process through docs_qa.main(argv, environ)
-    (see run_main) unless in_process is False; everything else is a real subprocess."""
+    exit code, stdout and stderr. A docs_qa question or `index` run, or a graph_store.py
+    run, whose environment only sets IN_PROCESS_ENV variables runs in this process through
+    the module's main() (see run_main) unless in_process is False; everything else is a
+    real subprocess."""
     script = args[0] if args and args[0].endswith(".py") else "docs_qa.py"
     rest = list(args[1:] if script == args[0] else args)
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("DOCS_QA_")}
     full_env.setdefault("EMBED_MOCK", "1")
     full_env.update(env or {})
     if in_process is None:
-        in_process = (script == "docs_qa.py" and stdin is None
-                      and not (rest and rest[0] in docs_qa.SUBCOMMANDS and rest[0] != "index")
+        in_process = (script in ("docs_qa.py", "graph_store.py") and stdin is None
+                      and not (script == "docs_qa.py" and rest and rest[0] in docs_qa.SUBCOMMANDS
+                               and rest[0] != "index")
                       and all(v == os.environ.get(k) or k.startswith(IN_PROCESS_ENV)
                               for k, v in full_env.items())
                       and all(k in full_env or k.startswith(IN_PROCESS_ENV) for k in os.environ))
     if in_process:
-        return run_main(rest, full_env, timeout)
+        return run_main(rest, full_env, timeout, script)
     return subprocess.run([sys.executable, os.path.join(REPO, script), *rest], cwd=REPO,
                           env=full_env, capture_output=True, text=True, timeout=timeout,
                           input=stdin)
 
 
-def run_main(argv: list[str], environ: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
-    """Run docs_qa.main(argv, environ) in this process, from the repository folder, with
+def run_main(argv: list[str], environ: dict[str, str], timeout: float = 60,
+             script: str = "docs_qa.py") -> subprocess.CompletedProcess:
+    """Run docs_qa.main(argv, environ) (with script graph_store.py: graph_store.main(argv),
+    which reads no environment) in this process, from the repository folder, with
     stdout and stderr captured as bytes and decoded as `text=True` decodes a subprocess's;
     an escaping exception is a traceback on stderr and exit code 1, as in a process, and a
     run still going after `timeout` seconds ends the whole test run with every stack dumped."""
@@ -108,7 +112,11 @@ def run_main(argv: list[str], environ: dict[str, str], timeout: float = 60) -> s
     try:
         with contextlib.redirect_stdout(streams[0]), contextlib.redirect_stderr(streams[1]):
             try:
-                code = docs_qa.main(list(argv), dict(environ))
+                if script == "graph_store.py":
+                    import graph_store
+                    code = graph_store.main(list(argv))
+                else:
+                    code = docs_qa.main(list(argv), dict(environ))
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
             except Exception:
@@ -118,7 +126,7 @@ def run_main(argv: list[str], environ: dict[str, str], timeout: float = 60) -> s
         faulthandler.cancel_dump_traceback_later()
         os.chdir(cwd)
     text = [io.TextIOWrapper(io.BytesIO(buf.getvalue()), encoding="utf-8").read() for buf in (out, err)]
-    return subprocess.CompletedProcess(["docs_qa.main", *argv], code, text[0], text[1])
+    return subprocess.CompletedProcess([script.replace(".py", ".main"), *argv], code, text[0], text[1])
 
 
 # Machine paths an error message must not show (where the code, the interpreter, the

@@ -16,6 +16,8 @@ import sys
 import tempfile
 import unittest
 
+from helpers import run_cli as run_script   # first: it puts the repository on sys.path
+
 import graph_store as gs
 import retrieval_contract as rc
 
@@ -72,9 +74,8 @@ def env_of(question: str, limits: gs.GraphLimits | None = None, data: dict | Non
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    """Run graph_store.py as a subprocess from the repo root."""
-    return subprocess.run([sys.executable, "graph_store.py", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    """Run graph_store.py ARGS from the repo root (in this process: see helpers.run_cli)."""
+    return run_script("graph_store.py", *args)
 
 NAMESAKES = {"p-jan": "Ján Novák", "p-jana": "Jana Nováková",
              "p-peter": "Peter Kováč", "p-petra": "Petra Kováčová"}

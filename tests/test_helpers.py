@@ -50,11 +50,16 @@ class InProcessRunTest(TempDirTest):
                  ("termin", "--docs", self.docs, "--limit", "zero"),
                  ("index", "--docs", self.docs, "--no-cache"),
                  ("--help",)]
+        graph = os.path.join(REPO, "corpus", "graph.json")
+        cases += [("graph_store.py", "Koľko osôb má prácu v roku 2024?", "--graph", graph, "--json"),
+                  ("graph_store.py", "Kto je Peter?", "--graph", graph),
+                  ("graph_store.py", "Kto?", "--graph", os.path.join(self.tmp, "nope.json"), "--json"),
+                  ("graph_store.py", "Kto?", "--limit", "x")]
         for args in cases:
             with self.subTest(args=args[:2]):
                 inside = run_cli(*args)
                 outside = run_cli(*args, in_process=False)
-                self.assertEqual(inside.args[0], "docs_qa.main")      # it did run in-process
+                self.assertIn(inside.args[0], ("docs_qa.main", "graph_store.main"))   # in-process
                 self.assertEqual((inside.returncode, inside.stdout, inside.stderr),
                                  (outside.returncode, outside.stdout, outside.stderr))
 
