@@ -21,6 +21,8 @@ sys.path.insert(0, REPO)
 
 import docs_qa  # noqa: E402
 
+SERVE_POLL_S = 0.05    # how often a test server's serve_forever looks for shutdown() (default 0.5 s)
+
 
 def write_files(root: str, files: dict[str, str | bytes]) -> str:
     """Write {relative path: text or bytes} under root; return root."""
@@ -203,7 +205,7 @@ class StubModelServer:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(SERVE_POLL_S,), daemon=True)
 
     def reset(self) -> None:
         """Restore the default behaviour and zero the counters (between tests)."""
@@ -396,7 +398,7 @@ class StubModelServer:
 
 
 class StubServerCase(TempDirTest):
-    """A test class sharing one StubModelServer (its shutdown costs 0.5 s), reset before
+    """A test class sharing one StubModelServer (started once per class), reset before
     each test, with `corpus` (TAX_CORPUS unless a subclass says otherwise) in its docs folder."""
 
     corpus: dict[str, str | bytes] = TAX_CORPUS
@@ -432,7 +434,7 @@ class LiveDocsServer:
         self.server = docs_qa.http_server(self.ctx, "127.0.0.1", 0)
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(SERVE_POLL_S,), daemon=True)
         self.thread.start()
 
     def request(self, method: str, target: str, body: bytes | None = None,

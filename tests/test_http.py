@@ -16,7 +16,7 @@ import time
 import unittest
 from unittest import mock
 
-from helpers import TAX_CORPUS, REPO, run_cli, write_files
+from helpers import SERVE_POLL_S, TAX_CORPUS, REPO, run_cli, write_files
 
 import docs_qa
 import retrieval_contract as rc
@@ -38,7 +38,7 @@ class _LiveServer:
                                          log=self.log.append)
         self.server = docs_qa.http_server(self.ctx, "127.0.0.1", 0)
         self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(SERVE_POLL_S,), daemon=True)
         self.thread.start()
 
     def close(self) -> None:
