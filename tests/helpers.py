@@ -290,7 +290,7 @@ class StubModelServer:
             handler.end_headers()
             handler.wfile.write(b'{"data": ')
             handler.wfile.flush()
-            time.sleep(self.hang_s)
+            self.release.wait(self.hang_s)
         else:
             return False
         return True
