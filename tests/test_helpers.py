@@ -48,13 +48,10 @@ class InProcessRunTest(TempDirTest):
                  ("faktura korygująca", "--docs", self.docs, "--no-cache", "--extractive"),
                  ("termin", "--docs", os.path.join(self.tmp, "nope"), "--json"),
                  ("termin", "--docs", self.docs, "--limit", "zero"),
-                 ("index", "--docs", self.docs, "--no-cache"),
-                 ("--help",)]
+                 ("index", "--docs", self.docs, "--no-cache")]
         graph = os.path.join(REPO, "corpus", "graph.json")
-        cases += [("graph_store.py", "Koľko osôb má prácu v roku 2024?", "--graph", graph, "--json"),
-                  ("graph_store.py", "Kto je Peter?", "--graph", graph),
-                  ("graph_store.py", "Kto?", "--graph", os.path.join(self.tmp, "nope.json"), "--json"),
-                  ("graph_store.py", "Kto?", "--limit", "x")]
+        cases += [("graph_store.py", "Kto je Peter?", "--graph", graph),
+                  ("graph_store.py", "Kto?", "--graph", os.path.join(self.tmp, "nope.json"), "--json")]
         for args in cases:
             with self.subTest(args=args[:2]):
                 inside = run_cli(*args)
