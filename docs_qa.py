@@ -8,9 +8,11 @@ Sections (in file order)
      1. Constants        -- defaults, limits, reason tables
      2. Types            -- Chunk, Hit, Note, Settings, SearchResult, IndexStats
      3. Errors           -- typed exceptions from retrieval_contract
-     4. Text             -- NFKC, casefold, diacritic folding, tokens, stop words, stemmer
+     4. Text             -- NFKC, casefold, diacritic folding, words, stop words, light stemmer
           4a. Sentences        -- the one sentence splitter (abbreviations, dates, URLs)
           4b. Language         -- the one language detector (pl/sk/en, with or without diacritics)
+          4c. Porter stemmer   -- English stems (Porter 1980)
+          4d. Terms            -- index terms and question terms, stemmed per language
      5. Corpus walk      -- the only code that reads documents
      6. Chunking         -- split on headers / blank lines with exact 1-based line ranges
      7. BM25             -- Okapi BM25 scoring over postings
@@ -22,18 +24,30 @@ Sections (in file order)
           10c. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult
-    13. Citations        -- one parser, one validator, re-check against the file, support score
+    13. Citations        -- the one parser (inline, bracketed, reference lists; quoted paths)
+          13a. Checks          -- the one validator, re-check against the file, support score
     14. Answer           -- prompt, streamed chat call, refusal
-          14a. Reply check     -- units of a reply, citations, support, verbatim code
-          14b. Extractive      -- whole units: sentence, item, intro + code/list/table, row
-          14c. answer()        -- search, reply or quote, check
-    15. Envelope         -- map results onto the v1 contract
-    16. Operations       -- the operations the transports expose
-    17. CLI              -- argparse, text formatting (what was removed and why, limits)
-    18. HTTP server      -- handle_request + a thin handler, CORS for browser clients
-          18b. Web page        -- GET / (one self-contained page, strict CSP), GET /source
+          14a. Reply units     -- a reply as groups of sentences, blocks and cut marks
+          14b. Reply check     -- citations, support, verbatim code; what is kept and shown
+          14c. Extractive      -- blocks: paragraph, list, code, command, table, heading
+          14d. Extractive units -- whole units: sentence, item, intro + code/list/table, row
+          14e. answer()        -- search, reply or quote, check
+    15. Envelope         -- map results onto the v1 contract; the one error boundary
+    16. Operations       -- settings_from_env, the operations every transport runs
+    17. CLI              -- argparse, the default command
+          17a. Text output     -- one renderer per tool (what was removed and why, limits)
+          17b. CLI runs        -- progress, a question through OPERATIONS, the index command
+    18. HTTP server      -- handle_request: routes, auth, framing, CORS, OpenAPI
+          18a. HTTP handler    -- the thin threaded server: deadlines, connection cap
+          18b. Page texts      -- the page's words (en/pl/sk), HTML and style
+          18c. Page script     -- the page's one inline script (strict CSP, textContent only)
+          18d. Web page        -- GET / and GET /source
     19. MCP              -- JSON-RPC over stdio; concurrent tool calls, background start-up index
-    20. main
+    20. main             -- dispatch, start-up checks, exit codes
+
+Constants are UPPER_SNAKE and live at the head of the section that owns them (STYLE.md's
+"at the top", amended): section 1 holds the defaults of Settings and the limits several
+sections share; a table built from a section's functions (OPERATIONS) follows them.
 """
 
 from __future__ import annotations
@@ -66,6 +80,7 @@ import urllib.parse
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from http import HTTPStatus
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import retrieval_contract as rc
@@ -73,21 +88,25 @@ from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequest
                                 RetrievalUnavailableError)
 
 __all__ = [
-    "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats", "GateSignals",
+    "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats", "GateSignals", "ProgressFn",
     "settings_from_env", "search", "search_rankings", "search_gate_signals", "answer", "index_folder", "index_refresh",
-    "text_fold", "text_tokens", "text_stem", "text_stem_english", "text_language", "text_query_terms",
+    "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english", "text_query_terms",
     "text_query_counts", "text_sentences", "text_detect_language",
-    "corpus_walk", "corpus_read", "corpus_readable", "corpus_reread",
-    "chunk_text",
+    "FileEntry", "corpus_walk", "corpus_read", "corpus_readable", "corpus_reread",
+    "chunk_text", "front_matter_fields",
     "bm25_idf", "bm25_scores", "bm25_query_weight", "bm25_term_counts",
+    "BackendError", "RetryPolicy",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
-    "cache_path", "cache_open", "cache_snapshot",
+    "default_cache_dir", "cache_path", "cache_open", "cache_snapshot", "ParsedFile",
     "GitCheckout", "GitState", "git_checkout", "git_head", "git_is_dirty", "git_probe", "git_probe_file",
     "rrf_fuse", "rrf_floor",
-    "citation_parse", "citation_validate", "citation_recheck", "citation_format", "citation_support",
+    "Citation", "citation_parse", "citation_validate", "citation_recheck", "citation_format",
+    "citation_support",
+    "AnswerResult", "answer_check", "answer_extractive",
     "to_envelope", "envelope_open_schema",
     "SEARCH_FIELDS_SCHEMA", "RAG_FIELDS_SCHEMA", "SOURCE_FIELDS_SCHEMA",
     "OPERATIONS", "Operation", "OperationContext", "operation_validate", "operation_run",
+    "format_answer_text", "format_notes", "format_removals", "format_limits",
     "ServerContext", "handle_request", "http_server", "http_openapi", "http_is_loopback",
     "PageReply", "PAGE_TEXTS", "page_language", "page_html", "page_reply", "page_url", "page_source_lines",
     "page_openapi_paths",
@@ -95,7 +114,7 @@ __all__ = [
     "main",
 ]
 
-# === 1. Constants — defaults and limits in one place ===
+# === 1. Constants — the defaults of Settings and the limits several sections share ===
 
 DEFAULT_BASE_URL = "http://localhost:1234/v1"
 DEFAULT_EMBED_MODEL = "text-embedding-nomic-embed-text-v1.5"
@@ -123,6 +142,7 @@ BM25_K3 = 8.0                      # query-term frequency saturation: (k3+1)qtf/
 TF_UNITS = 2                       # postings count a body word as this many units ...
 HEADING_TF_UNITS = 3               # ... and a word of a level-1 heading (title) as this many
 DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_CHAT_TIMEOUT_S = 300.0     # the whole chat call, retries included (--chat-timeout)
 DEFAULT_RETRIES = 2                # extra attempts after a transient fault
 DEFAULT_EMBED_BATCH = 32
 DEFAULT_CHUNK_CHARS = 1200         # soft upper bound of a chunk's size
@@ -147,8 +167,6 @@ CACHE_BUSY_RETRIES = 2             # then the whole run is retried this often, n
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 TOKENIZER_VERSION = "t5"          # t5: format characters (Cf) dropped inside words
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
-PROGRESS_EVERY = 500               # files between progress reports while indexing
-PROGRESS_TICK_S = 1.0              # redraw of "waiting for MODEL… 12 s, 340 tokens"
 PARSE_BATCH_FILES = 500            # files per parsing task (one tokenizer memo per task)
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
@@ -223,6 +241,12 @@ class Settings:
                                       # server keeps open for its lifetime (None: throw-away)
     index_lock: Any = field(default=None, compare=False, repr=False)   # serialises uses of a
                                       # memory_index (shared-cache locks are not waited for)
+    # the answer and the transports (read by settings_from_env like everything above)
+    chat_model: str | None = None      # None: the first chat model the server lists
+    chat_timeout_s: float = DEFAULT_CHAT_TIMEOUT_S   # the whole chat call, retries included
+    extractive: bool = False           # quote the fragments; never call the chat model
+    token: str | None = field(default=None, repr=False)   # DOCS_QA_TOKEN as set; serve checks it
+    cors_origins: tuple[str, ...] = ()   # browser origins serve answers ('*': any)
     # time as parameters: the clock deadlines are measured on and the wait between retries
     # (tests pass a fake pair, so a backoff or a deadline costs no real time)
     clock: Callable[[], float] = field(default=time.monotonic, compare=False, repr=False)
@@ -273,7 +297,7 @@ class _CacheCorrupt(Exception):
     """The cache file is not ours, not sqlite, or damaged: rebuild it."""
 
 
-# === 4. Text — normalisation, tokens, stop words and a light stemmer (pure) ===
+# === 4. Text — normalisation, words, stop words and a light stemmer (pure) ===
 
 _EXTRA_FOLDS = str.maketrans({"ł": "l", "đ": "d", "ø": "o", "æ": "ae", "œ": "oe", "ı": "i",
                               "ħ": "h", "ŧ": "t", "ð": "d", "þ": "th"})
@@ -293,7 +317,7 @@ _COMBINING_MARKS = re.compile(
 
 # Function words, folded (no diacritics). English is the classic SMART-style core
 # (measured on Cranfield in reports/hybrid-vs-single.md); Polish and Slovak are kept
-# apart so text_language() can tell a text's language from them.
+# apart so the language detector (4b) can tell a text's language from them.
 _STOP_EN = frozenset("""
 a about above after again against all also am an and any are as at be because been
 before being below between both but by can could did do does doing down during each
@@ -363,14 +387,11 @@ def text_stem(token: str) -> str:
     return token
 
 
-def text_language(words: list[str]) -> str:
-    """Return 'en' when folded words hold more English than Polish/Slovak stop words,
-    'other' when fewer, 'unknown' when the stop words do not tell."""
-    english = sum(1 for w in words if w in _STOP_EN and w not in _STOP_SLAVIC)
-    slavic = sum(1 for w in words if w in _STOP_SLAVIC and w not in _STOP_EN)
-    if english == slavic:
-        return "unknown"
-    return "en" if english > slavic else "other"
+def text_words(text: str, keep_case: bool = False) -> list[str]:
+    """Return the words of text in NFKC with their diacritics, casefolded unless keep_case
+    (the forms name morphology reads; text_fold of a word is what the tokenizer sees)."""
+    text = unicodedata.normalize("NFKC", text)
+    return _TOKEN_RE.findall(text if keep_case else text.casefold())
 
 
 # --- 4a. Sentences — the one splitter, used by extractive answers, the support check and the
@@ -443,7 +464,7 @@ def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 # --- 4b. Language — one detector for questions, refusals, caveats and the tokenizer. The
-# tokenizer's English-or-not decision (text_language, by stop words) comes first; Polish
+# tokenizer's English-or-not decision (_stop_word_language, by stop words) comes first; Polish
 # and Slovak are then told apart by letters, function words and inflection, so a question
 # typed without diacritics ("przepis na sernik", "kto vyhral majstrovstva") is placed too.
 
@@ -461,12 +482,23 @@ _PL_MARKS = re.compile(r"rz|sz|cz|w|(?:ego|ow|osc|ac|ic)$")
 _SK_MARKS = re.compile(r"v|(?:eho|ov|ou|ost|at|it)$")
 
 
+def _stop_word_language(words: list[str]) -> str:
+    """Return 'en' when folded words hold more English than Polish/Slovak stop words,
+    'other' when fewer, 'unknown' when the stop words do not tell: the detector's first
+    stage, and the tokenizer's choice of stemmer."""
+    english = sum(1 for w in words if w in _STOP_EN and w not in _STOP_SLAVIC)
+    slavic = sum(1 for w in words if w in _STOP_SLAVIC and w not in _STOP_EN)
+    if english == slavic:
+        return "unknown"
+    return "en" if english > slavic else "other"
+
+
 def text_detect_language(text: str, default: str = "en") -> str:
     """Return 'pl', 'sk' or 'en' for a question or text, with or without diacritics;
     default when nothing tells (a code such as GTU_12)."""
     raw_words = _TOKEN_RE.findall(text)
     words = [text_fold(w) for w in raw_words]
-    coarse = text_language(words)
+    coarse = _stop_word_language(words)
     if coarse == "en":
         return "en"
     scores = {"pl": 0, "sk": 0}
@@ -484,8 +516,8 @@ def text_detect_language(text: str, default: str = "en") -> str:
     return "pl" if scores["pl"] > scores["sk"] else "sk"
 
 
-# --- Porter stemmer (M. F. Porter, "An algorithm for suffix stripping", Program 14(3),
-# 1980), written from the paper's description; used for texts judged English.
+# --- 4c. Porter stemmer — M. F. Porter, "An algorithm for suffix stripping", Program 14(3),
+# 1980, written from the paper's description; used for texts judged English.
 
 _VOWELS = frozenset("aeiou")
 
@@ -597,6 +629,9 @@ def text_stem_english(word: str) -> str:
     return word
 
 
+# --- 4d. Terms — index terms of a text and the terms of a question, each stemmed for its
+# language (Porter for English, the light stemmer otherwise).
+
 class _Tokenizer:
     """Folds, splits, drops stop words and stems each text with its language's stemmer,
     memoising the stem of each word per language."""
@@ -606,13 +641,13 @@ class _Tokenizer:
 
     def language(self, text: str) -> str:
         """Return the stemmer a text is indexed with: 'en' (Porter) or 'other' (light)."""
-        return "en" if text_language(_TOKEN_RE.findall(text_fold(text))) == "en" else "other"
+        return "en" if _stop_word_language(_TOKEN_RE.findall(text_fold(text))) == "en" else "other"
 
     def tokens(self, text: str, language: str | None = None) -> list[str]:
         """Return text's index terms, stemmed for language ('en' or 'other'; default: text's own)."""
         words = _TOKEN_RE.findall(text_fold(text))
         if language is None:
-            language = "en" if text_language(words) == "en" else "other"
+            language = "en" if _stop_word_language(words) == "en" else "other"
         memo = self._memo[language]
         stem = text_stem_english if language == "en" else text_stem
         for word in set(words).difference(memo):     # each new word once (speed only)
@@ -656,7 +691,7 @@ def text_query_counts(text: str) -> dict[str, int]:
     light stems of its code-like words, so they meet Polish documents ('WIS' is 'wi' to
     Porter, 'wis' to them); capitals make a word code-like only when the question has lower case."""
     folded = _TOKEN_RE.findall(text_fold(text))
-    language = text_language(folded)
+    language = _stop_word_language(folded)
     words = [w for w in folded if w not in STOP_WORDS and w not in _STOP_REQUEST]
     stem = text_stem_english if language == "en" else text_stem
     counts: Counter = Counter()
@@ -670,11 +705,6 @@ def text_query_counts(text: str) -> dict[str, int]:
             if word not in STOP_WORDS and text_stem(word) not in counts:
                 counts[text_stem(word)] = 1
     return dict(counts)
-
-
-def _word_count(text: str) -> int:
-    """Return how many words text has (before stop words are dropped)."""
-    return len(_TOKEN_RE.findall(text))
 
 
 # === 5. Corpus walk — find and decode documents; the only code that reads them ===
@@ -2740,12 +2770,6 @@ def _is_identifier(word: str, case_tells: bool) -> bool:
 
 # === 12. Retrieval — search(question, settings): index, BM25, embeddings, RRF, limits ===
 
-_BACKEND_NOTE = {
-    "refused": "the embedding server refused the connection",
-    "timeout": "the embedding server timed out",
-}
-
-
 def _validate_question(question: Any) -> str:
     """Return the question stripped of control characters; raise InvalidQueryError."""
     if not isinstance(question, str):
@@ -3209,11 +3233,9 @@ def index_folder(settings: Settings, progress: ProgressFn | None = None) -> Inde
     return _with_index(settings, work)
 
 
-# === 13. Citations — one parser, one validator, and a lexical support score ===
+# === 13. Citations — the one parser: path:lines inline, bracketed or in a reference list ===
 
 MAX_CITATIONS = 1000               # more than this in one answer: the rest are dropped
-MAX_ANSWER_CHARS = 20000           # a longer model reply is cut (with a note)
-SUPPORT_THRESHOLD = 0.5            # share of a sentence's terms found in its cited lines
 MAX_CITATION_PATH_CHARS = 400      # an unknown (not returned) path longer than this is not read as one
 MAX_CITATION_GROUP_CHARS = 4000    # a bracketed group longer than this is not read as citations
 
@@ -3226,9 +3248,6 @@ _CITE_PLAIN_NAME = re.compile(r"[\w./+@~-]+")          # printed without quotes
 _CITE_QUOTES = "\"`"
 _CITE_OPEN = {"[": "]", "(": ")"}
 _CITE_BOUNDARY = frozenset(" \t\n\r\f\v[(")           # a bare path starts after one of these (or at 0)
-_EXHAUSTIVE_RE = re.compile(
-    r"\b(all|every|everything|only|complete list|entire|wszystk\w*|jedyn\w*|kazd\w*|"
-    r"vsetk\w*|jedin\w*|kazd\w*|cel\w* zoznam)\b")
 
 
 @dataclass
@@ -3507,6 +3526,13 @@ def _inside_open_bracket(text: str, begin: int, after: int) -> bool:
     return before != "" and not before.endswith(":")
 
 
+# --- 13a. Citation checks — the one validator, the re-check against the file, the support score
+
+SUPPORT_THRESHOLD = 0.5            # share of a sentence's terms found in its cited lines
+
+_RECHECK_PROBLEMS = ("source_changed", "unreadable")
+
+
 def citation_validate(citations: list[Citation], chunks: list[Chunk]) -> list[Citation]:
     """Mark each citation valid or give its problem: the path must be a returned
     fragment's path (whole, exactly or in another Unicode normal form) and the range must
@@ -3580,9 +3606,6 @@ def _recheck_notes(citations: list[Citation]) -> list[Note]:
                  f"sentences are not presented as verified ({', '.join(changed)})")] if changed else []
 
 
-_RECHECK_PROBLEMS = ("source_changed", "unreadable")
-
-
 def citation_support(sentence: str, cited_text: str) -> float:
     """Return the share of the sentence's terms that occur in the cited text (0..1).
 
@@ -3595,10 +3618,11 @@ def citation_support(sentence: str, cited_text: str) -> float:
     return len(terms & set(text_tokens(cited_text))) / len(terms)
 
 
-# === 14. Answer — prompt, chat call, extractive answer, refusal; answer() ===
+# === 14. Answer — prompt, chat call, refusal; the reply check, the extractive quote, answer() ===
 
 DEFAULT_CHAT_MODEL = "local-model"
-DEFAULT_CHAT_TIMEOUT_S = 300.0            # the whole chat call, retries included (--chat-timeout)
+CHAT_MODELS_TIMEOUT_S = 10.0       # the most GET /models may take when no chat model is set
+MAX_ANSWER_CHARS = 20000           # a longer model reply is cut (with a note)
 REFUSALS = {
     "en": "I did not find the answer in the documents.",
     "pl": "Nie znalazłem odpowiedzi w dokumentach.",
@@ -3613,10 +3637,6 @@ EXTRACTIVE_UNITS = 3               # sentences quoted by --extractive
 ANSWER_FORMAT = ("Plain text. After every claim an inline citation [path:start-end] "
                  "naming a fragment's path and lines inside that fragment; copy the path exactly "
                  "as the fragment's label writes it, quotes included: [\"my notes.md\":3-5].")
-
-def answer_language(text: str) -> str:
-    """Return 'pl', 'sk' or 'en' for a question: text_detect_language, the one detector."""
-    return text_detect_language(text)
 
 
 @dataclass
@@ -3636,8 +3656,9 @@ class AnswerResult:
 
 def _prompt(question: str, result: SearchResult) -> dict[str, str]:
     """Return the prompt parts: instructions, context (labelled fragments) and format."""
-    language = {"pl": "Polish", "sk": "Slovak", "en": "English"}[answer_language(question)]
-    refusal = REFUSALS[answer_language(question)]
+    detected = text_detect_language(question)
+    language = {"pl": "Polish", "sk": "Slovak", "en": "English"}[detected]
+    refusal = REFUSALS[detected]
     complete = {True: "true", False: "false", None: "null"}[None if not result.truncated else False]
     instructions = (
         "Answer the question using only the fragments below. After every claim put an inline "
@@ -3665,7 +3686,7 @@ def _pick_chat_model(settings: Settings, notes: list[Note]) -> str:
     server does not answer at all."""
     try:
         reply = _request_json(settings.base_url.rstrip("/") + "/models", None,
-                              min(settings.timeout_s, 10.0), 0, settings.api_key,
+                              min(settings.timeout_s, CHAT_MODELS_TIMEOUT_S), 0, settings.api_key,
                               clock=settings.clock, sleep=settings.sleep)
     except BackendError as exc:
         if exc.kind in ("refused", "bad_url", "timeout"):
@@ -3745,7 +3766,7 @@ def _first_choice(reply: Any) -> dict:
     return choice
 
 
-# --- 14a. Reply check — the model's reply (or the extractive quote) as units. A group is
+# --- 14a. Reply units — the model's reply (or the extractive quote) as units. A group is
 # a line that starts at the margin, with its indented continuation lines and the fenced
 # blocks after it; each line is cut into sentences by text_sentences. A sentence without a
 # citation takes the citation of the next sentence on its line (a citation at the end of a
@@ -3754,16 +3775,9 @@ def _first_choice(reply: Any) -> dict:
 _FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
 _CITATIONS_ONLY = re.compile(r"^\s*(?:\[[^\[\]\n]{1,400}\]\s*)+$")
 _CUT_MARK = re.compile(r"^\s*… \(\d+ more lines? not shown\)$")
-_INLINE_CODE = re.compile(r"`([^`\n]+)`")
+
+_LIST_MARK = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 LABEL_MAX_WORDS = 3                # "Źródła:", "Example:": a label, not a claim
-PROBLEM_TEXTS = {
-    "no_valid_citation": "no valid citation",
-    "not_supported_by_cited_lines": "not supported by the cited lines",
-    "code_not_in_cited_lines": "its code is not in the cited lines",
-    "exhaustive_claim": "claims a complete list from evidence that may be partial",
-    "source_changed": "the cited lines changed in the file after they were indexed",
-    "unreadable": "the cited file cannot be read now",
-}
 
 
 @dataclass
@@ -3818,6 +3832,22 @@ def _reply_groups(reply: str, citations: list[Citation]) -> list[list[_Part]]:
     return groups
 
 
+def _whole_citation_spans(spans: list[tuple[int, int]], citations: list[Citation]
+                          ) -> list[tuple[int, int]]:
+    """Return the sentence spans with each pair a citation straddles merged, so a path
+    holding '. ' ("[Notes. Draft.md:3]") stays with its sentence."""
+    cited = sorted(c.span for c in citations)
+    reach = list(itertools.accumulate((end for _, end in cited), max))   # furthest end so far
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        before = bisect.bisect_left(cited, (out[-1][1],)) - 1 if out else -1
+        if before >= 0 and reach[before] > out[-1][1]:
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
 def _group_for(groups: list[list[_Part]], attach: bool) -> list[_Part]:
     """Return the group a line joins: the last one when it attaches, else a new one."""
     if not attach or not groups:
@@ -3853,6 +3883,22 @@ def _is_claim(sentence: str) -> bool:
     if any(folded == text_fold(r).strip(" .") for r in REFUSALS.values()):
         return False
     return bool(text_tokens(sentence))
+
+
+# --- 14b. Reply check — each unit's citations, support and verbatim code; what is kept
+
+_INLINE_CODE = re.compile(r"`([^`\n]+)`")
+_EXHAUSTIVE_RE = re.compile(
+    r"\b(all|every|everything|only|complete list|entire|wszystk\w*|jedyn\w*|kazd\w*|"
+    r"vsetk\w*|jedin\w*|kazd\w*|cel\w* zoznam)\b")
+PROBLEM_TEXTS = {
+    "no_valid_citation": "no valid citation",
+    "not_supported_by_cited_lines": "not supported by the cited lines",
+    "code_not_in_cited_lines": "its code is not in the cited lines",
+    "exhaustive_claim": "claims a complete list from evidence that may be partial",
+    "source_changed": "the cited lines changed in the file after they were indexed",
+    "unreadable": "the cited file cannot be read now",
+}
 
 
 def _normalise_code(text: str) -> str:
@@ -4012,22 +4058,6 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None,
     return "\n".join(kept_lines), citations[:MAX_CITATIONS + 1], unsupported, caveat
 
 
-def _whole_citation_spans(spans: list[tuple[int, int]], citations: list[Citation]
-                          ) -> list[tuple[int, int]]:
-    """Return the sentence spans with each pair a citation straddles merged, so a path
-    holding '. ' ("[Notes. Draft.md:3]") stays with its sentence."""
-    cited = sorted(c.span for c in citations)
-    reach = list(itertools.accumulate((end for _, end in cited), max))   # furthest end so far
-    out: list[tuple[int, int]] = []
-    for start, end in spans:
-        before = bisect.bisect_left(cited, (out[-1][1],)) - 1 if out else -1
-        if before >= 0 and reach[before] > out[-1][1]:
-            out[-1] = (out[-1][0], end)
-        else:
-            out.append((start, end))
-    return out
-
-
 def _cut_answer(text: str, max_chars: int) -> str:
     """Return text cut to at most max_chars after its last whole sentence (for one
     endless sentence: after its last whole citation or word), never mid-citation."""
@@ -4051,12 +4081,9 @@ def _strip_citations(text: str, start: int, end: int, citations: list[Citation])
     return re.sub(r"[ \t]+", " ", kept).strip()
 
 
-# --- 14b. Extractive units — what a quote never cuts. A chunk's lines are read as blocks
-# (paragraph, list, fenced code, command line, table, heading); the units are sentences,
-# list items with their nested lines, a line that introduces something (ends with ':',
-# or a heading the question matches) with what it introduces, a table row with its
-# header, a term with its definition. Long blocks are cut at MAX_QUOTED_LINES, marked,
-# and cited for the lines shown.
+# --- 14c. Extractive blocks — what a quote never cuts. A chunk's lines are read as blocks
+# (paragraph, list, fenced code, command line, table, heading); long blocks are cut at
+# MAX_QUOTED_LINES, marked, and cited for the lines shown.
 
 MAX_QUOTED_LINES = 15
 _COMMAND_LINE = re.compile(r"^\s*`[^`\n]+`\s*$")
@@ -4200,6 +4227,14 @@ def _body(block: _Block) -> tuple[tuple[str, ...], int]:
     return tuple("  " + line for line in lines), block.last
 
 
+# --- 14d. Extractive units — sentences, list items with their nested lines, a line that
+# introduces something (ends with ':', or a heading the question matches) with what it
+# introduces, a table row with its header, a term with its definition; the best are quoted.
+
+_WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".split())
+_STANDALONE_NUMBER = re.compile(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not JPK_V7, VAT-26
+
+
 def _units(chunk: Chunk) -> list[_Unit]:
     """Return the quotable units of a chunk (see above), in document order."""
     blocks = _blocks(chunk)
@@ -4314,10 +4349,6 @@ def _contains_equal(unit: _Unit, overlap: int, others: list[tuple[int, _Unit]]) 
                and (o.span[1] - o.span[0]) < (last - first) for o_overlap, o in others)
 
 
-_WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".split())
-_STANDALONE_NUMBER = re.compile(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not JPK_V7, VAT-26
-
-
 def answer_extractive(question: str, result: SearchResult) -> str:
     """Return an answer quoting the best-matching units of the returned fragments, each
     cited with exactly the lines it shows; code and commands fenced, line for line.
@@ -4407,27 +4438,24 @@ def _unit_render(unit: _Unit, path: str) -> str:
     return "\n".join((f"- {_LIST_MARK.sub('', unit.head)} {cites}",) + unit.body)
 
 
-_LIST_MARK = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+# --- 14e. answer() — search, then the model's reply or the extractive quote, checked
 
-
-# --- 14c. answer() — search, then the model's reply or the extractive quote, checked
-
-def answer(question: str, settings: Settings, extractive: bool = False,
-           chat_model: str | None = None, chat_timeout_s: float = DEFAULT_CHAT_TIMEOUT_S,
-           progress: ProgressFn | None = None) -> AnswerResult:
+def answer(question: str, settings: Settings, progress: ProgressFn | None = None) -> AnswerResult:
     """Return an answer to question whose every citation was checked against the
     retrieved fragments; the refusal when none survives; no_answer when nothing matched.
-    chat_model None: the first chat model the server lists (see _pick_chat_model)."""
+    The model's reply unless settings.extractive; settings.chat_model None: the first chat
+    model the server lists (see _pick_chat_model)."""
     result = search(question, settings, progress)
     prompt = _prompt(result.query, result)
-    language = answer_language(result.query)
+    language = text_detect_language(result.query)
     notes = list(result.notes)
     if not result.hits:
         return AnswerResult(result, "no_answer", "no_matching_sources", REFUSALS[language],
                             "none", [], [], prompt, notes)
     mode, reply = "extractive", None
-    if not extractive:
-        chat_deadline = settings.clock() + chat_timeout_s
+    if not settings.extractive:
+        chat_deadline = settings.clock() + settings.chat_timeout_s
+        chat_model = settings.chat_model
         try:
             if chat_model is None:
                 chat_model = _pick_chat_model(settings, notes)
@@ -4458,45 +4486,7 @@ def answer(question: str, settings: Settings, extractive: bool = False,
     return AnswerResult(readable, "ok", None, text, mode, citations, unsupported, prompt, notes)
 
 
-# === 15. Envelope — map library results onto the v1 contract ===
-
-def _source(n: int, hit: Hit) -> rc.Source:
-    """Return source S<n> for a hit, with its lines, breadcrumb, text and retrieval ranks."""
-    def method(rank: int | None, score: float | None) -> dict | None:
-        return None if rank is None else {"rank": rank, "score": score}
-    return rc.Source(f"S{n}", hit.chunk.path, hit.source_url, hit.title, extra={
-        "start_line": hit.chunk.start_line, "end_line": hit.chunk.end_line,
-        "sections": list(hit.chunk.sections), "text": hit.chunk.text,
-        "retrieval": {"bm25": method(hit.bm25_rank, hit.bm25_score),
-                      "dense": method(hit.dense_rank, hit.dense_score),
-                      "rrf": round(hit.rrf_score, 6)}})
-
-
-def _search_fields(result: SearchResult, notes: list[Note]) -> dict[str, Any]:
-    return {"tool": "search", "query": result.query, "mode": result.mode, "limits": result.limits,
-            "notes": [{"code": n.code, "message": n.message} for n in notes]}
-
-
-def to_envelope(result: SearchResult | AnswerResult) -> rc.Envelope:
-    """Return the v1 envelope of a search or answer result."""
-    search_result = result.search if isinstance(result, AnswerResult) else result
-    sources = [_source(n, hit) for n, hit in enumerate(search_result.hits, 1)]
-    status, reason = ("ok", None) if sources else ("no_answer", "no_matching_sources")
-    notes = search_result.notes
-    extra = _search_fields(search_result, notes)
-    if isinstance(result, AnswerResult):
-        status, reason, notes = result.status, result.reason, result.notes
-        extra = _search_fields(search_result, notes)
-        extra.update({"tool": "rag", "answer": result.answer, "answer_mode": result.answer_mode,
-                      "citations": [c.to_dict() for c in result.citations],
-                      "unsupported": result.unsupported, **result.prompt})
-    return rc.Envelope(status=status, reason=reason, sources=sources,
-                       index_version=search_result.index_version,
-                       complete=False if search_result.truncated else None,
-                       truncated=search_result.truncated,
-                       truncation_reasons=list(search_result.truncation_reasons), extra=extra)
-
-
+# === 15. Envelope — map library results onto the v1 contract; errors onto the error envelope ===
 
 # JSON Schemas of what to_envelope() emits beyond the common fields; HTTP (OpenAPI) and MCP
 # (outputSchema) both use these, so a field added above must be declared here too.
@@ -4552,6 +4542,43 @@ RAG_FIELDS_SCHEMA: dict[str, dict] = {
 }
 
 
+def _source(n: int, hit: Hit) -> rc.Source:
+    """Return source S<n> for a hit, with its lines, breadcrumb, text and retrieval ranks."""
+    def method(rank: int | None, score: float | None) -> dict | None:
+        return None if rank is None else {"rank": rank, "score": score}
+    return rc.Source(f"S{n}", hit.chunk.path, hit.source_url, hit.title, extra={
+        "start_line": hit.chunk.start_line, "end_line": hit.chunk.end_line,
+        "sections": list(hit.chunk.sections), "text": hit.chunk.text,
+        "retrieval": {"bm25": method(hit.bm25_rank, hit.bm25_score),
+                      "dense": method(hit.dense_rank, hit.dense_score),
+                      "rrf": round(hit.rrf_score, 6)}})
+
+
+def _search_fields(result: SearchResult, notes: list[Note]) -> dict[str, Any]:
+    return {"tool": "search", "query": result.query, "mode": result.mode, "limits": result.limits,
+            "notes": [{"code": n.code, "message": n.message} for n in notes]}
+
+
+def to_envelope(result: SearchResult | AnswerResult) -> rc.Envelope:
+    """Return the v1 envelope of a search or answer result."""
+    search_result = result.search if isinstance(result, AnswerResult) else result
+    sources = [_source(n, hit) for n, hit in enumerate(search_result.hits, 1)]
+    status, reason = ("ok", None) if sources else ("no_answer", "no_matching_sources")
+    notes = search_result.notes
+    extra = _search_fields(search_result, notes)
+    if isinstance(result, AnswerResult):
+        status, reason, notes = result.status, result.reason, result.notes
+        extra = _search_fields(search_result, notes)
+        extra.update({"tool": "rag", "answer": result.answer, "answer_mode": result.answer_mode,
+                      "citations": [c.to_dict() for c in result.citations],
+                      "unsupported": result.unsupported, **result.prompt})
+    return rc.Envelope(status=status, reason=reason, sources=sources,
+                       index_version=search_result.index_version,
+                       complete=False if search_result.truncated else None,
+                       truncated=search_result.truncated,
+                       truncation_reasons=list(search_result.truncation_reasons), extra=extra)
+
+
 def envelope_open_schema() -> dict:
     """Return the schema of an envelope whose tool fields are not declared here (the
     graph's, owned by graph_store): common fields required, other properties allowed."""
@@ -4560,30 +4587,27 @@ def envelope_open_schema() -> dict:
     schema["properties"]["sources"]["items"]["additionalProperties"] = True
     return schema
 
-# === 16. Operations — what the transports expose: request schema + library call ===
 
-def settings_from_env(environ: dict[str, str], **overrides: Any) -> Settings:
-    """Return Settings from the environment (DOCS_QA_*, EMBED_MOCK, XDG_CACHE_HOME) and
-    explicit overrides; the only place that reads configuration from the environment."""
-    values: dict[str, Any] = {
-        "base_url": environ.get("DOCS_QA_BASE_URL") or DEFAULT_BASE_URL,
-        "embed_model": environ.get("DOCS_QA_EMBED_MODEL") or DEFAULT_EMBED_MODEL,
-        "api_key": environ.get("DOCS_QA_API_KEY") or None,
-        "embed_mock": environ.get("EMBED_MOCK", "") not in ("", "0", "false", "no"),
-        "cache_dir": default_cache_dir(environ),
-    }
-    for key, name in (("min_coverage", "DOCS_QA_MIN_COVERAGE"), ("min_similarity", "DOCS_QA_MIN_SIMILARITY")):
-        if environ.get(name):
-            values[key] = _gate_threshold(environ[name], name)
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    if overrides.get("no_cache"):
-        values["cache_dir"] = None
-    values.pop("no_cache", None)
-    settings = Settings(**values)
-    problems = _bm25_param_problems(settings.k1, settings.b)
-    if problems:
-        raise InvalidRequestError("; ".join(problems), [p.split()[0] for p in problems])
-    return settings
+def _error_boundary(exc: Exception, debug: bool, log: Callable[[str], None] | None = None) -> rc.Envelope:
+    """Return the error envelope of exc: the one conversion every transport makes at its
+    boundary. Re-raise exc under --debug; give log an untyped error's traceback."""
+    if debug:
+        raise exc
+    if log is not None and not isinstance(exc, ContractError):
+        log("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    return rc.error_result(exc)
+
+
+# === 16. Operations — settings from the environment; what the transports expose ===
+
+_LIMIT_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
+_QUESTION_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS,
+                    "pattern": r"[^\s\x00-\x1f\x7f-\x9f]"}   # something besides spaces and controls
+_QUESTION_CONTENT = re.compile(_QUESTION_SCHEMA["pattern"])
+
+
+def _is_finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _bm25_param_problems(k1: Any, b: Any) -> list[str]:
@@ -4596,10 +4620,6 @@ def _bm25_param_problems(k1: Any, b: Any) -> list[str]:
     return problems
 
 
-def _is_finite_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _gate_threshold(text: str, name: str) -> float:
     """Return a no-answer gate threshold read from the environment; raise InvalidRequestError."""
     try:
@@ -4609,6 +4629,55 @@ def _gate_threshold(text: str, name: str) -> float:
     if not 0.0 <= value <= GATE_THRESHOLD_MAX:
         raise InvalidRequestError(f"{name} must be a number from 0 to {GATE_THRESHOLD_MAX:g}", (name,))
     return value
+
+
+def _env_chat_timeout(text: str) -> float:
+    """Return DOCS_QA_CHAT_TIMEOUT in seconds; raise InvalidRequestError unless it is a
+    positive finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or not math.isfinite(value):
+        raise InvalidRequestError("DOCS_QA_CHAT_TIMEOUT must be a positive number of seconds",
+                                  ("chat_timeout",))
+    return value
+
+
+def _origin_list(values: Iterable[str]) -> tuple[str, ...]:
+    """Return browser origins without blanks, repeats or a trailing '/' (browsers send none)."""
+    return tuple(dict.fromkeys(v.strip().rstrip("/") for v in values if v.strip()))
+
+
+def settings_from_env(environ: dict[str, str], **overrides: Any) -> Settings:
+    """Return Settings from the environment (DOCS_QA_*, EMBED_MOCK, XDG_CACHE_HOME) and
+    explicit overrides (None: not given); the only place that reads configuration from the
+    environment. Raise InvalidRequestError for a value out of its range."""
+    values: dict[str, Any] = {
+        "base_url": environ.get("DOCS_QA_BASE_URL") or DEFAULT_BASE_URL,
+        "embed_model": environ.get("DOCS_QA_EMBED_MODEL") or DEFAULT_EMBED_MODEL,
+        "api_key": environ.get("DOCS_QA_API_KEY") or None,
+        "embed_mock": environ.get("EMBED_MOCK", "") not in ("", "0", "false", "no"),
+        "cache_dir": default_cache_dir(environ),
+        "chat_model": environ.get("DOCS_QA_CHAT_MODEL") or None,
+        "token": environ.get("DOCS_QA_TOKEN") or None,
+        "cors_origins": re.split(r"[,\s]+", environ.get("DOCS_QA_CORS_ORIGINS", "")),
+    }
+    for key, name in (("min_coverage", "DOCS_QA_MIN_COVERAGE"), ("min_similarity", "DOCS_QA_MIN_SIMILARITY")):
+        if environ.get(name):
+            values[key] = _gate_threshold(environ[name], name)
+    if overrides.get("chat_timeout_s") is None and environ.get("DOCS_QA_CHAT_TIMEOUT"):
+        values["chat_timeout_s"] = _env_chat_timeout(environ["DOCS_QA_CHAT_TIMEOUT"])
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    if overrides.get("no_cache"):
+        values["cache_dir"] = None
+    values.pop("no_cache", None)
+    values["cors_origins"] = _origin_list(values["cors_origins"])
+    settings = Settings(**values)
+    problems = _bm25_param_problems(settings.k1, settings.b)
+    if problems:
+        raise InvalidRequestError("; ".join(problems), [p.split()[0] for p in problems])
+    return settings
 
 
 @dataclass(frozen=True)
@@ -4625,20 +4694,12 @@ class Operation:
 
 @dataclass
 class OperationContext:
-    """What operations share in a transport: settings, chat options, an optional graph."""
+    """What operations share in a transport: settings, an optional graph, progress."""
 
     settings: Settings
-    chat_model: str | None = None      # None: the first chat model the server lists
-    chat_timeout_s: float = DEFAULT_CHAT_TIMEOUT_S
     graph: Any = None
     graph_error: Exception | None = None
     progress: ProgressFn | None = None  # per call (MCP progress/cancel); may raise to stop it
-
-
-_LIMIT_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
-_QUESTION_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS,
-                    "pattern": r"[^\s\x00-\x1f\x7f-\x9f]"}   # something besides spaces and controls
-_QUESTION_CONTENT = re.compile(_QUESTION_SCHEMA["pattern"])
 
 
 def _request_schema(required: str, optional: dict[str, dict]) -> dict:
@@ -4653,9 +4714,13 @@ def operation_validate(operation: Operation, request: Any) -> dict[str, Any]:
         raise InvalidQueryError("the request must be a JSON object")
     text_field = operation.request_schema["required"][0]
     value = request.get(text_field)
-    if not isinstance(value, str) or not _QUESTION_CONTENT.search(value) or len(value) > MAX_QUESTION_CHARS:
-        if value is None or isinstance(value, str):
-            raise InvalidQueryError("the question is missing, empty or too long", (text_field,))
+    if value is None:
+        raise InvalidQueryError("the question is missing", (text_field,))
+    if isinstance(value, str) and not _QUESTION_CONTENT.search(value):
+        raise InvalidQueryError("the question is empty", (text_field,))
+    if isinstance(value, str) and len(value) > MAX_QUESTION_CHARS:
+        raise InvalidQueryError(f"the question is longer than {MAX_QUESTION_CHARS} characters",
+                                (text_field,))
     request = _integral_floats_as_ints(request, operation.request_schema)
     problems = rc.schema_errors(request, operation.request_schema)
     if problems:
@@ -4679,9 +4744,9 @@ def _run_search(request: dict[str, Any], ctx: OperationContext) -> rc.Envelope:
 
 
 def _run_rag(request: dict[str, Any], ctx: OperationContext) -> rc.Envelope:
-    settings = replace(ctx.settings, limit=request.get("limit", ctx.settings.limit))
-    return to_envelope(answer(request["question"], settings, bool(request.get("extractive")),
-                              ctx.chat_model, ctx.chat_timeout_s, ctx.progress))
+    settings = replace(ctx.settings, limit=request.get("limit", ctx.settings.limit),
+                       extractive=request.get("extractive", ctx.settings.extractive))
+    return to_envelope(answer(request["question"], settings, ctx.progress))
 
 
 def _run_graph(request: dict[str, Any], ctx: OperationContext) -> rc.Envelope:
@@ -4722,7 +4787,7 @@ def operation_run(name: str, request: Any, ctx: OperationContext) -> rc.Envelope
     return operation.run(operation_validate(operation, request), ctx)
 
 
-# === 17. CLI — argparse, the default command (a question) and text formatting ===
+# === 17. CLI — argparse and the default command (a question) ===
 
 SUBCOMMANDS = ("index", "serve", "mcp")
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -4746,28 +4811,17 @@ def _add_common_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="show tracebacks instead of error envelopes")
 
 
-def _add_chat_timeout_flag(parser: argparse.ArgumentParser) -> None:
-    """Add --chat-timeout: the bound of the whole chat call (streamed; see --timeout)."""
+def _add_chat_flags(parser: argparse.ArgumentParser) -> None:
+    """Add --chat-model and --chat-timeout: the model that answers and the bound of the
+    whole chat call (streamed; see --timeout)."""
+    parser.add_argument("--chat-model", metavar="NAME",
+                        help="chat model (env DOCS_QA_CHAT_MODEL; default: the first chat model the "
+                             "server lists at /models)")
     parser.add_argument("--chat-timeout", type=_positive_float, metavar="S",
                         help=f"seconds the whole chat call may take, retries included (env "
                              f"DOCS_QA_CHAT_TIMEOUT, default {DEFAULT_CHAT_TIMEOUT_S:g}); the reply is "
                              f"streamed and --timeout bounds each silent gap, so a hung server is "
                              f"given up after --timeout seconds, a slow one after S")
-
-
-def _chat_timeout_s(args: argparse.Namespace, environ: dict[str, str]) -> float:
-    """Return --chat-timeout, else DOCS_QA_CHAT_TIMEOUT, else the default; raise
-    InvalidRequestError when the variable is not a positive number."""
-    if args.chat_timeout is not None:
-        return args.chat_timeout
-    value = environ.get("DOCS_QA_CHAT_TIMEOUT")
-    if not value:
-        return DEFAULT_CHAT_TIMEOUT_S
-    try:
-        return _positive_float(value)
-    except (ValueError, argparse.ArgumentTypeError):
-        raise InvalidRequestError("DOCS_QA_CHAT_TIMEOUT must be a positive number of seconds",
-                                  ("chat_timeout",)) from None
 
 
 def _positive_float(text: str) -> float:
@@ -4828,7 +4882,7 @@ def _question_parser() -> argparse.ArgumentParser:
         epilog="Citations read path:12-18; a path holding spaces or punctuation is quoted, "
                "\"my notes.md\":3-5, and text output shows control characters as \\x1b. "
                "Exit codes: 0 ok or no_answer, 1 error, 2 usage. "
-               "Ctrl-C exits 130, SIGTERM 143. "
+               f"Ctrl-C exits {EXIT_INTERRUPTED}, SIGTERM {EXIT_TERMINATED}. "
                "Environment: DOCS_QA_BASE_URL, DOCS_QA_EMBED_MODEL, DOCS_QA_CHAT_MODEL, "
                "DOCS_QA_CHAT_TIMEOUT, DOCS_QA_API_KEY, DOCS_QA_MIN_COVERAGE, DOCS_QA_MIN_SIMILARITY, "
                "EMBED_MOCK=1 (offline mock vectors).")
@@ -4852,10 +4906,7 @@ def _question_parser() -> argparse.ArgumentParser:
     parser.add_argument("--b", type=_bounded_float(*BM25_B_RANGE), default=DEFAULT_B,
                         help=f"BM25 b, from {BM25_B_RANGE[0]:g} to {BM25_B_RANGE[1]:g} (default {DEFAULT_B})")
     _add_gate_flags(parser)
-    parser.add_argument("--chat-model", metavar="NAME",
-                        help="chat model (env DOCS_QA_CHAT_MODEL; default: the first chat model the "
-                             "server lists at /models)")
-    _add_chat_timeout_flag(parser)
+    _add_chat_flags(parser)
     parser.add_argument("--graph", metavar="FILE",
                         help="JSON knowledge graph: questions it understands are answered from it")
     return parser
@@ -4888,10 +4939,7 @@ def _server_parser(command: str) -> argparse.ArgumentParser:
     _add_common_flags(parser)
     parser.add_argument("--graph", metavar="FILE", help="JSON knowledge graph for /graph (query_graph)")
     _add_gate_flags(parser)
-    parser.add_argument("--chat-model", metavar="NAME",
-                        help="chat model (env DOCS_QA_CHAT_MODEL; default: the first chat model the "
-                             "server lists at /models)")
-    _add_chat_timeout_flag(parser)
+    _add_chat_flags(parser)
     if command == "serve":
         parser.add_argument("--host", default=DEFAULT_HOST,
                             help=f"address to bind (default {DEFAULT_HOST}; any other than loopback "
@@ -4924,7 +4972,26 @@ def _settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Se
         pool_factor=getattr(args, "pool_factor", None),
         k1=getattr(args, "k1", None), b=getattr(args, "b", None),
         min_coverage=getattr(args, "min_coverage", None),
-        min_similarity=getattr(args, "min_similarity", None))
+        min_similarity=getattr(args, "min_similarity", None),
+        chat_model=getattr(args, "chat_model", None), chat_timeout_s=getattr(args, "chat_timeout", None),
+        extractive=getattr(args, "extractive", None), cors_origins=getattr(args, "cors_origin", None) or None)
+
+
+# --- 17a. Text output — format_* return the text of an envelope: one renderer per tool
+
+CITATION_PROBLEM_TEXTS = {
+    "unknown_path": "no such file among the fragments shown",
+    "out_of_range": "outside the lines of the fragments shown",
+    "outside_root": "outside the documents folder",
+    "bad_range": "not a valid line range",
+    "link_disguised": "a link dressed as a citation",
+    "too_many": f"past the first {MAX_CITATIONS} citations",
+    "source_changed": "the lines changed in the file",
+    "unreadable": "the file cannot be read now",
+}
+MAX_NAMED = 3                      # refused citations named in the text output, then "+N more"
+EXCERPT_CHARS = 60
+SEARCH_TEXT_LINES = 4              # lines of each fragment a search shows under its citation
 
 
 def format_notes(notes: list[dict[str, str]]) -> str:
@@ -4940,48 +5007,46 @@ def format_answer_text(envelope: dict[str, Any]) -> str:
 
 
 def _answer_text(envelope: dict[str, Any]) -> str:
-    """Return the text rendering of an envelope, raw (see format_answer_text)."""
+    """Return the text rendering of an envelope, raw (see format_answer_text): the error
+    line, or the rendering of the tool that made it."""
     if envelope["status"] == "error":
         return f"error ({envelope['reason']}): {envelope.get('detail', '')}"
-    if envelope.get("tool") == "graph":
-        import graph_store   # the graph's one renderer: facts, [S1] sources, candidates
-        return "\n\n".join(p for p in (graph_store.format_answer_text(envelope),
-                                         format_notes(envelope.get("notes", []))) if p)
-    parts = []
-    if envelope.get("answer"):
-        parts.append(envelope["answer"])
-    elif envelope["status"] != "ok":
-        parts.append(f"{envelope['status']}: {envelope['reason']}")
-    if envelope["sources"]:
-        lines = ["Sources:"]
-        for src in envelope["sources"]:
-            crumb = " > ".join(s for s in src.get("sections", []) if s)
-            ref = citation_format(src["document_path"], src["start_line"], src["end_line"])
-            lines.append(f"  [{src['source_id']}] {ref}" + (f"  ({crumb})" if crumb else ""))
-            if envelope.get("tool") == "search":
-                lines.extend("      " + line for line in src["text"].split("\n")[:4])
-        parts.append("\n".join(lines))
-    parts.append(format_removals(envelope))
-    if envelope.get("truncated"):
-        parts.append(format_limits(envelope))
-    notes = format_notes(envelope.get("notes", []))
-    if notes:
-        parts.append(notes)
-    return "\n\n".join(p for p in parts if p)
+    render = {"graph": _graph_text, "search": _search_text}.get(envelope.get("tool"), _rag_text)
+    return "\n\n".join(p for p in render(envelope) if p)
 
 
-CITATION_PROBLEM_TEXTS = {
-    "unknown_path": "no such file among the fragments shown",
-    "out_of_range": "outside the lines of the fragments shown",
-    "outside_root": "outside the documents folder",
-    "bad_range": "not a valid line range",
-    "link_disguised": "a link dressed as a citation",
-    "too_many": f"past the first {MAX_CITATIONS} citations",
-    "source_changed": "the lines changed in the file",
-    "unreadable": "the file cannot be read now",
-}
-MAX_NAMED = 3                      # refused citations named in the text output, then "+N more"
-EXCERPT_CHARS = 60
+def _graph_text(envelope: dict[str, Any]) -> list[str]:
+    """Return the parts of a graph answer: the graph's one renderer, then the notes."""
+    import graph_store   # the graph's one renderer: facts, [S1] sources, candidates
+    return [graph_store.format_answer_text(envelope), format_notes(envelope.get("notes", []))]
+
+
+def _rag_text(envelope: dict[str, Any]) -> list[str]:
+    """Return the parts of an answer: the answer (or status), sources, removals, limits, notes."""
+    head = envelope.get("answer") or (f"{envelope['status']}: {envelope['reason']}"
+                                      if envelope["status"] != "ok" else "")
+    return [head, *_sources_parts(envelope, text_lines=0)]
+
+
+def _search_text(envelope: dict[str, Any]) -> list[str]:
+    """Return the parts of a search result: the status, sources with their first lines,
+    limits and notes."""
+    head = f"{envelope['status']}: {envelope['reason']}" if envelope["status"] != "ok" else ""
+    return [head, *_sources_parts(envelope, text_lines=SEARCH_TEXT_LINES)]
+
+
+def _sources_parts(envelope: dict[str, Any], text_lines: int) -> list[str]:
+    """Return the sources block (each with its first text_lines lines), removals, limits
+    (when truncated) and notes."""
+    lines = ["Sources:"] if envelope["sources"] else []
+    for src in envelope["sources"]:
+        crumb = " > ".join(s for s in src.get("sections", []) if s)
+        ref = citation_format(src["document_path"], src["start_line"], src["end_line"])
+        lines.append(f"  [{src['source_id']}] {ref}" + (f"  ({crumb})" if crumb else ""))
+        lines.extend("      " + line for line in src["text"].split("\n")[:text_lines])
+    return ["\n".join(lines), format_removals(envelope),
+            format_limits(envelope) if envelope.get("truncated") else "",
+            format_notes(envelope.get("notes", []))]
 
 
 def _plural(n: int, noun: str) -> str:
@@ -5051,6 +5116,15 @@ def format_limits(envelope: dict[str, Any]) -> str:
     return "Limits: " + "; ".join(said) + hint + "."
 
 
+# --- 17b. CLI runs — progress on stderr, a question through OPERATIONS, the index command
+
+# The note on a --graph question the graph does not understand, answered by search instead.
+PROGRESS_TICK_S = 1.0              # redraw of "waiting for MODEL… 12 s, 340 tokens"
+GRAPH_PASSED_ON = "graph_not_applicable"
+GRAPH_PASSED_ON_MESSAGE = ("the graph does not understand this question; the documents answered "
+                           "it (tool: {tool})")
+
+
 class _Progress:
     """Progress on stderr for runs that take over a second: count, rate and ETA."""
 
@@ -5112,13 +5186,10 @@ class _Progress:
 
 def _cli_question(args: argparse.Namespace, environ: dict[str, str], out: Any, err: Any) -> int:
     """Run a question (or --search) and print text or the envelope; return the exit code."""
-    settings = _settings_from_args(args, environ)
-    ctx = OperationContext(settings, chat_model=args.chat_model
-                           or environ.get("DOCS_QA_CHAT_MODEL") or None,
-                           chat_timeout_s=_chat_timeout_s(args, environ))
     progress = _Progress(err) if err.isatty() else None
+    ctx = OperationContext(_settings_from_args(args, environ), progress=progress)
     try:
-        envelope = _route_question(args, ctx, progress)
+        envelope = _route_question(args, ctx)
     finally:
         if progress is not None:
             progress.close()
@@ -5128,8 +5199,7 @@ def _cli_question(args: argparse.Namespace, environ: dict[str, str], out: Any, e
     return EXIT_OK
 
 
-def _route_question(args: argparse.Namespace, ctx: OperationContext,
-                    progress: ProgressFn | None) -> rc.Envelope:
+def _route_question(args: argparse.Namespace, ctx: OperationContext) -> rc.Envelope:
     """Return the envelope for a CLI question: the graph when it understands the
     question, else search or RAG."""
     passed_on = []
@@ -5141,18 +5211,11 @@ def _route_question(args: argparse.Namespace, ctx: OperationContext,
         passed_on = [{"code": GRAPH_PASSED_ON, "message": GRAPH_PASSED_ON_MESSAGE.format(
             tool="search" if args.search else "rag")}]
     if args.search:
-        envelope = to_envelope(search(args.question, ctx.settings, progress))
+        envelope = operation_run("search", {"query": args.question, "limit": args.limit}, ctx)
     else:
-        envelope = to_envelope(answer(args.question, ctx.settings, args.extractive, ctx.chat_model,
-                                      ctx.chat_timeout_s, progress))
+        envelope = operation_run("rag", {"question": args.question, "limit": args.limit}, ctx)
     envelope.extra["notes"] = passed_on + envelope.extra.get("notes", [])
     return envelope
-
-
-# The note on a --graph question the graph does not understand, answered by search instead.
-GRAPH_PASSED_ON = "graph_not_applicable"
-GRAPH_PASSED_ON_MESSAGE = ("the graph does not understand this question; the documents answered "
-                           "it (tool: {tool})")
 
 
 def _cli_index(args: argparse.Namespace, environ: dict[str, str], out: Any, err: Any) -> int:
@@ -5174,25 +5237,34 @@ def _cli_index(args: argparse.Namespace, environ: dict[str, str], out: Any, err:
     return EXIT_OK
 
 
-# === 18. HTTP server — a pure handle_request() plus a thin ThreadingHTTPServer handler ===
+# === 18. HTTP server — a pure handle_request(): routes, auth, framing, CORS, OpenAPI ===
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 HTTP_MAX_BODY_BYTES = 1024 * 1024  # larger bodies: 413 invalid_query, never read
-HTTP_TIMEOUT_S = 10.0              # per socket operation, so a stuck client frees its thread
-HTTP_BODY_DEADLINE_S = 30.0        # for the whole body, so a client dripping bytes frees it too
+HTTP_TIMEOUT_S = 10.0              # per socket operation (ServerContext.socket_timeout_s), so a
+                                   # stuck client frees its thread
 HTTP_REQUEST_DEADLINE_S = 30.0     # request line + headers + body, so dripped headers free it too
 HTTP_MAX_CONNECTIONS = 64          # connections served at once; more are answered 503 at once
-HTTP_BUSY_RETRY_AFTER_S = 1        # the Retry-After of that 503
-HTTP_LINGER_S = 1.0                # a refused socket stays half-closed this long before it is drained
-HTTP_MAX_LINGERING = 256           # and at most this many wait so; older ones are closed at once
-HTTP_DRAIN_READS = 16              # reads of 64 KiB at most when draining a refused socket
 HTTP_MAX_LENGTH_DIGITS = 18        # a longer Content-Length is over any limit (no huge int parsing)
-HTTP_LISTEN_BACKLOG = 128
 _JSON_TYPE = "application/json; charset=utf-8"
 _OPEN_PATHS = ("/health", "/")     # answered without a token (the page holds no data)
 CORS_ALLOW_HEADERS = "Authorization, Content-Type"
 CORS_MAX_AGE_S = 600               # how long a browser may reuse a preflight answer
+
+_HEALTH_SCHEMA = {"type": "object", "properties": {
+    "status": {"const": "ok"}, "contract_version": {"type": "string"},
+    "operations": {"type": "array", "items": {"type": "string"}},
+    "graph_loaded": {"type": "boolean"}},
+    "required": ["status", "contract_version", "operations", "graph_loaded"],
+    "additionalProperties": False}
+
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+
+_HTTP_ERROR_TYPES = {HTTPStatus.NOT_IMPLEMENTED: rc.MethodNotAllowedError,   # a method http.server has no do_ for
+                     HTTPStatus.SERVICE_UNAVAILABLE: RetrievalUnavailableError}   # any other: invalid_query
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")   # the only way JSON text can hold a surrogate
 
 
 @dataclass
@@ -5207,6 +5279,7 @@ class ServerContext:
     cors_origins: tuple[str, ...] = ()   # browser origins allowed to call ('*': any, no token)
     startup: Any = None                  # _StartupIndex while the MCP start-up index runs
     index_keeper: Any = None             # the connection keeping a --no-cache index alive
+    socket_timeout_s: float = HTTP_TIMEOUT_S   # per socket operation of an HTTP connection
 
     def log_line(self, text: str) -> None:
         if self.log is not None:     # a request line or a file name may hold terminal escapes
@@ -5221,14 +5294,6 @@ def _http_routes() -> dict[str, tuple[str, str]]:
     return routes
 
 
-_HEALTH_SCHEMA = {"type": "object", "properties": {
-    "status": {"const": "ok"}, "contract_version": {"type": "string"},
-    "operations": {"type": "array", "items": {"type": "string"}},
-    "graph_loaded": {"type": "boolean"}},
-    "required": ["status", "contract_version", "operations", "graph_loaded"],
-    "additionalProperties": False}
-
-
 def http_openapi(with_auth: bool = False) -> dict:
     """Return the OpenAPI 3.1 document: every route and schema comes from OPERATIONS and
     the contract; every error status answers with the error envelope."""
@@ -5237,13 +5302,15 @@ def http_openapi(with_auth: bool = False) -> dict:
     def reply(description: str, schema: dict) -> dict:
         return {"description": description, "content": {"application/json": {"schema": schema}}}
 
-    errors = {str(code): reply(f"error envelope ({reason})", error_ref)
-              for code, reason in ((400, "invalid_query"), (401, "unauthorized"),
-                                   (411, "invalid_query: a body needs Content-Length"),
-                                   (413, "invalid_query: body over 1 MiB"), (422, "invalid_request"),
-                                   (500, "internal_error"),
-                                   (503, "retrieval_unavailable; or too many connections, "
-                                         "with Retry-After"))}
+    errors = {_status_key(code): reply(f"error envelope ({reason})", error_ref)
+              for code, reason in ((HTTPStatus.BAD_REQUEST, "invalid_query"),
+                                   (HTTPStatus.UNAUTHORIZED, "unauthorized"),
+                                   (HTTPStatus.LENGTH_REQUIRED, "invalid_query: a body needs Content-Length"),
+                                   (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_query: body over 1 MiB"),
+                                   (HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_request"),
+                                   (HTTPStatus.INTERNAL_SERVER_ERROR, "internal_error"),
+                                   (HTTPStatus.SERVICE_UNAVAILABLE, "retrieval_unavailable; or too many "
+                                                                    "connections, with Retry-After"))}
     schemas: dict[str, dict] = {"Error": rc.error_schema(), "Health": _HEALTH_SCHEMA}
     paths: dict[str, dict] = {}
     for name, op in OPERATIONS.items():
@@ -5252,12 +5319,12 @@ def http_openapi(with_auth: bool = False) -> dict:
             "operationId": op.tool or name, "summary": op.summary, "description": op.summary,
             "requestBody": {"required": True,
                             "content": {"application/json": {"schema": op.request_schema}}},
-            "responses": {"200": reply("v1 envelope (status ok, no_answer or ambiguous)",
+            "responses": {_status_key(HTTPStatus.OK): reply("v1 envelope (status ok, no_answer or ambiguous)",
                                        {"$ref": f"#/components/schemas/{name.capitalize()}Envelope"}),
                           **errors, "default": reply("error envelope", error_ref)}}}
     # no operationId: OpenWebUI makes a tool of every operation that has one
     paths["/health"] = {"get": {"summary": "Liveness; needs no token.", "security": [],
-                                "responses": {"200": reply("alive",
+                                "responses": {_status_key(HTTPStatus.OK): reply("alive",
                                                            {"$ref": "#/components/schemas/Health"})}}}
     paths.update(page_openapi_paths(reply, errors))    # §18b
     doc: dict[str, Any] = {
@@ -5272,13 +5339,15 @@ def http_openapi(with_auth: bool = False) -> dict:
     return doc
 
 
+def _status_key(status: HTTPStatus) -> str:
+    """Return a status as an OpenAPI responses key ('200'; str() of a member differs by version)."""
+    return str(status.value)
+
+
 def _header(headers: dict[str, str], name: str) -> str | None:
     """Return a request header by case-insensitive name."""
     name = name.lower()
     return next((v for k, v in headers.items() if k.lower() == name), None)
-
-
-_ASCII_DIGITS = re.compile(r"[0-9]+")
 
 
 def _content_length(headers: dict[str, str]) -> int | None:
@@ -5294,24 +5363,20 @@ def _content_length(headers: dict[str, str]) -> int | None:
     return int(digits) if len(digits) <= HTTP_MAX_LENGTH_DIGITS else HTTP_MAX_BODY_BYTES + 1
 
 
-def _framing_error(lengths: list[str], encodings: list[str]) -> tuple[int, ContractError] | None:
+def _framing_error(lengths: list[str], encodings: list[str]) -> tuple[HTTPStatus, ContractError] | None:
     """Return (status, error) when a body's framing is ambiguous (RFC 9112 6.1, 6.3): two
     different Content-Length values or one with Transfer-Encoding (400); a body only in
     Transfer-Encoding (411: send Content-Length). None when the framing is fine."""
     if encodings and lengths:
-        return 400, InvalidQueryError("Content-Length together with Transfer-Encoding")
+        return HTTPStatus.BAD_REQUEST, InvalidQueryError("Content-Length together with Transfer-Encoding")
     if len({v.strip() for line in lengths for v in line.split(",")}) > 1:
-        return 400, InvalidQueryError("different Content-Length values")
+        return HTTPStatus.BAD_REQUEST, InvalidQueryError("different Content-Length values")
     if encodings:
-        return 411, InvalidQueryError("a body needs Content-Length (chunked is not read)")
+        return HTTPStatus.LENGTH_REQUIRED, InvalidQueryError("a body needs Content-Length (chunked is not read)")
     return None
 
 
-_HTTP_ERROR_TYPES = {501: rc.MethodNotAllowedError,      # a method http.server has no do_ for
-                     503: RetrievalUnavailableError}   # any other error status: invalid_query
-
-
-def _error_reply(status: int, error: ContractError | None = None) -> tuple[int, dict[str, str], bytes]:
+def _error_reply(status: HTTPStatus, error: ContractError | None = None) -> tuple[HTTPStatus, dict[str, str], bytes]:
     """Return (status, headers, body) of a transport-level error (framing, limits, a bad
     request line): the error envelope, and the connection closed after it."""
     error = error or _HTTP_ERROR_TYPES.get(status, InvalidQueryError)()
@@ -5324,9 +5389,6 @@ def _is_authorized(headers: dict[str, str], token: str) -> bool:
     scheme, _, given = (_header(headers, "Authorization") or "").strip().partition(" ")
     return hmac.compare_digest(given.strip().encode("utf-8", "surrogatepass"),
                                token.encode("utf-8", "surrogatepass")) and scheme.lower() == "bearer"
-
-
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")   # the only way JSON text can hold a surrogate
 
 
 def _json_loads(text: str) -> Any:
@@ -5347,7 +5409,7 @@ def _json_request(body: bytes) -> Any:
 
 
 def _http_dispatch(method: str, path: str, headers: dict[str, str], body: bytes,
-                   ctx: ServerContext, query: str = "") -> tuple[int, dict | PageReply]:
+                   ctx: ServerContext, query: str = "") -> tuple[HTTPStatus, dict | PageReply]:
     """Return (status, JSON payload) of a request; raise typed errors for failures."""
     if path not in _OPEN_PATHS and ctx.token is not None and not _is_authorized(headers, ctx.token):
         raise rc.UnauthorizedError()
@@ -5358,18 +5420,18 @@ def _http_dispatch(method: str, path: str, headers: dict[str, str], body: bytes,
         raise rc.MethodNotAllowedError()
     target = route[1]
     if target == "health":
-        return 200, {"status": "ok", "contract_version": rc.CONTRACT_VERSION,
+        return HTTPStatus.OK, {"status": "ok", "contract_version": rc.CONTRACT_VERSION,
                      "operations": list(OPERATIONS), "graph_loaded": ctx.ops.graph is not None}
     if target == "openapi":
-        return 200, http_openapi(ctx.token is not None)
+        return HTTPStatus.OK, http_openapi(ctx.token is not None)
     if target == "page":
-        return 200, page_reply(query, headers, ctx)
+        return HTTPStatus.OK, page_reply(query, headers, ctx)
     if target == "source":
-        return 200, page_source_lines(ctx.ops.settings, *_source_request(query))
+        return HTTPStatus.OK, page_source_lines(ctx.ops.settings, *_source_request(query))
     length = _content_length(headers)
     if length is not None and length > HTTP_MAX_BODY_BYTES:
-        return 413, rc.error_result(InvalidQueryError()).to_dict()
-    return 200, operation_run(target, _json_request(body), ctx.ops).to_dict()
+        return HTTPStatus.REQUEST_ENTITY_TOO_LARGE, rc.error_result(InvalidQueryError()).to_dict()
+    return HTTPStatus.OK, operation_run(target, _json_request(body), ctx.ops).to_dict()
 
 
 def _cors_headers(headers: dict[str, str], ctx: ServerContext) -> dict[str, str]:
@@ -5387,7 +5449,7 @@ def _cors_headers(headers: dict[str, str], ctx: ServerContext) -> dict[str, str]
 
 
 def _cors_preflight(path: str, headers: dict[str, str],
-                    ctx: ServerContext) -> tuple[int, dict[str, str], bytes] | None:
+                    ctx: ServerContext) -> tuple[HTTPStatus, dict[str, str], bytes] | None:
     """Return the 204 answer to a browser's preflight (OPTIONS with Origin and
     Access-Control-Request-Method) on a known route, None for any other request; the
     allow headers are sent only for a listed origin."""
@@ -5400,11 +5462,11 @@ def _cors_preflight(path: str, headers: dict[str, str],
         reply.update({"Access-Control-Allow-Methods": route[0] if route[0] == "POST" else "GET, HEAD",
                       "Access-Control-Allow-Headers": CORS_ALLOW_HEADERS,
                       "Access-Control-Max-Age": str(CORS_MAX_AGE_S)})
-    return 204, reply, b""
+    return HTTPStatus.NO_CONTENT, reply, b""
 
 
 def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
-                   ctx: ServerContext) -> tuple[int, dict[str, str], bytes]:
+                   ctx: ServerContext) -> tuple[HTTPStatus, dict[str, str], bytes]:
     """Return (status, headers, body) for one HTTP request; every failure is an error
     envelope (the HTTP transport's one boundary), without exception text."""
     try:
@@ -5418,21 +5480,28 @@ def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
     try:
         status, payload = _http_dispatch(method, path, headers, body, ctx, query)
     except Exception as exc:  # the HTTP transport's one boundary
-        if ctx.debug:
-            raise
-        if not isinstance(exc, ContractError):
-            ctx.log_line(traceback.format_exc())
-        status = exc.http_status if isinstance(exc, ContractError) else 500
-        payload = rc.error_result(exc).to_dict()
+        payload = _error_boundary(exc, ctx.debug, ctx.log_line).to_dict()
+        status = exc.http_status if isinstance(exc, ContractError) else HTTPStatus.INTERNAL_SERVER_ERROR
     if isinstance(payload, PageReply):
         return status, payload.headers, payload.body
     reply_headers = {"Content-Type": _JSON_TYPE, "Cache-Control": "no-store",
                      **_cors_headers(headers, ctx)}
-    if status == 401:
+    if status == HTTPStatus.UNAUTHORIZED:
         reply_headers["WWW-Authenticate"] = 'Bearer realm="docs-qa"'
-    if status == 405:
+    if status == HTTPStatus.METHOD_NOT_ALLOWED:
         reply_headers["Allow"] = _http_routes()[path][0]
     return status, reply_headers, json.dumps(payload, ensure_ascii=False).encode("utf-8")
+
+
+# --- 18a. HTTP handler — the thin ThreadingHTTPServer around handle_request: deadlines, a cap
+
+HTTP_BODY_DEADLINE_S = 30.0        # for the whole body, so a client dripping bytes frees it too
+HTTP_BUSY_RETRY_AFTER_S = 1        # the Retry-After of that 503
+HTTP_LINGER_S = 1.0                # a refused socket stays half-closed this long before it is drained
+HTTP_MAX_LINGERING = 256           # and at most this many wait so; older ones are closed at once
+HTTP_READ_BYTES = 64 * 1024        # one socket read at most
+HTTP_DRAIN_READS = 16              # reads of HTTP_READ_BYTES at most when draining a refused socket
+HTTP_LISTEN_BACKLOG = 128
 
 
 @functools.lru_cache(maxsize=None)
@@ -5468,10 +5537,10 @@ def _http_classes() -> tuple[type, type]:
 
         server_version = "docs-qa"
         protocol_version = "HTTP/1.1"
-        timeout = HTTP_TIMEOUT_S
         disable_nagle_algorithm = True   # headers and body are two writes: no 40 ms delayed-ACK stall
 
         def setup(self) -> None:
+            self.timeout = self.server.ctx.socket_timeout_s   # StreamRequestHandler.setup applies it
             super().setup()
             self._reader = _DeadlineReader(self.connection, self.timeout)
             self.rfile = io.BufferedReader(self._reader)
@@ -5486,7 +5555,7 @@ def _http_classes() -> tuple[type, type]:
             if not super().parse_request():
                 return False
             if self.request_version == "HTTP/0.9":
-                self.send_error(505)
+                self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED)
                 return False
             return True
 
@@ -5528,7 +5597,7 @@ def _http_classes() -> tuple[type, type]:
             while received < length:
                 if time.monotonic() > deadline:
                     return None
-                piece = self.rfile.read1(min(65536, length - received))
+                piece = self.rfile.read1(min(HTTP_READ_BYTES, length - received))
                 if not piece:
                     return None
                 parts.append(piece)
@@ -5542,7 +5611,7 @@ def _http_classes() -> tuple[type, type]:
             self.send_response(status)
             for key, value in headers.items():
                 self.send_header(key, value)
-            if status != 204:                # a 204 carries no body and no length (RFC 9110)
+            if status != HTTPStatus.NO_CONTENT:   # it carries no body and no length (RFC 9110)
                 self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             if self.command != "HEAD":
@@ -5554,7 +5623,7 @@ def _http_classes() -> tuple[type, type]:
             self.log_error("code %d, message %s", code, message)
             self.close_connection = True
             self.request_version = self.protocol_version   # a status line even for an unparsed request line
-            self._write_reply(*_error_reply(code))
+            self._write_reply(*_error_reply(HTTPStatus(code)))
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
             self.server.ctx.log_line(f"{self.address_string()} - {format % args}")
@@ -5594,10 +5663,10 @@ def _http_classes() -> tuple[type, type]:
             """Send 503 + Retry-After without reading the request or blocking, half-close,
             and keep the socket to drain before closing (an unread request would make the
             close a reset, which can destroy the 503 before the client reads it)."""
-            status, headers, data = _error_reply(503)
+            status, headers, data = _error_reply(HTTPStatus.SERVICE_UNAVAILABLE)
             headers["Retry-After"] = str(HTTP_BUSY_RETRY_AFTER_S)
             headers["Content-Length"] = str(len(data))
-            head = f"HTTP/1.1 {status} Service Unavailable\r\n" + "".join(
+            head = f"HTTP/1.1 {status.value} {status.phrase}\r\n" + "".join(
                 f"{key}: {value}\r\n" for key, value in headers.items()) + "\r\n"
             try:
                 request.setblocking(False)
@@ -5638,18 +5707,11 @@ def _drain_and_close(sock: socket.socket) -> None:
     the socket is non-blocking and the reads are bounded, so this never stalls the server."""
     try:
         for _ in range(HTTP_DRAIN_READS):
-            if not sock.recv(65536):
+            if not sock.recv(HTTP_READ_BYTES):
                 break
     except OSError:                  # BlockingIOError: nothing more is waiting
         pass
     sock.close()
-
-
-def __getattr__(name: str) -> Any:
-    """Return the lazily defined HTTP classes by their names (PEP 562)."""
-    if name in ("_HttpHandler", "_HttpServer"):
-        return _http_classes()[name == "_HttpServer"]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def http_server(ctx: ServerContext, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> ThreadingHTTPServer:
@@ -5667,28 +5729,9 @@ def http_is_loopback(host: str) -> bool:
         return False
 
 
-# === 18b. Web page — the HTML served at GET / and the cited lines served at GET /source ===
-# The page is one self-contained document: inline style and script carry a per-response
-# nonce named by a strict Content-Security-Policy, nothing is fetched from elsewhere, and
-# every text from documents or answers reaches the DOM through textContent only
-# (Trusted Types are required, so an innerHTML assignment would throw).
+# --- 18b. Web page texts — the page's words in each language, its HTML and its style
 
-PAGE_CONTEXT_LINES = 3             # lines shown around the cited ones
-MAX_SOURCE_CONTEXT = 20            # the most context a /source request may ask for
-MAX_LINE_DIGITS = 9                # a start or end longer than this is not a line number
-PAGE_NONCE_BYTES = 18
-_PAGE_TYPE = "text/html; charset=utf-8"
-_SOURCE_FIELDS = ("path", "start", "end", "context")
-
-
-class PageReply(NamedTuple):
-    """A reply that is not a JSON envelope (the page): its headers and body."""
-
-    headers: dict[str, str]
-    body: bytes
-
-
-# The page's texts; the language follows the question (answer_language), as refusals do.
+# The page's texts; the language follows the question (text_detect_language), as refusals do.
 PAGE_TEXTS: dict[str, dict[str, Any]] = {
     "en": {
         "title": "Ask the documents", "question": "Your question", "ask": "Ask",
@@ -5801,6 +5844,64 @@ PAGE_TEXTS: dict[str, dict[str, Any]] = {
     },
 }
 
+_PAGE_HTML = """<!doctype html>
+<html lang="{lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>{title} — docs-qa</title>
+<style nonce="{nonce}">{css}</style>
+</head>
+<body>
+<header>
+<h1>{title}</h1>
+<form class="ask" method="get" action="/" role="search">
+<div class="q"><label for="q">{question}</label>
+<input type="text" id="q" name="q" maxlength="{max_chars}" required autocomplete="off"></div>
+<button type="submit">{ask}</button>
+<fieldset><legend class="sr-only">{mode}</legend><span aria-hidden="true">{mode}: </span>
+<label><input type="radio" name="mode" value="assistant" checked> {assistant}</label>
+<label><input type="radio" name="mode" value="extractive"> {extractive}</label>{graph_radio}
+</fieldset>
+</form>
+<div id="token-box" hidden>
+<p>{token_intro}</p>
+<p id="token-wrong" class="warn" hidden>{token_wrong}</p>
+<form id="token-form"><label for="token-input">{token}</label>
+<input type="password" id="token-input" autocomplete="off">
+<button type="submit">{token_use}</button></form>
+</div>
+<p id="status" role="status" aria-live="polite" class="muted"></p>
+</header>
+<main>
+<div>
+<section id="answer-box" aria-labelledby="answer-title" hidden>
+<h2 id="answer-title">{answer}</h2>
+<div id="answer" aria-live="polite"></div>
+</section>
+<section id="sources-box" aria-labelledby="sources-title" hidden>
+<h2 id="sources-title">{sources}</h2><ol id="sources" class="sources"></ol>
+</section>
+<section id="notes-box" aria-labelledby="notes-title" hidden>
+<h2 id="notes-title">{notes}</h2><ul id="notes" class="notes"></ul>
+</section>
+<footer><p>{index_version}: <span id="index-version">—</span></p></footer>
+</div>
+<section id="viewer" aria-labelledby="viewer-title" hidden>
+<h2 id="viewer-title" tabindex="-1">{viewer}</h2>
+<p id="freshness"></p>
+<ol id="lines" class="lines"></ol>
+<p><a href="#answer-title" id="back">{back}</a></p>
+</section>
+</main>
+<script type="application/json" id="ui">{ui_json}</script>
+<script nonce="{nonce}">{js}</script>
+</body>
+</html>
+"""
+_PAGE_GRAPH_RADIO = '\n<label><input type="radio" name="mode" value="graph"> {graph}</label>'
+
 _PAGE_CSS = """
 :root{color-scheme:light dark;--fg:#1b1b1b;--bg:#fdfdfb;--muted:#555;--line:#d8d8d0;--hit:#fff1a8;--warn:#8a4b00;--link:#0645ad}
 @media (prefers-color-scheme:dark){:root{--fg:#e8e8e3;--bg:#16171a;--muted:#aaa;--line:#3a3b40;--hit:#5a4a00;--warn:#ffb86b;--link:#8ab4f8}}
@@ -5833,6 +5934,13 @@ footer{font-size:0.85rem;color:var(--muted)}
 #status{margin:0.25rem 0;min-height:1.5em}
 main>div>section:first-child h2{margin-top:0.25rem}
 """
+
+
+# --- 18c. Web page script — the page's one inline script. The page is one self-contained
+# document: inline style and script carry a per-response nonce named by a strict
+# Content-Security-Policy, nothing is fetched from elsewhere, and every text from documents
+# or answers reaches the DOM through textContent only (Trusted Types are required, so an
+# innerHTML assignment would throw).
 
 _PAGE_JS = r"""
 "use strict";
@@ -6084,63 +6192,33 @@ _PAGE_JS = r"""
 })();
 """
 
-_PAGE_HTML = """<!doctype html>
-<html lang="{lang}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>{title} — docs-qa</title>
-<style nonce="{nonce}">{css}</style>
-</head>
-<body>
-<header>
-<h1>{title}</h1>
-<form class="ask" method="get" action="/" role="search">
-<div class="q"><label for="q">{question}</label>
-<input type="text" id="q" name="q" maxlength="{max_chars}" required autocomplete="off"></div>
-<button type="submit">{ask}</button>
-<fieldset><legend class="sr-only">{mode}</legend><span aria-hidden="true">{mode}: </span>
-<label><input type="radio" name="mode" value="assistant" checked> {assistant}</label>
-<label><input type="radio" name="mode" value="extractive"> {extractive}</label>{graph_radio}
-</fieldset>
-</form>
-<div id="token-box" hidden>
-<p>{token_intro}</p>
-<p id="token-wrong" class="warn" hidden>{token_wrong}</p>
-<form id="token-form"><label for="token-input">{token}</label>
-<input type="password" id="token-input" autocomplete="off">
-<button type="submit">{token_use}</button></form>
-</div>
-<p id="status" role="status" aria-live="polite" class="muted"></p>
-</header>
-<main>
-<div>
-<section id="answer-box" aria-labelledby="answer-title" hidden>
-<h2 id="answer-title">{answer}</h2>
-<div id="answer" aria-live="polite"></div>
-</section>
-<section id="sources-box" aria-labelledby="sources-title" hidden>
-<h2 id="sources-title">{sources}</h2><ol id="sources" class="sources"></ol>
-</section>
-<section id="notes-box" aria-labelledby="notes-title" hidden>
-<h2 id="notes-title">{notes}</h2><ul id="notes" class="notes"></ul>
-</section>
-<footer><p>{index_version}: <span id="index-version">—</span></p></footer>
-</div>
-<section id="viewer" aria-labelledby="viewer-title" hidden>
-<h2 id="viewer-title" tabindex="-1">{viewer}</h2>
-<p id="freshness"></p>
-<ol id="lines" class="lines"></ol>
-<p><a href="#answer-title" id="back">{back}</a></p>
-</section>
-</main>
-<script type="application/json" id="ui">{ui_json}</script>
-<script nonce="{nonce}">{js}</script>
-</body>
-</html>
-"""
-_PAGE_GRAPH_RADIO = '\n<label><input type="radio" name="mode" value="graph"> {graph}</label>'
+
+# --- 18d. Web page — the HTML served at GET / and the cited lines served at GET /source
+
+PAGE_CONTEXT_LINES = 3             # lines shown around the cited ones
+MAX_SOURCE_CONTEXT = 20            # the most context a /source request may ask for
+MAX_LINE_DIGITS = 9                # a start or end longer than this is not a line number
+PAGE_NONCE_BYTES = 18
+_PAGE_TYPE = "text/html; charset=utf-8"
+_SOURCE_FIELDS = ("path", "start", "end", "context")
+
+_SOURCE_SCHEMA = {"type": "object", "properties": {
+    "path": {"type": "string"}, "start_line": {"type": "integer", "minimum": 0},
+    "end_line": {"type": "integer", "minimum": 0}, "total_lines": {"type": "integer", "minimum": 0},
+    "clamped": {"type": "boolean"}, "freshness": {"enum": ["unchanged", "changed"]},
+    "lines": {"type": "array", "items": {"type": "object", "properties": {
+        "line": {"type": "integer", "minimum": 1}, "text": {"type": "string"},
+        "cited": {"type": "boolean"}}, "required": ["line", "text", "cited"],
+        "additionalProperties": False}}},
+    "required": ["path", "start_line", "end_line", "total_lines", "clamped", "freshness", "lines"],
+    "additionalProperties": False}
+
+
+class PageReply(NamedTuple):
+    """A reply that is not a JSON envelope (the page): its headers and body."""
+
+    headers: dict[str, str]
+    body: bytes
 
 
 def page_url(host: str, port: int) -> str:
@@ -6153,7 +6231,7 @@ def page_language(query: str, accept_language: str | None) -> str:
     it, else the first of Accept-Language that has texts, else English."""
     question = urllib.parse.parse_qs(query).get("q", [""])[0]
     if question.strip():
-        return answer_language(question)
+        return text_detect_language(question)
     for part in (accept_language or "").split(","):
         tag = part.split(";")[0].strip().lower()[:2]
         if tag in PAGE_TEXTS:
@@ -6251,18 +6329,6 @@ def page_source_lines(settings: Settings, rel_path: str, start_line: int, end_li
                       for n in range(first, last + 1)] if total else []}
 
 
-_SOURCE_SCHEMA = {"type": "object", "properties": {
-    "path": {"type": "string"}, "start_line": {"type": "integer", "minimum": 0},
-    "end_line": {"type": "integer", "minimum": 0}, "total_lines": {"type": "integer", "minimum": 0},
-    "clamped": {"type": "boolean"}, "freshness": {"enum": ["unchanged", "changed"]},
-    "lines": {"type": "array", "items": {"type": "object", "properties": {
-        "line": {"type": "integer", "minimum": 1}, "text": {"type": "string"},
-        "cited": {"type": "boolean"}}, "required": ["line", "text", "cited"],
-        "additionalProperties": False}}},
-    "required": ["path", "start_line", "end_line", "total_lines", "clamped", "freshness", "lines"],
-    "additionalProperties": False}
-
-
 def page_openapi_paths(reply: Callable[[str, dict], dict], errors: dict[str, dict]) -> dict[str, dict]:
     """Return the OpenAPI entries of / and /source, without operationId: they serve people,
     so tool clients that list operations as tools leave them out."""
@@ -6272,17 +6338,20 @@ def page_openapi_paths(reply: Callable[[str, dict], dict], errors: dict[str, dic
         ("path", {"type": "string"}, "a document path as cited (relative to the docs folder)"),
         ("start", line, "first cited line (1-based)"), ("end", line, "last cited line (default: start)"),
         ("context", line, f"lines around them (default {PAGE_CONTEXT_LINES}, at most {MAX_SOURCE_CONTEXT})"))]
-    source_errors = {k: v for k, v in errors.items() if k in ("401", "422", "500", "503")}
-    source_errors["404"] = reply("error envelope (not_found): the path is not an indexed document",
+    source_errors = {k: v for k, v in errors.items() if k in map(_status_key, (
+        HTTPStatus.UNAUTHORIZED, HTTPStatus.UNPROCESSABLE_ENTITY, HTTPStatus.INTERNAL_SERVER_ERROR,
+        HTTPStatus.SERVICE_UNAVAILABLE))}
+    source_errors[_status_key(HTTPStatus.NOT_FOUND)] = reply("error envelope (not_found): the path is not an indexed document",
                                  {"$ref": "#/components/schemas/Error"})
     return {
         "/": {"get": {"summary": "The web page: ask a question, open each citation's lines.",
-                      "responses": {"200": {"description": "the page",
+                      "responses": {_status_key(HTTPStatus.OK): {"description": "the page",
                                             "content": {"text/html": {"schema": {"type": "string"}}}}}}},
         "/source": {"get": {"summary": "An indexed document's cited lines with context, and "
                                        "whether it changed since indexing (for the page).",
                             "parameters": parameters,
-                            "responses": {"200": reply("the lines", _SOURCE_SCHEMA), **source_errors}}}}
+                            "responses": {_status_key(HTTPStatus.OK): reply("the lines", _SOURCE_SCHEMA),
+                                          **source_errors}}}}
 
 
 # === 19. MCP — JSON-RPC 2.0 over stdio; the tools come from OPERATIONS ===
@@ -6314,18 +6383,20 @@ def _rpc_error(msg_id: Any, code: int, message: str) -> dict:
     return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
 
 
+class _McpCancelled(Exception):
+    """The client cancelled this tool call (notifications/cancelled)."""
+
+
 def _mcp_call_tool(params: dict, ctx: ServerContext) -> dict:
     """Return the tools/call result: the envelope as structuredContent plus its text;
     a failed operation is a result with isError, never a protocol error."""
     operation = next(op for op in OPERATIONS.values() if op.tool == params["name"])
     try:
         envelope = operation_run(operation.name, params.get("arguments") or {}, ctx.ops).to_dict()
+    except _McpCancelled:
+        raise
     except Exception as exc:  # the MCP transport's one boundary for tool failures
-        if ctx.debug or isinstance(exc, _McpCancelled):
-            raise
-        if not isinstance(exc, ContractError):
-            ctx.log_line(traceback.format_exc())
-        envelope = rc.error_result(exc).to_dict()
+        envelope = _error_boundary(exc, ctx.debug, ctx.log_line).to_dict()
     return {"content": [{"type": "text", "text": format_answer_text(envelope)}],
             "structuredContent": envelope, "isError": envelope["status"] == "error"}
 
@@ -6384,10 +6455,6 @@ def _mcp_write(out: Any, message: dict) -> None:
     """The one framing function: one JSON-RPC message per line on the binary stream out."""
     out.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
     out.flush()
-
-
-class _McpCancelled(Exception):
-    """The client cancelled this tool call (notifications/cancelled)."""
 
 
 class _StartupIndex:
@@ -6513,10 +6580,8 @@ def mcp_serve(ctx: ServerContext, stdin: Any, stdout: Any) -> int:
             session.cancel(message.get("params"))
         try:
             reply = mcp_handle(message, ctx)
-        except Exception:  # a protocol-level fault: answered, logged, never fatal
-            if ctx.debug:
-                raise
-            ctx.log_line(traceback.format_exc())
+        except Exception as exc:  # a protocol-level fault: answered, logged, never fatal
+            _error_boundary(exc, ctx.debug, ctx.log_line)
             reply = _rpc_error(_rpc_id(message), _RPC_INTERNAL, "Internal error")
         if reply is not None:
             session.write(reply)
@@ -6524,32 +6589,9 @@ def mcp_serve(ctx: ServerContext, stdin: Any, stdout: Any) -> int:
     return EXIT_OK
 
 
-# === 20. main — dispatch, and the one place exceptions become envelopes ===
+# === 20. main — dispatch, start-up checks, and the CLI's error boundary ===
 
-def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> int:
-    """Run the CLI; return the exit code (0 ok/no_answer, 1 error, 2 usage)."""
-    argv = sys.argv[1:] if argv is None else argv
-    environ = dict(os.environ) if environ is None else environ
-    command = argv[0] if argv and argv[0] in SUBCOMMANDS else None
-    parsers = {None: _question_parser, "index": _index_parser}
-    if command not in parsers:
-        return _main_server(command, argv[1:], environ)
-    try:
-        args = parsers[command]().parse_args(argv[1:] if command else argv)
-    except SystemExit as exc:
-        return EXIT_USAGE if exc.code else EXIT_OK
-    runner = _cli_index if command == "index" else _cli_question
-    try:
-        with _sigterm_as_interrupt():
-            return runner(args, environ, sys.stdout, sys.stderr)
-    except KeyboardInterrupt as exc:
-        terminated = isinstance(exc, _Terminated)
-        sys.stderr.write(f"docs_qa: {'terminated' if terminated else 'interrupted'}\n")
-        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
-    except Exception as exc:  # the CLI's one boundary: typed or not, it becomes an envelope
-        if args.debug:
-            raise
-        return _report_error(exc, getattr(args, "json", False))
+_ORIGIN_RE = re.compile(r"^https?://[^/\s?#]+$")
 
 
 class _Terminated(KeyboardInterrupt):
@@ -6574,9 +6616,10 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _report_error(exc: Exception, as_json: bool) -> int:
-    """Print an error as a one-line message (or the JSON error envelope); return 1."""
-    envelope = rc.error_result(exc).to_dict()
+def _report_error(exc: Exception, debug: bool, as_json: bool) -> int:
+    """Print an error as a one-line message (and the JSON error envelope); return 1.
+    Re-raise it under --debug."""
+    envelope = _error_boundary(exc, debug).to_dict()
     if as_json:
         sys.stdout.write(json.dumps(envelope, ensure_ascii=False, indent=2) + "\n")
     if isinstance(exc, ContractError):
@@ -6585,57 +6628,6 @@ def _report_error(exc: Exception, as_json: bool) -> int:
         sys.stderr.write(f"docs_qa: error: internal error ({type(exc).__name__}); "
                          "run with --debug for the traceback\n")
     return EXIT_ERROR
-
-
-def _main_server(command: str | None, argv: list[str], environ: dict[str, str]) -> int:
-    """Run the serve or mcp command: index once, then answer until interrupted or EOF."""
-    try:
-        args = _server_parser(command).parse_args(argv)
-    except SystemExit as exc:
-        return EXIT_USAGE if exc.code else EXIT_OK
-    try:
-        token = _token_from_env(environ) if command == "serve" else None
-    except InvalidRequestError as exc:
-        sys.stderr.write(f"docs_qa: error: {exc.message}\n")
-        return EXIT_USAGE
-    if command == "serve" and token is None and not http_is_loopback(args.host):
-        sys.stderr.write(f"docs_qa: refusing to serve on {args.host} without a token: set "
-                         "DOCS_QA_TOKEN, or bind to 127.0.0.1\n")
-        return EXIT_USAGE
-    origins = _cors_origins(getattr(args, "cors_origin", []), environ)
-    refusal = _cors_refusal(origins, token)
-    if refusal:
-        sys.stderr.write(f"docs_qa: {refusal}\n")
-        return EXIT_USAGE
-    with _sigterm_as_interrupt():
-        try:
-            ctx = _server_context(args, environ, token, background=command == "mcp")
-        except KeyboardInterrupt as exc:
-            return EXIT_TERMINATED if isinstance(exc, _Terminated) else EXIT_INTERRUPTED
-        except Exception as exc:  # start-up failures (no such folder, ...): a message, exit 1
-            if args.debug:
-                raise
-            return _report_error(exc, False)
-        ctx.cors_origins = origins
-        if command == "mcp":
-            protocol_out, sys.stdout = sys.stdout.buffer, sys.stderr   # a stray print() must not corrupt the protocol
-            try:
-                return mcp_serve(ctx, sys.stdin.buffer, protocol_out)
-            except KeyboardInterrupt:          # Ctrl-C or SIGTERM: the client's way to stop us
-                return EXIT_OK
-            finally:
-                sys.stdout = sys.__stdout__
-        return _run_http(ctx, args.host, args.port)
-
-
-def _cors_origins(flags: list[str], environ: dict[str, str]) -> tuple[str, ...]:
-    """Return the allowed browser origins: --cors-origin flags, else DOCS_QA_CORS_ORIGINS
-    (comma- or space-separated); a trailing '/' is dropped, as browsers send none."""
-    values = flags or re.split(r"[,\s]+", environ.get("DOCS_QA_CORS_ORIGINS", ""))
-    return tuple(dict.fromkeys(v.strip().rstrip("/") for v in values if v.strip()))
-
-
-_ORIGIN_RE = re.compile(r"^https?://[^/\s?#]+$")
 
 
 def _cors_refusal(origins: tuple[str, ...], token: str | None) -> str | None:
@@ -6650,10 +6642,11 @@ def _cors_refusal(origins: tuple[str, ...], token: str | None) -> str | None:
     return None
 
 
-def _token_from_env(environ: dict[str, str]) -> str | None:
-    """Return DOCS_QA_TOKEN stripped (None: unset or blank), warning on stderr when it had
-    surrounding whitespace; raise InvalidRequestError for a token no client could send."""
-    raw = environ.get("DOCS_QA_TOKEN") or ""
+def _server_token(raw: str | None) -> str | None:
+    """Return the DOCS_QA_TOKEN setting stripped (None: unset or blank), warning on stderr
+    when it had surrounding whitespace; raise InvalidRequestError for a token no client
+    could send."""
+    raw = raw or ""
     token = raw.strip()
     if not token.isascii() or not token.isprintable():
         raise InvalidRequestError("DOCS_QA_TOKEN must be printable ASCII: HTTP headers carry no "
@@ -6662,40 +6655,6 @@ def _token_from_env(environ: dict[str, str]) -> str | None:
         sys.stderr.write("docs_qa: warning: DOCS_QA_TOKEN had spaces or line breaks around it; "
                          "they were removed" + ("" if token else ", leaving no token") + "\n")
     return token or None
-
-
-def _server_context(args: argparse.Namespace, environ: dict[str, str], token: str | None,
-                    background: bool = False) -> ServerContext:
-    """Return the shared context: settings, the index (built now, or in the background
-    with ctx.startup telling when it is ready) and the graph if any. Without a cache the
-    index lives in memory for the server's lifetime and is refreshed like a cached one."""
-    settings = _settings_from_args(args, environ)
-    keeper = None
-    if settings.cache_dir is None:
-        import threading
-        settings = replace(settings, memory_index=f"file:docs-qa-{os.getpid()}-{id(args)}"
-                                                  "?mode=memory&cache=shared", index_lock=threading.Lock())
-        keeper = cache_open(None, settings.memory_index)
-    ops = OperationContext(settings, chat_model=args.chat_model
-                           or environ.get("DOCS_QA_CHAT_MODEL") or None,
-                           chat_timeout_s=_chat_timeout_s(args, environ))
-    ctx = ServerContext(ops, token=token, debug=args.debug, log=sys.stderr.write,
-                        index_keeper=keeper)
-    if background:
-        import threading
-        ctx.startup = _StartupIndex()
-        threading.Thread(target=_server_index, args=(ctx,), daemon=True).start()
-    else:
-        _server_index(ctx)
-    if args.graph:
-        try:
-            import graph_store
-            ops.graph = graph_store.graph_load(args.graph)
-        except (ImportError, OSError, ValueError, ContractError) as exc:
-            ops.graph_error = RetrievalUnavailableError("the graph could not be loaded")
-            ctx.log_line(f"docs_qa: warning: graph not loaded ({getattr(exc, 'message', type(exc).__name__)}); "
-                         "/graph answers 503")
-    return ctx
 
 
 def _server_index(ctx: ServerContext) -> None:
@@ -6720,6 +6679,37 @@ def _server_index(ctx: ServerContext) -> None:
             startup.ready.set()
 
 
+def _server_context(args: argparse.Namespace, settings: Settings, token: str | None,
+                    background: bool = False) -> ServerContext:
+    """Return the shared context: settings, the index (built now, or in the background
+    with ctx.startup telling when it is ready) and the graph if any. Without a cache the
+    index lives in memory for the server's lifetime and is refreshed like a cached one."""
+    keeper = None
+    if settings.cache_dir is None:
+        import threading
+        settings = replace(settings, memory_index=f"file:docs-qa-{os.getpid()}-{id(args)}"
+                                                  "?mode=memory&cache=shared", index_lock=threading.Lock())
+        keeper = cache_open(None, settings.memory_index)
+    ops = OperationContext(settings)
+    ctx = ServerContext(ops, token=token, debug=args.debug, log=sys.stderr.write,
+                        index_keeper=keeper)
+    if background:
+        import threading
+        ctx.startup = _StartupIndex()
+        threading.Thread(target=_server_index, args=(ctx,), daemon=True).start()
+    else:
+        _server_index(ctx)
+    if args.graph:
+        try:
+            import graph_store
+            ops.graph = graph_store.graph_load(args.graph)
+        except (ImportError, OSError, ValueError, ContractError) as exc:
+            ops.graph_error = RetrievalUnavailableError("the graph could not be loaded")
+            ctx.log_line(f"docs_qa: warning: graph not loaded ({getattr(exc, 'message', type(exc).__name__)}); "
+                         "/graph answers 503")
+    return ctx
+
+
 def _run_http(ctx: ServerContext, host: str, port: int) -> int:
     """Serve HTTP until interrupted; return the exit code."""
     try:
@@ -6738,6 +6728,73 @@ def _run_http(ctx: ServerContext, host: str, port: int) -> int:
     finally:
         server.server_close()
     return EXIT_OK
+
+
+def _main_server(command: str | None, argv: list[str], environ: dict[str, str]) -> int:
+    """Run the serve or mcp command: index once, then answer until interrupted or EOF."""
+    try:
+        args = _server_parser(command).parse_args(argv)
+    except SystemExit as exc:
+        return EXIT_USAGE if exc.code else EXIT_OK
+    try:
+        settings = _settings_from_args(args, environ)
+    except Exception as exc:  # start-up failures (a bad setting, ...): a message, exit 1
+        return _report_error(exc, args.debug, False)
+    try:
+        token = _server_token(settings.token) if command == "serve" else None
+    except InvalidRequestError as exc:
+        sys.stderr.write(f"docs_qa: error: {exc.message}\n")
+        return EXIT_USAGE
+    if command == "serve" and token is None and not http_is_loopback(args.host):
+        sys.stderr.write(f"docs_qa: refusing to serve on {args.host} without a token: set "
+                         "DOCS_QA_TOKEN, or bind to 127.0.0.1\n")
+        return EXIT_USAGE
+    origins = settings.cors_origins
+    refusal = _cors_refusal(origins, token)
+    if refusal:
+        sys.stderr.write(f"docs_qa: {refusal}\n")
+        return EXIT_USAGE
+    with _sigterm_as_interrupt():
+        try:
+            ctx = _server_context(args, settings, token, background=command == "mcp")
+        except KeyboardInterrupt as exc:
+            return EXIT_TERMINATED if isinstance(exc, _Terminated) else EXIT_INTERRUPTED
+        except Exception as exc:  # start-up failures (no such folder, ...): a message, exit 1
+            return _report_error(exc, args.debug, False)
+        ctx.cors_origins = origins
+        if command == "mcp":
+            protocol_out, sys.stdout = sys.stdout.buffer, sys.stderr   # a stray print() must not corrupt the protocol
+            try:
+                return mcp_serve(ctx, sys.stdin.buffer, protocol_out)
+            except KeyboardInterrupt:          # Ctrl-C or SIGTERM: the client's way to stop us
+                return EXIT_OK
+            finally:
+                sys.stdout = sys.__stdout__
+        return _run_http(ctx, args.host, args.port)
+
+
+def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> int:
+    """Run the CLI; return the exit code (0 ok/no_answer, 1 error, 2 usage)."""
+    argv = sys.argv[1:] if argv is None else argv
+    environ = dict(os.environ) if environ is None else environ
+    command = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+    parsers = {None: _question_parser, "index": _index_parser}
+    if command not in parsers:
+        return _main_server(command, argv[1:], environ)
+    try:
+        args = parsers[command]().parse_args(argv[1:] if command else argv)
+    except SystemExit as exc:
+        return EXIT_USAGE if exc.code else EXIT_OK
+    runner = _cli_index if command == "index" else _cli_question
+    try:
+        with _sigterm_as_interrupt():
+            return runner(args, environ, sys.stdout, sys.stderr)
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, _Terminated)
+        sys.stderr.write(f"docs_qa: {'terminated' if terminated else 'interrupted'}\n")
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    except Exception as exc:  # the CLI's one boundary: typed or not, it becomes an envelope
+        return _report_error(exc, args.debug, getattr(args, "json", False))
 
 
 if __name__ == "__main__":

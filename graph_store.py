@@ -11,13 +11,18 @@ Sections
     1. Constants      -- defaults, limits, word lists, answer sentences
     2. Types          -- Node, Graph, GraphLimits, Intent, Fact, GraphPath, GraphResult
     3. Errors         -- GraphFormatError (a RetrievalUnavailableError)
-    4. Text           -- casefold, light Slovak suffix stemmer, diacritic folding, keys
+    4. Names          -- name morphology: a stem that keeps diacritics, match keys, the
+                         Slovak and Polish case forms of a name; general text (folding,
+                         words, stop words, language) comes from docs_qa §4
     5. Load/validate  -- graph_load (the only file I/O), graph_build (pure), indexes
-    6. Entity matching-- persons, keywords, thesis titles via the token index; names of
-                         similar spelling for a typo (offered, never chosen)
+    6. Entity matching-- persons via the token index (full names, then partial ones)
+         6a. Keywords and titles
+         6b. Did you mean  -- names of similar spelling for a typo (offered, never chosen)
     7. Questions      -- graph_parse_question: language, intent, year
-    8. Question kinds -- one function per kind, all returning GraphResult; _absent says
-                         what is known when the asked relation is missing
+    8. Answers        -- evidence within the limits, no-answer and ambiguous results; _absent
+                         says what is known when the asked relation is missing
+         8a. Kinds about a person, keyword or title -- one function per kind
+         8b. Kinds about supervision and counts, ask() -- the dispatch
     9. Envelope       -- to_envelope: GraphResult -> retrieval_contract.Envelope
    10. CLI            -- format_answer_text (the one text renderer of a graph answer, also
                          used by docs_qa.py's CLI and MCP), main
@@ -28,13 +33,16 @@ Public API
     ask(q, graph, limits) -> GraphResult to_envelope(result) -> Envelope
     GraphLimits, Graph, Intent, GraphResult, GraphFormatError, GRAPH_EXTRA_SCHEMA
     format_answer_text(envelope_dict) -> str, main(argv=None) -> int
+    name_key(word) -> str, name_stem(word) -> str, QUESTION_WORDS
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import gc
 import hashlib
+import heapq
 import itertools
 import json
 import os
@@ -47,6 +55,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Callable, Iterable, Iterator
 
+import docs_qa
 import retrieval_contract as rc
 
 __all__ = [
@@ -54,7 +63,7 @@ __all__ = [
     "DEFAULT_PATH_LIMIT", "DEFAULT_MAX_PATH_LENGTH", "GRAPH_EXTRA_SCHEMA",
     "Node", "Graph", "GraphLimits", "Intent", "Fact", "GraphPath", "GraphResult",
     "GraphFormatError",
-    "text_key", "text_keys", "text_stem", "text_fold",
+    "QUESTION_WORDS", "name_key", "name_stem",
     "graph_load", "graph_build",
     "graph_parse_question", "ask", "to_envelope",
     "format_answer_text", "main",
@@ -68,9 +77,10 @@ DEFAULT_EVIDENCE_LIMIT = 20
 DEFAULT_FACT_LIMIT = 10
 DEFAULT_PATH_LIMIT = 10
 DEFAULT_MAX_PATH_LENGTH = 2
-MAX_QUESTION_CHARS = 4000      # as docs_qa.MAX_QUESTION_CHARS: /graph's schema and the CLI agree
+MAX_QUESTION_CHARS = docs_qa.MAX_QUESTION_CHARS   # /graph's schema and the CLI agree
 GRAPH_MAX_BYTES = 256 * 1024 * 1024   # a larger graph file is refused unread (500k edges: ~41 MB)
 GRAPH_MAX_INT_DIGITS = 18     # a longer integer (e.g. a 5,000-digit year) is a format error
+DEFAULT_LANGUAGE = "sk"       # a question whose words do not tell its language (a name alone)
 MIN_STEM_CHARS = 2            # a stem never gets shorter than this
 MIN_CONTENT_CHARS = 3         # title/keyword words shorter than this are ignored
 TITLE_MIN_COVERAGE = 0.6      # share of a title's words the question must contain
@@ -83,28 +93,41 @@ EDGE_ENDS = {AUTHORED: (PERSON, THESIS), SUPERVISED_BY: (THESIS, PERSON),
 NAMED_TYPES = (PERSON, KEYWORD)   # these need `name`; theses need `title` and `year`
 OPTIONAL_STRINGS = ("document_path", "source_url", "title", "kind", "name")
 
-# Slovak (and Polish-friendly) inflectional endings, longest first; see text_stem. The
-# female surname endings also come without their accent (Kovacova, Kovacovu), as typed
-# on a keyboard without Slovak letters.
+# Slovak and Polish inflectional endings, longest first; see name_stem. The female
+# surname endings also come without their accent (Kovacova, Kovacovu), as typed on a
+# keyboard without Slovak letters; the Polish ones take a Slovak name into Polish cases
+# (z Janem Holpem, z Evą Šimkovą, o Marii Holpowej).
 SUFFIXES = tuple(sorted((
     "ovej", "ovou", "ovia", "ová", "ovú", "ova", "ovu", "ovi", "ého", "ému", "ými", "ách", "ami",
     "ích", "och", "iou", "ou", "om", "ov", "ej", "ho", "mu", "ia", "ie", "iu", "ii",
     "ý", "á", "é", "ú", "í", "a", "e", "i", "o", "u", "y",
+    "owej", "ową", "ovą", "owi", "iem", "em", "ego", "emu", "ym", "ią", "ię", "ą", "ę",
 ), key=len, reverse=True))
-VOWELS = set("aeiouyáäéíóôúýěů")
+_SUFFIXES_BY_LENGTH = tuple((n, frozenset(x for x in SUFFIXES if len(x) == n))
+                            for n in sorted({len(x) for x in SUFFIXES}, reverse=True))
+VOWELS = set("aeiouyáäéíóôúýěůąę")
 
-# Singular case endings of Slovak name words, by the nominative's ending (see _name_forms).
-# A question word that is one of a name word's forms, diacritics included, is exact evidence;
-# a form of the other gender's name on the same stem (Jany for Ján, Novákovej for Novák) is not.
-MASC_ENDINGS = ("", "a", "ovi", "om")                 # Ján, Jána, Jánovi, Jánom
-MASC_A_ENDINGS = ("a", "u", "ovi", "om")              # Sloboda, Slobodu, Slobodovi, Slobodom
+# Singular case endings of name words, by the nominative's ending (see _name_forms): the
+# Slovak ones, then the Polish ones a Slovak name takes in a Polish sentence. A question
+# word that is one of a name word's forms, diacritics included, is exact evidence; a form
+# of the other gender's name on the same stem (Jany or Janą for Ján, Novákovej for Novák,
+# Janem for Jana) is not.
+MASC_ENDINGS = ("", "a", "ovi", "om",                 # Ján, Jána, Jánovi, Jánom
+                "em", "iem", "owi", "u", "ie")        # Janem, Novákiem, Janowi, Nováku, Janie
+MASC_A_ENDINGS = ("a", "u", "ovi", "om",              # Sloboda, Slobodu, Slobodovi, Slobodom
+                  "y", "ę", "ą")                      # Slobody, Slobodę, Slobodą
 MASC_O_ENDINGS = ("o", "a", "ovi", "om")              # Šimko, Šimka, Šimkovi, Šimkom
-MASC_ADJ_ENDINGS = ("ý", "ého", "ému", "om", "ým")    # Malý, Malého, Malému, Malom, Malým
-FEM_A_ENDINGS = ("a", "y", "e", "u", "ou")            # Jana, Jany, Jane, Janu, Janou
-FEM_IA_ENDINGS = ("ia", "ie", "ii", "iu", "iou")      # Mária, Márie, Márii, Máriu, Máriou
-FEM_OVA_ENDINGS = ("ová", "ovej", "ovú", "ovou")      # Nováková, Novákovej, Novákovú, Novákovou
-FEM_ADJ_ENDINGS = ("á", "ej", "ú", "ou")              # Malá, Malej, Malú, Malou
-MALE_OF_OVA_ENDINGS = ("", "a", "u", "o", "ovi", "om")  # the male surname behind an -ová form
+MASC_ADJ_ENDINGS = ("ý", "ého", "ému", "om", "ým",    # Malý, Malého, Malému, Malom, Malým
+                    "ego", "emu", "ym")               # Dlhego, Dlhemu, Dlhym
+FEM_A_ENDINGS = ("a", "y", "e", "u", "ou",            # Jana, Jany, Jane, Janu, Janou
+                 "ą", "ę", "ie")                      # Janą, Janę, Janie
+FEM_IA_ENDINGS = ("ia", "ie", "ii", "iu", "iou",      # Mária, Márie, Márii, Máriu, Máriou
+                  "ią", "ię")                         # Marią, Marię
+FEM_OVA_ENDINGS = ("ová", "ovej", "ovú", "ovou",      # Nováková, Novákovej, Novákovú, Novákovou
+                   "ową", "owej", "ovą")              # Novákową, Novákowej, Novákovą
+FEM_ADJ_ENDINGS = ("á", "ej", "ú", "ou", "ą")         # Malá, Malej, Malú, Malou, Malą
+MALE_OF_OVA_ENDINGS = ("", "a", "u", "o", "ovi", "om",  # the male surname behind an -ová form
+                       "em", "iem", "owi", "ie")
 # How a question word relates to a name word with the same key, best first (see _word_relation).
 EXACT, FOLDED, GENDER, CLASH = "exact", "folded", "gender", "clash"
 RELATION_ORDER = (EXACT, FOLDED, GENDER, CLASH)             # best first
@@ -130,7 +153,7 @@ RE_SUPERVISE = re.compile(r"\b(veduc\w*|skolitel\w*|supervis\w*|viedol|viedla|ve
 RE_SUPERVISED_BY = re.compile(r"(^\s*(ktore|ktorych|ake|which|what|list|jakie|vymenuj)\b)|"
                               r"\b(supervised by|pod vedenim|theses of supervisor)\b")
 RE_KEYWORD = re.compile(r"\b(klucov\w*|keywords?|kluczow\w*|tagom|tag)\b")
-RE_WROTE = re.compile(r"\b(napisal|napisala|wrote|write|written|obhajil|obhajila)\b")
+RE_WROTE = re.compile(r"\b(napisal|napisala|napisan\w*|wrote|write|written|obhajil|obhajila)\b")
 RE_TITLE = re.compile(r"\b(nazov|nazvom|title|titled|tytul\w*|tema|temu|temat\w*)\b")
 RE_CALLED = re.compile(r"\b(ako sa vola|ako znie|called|named|jak sie nazywa|jak brzmi)\b")
 RE_WHEN = re.compile(r"\b(v ktorom roku|ktorom roku|kedy|when|which year|what year|"
@@ -147,30 +170,20 @@ RE_COSUPERVISE = re.compile(
 RE_LIST_ALL = re.compile(r"\b(vsetk\w*|vsetci|all|every|list|vymenuj|wymien|wszys\w*|"
                          r"kto su|who are|ktori|ktorzy|zoznam)\b")
 
-# Words of the question that are never part of an entity's name.
-STOP_WORDS = {
-    "aky", "aka", "ake", "ma", "maju", "mal", "mala", "kto", "ktore", "ktori", "ktorych",
-    "je", "su", "bol", "bola", "boli", "v", "vo", "o", "a", "na", "pre", "s", "so", "z",
-    "zo", "k", "co", "vieme", "viete", "zname", "nazov", "prace", "praca", "pracu", "prac",
-    "roku", "rok", "kolko", "osob", "osoby", "veduci", "veduceho", "vedie", "viedol",
-    "viedla", "klucove", "klucovym", "klucovom", "slovo", "slovom", "temu", "tema",
-    "what", "who", "which", "how", "many", "is", "the", "of", "a", "an", "in", "thesis",
-    "theses", "title", "about", "known", "supervisor", "supervised", "supervise", "by",
-    "keyword", "with", "has", "have", "did", "does", "wrote", "tell", "me", "person",
-    "persons", "people", "jaki", "jaka", "jest", "ile", "pracy", "prace", "tytul",
-    "promotor", "kto", "napisal", "wiadomo", "kluczowe", "slowo", "do", "we", "you",
-    "know", "author", "authored", "year", "its", "and", "or", "for", "to", "mi", "povedz",
-    # words of the question forms of the name, years, who-is, co-supervision and counts
-    "ako", "sa", "vola", "volala", "znie", "called", "named", "s", "his", "her", "their",
-    "jak", "sie", "nazywa", "brzmi", "kedy", "ktorom", "when", "defend", "defended",
-    "obhajil", "obhajila", "obhajoval", "obhajovala", "obronil", "obronila", "kiedy",
-    "ktorym", "w", "was", "bol", "bola", "to", "kim", "byl", "byla", "spolu", "spolocne",
-    "spoluviedol", "spoluviedla", "together", "jointly", "co", "supervised", "wspolnie",
-    "razem", "z", "kym", "whom", "who", "are", "all", "list", "vymenuj", "vsetkych",
-    "vsetci", "wymien", "prac", "prace", "theses", "sum", "number", "pocet", "napisal",
-    "napisala", "students", "studentov", "studenti", "promotorow", "veducich", "veduci",
-    "timi", "ich", "two", "dvoch", "viac", "had", "mali", "ma",
-}
+# Words of a question that never name an entity: docs_qa's stop words, plus the words
+# of the graph's question forms (thesis, supervisor, year, count, ...) and the function
+# words those forms use that docs_qa does not drop from documents (k, s, zo, ktori, ile).
+QUESTION_WORDS = docs_qa.STOP_WORDS | frozenset("""
+author authored boli brzmi byl byla called defend defended dvoch ile jointly k keyword kim
+klucove klucovom klucovym kluczowe know known kolko ktori ktorom ktorych ktorym kym list
+maju mal mala mali many named napisal napisala nazov nazywa number obhajil obhajila
+obhajoval obhajovala obronil obronila osob osoby people person persons pocet povedz prac
+praca prace pracu pracy promotor promotorow razem rok roku s slovo slovom slowo spolocne
+spolu spoluviedla spoluviedol studenti studentov students sum supervise supervised
+supervisor tell tema temu theses thesis timi title together two tytul vedie veduceho
+veduci veducich viac viedla viedol vieme viete vola volala vsetci vsetkych vymenuj
+wiadomo wrote wspolnie wymien year zname znie zo
+""".split())
 
 # Answer sentences, one table: (key, language) -> format string.
 ANSWERS: dict[tuple[str, str], str] = {
@@ -361,7 +374,7 @@ class Graph:
 
     out_edges[a][t] lists targets b of edges a -t-> b; in_edges[b][t] lists sources a.
     Both keep file order. token_index[node_type][key] is the set of node ids whose
-    label or alias contains that word key (text_key); year_index[y] lists thesis ids.
+    label or alias contains that word key (name_key); year_index[y] lists thesis ids.
     name_variants[id] holds the key sets of a node's label and aliases (a thesis: its
     title's content keys only), so matching never re-stems a name.
     """
@@ -385,6 +398,9 @@ class Graph:
     year_supervisor_counts: dict[int, tuple[Counter, list[str]]] = field(default_factory=dict)
     # node type -> word length -> [(key, its letters)]; built on the first typo (_spelling_index)
     spelling: dict[str, dict[int, list[tuple[str, frozenset[str]]]]] = field(default_factory=dict)
+    # (node type, key) -> the ids of that token index entry in id order; built on first use
+    # (the namesakes of a common first name are listed in this order, see _match_persons)
+    sorted_ids: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -466,19 +482,13 @@ class GraphFormatError(rc.RetrievalUnavailableError):
     """The graph file is unreadable, not JSON, or invalid; the message names the node/edge."""
 
 
-# === 4. Text — casefold, stem (with diacritics), then fold diacritics ===
+# === 4. Names — name morphology only; folding, words, stop words: docs_qa §4 ===
 
-_WORD_RE = re.compile(r"\w+", re.UNICODE)
+# A name keeps its diacritics while it is stemmed, so -ová and -ou stay apart from plain
+# vowels; folding and splitting into words are docs_qa's, as for every other text.
 
-
-def text_fold(text: str) -> str:
-    """Return text with diacritics removed (and ł -> l, which NFD does not decompose)."""
-    decomposed = unicodedata.normalize("NFD", text.replace("ł", "l").replace("Ł", "L"))
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
-def text_stem(word: str) -> str:
-    """Return a casefolded word without its inflectional ending (Holpa, Holpová -> holp).
+def name_stem(word: str) -> str:
+    """Return a casefolded name word without its inflectional ending (Holpa, Holpová -> holp).
 
     Strips the longest known suffix that leaves at least MIN_STEM_CHARS (and then an -ej
     the stem still ends in, so Andrej/Andreja/Andrejovi meet), then drops a fleeting e
@@ -487,9 +497,9 @@ def text_stem(word: str) -> str:
     """
     word = unicodedata.normalize("NFC", word.casefold())
     if len(word) > MIN_STEM_CHARS and not word.isdigit():
-        for suffix in SUFFIXES:
-            if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM_CHARS:
-                word = word[: -len(suffix)]
+        for length, suffixes in _SUFFIXES_BY_LENGTH:
+            if len(word) - length >= MIN_STEM_CHARS and word[-length:] in suffixes:
+                word = word[:-length]
                 break
         if word.endswith("ej") and len(word) - 2 >= MIN_STEM_CHARS:
             word = word[:-2]   # Andreja -> andrej -> andr, as Andrej loses -ej as an ending
@@ -504,19 +514,15 @@ def _drop_fleeting_e(word: str) -> str:
     return word
 
 
-def text_key(word: str) -> str:
-    """Return the match key of one word: stemmed first, then diacritic-folded."""
-    return text_fold(text_stem(word))
+def name_key(word: str) -> str:
+    """Return the match key of one word of a name, title or keyword: stemmed first, then
+    folded (docs_qa.text_fold)."""
+    return docs_qa.text_fold(name_stem(word))
 
 
-def text_words(text: str) -> list[str]:
-    """Return the words of text after NFKC normalisation and casefolding."""
-    return _WORD_RE.findall(unicodedata.normalize("NFKC", text).casefold())
-
-
-def text_keys(text: str) -> list[str]:
-    """Return the match keys of text's words, in order, stop words removed."""
-    return [text_key(w) for w in text_words(text) if text_fold(w) not in STOP_WORDS]
+def _is_question_word(word: str) -> bool:
+    """Return True for a word that never names an entity (see QUESTION_WORDS)."""
+    return docs_qa.text_fold(word) in QUESTION_WORDS
 
 
 def _affixed(bases: Iterable[str], endings: Iterable[str]) -> set[str]:
@@ -558,8 +564,8 @@ def _name_forms(word: str, is_first: bool) -> tuple[frozenset[str], frozenset[st
             other = _affixed(bases, FEM_A_ENDINGS)
         else:
             pair = _affixed(bases, FEM_OVA_ENDINGS)
-    return (frozenset(own), frozenset(text_fold(f) for f in pair),
-            frozenset(text_fold(f) for f in other))
+    return (frozenset(own), frozenset(docs_qa.text_fold(f) for f in pair),
+            frozenset(docs_qa.text_fold(f) for f in other))
 
 
 def _insert_fleeting_e(base: str) -> str:
@@ -574,18 +580,18 @@ def _word_relation(question_word: str, name_word: str, is_first: bool) -> str:
     its forms, diacritics included), FOLDED (a form once diacritics are folded, the bare
     stem, or an ending not known here), GENDER (the other-gender form of a surname) or
     CLASH (a form of the other gender's first name)."""
-    q, folded = question_word, text_fold(question_word)
+    q, folded = question_word, docs_qa.text_fold(question_word)
     own, pair, other = _name_forms(name_word, is_first)
-    stem = text_stem(name_word)
+    stem = name_stem(name_word)
     if q in own:
         return EXACT
-    if folded in {text_fold(f) for f in own} or q == stem or q == folded == text_fold(stem):
+    if folded in {docs_qa.text_fold(f) for f in own} or q == stem or q == folded == docs_qa.text_fold(stem):
         return FOLDED
     if folded in pair:
         return GENDER
     if folded in other:
         return CLASH
-    return EXACT if q != folded and text_stem(q) == stem else FOLDED
+    return EXACT if q != folded and name_stem(q) == stem else FOLDED
 
 
 # === 5. Load/validate — the only file I/O; graph_build is pure ===
@@ -691,7 +697,6 @@ def _deep_place(text: str) -> tuple[int, int]:
 def _git_state(path: str) -> Any:
     """Return docs_qa.git_probe_file(path): the one Git probe, which reads .git as files
     and never runs git (a checkout's config could make git run any program)."""
-    import docs_qa        # lazily: docs_qa imports this module for --graph
     return docs_qa.git_probe_file(path)
 
 
@@ -834,17 +839,19 @@ def _adjacency_append(adjacency: dict[str, dict[str, list[str]]], a: str, edge_t
 def _index_tokens(graph: Graph) -> None:
     """Fill the token index, each node's name-variant keys and the thesis year index.
 
-    Word keys are memoised per build (names and title words repeat a lot).
+    Each word's key, and whether it is a question word, is memoised per build (names and
+    title words repeat a lot).
     """
-    memo: dict[str, str] = {}
+    memo: dict[str, tuple[str, bool]] = {}
 
     def keys_of(text: str, min_chars: int, drop_stop: bool) -> frozenset[str]:
         out = set()
-        for word in _WORD_RE.findall(unicodedata.normalize("NFKC", text).casefold()):
-            key = memo.get(word)
-            if key is None:
-                key = memo[word] = text_key(word)
-            if drop_stop and text_fold(word) in STOP_WORDS:
+        for word in docs_qa.text_words(text):
+            found = memo.get(word)
+            if found is None:
+                found = memo[word] = (name_key(word), _is_question_word(word))
+            key, is_question_word = found
+            if drop_stop and is_question_word:
                 continue
             if len(key) >= min_chars or key.isdigit():
                 out.add(key)
@@ -874,7 +881,7 @@ def _neighbours(graph: Graph, node_id: str, edge_type: str, outgoing: bool = Tru
     return adjacency.get(node_id, {}).get(edge_type, [])
 
 
-# === 6. Entity matching — persons, keywords and titles through the token index ===
+# === 6. Entity matching — persons through the token index, full names before partial ones ===
 
 @dataclass
 class _Match:
@@ -886,20 +893,60 @@ class _Match:
     is_ambiguous: bool = False   # the chosen ones compete for the same words of the question
 
 
+class _Ordered:
+    """Ids in a fixed order: `first` as given, then the ids of `runs` (lists in id order, one
+    per question word) merged in id order, without those in `skip`. The runs hold the
+    namesakes a common first name brings, often thousands; they are merged only as far as
+    they are read. `size` is how many ids the merged runs give."""
+
+    def __init__(self, first: list[str], runs: list[list[str]], skip: set[str], size: int) -> None:
+        self.first, self.runs, self.skip, self.size = first, runs, skip, size
+        self._merged: list[str] = []
+        self._merging = (i for i in heapq.merge(*runs) if i not in skip)
+
+    def __len__(self) -> int:
+        return len(self.first) + self.size
+
+    def at(self, i: int) -> str:
+        """Return the i-th id (0 <= i < len)."""
+        if i < len(self.first):
+            return self.first[i]
+        i -= len(self.first)
+        self._merged += itertools.islice(self._merging, i + 1 - len(self._merged))
+        return self._merged[i]
+
+    def all(self) -> list[str]:
+        """Return every id, in order."""
+        self._merged += self._merging
+        return self.first + self._merged
+
+    def without(self, ids: set[str]) -> "_Ordered":
+        """Return these ids except ids, still merged lazily."""
+        in_runs = {i for i in ids if i not in self.skip and any(_in_sorted(run, i) for run in self.runs)}
+        return _Ordered([i for i in self.first if i not in ids], self.runs, self.skip | ids,
+                        self.size - len(in_runs))
+
+
+def _in_sorted(items: list[str], item: str) -> bool:
+    """Return True when item is in the sorted list items."""
+    at = bisect.bisect_left(items, item)
+    return at < len(items) and items[at] == item
+
+
 class _Records(Sequence):
     """A list of rejected-candidate records whose tail is built only when read: namesakes
     can be thousands, while an answer shows entity_limit of them and counts the rest."""
 
-    def __init__(self, head: list[dict], tail_ids: list[str], build: Callable[[str], dict]) -> None:
-        self.head, self.tail_ids, self.build = head, tail_ids, build
+    def __init__(self, head: list[dict], tail: _Ordered, build: Callable[[str], dict]) -> None:
+        self.head, self.tail, self.build = head, tail, build
 
     def __len__(self) -> int:
-        return len(self.head) + len(self.tail_ids)
+        return len(self.head) + len(self.tail)
 
     def without(self, ids: set[str], first: list[dict]) -> "_Records":
         """Return first, then these records except those of ids, still built lazily."""
         return _Records(first + [c for c in self.head if c.get("id") not in ids],
-                        [i for i in self.tail_ids if i not in ids], self.build)
+                        self.tail.without(ids), self.build)
 
     def __getitem__(self, i):
         if isinstance(i, slice):
@@ -908,7 +955,7 @@ class _Records(Sequence):
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError(i)
-        return self.head[i] if i < len(self.head) else self.build(self.tail_ids[i - len(self.head)])
+        return self.head[i] if i < len(self.head) else self.build(self.tail.at(i - len(self.head)))
 
 
 def _full_name_variants(graph: Graph, node_id: str) -> list[frozenset[str]]:
@@ -917,14 +964,35 @@ def _full_name_variants(graph: Graph, node_id: str) -> list[frozenset[str]]:
     return [label] + [a for a in aliases if len(a) >= 2]
 
 
-def _hits(graph: Graph, node_type: str, keys: Iterable[str]) -> dict[str, set[str]]:
+def _hits(graph: Graph, node_type: str, keys: Iterable[str]) -> dict[str, frozenset[str]]:
     """Return node id -> the question keys that hit it, via the token index only."""
+    return _hits_overlap(graph, node_type, keys)[0]
+
+
+def _hits_overlap(graph: Graph, node_type: str,
+                  keys: Iterable[str]) -> tuple[dict[str, frozenset[str]], set[str]]:
+    """Return node id -> the question keys that hit it, and the ids hit by more than one key.
+
+    The largest index entry (a common first name) is taken whole; only the others are
+    walked id by id, so thousands of namesakes cost one dict.fromkeys.
+    """
     index = graph.token_index.get(node_type, {})
-    hits: dict[str, set[str]] = {}
-    for key in keys:
-        for node_id in index.get(key, ()):
-            hits.setdefault(node_id, set()).add(key)
-    return hits
+    entries = sorted(((key, index[key]) for key in dict.fromkeys(keys) if key in index),
+                     key=lambda kv: -len(kv[1]))
+    if not entries:
+        return {}, set()
+    hits: dict[str, frozenset[str]] = dict.fromkeys(entries[0][1], frozenset((entries[0][0],)))
+    overlap: set[str] = set()
+    for key, ids in entries[1:]:
+        single = frozenset((key,))
+        for node_id in ids:
+            found = hits.get(node_id)
+            if found is None:
+                hits[node_id] = single
+            else:
+                hits[node_id] = found | single
+                overlap.add(node_id)
+    return hits, overlap
 
 
 @dataclass
@@ -937,10 +1005,10 @@ class _PersonFit:
 
 
 def _memo_key(word: str, memo: dict[tuple, str]) -> str:
-    """Return text_key(word), memoised for one question (first names repeat across candidates)."""
+    """Return name_key(word), memoised for one question (first names repeat across candidates)."""
     found = memo.get((word,))
     if found is None:
-        found = memo[(word,)] = text_key(word)
+        found = memo[(word,)] = name_key(word)
     return found
 
 
@@ -956,7 +1024,7 @@ def _relation(question_word: str, name_word: str, is_first: bool, memo: dict[tup
 def _variant_fit(text: str, is_label: bool, by_key: dict[str, list[str]],
                  memo: dict[tuple, str]) -> _PersonFit | None:
     """Return how the question's words fit one name (label or alias); None if none is asked."""
-    keyed = [(w, _memo_key(w, memo)) for w in text_words(text)]
+    keyed = [(w, _memo_key(w, memo)) for w in docs_qa.text_words(text)]
     names = [(w, k) for w, k in keyed if len(k) >= MIN_STEM_CHARS]
     asked = []                                 # (relation, question word, name word)
     for pos, (name, key) in enumerate(names):
@@ -1001,7 +1069,7 @@ def _first_name_clash(graph: Graph, node_id: str, by_key: dict[str, list[str]],
     """
     node = graph.nodes[node_id]
     for text in (node.label, *node.aliases):
-        names = [w for w in text_words(text) if len(w) >= MIN_STEM_CHARS]
+        names = [w for w in docs_qa.text_words(text) if len(w) >= MIN_STEM_CHARS]
         if len(names) < 2:
             continue
         for q in by_key.get(_memo_key(names[0], memo), ()):
@@ -1012,16 +1080,16 @@ def _first_name_clash(graph: Graph, node_id: str, by_key: dict[str, list[str]],
 
 def _partial_why(node: Node, matched: set[str]) -> str:
     """Return why a partial name match was considered (first name, surname or its form)."""
-    words = [w for w in text_words(node.label) if len(w) > 1]
+    words = [w for w in docs_qa.text_words(node.label) if len(w) > 1]
     parts = []
     for pos, word in enumerate(words):
-        if text_key(word) in matched:
+        if name_key(word) in matched:
             role = "first name" if pos == 0 and len(words) > 1 else "surname"
-            parts.append(f"{role} '{word}' shares the stem '{text_key(word)}'")
+            parts.append(f"{role} '{word}' shares the stem '{name_key(word)}'")
     return "; ".join(parts) or "an alias word matches"
 
 
-def _choose_full(full: list[str], fits: dict[str, _PersonFit], partial: list[str],
+def _choose_full(full: list[str], fits: dict[str, _PersonFit], partial: _Ordered,
                  why: Callable[[str, str], dict], rejected: list[dict]) -> _Match:
     """Return the full-name matches with the most exact words; the rest are rejected."""
     best = max(fits[n].exact for n in full)
@@ -1034,14 +1102,16 @@ def _choose_full(full: list[str], fits: dict[str, _PersonFit], partial: list[str
                   _Records(rejected, partial, lambda n: why(n, partial_why)), len(chosen) > 1)
 
 
-def _choose_partial(graph: Graph, partial: list[str], hits: dict[str, set[str]],
+def _choose_partial(graph: Graph, partial: _Ordered, hits: dict[str, frozenset[str]],
                     name_keys: set[str], why: Callable[[str, str], dict], rejected: list[dict],
                     clash: Callable[[str], str | None]) -> _Match:
     """Return the best partial matches (most name words hit); several best are ambiguous."""
-    if name_keys - graph.token_index.get(PERSON, {}).keys():
+    index = graph.token_index.get(PERSON, {})
+    if any(key not in index for key in name_keys):
         # a name word no person has: every candidate is ruled out, each record says why
         lacks = "the question names a word this person's name lacks"
         return _Match([], [], _Records(rejected, partial, lambda n: why(n, clash(n) or lacks)))
+    partial = partial.all()
     clashing = {n: note for n in partial for note in (clash(n),) if note}
     rejected += [why(n, note) for n, note in clashing.items()]
     partial = [n for n in partial if n not in clashing]
@@ -1072,36 +1142,40 @@ def _match_persons(graph: Graph, words: Iterable[str], name_keys: Iterable[str] 
     """
     by_key: dict[str, list[str]] = {}
     for word in words:
-        by_key.setdefault(text_key(word), []).append(word)
-    hits = _hits(graph, PERSON, by_key)
+        by_key.setdefault(name_key(word), []).append(word)
+    hits, overlap = _hits_overlap(graph, PERSON, by_key)
     memo: dict[tuple, str] = {}
 
     def why(node_id: str, kind: str) -> dict:
         return {"id": node_id, "name": graph.nodes[node_id].label,
                 "matched_keys": sorted(hits[node_id]), "why": kind}
     # A full name needs all its words: a person hit by one word only is a full match only
-    # if that word is their whole label. The rest are partial, and when a full match exists
-    # they are just rejected, so thousands of namesakes are never looked at one by one.
+    # if that word is their whole label. The rest (namesakes, often thousands) hit by one
+    # word only are partial; they are rejected lazily, in id order, never looked at one by
+    # one unless no full match exists and every name word of the question is known.
     one_word = _one_word_labels(graph)
-    may_be_full = sorted(n for n, keys in hits.items()
-                         if len(keys) > 1 or n in one_word.get(next(iter(keys)), ()))
+    may_be_full = sorted(n for n in overlap.union(*(one_word.get(key, ()) for key in by_key)) if n in hits)
     fits = {n: _person_fit(graph, n, by_key, memo) for n in may_be_full
             if any(v and v <= hits[n] for v in _full_name_variants(graph, n))}
+    rejected = [why(n, f.note) for n, f in fits.items() if f.verdict in (GENDER, CLASH)]
+    several = ([n for n in may_be_full if n not in fits]
+               + [n for n, f in fits.items() if f.verdict == "partial"])
+    several.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
+    runs = [_sorted_ids(graph, PERSON, key) for key in by_key if key in graph.token_index.get(PERSON, {})]
+    partial = _Ordered(several, runs, set(may_be_full), len(hits) - len(may_be_full))
     full = [n for n, f in fits.items() if f.verdict == "full"]
     if full:
-        rejected = [why(n, f.note) for n, f in fits.items() if f.verdict in (GENDER, CLASH)]
-        partial = ([n for n in may_be_full if n not in fits]
-                   + [n for n, f in fits.items() if f.verdict == "partial"])
-        partial.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
-        chosen_set = set(may_be_full)
-        partial += sorted(n for n in hits if n not in chosen_set)   # one word hit: fewest keys
         return _choose_full(full, fits, partial, why, rejected)
-    rejected = [why(n, f.note) for n, f in fits.items() if f.verdict in (GENDER, CLASH)]
-    partial = ([n for n in sorted(hits) if n not in fits]
-               + [n for n, f in fits.items() if f.verdict == "partial"])
-    partial.sort(key=lambda n: -len(hits[n]))     # stable: best rejected first, then by id
     return _choose_partial(graph, partial, hits, set(name_keys), why, rejected,
                            lambda n: _first_name_clash(graph, n, by_key, memo))
+
+
+def _sorted_ids(graph: Graph, node_type: str, key: str) -> list[str]:
+    """Return the ids of a token index entry in id order (sorted once per loaded graph)."""
+    found = graph.sorted_ids.get((node_type, key))
+    if found is None:
+        found = graph.sorted_ids[(node_type, key)] = sorted(graph.token_index[node_type][key])
+    return found
 
 
 def _one_word_labels(graph: Graph) -> dict[str, set[str]]:
@@ -1114,6 +1188,8 @@ def _one_word_labels(graph: Graph) -> dict[str, set[str]]:
         graph.one_word_labels = index
     return graph.one_word_labels
 
+
+# --- 6a. Keywords and titles — every word of a keyword; the best-covered title
 
 def _match_keywords(graph: Graph, keys: Iterable[str]) -> _Match:
     """Return the keywords whose every word is in the question, longest first.
@@ -1170,6 +1246,8 @@ def _match_titles(graph: Graph, keys: Iterable[str]) -> _Match:
     return _Match(chosen, [_title_candidate(graph, n, hits[n]) for n in chosen], rejected,
                   len(chosen) > 1)
 
+
+# --- 6b. Did you mean — names within a few edits of a typed word, offered and never chosen
 
 def _edit_distance(a: str, b: str, cap: int) -> int:
     """Return the edit distance of a and b (a swap of neighbours is one edit), or cap + 1
@@ -1292,12 +1370,6 @@ def _suggest_titles(graph: Graph, typed: Iterable[str]) -> list[dict]:
 
 # === 7. Questions — language, intent and year; conservative: None when unsure ===
 
-def _language(question: str) -> str:
-    """Return 'sk', 'en' or 'pl': docs_qa's one language detector (default 'sk')."""
-    import docs_qa                 # imported on first use: loading a graph does not pay for it
-    return docs_qa.text_detect_language(question, default="sk")
-
-
 def _kind(folded: str, year: int | None) -> str | None:
     """Return the intent kind of a folded, lower-case question, or None.
 
@@ -1354,14 +1426,14 @@ def graph_parse_question(question: str, graph: Graph) -> Intent | None:
         raise rc.InvalidQueryError("the question is empty", field_names=["question"])
     if len(question) > MAX_QUESTION_CHARS:
         raise rc.InvalidQueryError("the question is too long", field_names=["question"])
-    folded = " ".join(text_fold(w) for w in text_words(question))
+    folded = " ".join(docs_qa.text_fold(w) for w in docs_qa.text_words(question))
     year_match = RE_YEAR.search(folded)
     year = int(year_match.group(1)) if year_match else None
     kind = _kind(folded, year)
     if kind is None:
         return None
-    words = tuple(w for w in text_words(question) if not RE_YEAR.fullmatch(w))
-    keys = tuple(text_key(w) for w in words)
+    words = tuple(w for w in docs_qa.text_words(question) if not RE_YEAR.fullmatch(w))
+    keys = tuple(name_key(w) for w in words)
     name_keys = _name_keys(question, graph)
     kind, filters = _kind_refined(kind, folded, year, graph, name_keys)
     if kind is None:
@@ -1373,8 +1445,9 @@ def graph_parse_question(question: str, graph: Graph) -> Intent | None:
     if (kind in ("count_year", "count_filtered") and RE_THESIS_WORD.search(folded)
             and not RE_PERSON_WORD.search(folded) and not RE_WHO.search(folded)):
         subject = THESIS
-    return Intent(kind=kind, language=_language(question), keys=keys, name_keys=name_keys,
-                  year=year, subject=subject, words=words, filters=filters, target=target)
+    return Intent(kind=kind, language=docs_qa.text_detect_language(question, DEFAULT_LANGUAGE),
+                  keys=keys, name_keys=name_keys, year=year, subject=subject, words=words,
+                  filters=filters, target=target)
 
 
 def _kind_refined(kind: str, folded: str, year: int | None, graph: Graph,
@@ -1417,9 +1490,9 @@ def _name_keys(question: str, graph: Graph) -> tuple[str, ...]:
 
 def _capitalised_keys(question: str) -> tuple[str, ...]:
     """Return the keys of capitalised non-stop words after the first word (likely names)."""
-    words = _WORD_RE.findall(unicodedata.normalize("NFKC", question))[1:]
-    return tuple(text_key(w) for w in words
-                 if w[:1].isupper() and len(w) > 1 and text_fold(w.casefold()) not in STOP_WORDS
+    words = docs_qa.text_words(question, keep_case=True)[1:]
+    return tuple(name_key(w) for w in words
+                 if w[:1].isupper() and len(w) > 1 and not _is_question_word(w)
                  and not w.isupper())     # all-caps words carry no name signal
 
 
@@ -1429,9 +1502,9 @@ def _name_run_keys(question: str, graph: Graph) -> tuple[str, ...]:
     index = graph.token_index.get(PERSON, {})
     keys: list[str] = []
     run: list[str] = []
-    for word in text_words(question) + [""]:          # the empty word ends the last run
-        if len(word) > 1 and not word.isdigit() and text_fold(word) not in STOP_WORDS:
-            run.append(text_key(word))
+    for word in docs_qa.text_words(question) + [""]:          # the empty word ends the last run
+        if len(word) > 1 and not word.isdigit() and not _is_question_word(word):
+            run.append(name_key(word))
             continue
         if any(key in index for key in run):
             keys += run
@@ -1439,7 +1512,7 @@ def _name_run_keys(question: str, graph: Graph) -> tuple[str, ...]:
     return tuple(dict.fromkeys(keys))
 
 
-# === 8. Question kinds — one function each; lists are proven by one item past the limit ===
+# === 8. Answers — evidence within the limits; no-answer, ambiguous, absent relation ===
 
 def _take(items: Iterable, limit: int) -> tuple[list, bool]:
     """Return up to limit items and whether one more existed (the truncation proof)."""
@@ -1655,14 +1728,16 @@ def _one_person(graph: Graph, intent: Intent,
 
 def _typed_names(intent: Intent) -> tuple[str, ...]:
     """Return the keys of the words that name someone: the likely names, else every non-stop word."""
-    return intent.name_keys or tuple(text_key(w) for w in intent.words
-                                     if text_fold(w) not in STOP_WORDS)
+    return intent.name_keys or tuple(name_key(w) for w in intent.words
+                                     if not _is_question_word(w))
 
 
 def _typed_words(intent: Intent) -> list[str]:
     """Return the keys of the question's content words (the ones a keyword or title may hold)."""
-    return [text_key(w) for w in intent.words if text_fold(w) not in STOP_WORDS]
+    return [name_key(w) for w in intent.words if not _is_question_word(w)]
 
+
+# --- 8a. Kinds about a person, a keyword or a title — one function each
 
 def _kind_count_year(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the exact count of persons (or theses) with a thesis in the year, plus evidence."""
@@ -1773,7 +1848,7 @@ def _about_target(graph: Graph, words: Iterable[str],
                   name_keys: Iterable[str] = ()) -> tuple[list[str], _Match | None]:
     """Return the ids an 'about' question names (person, else keyword, else title)."""
     words = list(words)
-    keys = [text_key(w) for w in words]
+    keys = [name_key(w) for w in words]
     for match in (_match_persons(graph, words, name_keys), _match_keywords(graph, keys),
                   _match_titles(graph, keys)):
         if match.chosen:
@@ -1860,7 +1935,7 @@ def _kind_who_is(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResu
         return _ambiguous(graph, intent, limits, match)
     node = graph.nodes[chosen[0]]
     name = _node_item(graph, node.node_id)
-    if node.title and text_fold(node.title.casefold()) != text_fold(node.label.casefold()):
+    if node.title and docs_qa.text_fold(node.title.casefold()) != docs_qa.text_fold(node.label.casefold()):
         name += f" ({node.title})"
     summary = _summary(graph, node.node_id, intent.language, limits.fact_limit)
     evidence = _Evidence(facts=_incident_facts(graph, node.node_id),
@@ -1869,6 +1944,8 @@ def _kind_who_is(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResu
                    name, rejected=match.rejected if match else [],
                    answer=ANSWERS[("who_is", intent.language)].format(name=name, items=summary))
 
+
+# --- 8b. Kinds about supervision and counts, and ask() — the dispatch
 
 def _kind_co_supervisors(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return who supervised theses together with a person (person <- thesis -> other)."""
@@ -2031,7 +2108,7 @@ def ask(question: str, graph: Graph, limits: GraphLimits | None = None) -> Graph
     limits = limits or GraphLimits()
     intent = graph_parse_question(question, graph)
     if intent is None:
-        lang = _language(question)
+        lang = docs_qa.text_detect_language(question, DEFAULT_LANGUAGE)
         unsupported = Intent(kind="unsupported", language=lang, keys=())
         result = _no_answer(unsupported, limits, "no_matching_facts",
                             ["the question is not one of the supported graph questions"], [],

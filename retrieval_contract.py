@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
+from http import HTTPStatus
 from typing import Any
 
 __all__ = [
@@ -59,22 +60,22 @@ CONTRACT_VERSION = "v1"
 STATUSES = ("ok", "no_answer", "ambiguous", "error")
 
 # reason -> HTTP status. Non-error reasons answer 200: they are results, not failures.
-REASONS: dict[str, int] = {
-    "no_matching_sources": 200,
-    "no_matching_facts": 200,
-    "unknown_person": 200,
-    "unknown_keyword": 200,
-    "unknown_title": 200,
-    "ambiguous_person": 200,
-    "ambiguous_title": 200,        # beyond DESIGN.md's list: the title and keyword twins of
-    "ambiguous_keyword": 200,      # ambiguous_person, so `ambiguous` never comes without a reason
-    "invalid_query": 400,
-    "unauthorized": 401,
-    "not_found": 404,
-    "method_not_allowed": 405,
-    "invalid_request": 422,
-    "retrieval_unavailable": 503,
-    "internal_error": 500,
+REASONS: dict[str, HTTPStatus] = {
+    "no_matching_sources": HTTPStatus.OK,
+    "no_matching_facts": HTTPStatus.OK,
+    "unknown_person": HTTPStatus.OK,
+    "unknown_keyword": HTTPStatus.OK,
+    "unknown_title": HTTPStatus.OK,
+    "ambiguous_person": HTTPStatus.OK,
+    "ambiguous_title": HTTPStatus.OK,        # beyond DESIGN.md's list: the title and keyword twins of
+    "ambiguous_keyword": HTTPStatus.OK,      # ambiguous_person, so `ambiguous` never comes without a reason
+    "invalid_query": HTTPStatus.BAD_REQUEST,
+    "unauthorized": HTTPStatus.UNAUTHORIZED,
+    "not_found": HTTPStatus.NOT_FOUND,
+    "method_not_allowed": HTTPStatus.METHOD_NOT_ALLOWED,
+    "invalid_request": HTTPStatus.UNPROCESSABLE_ENTITY,
+    "retrieval_unavailable": HTTPStatus.SERVICE_UNAVAILABLE,
+    "internal_error": HTTPStatus.INTERNAL_SERVER_ERROR,
 }
 
 # The only texts an error envelope may carry: fixed, written here, free of values and paths.
@@ -135,7 +136,7 @@ class ContractError(Exception):
         self.field_names = tuple(field_names)
 
     @property
-    def http_status(self) -> int:
+    def http_status(self) -> HTTPStatus:
         return REASONS[self.reason]
 
 

@@ -66,6 +66,9 @@ EXAMPLES = [
      "A stand-in model (a fixed reply from examples/16-model-reply.txt) adds a command that is not "
      "in its cited lines, an unsupported claim and a citation outside the fragments: each is removed "
      "and the text output says so, one line per kind."),
+    ("17-graph-polish-case", "A Slovak name in a Polish sentence",
+     'python3 graph_store.py "Kto prowadził prace wspólnie z Peterem Novákiem?" --graph corpus/graph.json',
+     "Peterem Novákiem (the Polish instrumental) is Peter Novák: his co-supervisors, answered in Polish."),
 ]
 
 

@@ -190,12 +190,12 @@ def main() -> int:
         folder = os.path.join(tmp, "docs")
         questions = build_corpus(args.docs, folder, rng, args.per_lang, args.pool)
         settings = docs_qa.Settings(docs_dir=folder, cache_dir=os.path.join(tmp, "cache"),
-                                    use_embeddings=False)
+                                    use_embeddings=False, extractive=True)
         docs_qa.index_folder(settings)
         stats: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         misses = []
         for lang, question, path, first, last, _command in questions:
-            result = docs_qa.answer(question, settings, extractive=True)
+            result = docs_qa.answer(question, settings)
             hits = result.search.hits
             cites = [c for c in result.citations if c.valid and c.path == path]
             cited = any(c.start_line <= first and last <= c.end_line for c in cites)

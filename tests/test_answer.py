@@ -17,8 +17,9 @@ class AnswerTest(StubServerCase):
 
     def ask(self, reply, question="do kiedy składam JPK_V7M", **overrides):
         self.stub.chat_reply = reply
-        settings = self.settings(base_url=self.stub.base_url, timeout_s=0.5, retries=0, **overrides)
-        return docs_qa.answer(question, settings, chat_timeout_s=0.5)
+        settings = self.settings(base_url=self.stub.base_url, timeout_s=0.5, retries=0,
+                                 chat_timeout_s=0.5, **overrides)
+        return docs_qa.answer(question, settings)
 
     def test_faithful_reply_keeps_its_citation(self):
         result = self.ask("Plik JPK_V7M składa się do 25. dnia miesiąca [jpk.md:5].")
@@ -78,13 +79,13 @@ class AnswerTest(StubServerCase):
     def test_off_corpus_question_is_no_answer_without_calling_the_llm(self):
         for extractive in (False, True):
             self.stub.chat_requests = 0
-            settings = self.settings(base_url=self.stub.base_url)
-            result = docs_qa.answer("przepis na pierogi ruskie z cebulką", settings, extractive)
+            settings = self.settings(base_url=self.stub.base_url, extractive=extractive)
+            result = docs_qa.answer("przepis na pierogi ruskie z cebulką", settings)
             self.assertEqual((result.status, result.reason), ("no_answer", "no_matching_sources"))
             self.assertEqual(self.stub.chat_requests, 0)
 
     def test_extractive_cites_exactly_the_lines_it_quotes(self):
-        result = docs_qa.answer("do kiedy składam JPK_V7M", self.settings(), extractive=True)
+        result = docs_qa.answer("do kiedy składam JPK_V7M", self.settings(extractive=True))
         self.assertTrue(any(c.valid for c in result.citations))
         for cite in [c for c in result.citations if c.valid]:
             with open(f"{self.docs}/{cite.path}", encoding="utf-8") as fh:
@@ -92,11 +93,6 @@ class AnswerTest(StubServerCase):
             quoted = " ".join(lines[cite.start_line - 1:cite.end_line])
             self.assertIn(quoted.strip(), result.answer)
             self.assertEqual(cite.start_line, cite.end_line)
-
-    def test_language_guess(self):
-        self.assertEqual(docs_qa.answer_language("do kiedy składam JPK"), "pl")
-        self.assertEqual(docs_qa.answer_language("Aký názov práce má Ján Holp?"), "sk")
-        self.assertEqual(docs_qa.answer_language("when is the deadline"), "en")
 
 
 if __name__ == "__main__":
@@ -107,7 +103,7 @@ class ExtractiveQuoteTest(TempDirTest):
     def test_a_quoted_all_is_not_an_exhaustive_claim(self):
         write_files(self.docs, {"a.md": "# Rabat\n\nRabat dotyczy wszystkich dostaw jednego odbiorcy w okresie.\n",
                                 "b.md": "# Rabat bis\n\nRabat bywa udzielany po terminie płatności faktury.\n"})
-        result = docs_qa.answer("rabat dostaw", self.settings(limit=1), extractive=True)
+        result = docs_qa.answer("rabat dostaw", self.settings(limit=1, extractive=True))
         self.assertTrue(result.search.truncated)
         self.assertIn("wszystkich", result.answer)
         self.assertNotIn(docs_qa.CAVEATS["pl"], result.answer)
@@ -191,8 +187,8 @@ class ChatModelChoiceTest(StubServerCase):
         self.assertEqual(result.answer_mode, "assistant")
 
     def test_a_configured_chat_model_is_used_as_is(self):
-        docs_qa.answer("do kiedy składam JPK_V7M", self.settings(base_url=self.stub.base_url),
-                       chat_model="mine")
+        docs_qa.answer("do kiedy składam JPK_V7M", self.settings(base_url=self.stub.base_url,
+                                                                chat_model="mine"))
         self.assertEqual(self.chat_models_used(), ["mine"])
 
     def test_a_server_without_a_model_list_gets_the_default_name(self):

@@ -27,7 +27,7 @@ def lines_of(text, first, last):
 class UnitKindsTest(TempDirTest):
     def ask(self, files, question):
         write_files(self.docs, files)
-        return docs_qa.answer(question, self.settings(use_embeddings=False), extractive=True)
+        return docs_qa.answer(question, self.settings(use_embeddings=False, extractive=True))
 
     def test_a_sentence_with_titles_is_quoted_whole(self):
         result = self.ask({"holp.md": HOLP}, "Kto je vedúci práce Jána Holpa?")
@@ -99,9 +99,9 @@ class FragmentBoundaryTest(TempDirTest):
                 "`tiles --checker 8 out.png`\n\n- Draw a striped pattern with wide horizontal bands:\n\n"
                 "`tiles --stripes 4 out.png`\n")
         write_files(self.docs, {"t.md": text})
-        settings = self.settings(use_embeddings=False, chunk_chars=60)
+        settings = self.settings(use_embeddings=False, chunk_chars=60, extractive=True)
         self.assertEqual([c.label for c in docs_qa.chunk_text("t.md", text, 60)][:2], ["t.md:1-5", "t.md:7-11"])
-        result = docs_qa.answer("make a checkerboard pattern from square tiles", settings, extractive=True)
+        result = docs_qa.answer("make a checkerboard pattern from square tiles", settings)
         self.assertTrue(result.answer.startswith(
             "- Make a checkerboard pattern from square tiles: [t.md:5-5] [t.md:7-7]\n"
             "```\ntiles --checker 8 out.png\n```"), result.answer)
@@ -113,8 +113,9 @@ class ModelCodeTest(StubServerCase):
 
     def ask(self, reply):
         self.stub.chat_reply = reply
-        settings = self.settings(base_url=self.stub.base_url, timeout_s=2, retries=0, use_embeddings=False)
-        return docs_qa.answer("tail all files matching a pattern", settings, chat_timeout_s=2)
+        settings = self.settings(base_url=self.stub.base_url, timeout_s=2, retries=0, use_embeddings=False,
+                                 chat_timeout_s=2)
+        return docs_qa.answer("tail all files matching a pattern", settings)
 
     def test_a_command_with_a_flag_not_in_the_cited_lines_is_removed_with_a_reason(self):
         result = self.ask("Run `multitail -Q 1 --follow-all '{{pattern}}'` [multitail.md:6-8].\n"
@@ -160,8 +161,9 @@ class ModelTitlesTest(StubServerCase):
     def test_a_reply_with_titles_is_one_sentence_and_kept_whole(self):
         self.stub.chat_reply = ("Vedúcim práce Jána Holpa je doc. Ing. Peter Novák, PhD. [holp.md:7-7] "
                                 "Práca je bakalárska [holp.md:5-5].")
-        settings = self.settings(base_url=self.stub.base_url, timeout_s=2, retries=0, use_embeddings=False)
-        result = docs_qa.answer("Kto je vedúci práce Jána Holpa?", settings, chat_timeout_s=2)
+        settings = self.settings(base_url=self.stub.base_url, timeout_s=2, retries=0, use_embeddings=False,
+                                 chat_timeout_s=2)
+        result = docs_qa.answer("Kto je vedúci práce Jána Holpa?", settings)
         self.assertEqual(result.answer.split("\n"), [
             "Vedúcim práce Jána Holpa je doc. Ing. Peter Novák, PhD. [holp.md:7-7]",
             "Práca je bakalárska. [holp.md:5-5]"])

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import unittest
+from dataclasses import replace
 
 from helpers import REPO, StubServerCase, assert_clean_failure_output, docs_qa, run_cli
 
@@ -147,8 +148,8 @@ class HttpRagBoundTest(ChatStreamCase):
     def test_rag_over_http_honours_the_gap_timeout_and_sends_once(self):
         self.stub.chat_fault = "hang_mid"
         settings = self.settings(base_url=self.stub.base_url, use_embeddings=False, timeout_s=1.0)
-        ctx = docs_qa.ServerContext(docs_qa.OperationContext(settings, chat_model="stub-chat-7b",
-                                                             chat_timeout_s=60.0))
+        ctx = docs_qa.ServerContext(docs_qa.OperationContext(replace(
+            settings, chat_model="stub-chat-7b", chat_timeout_s=60.0)))
         status, _, body = docs_qa.handle_request("POST", "/rag", {}, json.dumps(
             {"question": QUESTION}).encode(), ctx)
         envelope = json.loads(body)

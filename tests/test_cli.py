@@ -183,3 +183,96 @@ class GitIndexVersionTest(TempDirTest):
         committed = self.version()
         self.assertFalse(committed.endswith("-dirty"), committed)
         self.assertNotEqual(committed.split("+")[1], clean.split("+")[1])
+
+
+class SettingsFromEnvTest(TempDirTest):
+    """settings_from_env is the one reader of the environment: every transport gets the
+    chat model, chat timeout, token and browser origins from the Settings it returns."""
+
+    def test_chat_token_and_origins_come_from_the_environment_and_flags_win(self):
+        from helpers import docs_qa
+        environ = {"DOCS_QA_CHAT_MODEL": "m1", "DOCS_QA_CHAT_TIMEOUT": "12.5", "DOCS_QA_TOKEN": " t ",
+                   "DOCS_QA_CORS_ORIGINS": "http://a:1/, http://b:2 http://a:1"}
+        settings = docs_qa.settings_from_env(environ, docs_dir=self.tmp)
+        self.assertEqual((settings.chat_model, settings.chat_timeout_s, settings.token, settings.cors_origins),
+                         ("m1", 12.5, " t ", ("http://a:1", "http://b:2")))
+        self.assertNotIn(" t ", repr(settings))            # the token never shows in a repr
+        flagged = docs_qa.settings_from_env(environ, docs_dir=self.tmp, chat_model="m2", chat_timeout_s=3.0,
+                                            extractive=True, cors_origins=["http://c:3/"])
+        self.assertEqual((flagged.chat_model, flagged.chat_timeout_s, flagged.extractive, flagged.cors_origins),
+                         ("m2", 3.0, True, ("http://c:3",)))
+
+    def test_a_bad_chat_timeout_is_refused_unless_a_flag_overrides_it(self):
+        from helpers import docs_qa
+        for value in ("soon", "0", "-1", "nan", "inf"):
+            with self.subTest(value=value), self.assertRaises(rc.InvalidRequestError) as caught:
+                docs_qa.settings_from_env({"DOCS_QA_CHAT_TIMEOUT": value}, docs_dir=self.tmp)
+            self.assertEqual(caught.exception.field_names, ("chat_timeout",))
+        self.assertEqual(docs_qa.settings_from_env({"DOCS_QA_CHAT_TIMEOUT": "soon"}, docs_dir=self.tmp,
+                                                   chat_timeout_s=4.0).chat_timeout_s, 4.0)
+
+    def test_only_settings_from_env_and_the_cache_default_read_the_environment(self):
+        import ast
+        import inspect
+        from helpers import docs_qa
+        readers = set()
+        for node in ast.walk(ast.parse(inspect.getsource(docs_qa))):
+            if isinstance(node, ast.FunctionDef):
+                body = ast.unparse(node)
+                if "environ.get(" in body or "environ[" in body or "getenv(" in body:
+                    readers.add(node.name)
+        self.assertEqual(readers, {"settings_from_env", "default_cache_dir"})
+
+
+class ErrorBoundaryTest(TempDirTest):
+    """Every transport turns a failure into the error envelope at one boundary: an untyped
+    error is logged with its traceback and answered internal_error; --debug re-raises it."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        from helpers import docs_qa
+        self.docs_qa = docs_qa
+        self.docs = write_files(os.path.join(self.tmp, "docs"), {"a.md": "# Alfa\n\nDokument alfa o podatku.\n"})
+
+    def ctx(self, debug: bool, log: list):
+        dq = self.docs_qa
+        settings = dq.Settings(docs_dir=self.docs, cache_dir=None, embed_mock=True)
+        return dq.ServerContext(dq.OperationContext(settings), debug=debug, log=log.append)
+
+    def test_http_and_mcp_answer_internal_error_and_log_the_traceback_or_reraise_under_debug(self):
+        from unittest import mock
+        dq = self.docs_qa
+        body = json.dumps({"query": "alfa"}).encode()
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "search_docs", "arguments": {"query": "alfa"}}}
+        with mock.patch.object(dq, "search", side_effect=RuntimeError("secret /srv/x")):
+            log: list = []
+            status, _, data = dq.handle_request("POST", "/search", {}, body, self.ctx(False, log))
+            self.assertEqual((status, json.loads(data)["reason"]), (500, "internal_error"))
+            reply = dq.mcp_handle(call, self.ctx(False, log))
+            self.assertEqual(reply["result"]["structuredContent"]["reason"], "internal_error")
+            self.assertEqual([("Traceback" in line, "secret" in line) for line in log], [(True, True)] * 2)
+            self.assertNotIn("secret", data.decode() + json.dumps(reply))
+            for run in (lambda ctx: dq.handle_request("POST", "/search", {}, body, ctx),
+                        lambda ctx: dq.mcp_handle(call, ctx)):
+                with self.assertRaises(RuntimeError):
+                    run(self.ctx(True, []))
+        log = []
+        status, _, data = dq.handle_request("POST", "/search", {}, b"{", self.ctx(False, log))
+        self.assertEqual((status, json.loads(data)["reason"], log), (400, "invalid_query", []))   # typed: not logged
+
+    def test_the_cli_prints_one_line_and_exits_1_or_reraises_under_debug(self):
+        import contextlib
+        import io
+        from unittest import mock
+        dq = self.docs_qa
+        argv = ["alfa", "--docs", self.docs, "--no-cache", "--search", "--json"]
+        out, err = io.StringIO(), io.StringIO()
+        with mock.patch.object(dq, "search", side_effect=RuntimeError("secret /srv/x")), \
+                contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            self.assertEqual(dq.main(argv, {"EMBED_MOCK": "1"}), 1)
+            with self.assertRaises(RuntimeError):
+                dq.main(argv + ["--debug"], {"EMBED_MOCK": "1"})
+        self.assertEqual(json.loads(out.getvalue())["reason"], "internal_error")
+        self.assertEqual(err.getvalue(), "docs_qa: error: internal error (RuntimeError); "
+                                         "run with --debug for the traceback\n")

@@ -82,3 +82,41 @@ class SchemaTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ModuleSurfaceTest(unittest.TestCase):
+    """The public surface and the map of each module: __all__ lists every public name and
+    nothing else; the docstring's table of contents names every section banner."""
+
+    MODULES = ("docs_qa", "retrieval_contract")
+
+    def public_names(self, module) -> set[str]:
+        import ast
+        import inspect
+        tree = ast.parse(inspect.getsource(module))
+        names = set()
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update(t.id for t in targets if isinstance(t, ast.Name)
+                             and not t.id.isupper() and t.id != "__all__")
+        return {name for name in names if not name.startswith("_")}
+
+    def test_all_lists_every_public_function_class_and_type_and_only_names_that_exist(self):
+        import importlib
+        for name in self.MODULES:
+            module = importlib.import_module(name)
+            with self.subTest(module=name):
+                self.assertEqual(sorted(self.public_names(module) - set(module.__all__)), [])
+                self.assertEqual([n for n in module.__all__ if not hasattr(module, n)], [])
+
+    def test_docs_qa_table_of_contents_names_every_section_banner(self):
+        import re
+        import docs_qa
+        with open(docs_qa.__file__, encoding="utf-8") as f:
+            source = f.read()
+        banners = re.findall(r"^# (?:===|---) (\d+[a-z]?)\. ", source, re.M)
+        listed = re.findall(r"^ {4,}(\d+[a-z]?)\. ", docs_qa.__doc__, re.M)
+        self.assertEqual(banners, listed)

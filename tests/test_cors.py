@@ -108,9 +108,11 @@ class CorsStartupTest(unittest.TestCase):
         self.assertIn("not an origin", proc.stderr)
 
     def test_origins_come_from_flags_or_the_environment(self):
-        self.assertEqual(docs_qa._cors_origins([], {"DOCS_QA_CORS_ORIGINS": "http://a:1/, http://b:2 http://a:1"}),
+        environ = {"DOCS_QA_CORS_ORIGINS": "http://a:1/, http://b:2 http://a:1"}
+        self.assertEqual(docs_qa.settings_from_env(environ, docs_dir=self.tmp).cors_origins,
                          ("http://a:1", "http://b:2"))
-        self.assertEqual(docs_qa._cors_origins(["http://c:3"], {"DOCS_QA_CORS_ORIGINS": "http://a:1"}),
+        self.assertEqual(docs_qa.settings_from_env({"DOCS_QA_CORS_ORIGINS": "http://a:1"}, docs_dir=self.tmp,
+                                                   cors_origins=["http://c:3"]).cors_origins,
                          ("http://c:3",))
 
     def test_a_wildcard_without_a_token_allows_any_origin(self):

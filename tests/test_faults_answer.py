@@ -25,8 +25,8 @@ class AnswerCase(StubServerCase):
     def reply(self, text: str) -> "docs_qa.AnswerResult":
         self.stub.chat_reply = text
         settings = self.settings(base_url=self.stub.base_url, use_embeddings=False,
-                                 timeout_s=2.0, retries=0)
-        result = docs_qa.answer(QUESTION, settings, chat_timeout_s=2.0)
+                                 timeout_s=2.0, retries=0, chat_timeout_s=2.0)
+        result = docs_qa.answer(QUESTION, settings)
         self.assertEqual(result.answer_mode, "assistant")
         self.assertEqual([h.chunk.label for h in result.search.hits][0], "jpk.md:1-5")
         return result

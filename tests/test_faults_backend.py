@@ -49,7 +49,7 @@ class BackendCase(StubServerCase):
         return self.settings(**values)
 
     def ask(self, **overrides):
-        return docs_qa.answer(QUESTION, self.live_settings(**overrides), chat_timeout_s=TIMEOUT_S)
+        return docs_qa.answer(QUESTION, self.live_settings(**overrides, chat_timeout_s=TIMEOUT_S))
 
     def notes(self, result) -> dict[str, str]:
         return {n.code: n.message for n in result.notes}
@@ -91,8 +91,8 @@ class EmbeddingFaultTest(BackendCase):
     def test_unparsable_or_unsupported_base_url_degrades_without_retrying(self):
         for base, kind in (("http://[::1/v1", "bad_url"), ("localhost:1234/v1", "bad_url")):
             with self.subTest(base=base):
-                result = docs_qa.answer(QUESTION, self.live_settings(base_url=base),
-                                        chat_timeout_s=TIMEOUT_S)
+                result = docs_qa.answer(QUESTION, self.live_settings(base_url=base,
+                                                                     chat_timeout_s=TIMEOUT_S))
                 self.assertEqual((result.search.mode, result.answer_mode), ("bm25", "extractive"))
                 self.assertIn(f"({kind})", self.notes(result)["embeddings_unavailable"])
                 self.assertIn(f"({kind})", self.notes(result)["llm_unavailable"])
@@ -114,7 +114,7 @@ class EmbeddingFaultTest(BackendCase):
                     conn.sendall(b"garbage, not HTTP at all\r\n\r\n")
         threading.Thread(target=serve, daemon=True).start()
         base = f"http://127.0.0.1:{server.getsockname()[1]}/v1"
-        result = docs_qa.answer(QUESTION, self.live_settings(base_url=base), chat_timeout_s=TIMEOUT_S)
+        result = docs_qa.answer(QUESTION, self.live_settings(base_url=base, chat_timeout_s=TIMEOUT_S))
         self.assertEqual(result.search.mode, "bm25")
         self.assertIn("(bad_reply)", self.notes(result)["embeddings_unavailable"])
         self.assertEqual(result.answer_mode, "extractive")

@@ -229,6 +229,23 @@ class NamesakesTest(unittest.TestCase):
                           ("p000", "the question names a word this person's name lacks")])
         self.assertIn("26 further rejected candidates are not listed (entity_limit)", result.reasons)
 
+    def test_namesakes_read_past_the_first_sorted_batch_stay_in_order(self):
+        # 150 namesakes in shuffled file order (more than ORDERED_READ_AHEAD): the one hit by
+        # two words comes first, then every other one in id order, on both paths
+        ids = [f"p{(i * 37) % 150:03}" for i in range(150)]
+        nodes = [{"id": "p-holp", "type": "person", "name": "Ján Holp"},
+                 {"id": "p-zz", "type": "person", "name": "Ján Mrkva Holp"},
+                 {"id": "t-holp", "type": "thesis", "title": "Strojový preklad", "year": 2024}]
+        nodes += [{"id": i, "type": "person", "name": f"Ján Kováč{i}"} for i in ids]
+        edges = [{"source": "p-holp", "target": "t-holp", "type": "authored"}]
+        graph = gs.graph_build({"nodes": nodes, "edges": edges})
+        limits = gs.GraphLimits(entity_limit=200)
+        full = gs.ask("Aký názov práce má Ján Holp?", graph, limits)
+        self.assertEqual([c["id"] for c in full.rejected_candidates], ["p-zz"] + sorted(ids))
+        typo = gs.ask("Aký názov práce má Ján Hlopp?", graph, limits)
+        self.assertEqual([c["id"] for c in typo.rejected_candidates],
+                         ["p-holp", "p-zz"] + sorted(ids))
+
 
 # === Question forms: >= 3 phrasings each (Slovak inflected, without diacritics, English, Polish) ===
 
@@ -285,6 +302,38 @@ class QuestionFormsTest(unittest.TestCase):
         self.assert_form(["Kto viedol práce spolu s Petrom Novákom?",
                           "Kto viedol prace spolu s Petrom Novakom?",
                           "Who co-supervised theses with Peter Novák?"], "co_supervisors", check)
+
+    def test_polish_case_forms_of_names(self):
+        # a Slovak name in a Polish sentence: instrumental (z Peterem Novákiem, z Evą Šimkovą),
+        # locative (o Janie Holpie) and genitive/dative of -ová (o Marii Holpowej)
+        def check_novak(env):
+            self.assertEqual(env["entities"][0]["id"], "p-novak")
+            self.assertIn("Eva Šimková", env["answer"])
+        self.assert_form(["Kto prowadził prace wspólnie z Peterem Novákiem?",
+                          "Kto prowadzil prace wspolnie z Peterem Novakiem?",
+                          "Jakie prace prowadził razem z Peterem Novákiem?"], "co_supervisors", check_novak)
+
+        def check_simkova(env):
+            self.assertEqual(env["entities"][0]["id"], "p-simkova")
+        self.assert_form(["Kto prowadził prace wspólnie z Evą Šimkovą?",
+                          "Kto prowadzil prace wspolnie z Eva Simkova?",
+                          "Kto prowadził prace razem z Evą Šimkową?"], "co_supervisors", check_simkova)
+        for question, kind, person in (("Jaki tytuł ma praca napisana z Janem Holpem?", "thesis_title", "p-jan-holp"),
+                                       ("Kto był promotorem pracy napisanej z Janem Holpem?", "supervisor_of",
+                                        "p-jan-holp"),
+                                       ("Co wiadomo o Janie Holpie?", "about", "p-jan-holp"),
+                                       ("Co wiadomo o Marii Holpowej?", "about", "p-maria-holpova")):
+            with self.subTest(question=question):
+                env = ask(question)
+                self.assertEqual((env["intent"], env["status"]), (kind, "ok"), env["answer"])
+                self.assertEqual([e["id"] for e in env["entities"]], [person])
+
+    def test_a_polish_form_names_what_the_graph_knows(self):
+        # Peter Novák wrote nothing: "theses written with him" says what he supervised
+        env = ask("Prace napisane z Peterem Novákiem")
+        self.assertEqual((env["intent"], env["reason"]), ("thesis_title", "no_matching_facts"))
+        supervised = [t for t, p in raw_edges("supervised_by") if p == "p-novak"]
+        self.assertIn(f"({len(supervised)})", env["answer"])
 
     def test_co_supervised_theses(self):
         by_thesis: dict[str, int] = {}

@@ -343,7 +343,7 @@ class HttpServerTest(unittest.TestCase):
     # -- slow clients ----------------------------------------------------------------
     def test_a_client_dripping_its_body_is_disconnected_by_the_body_deadline(self):
         # each byte comes within the 0.5 s socket timeout, but the body would take ~8 s in all
-        with mock.patch.object(docs_qa._HttpHandler, "timeout", 0.5), \
+        with mock.patch.object(self.open.ctx, "socket_timeout_s", 0.5), \
                 mock.patch.object(docs_qa, "HTTP_BODY_DEADLINE_S", 1.0):
             with socket.create_connection(("127.0.0.1", self.open.port), timeout=10) as sock:
                 sock.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n")
@@ -360,7 +360,7 @@ class HttpServerTest(unittest.TestCase):
         self.assertEqual(data, b"")
 
     def test_a_stuck_client_is_disconnected_by_the_socket_timeout(self):
-        with mock.patch.object(docs_qa._HttpHandler, "timeout", 0.5):
+        with mock.patch.object(self.open.ctx, "socket_timeout_s", 0.5):
             # the client's own 10 s timeout would raise if the server kept the connection
             with socket.create_connection(("127.0.0.1", self.open.port), timeout=10) as sock:
                 sock.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n{\"qu")

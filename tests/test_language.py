@@ -29,16 +29,31 @@ class DetectTest(unittest.TestCase):
         self.assertEqual(docs_qa.text_detect_language("GTU_12"), "en")
         self.assertEqual(docs_qa.text_detect_language("GTU_12", default="sk"), "sk")
 
-    def test_the_answer_language_is_the_detector(self):
-        self.assertEqual(docs_qa.answer_language("kto vyhral majstrovstva sveta v hokeji"), "sk")
+    def test_there_is_one_detector(self):
+        import graph_store
+        for module, name in ((docs_qa, "answer_language"), (docs_qa, "text_language"),
+                             (graph_store, "_language")):
+            self.assertFalse(hasattr(module, name), name)
 
 
 class GraphLanguageTest(unittest.TestCase):
-    def test_the_graph_uses_the_same_detector(self):
+    def test_the_graph_answers_in_the_detected_language(self):
         import graph_store
-        self.assertEqual(graph_store._language("jaki tytul ma praca Jana Holpa"), "pl")
-        self.assertEqual(graph_store._language("Koľko osôb má prácu v roku 2024?"), "sk")
-        self.assertEqual(graph_store._language("Who supervised Eva Šimková?"), "en")
+        graph = graph_store.graph_build({"nodes": [{"id": "p", "type": "person", "name": "Ján Holp"}],
+                                         "edges": []})
+        for question, language in (("jaki tytul ma praca Jana Holpa", "pl"),
+                                   ("Jaki tytuł ma praca Jána Holpa?", "pl"),
+                                   ("aky nazov prace ma Jan Holp", "sk"),
+                                   ("Koľko osôb má prácu v roku 2024?", "sk"),
+                                   ("Who supervised Eva Šimková?", "en")):
+            with self.subTest(question=question):
+                self.assertEqual(docs_qa.text_detect_language(question, "sk"), language)
+                self.assertEqual(graph_store.graph_parse_question(question, graph).language, language)
+
+    def test_a_graph_question_that_does_not_tell_is_slovak(self):
+        import graph_store
+        self.assertEqual(graph_store.ask("Ján Holp?", graph_store.graph_build({"nodes": [], "edges": []})).language,
+                         "sk")
 
 
 class RefusalLanguageTest(TempDirTest):
@@ -47,7 +62,7 @@ class RefusalLanguageTest(TempDirTest):
         for question, language in (("przepis na sernik z rodzynkami", "pl"),
                                    ("kto vyhral majstrovstva sveta v hokeji", "sk")):
             with self.subTest(question=question):
-                result = docs_qa.answer(question, self.settings(use_embeddings=False), extractive=True)
+                result = docs_qa.answer(question, self.settings(use_embeddings=False, extractive=True))
                 self.assertEqual(result.status, "no_answer")
                 self.assertEqual(result.answer, docs_qa.REFUSALS[language])
 

@@ -2,7 +2,7 @@
 import unittest
 
 import docs_qa
-from docs_qa import text_fold, text_language, text_stem, text_stem_english, text_tokens
+from docs_qa import _stop_word_language, text_fold, text_stem, text_stem_english, text_tokens, text_words
 
 
 class FoldTest(unittest.TestCase):
@@ -18,6 +18,18 @@ class FoldTest(unittest.TestCase):
 
     def test_casefold_sharp_s(self):
         self.assertEqual(text_fold("Straße"), "strasse")
+
+    def test_letters_without_a_decomposition_fold_too(self):
+        self.assertEqual(text_fold("Łódź ĐØ Straße"), "lodz do strasse")
+
+
+class WordsTest(unittest.TestCase):
+    def test_words_keep_diacritics_and_fold_to_the_tokenizer_words(self):
+        self.assertEqual(text_words("Jána Holpová, GTU_12!"), ["jána", "holpová", "gtu", "12"])
+        self.assertEqual([text_fold(w) for w in text_words("Koľko ťažké")], ["kolko", "tazke"])
+
+    def test_keep_case_keeps_capitals(self):
+        self.assertEqual(text_words("Ján ＨＯＬＰ", keep_case=True), ["Ján", "HOLP"])
 
 
 class TokenTest(unittest.TestCase):
@@ -45,15 +57,15 @@ class TokenTest(unittest.TestCase):
 
 class LanguageTest(unittest.TestCase):
     def test_english_needs_more_english_than_slavic_stop_words(self):
-        self.assertEqual(text_language(["what", "is", "the", "threshold"]), "en")
-        self.assertEqual(text_language(["jak", "dlugo", "przechowywac", "faktury", "w"]), "other")
+        self.assertEqual(_stop_word_language(["what", "is", "the", "threshold"]), "en")
+        self.assertEqual(_stop_word_language(["jak", "dlugo", "przechowywac", "faktury", "w"]), "other")
 
     def test_no_stop_words_is_unknown(self):
-        self.assertEqual(text_language(["gtu", "12"]), "unknown")
+        self.assertEqual(_stop_word_language(["gtu", "12"]), "unknown")
 
     def test_words_in_both_lists_do_not_count(self):
         # 'a', 'i', 'to' are function words in English and Polish alike
-        self.assertEqual(text_language(["a", "i", "to"]), "unknown")
+        self.assertEqual(_stop_word_language(["a", "i", "to"]), "unknown")
 
 
 class QueryTermsTest(unittest.TestCase):
