@@ -189,6 +189,7 @@ MAX_QUESTION_CHARS = 4000
 MAX_EMBED_CHARS = 2000             # text sent per chunk; longer chunks are cut knowingly
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 RETRY_AFTER_CAP_S = 5.0
+RETRY_BACKOFF_S = 0.2             # the wait before retry n is n times this (no Retry-After)
 DOC_EXTENSIONS = (".md", ".markdown", ".txt")
 NOMIC_PREFIXES = {"document": "search_document: ", "query": "search_query: "}
 MOCK_DIM = 256
@@ -288,6 +289,10 @@ class Settings:
     extractive: bool = False           # quote the fragments; never call the chat model
     token: str | None = field(default=None, repr=False)   # DOCS_QA_TOKEN as set; serve checks it
     cors_origins: tuple[str, ...] = ()   # browser origins serve answers ('*': any)
+    # time as parameters: the clock deadlines are measured on and the wait between retries
+    # (tests pass a fake pair, so a backoff or a deadline costs no real time)
+    clock: Callable[[], float] = field(default=time.monotonic, compare=False, repr=False)
+    sleep: Callable[[float], None] = field(default=time.sleep, compare=False, repr=False)
 
     @property
     def candidate_limit(self) -> int:
@@ -2068,12 +2073,14 @@ def _retry_transient(kind: str) -> bool:
 
 def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int,
                   api_key: str | None = None, max_bytes: int = MAX_RESPONSE_BYTES,
-                  sleep: Callable[[float], None] = time.sleep, *, deadline_s: float | None = None,
+                  *, clock: Callable[[], float] = time.monotonic,
+                  sleep: Callable[[float], None] = time.sleep, deadline_s: float | None = None,
                   may_retry: RetryPolicy = _retry_transient,
                   on_event: Callable[[Any], None] | None = None) -> Any:
     """Return the decoded JSON reply of POST url with payload (GET when payload is None);
-    retry the faults may_retry allows, at most `retries` times, all within deadline_s
-    (default timeout_s * (retries + 1)); raise BackendError when it cannot.
+    retry the faults may_retry allows, at most `retries` times with sleep() between, all
+    within deadline_s on clock() (default timeout_s * (retries + 1)); raise BackendError
+    when it cannot.
     With on_event, a reply of server-sent events is passed to it event by event (each
     silent gap bounded by timeout_s) and None is returned; a plain JSON reply is returned."""
     import http.client
@@ -2084,18 +2091,18 @@ def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int
     headers = {"Content-Type": "application/json", "Accept": accept}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    deadline = time.monotonic() + (timeout_s * (retries + 1) if deadline_s is None else deadline_s)
+    deadline = clock() + (timeout_s * (retries + 1) if deadline_s is None else deadline_s)
     attempt = 0
     while True:
         attempt += 1
-        remaining = deadline - time.monotonic()
+        remaining = deadline - clock()
         wait_s = 0.0
         try:
             request = urllib.request.Request(url, data=body, headers=headers,
                                              method="GET" if body is None else "POST")
             with urllib.request.urlopen(request, timeout=min(timeout_s, max(remaining, 0.1))) as resp:
                 if on_event is not None and resp.headers.get_content_type() == "text/event-stream":
-                    _read_events(resp, on_event, timeout_s, deadline, max_bytes)
+                    _read_events(resp, on_event, timeout_s, deadline, max_bytes, clock)
                     return None
                 raw = resp.read(max_bytes + 1)
             if len(raw) > max_bytes:
@@ -2108,23 +2115,23 @@ def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int
             kind = f"http_{exc.code}"
             wait_s = _retry_after_s(exc.headers.get("Retry-After"), attempt)
         except http.client.HTTPException:   # not HTTP at all, or a reply cut mid-way
-            kind, wait_s = "bad_reply", 0.2 * attempt
+            kind, wait_s = "bad_reply", RETRY_BACKOFF_S * attempt
         except (TimeoutError, ConnectionResetError, ConnectionAbortedError,
                 urllib.error.URLError, OSError, ValueError) as exc:   # ValueError: unparsable URL
-            kind, wait_s = _network_fault_kind(exc), 0.2 * attempt
-        if not may_retry(kind) or attempt > retries or time.monotonic() + wait_s >= deadline:
+            kind, wait_s = _network_fault_kind(exc), RETRY_BACKOFF_S * attempt
+        if not may_retry(kind) or attempt > retries or clock() + wait_s >= deadline:
             raise BackendError(kind)
         sleep(wait_s)
 
 
 def _read_events(resp: Any, on_event: Callable[[Any], None], timeout_s: float, deadline: float,
-                 max_bytes: int) -> None:
+                 max_bytes: int, clock: Callable[[], float] = time.monotonic) -> None:
     """Pass each `data:` event of a server-sent event stream to on_event until [DONE] or
-    the end; raise BackendError('deadline') past the deadline, TimeoutError after
-    timeout_s of silence."""
+    the end; raise BackendError('deadline') past the deadline on clock(), TimeoutError
+    after timeout_s of silence."""
     received = 0
     while True:
-        remaining = deadline - time.monotonic()
+        remaining = deadline - clock()
         if remaining <= 0:
             raise BackendError("deadline")
         _set_read_timeout(resp, min(timeout_s, remaining))
@@ -2194,9 +2201,9 @@ def _network_fault_kind(exc: BaseException) -> str:
 def _retry_after_s(value: str | None, attempt: int) -> float:
     """Return how long to wait before retrying: Retry-After seconds (capped) or a backoff."""
     try:
-        return min(max(float(value), 0.0), RETRY_AFTER_CAP_S) if value else 0.2 * attempt
+        return min(max(float(value), 0.0), RETRY_AFTER_CAP_S) if value else RETRY_BACKOFF_S * attempt
     except ValueError:
-        return 0.2 * attempt
+        return RETRY_BACKOFF_S * attempt
 
 
 # === 9. Embeddings — batching, nomic prefixes, mock vectors, cosine ===
@@ -2294,7 +2301,8 @@ def embed_texts(texts: list[str], settings: Settings, kind: str = "document",
     for start in range(0, len(texts), settings.embed_batch):
         batch = [prefix + t[:MAX_EMBED_CHARS] for t in texts[start:start + settings.embed_batch]]
         reply = _request_json(url, {"model": settings.embed_model, "input": batch},
-                           settings.timeout_s, settings.retries, settings.api_key)
+                              settings.timeout_s, settings.retries, settings.api_key,
+                              clock=settings.clock, sleep=settings.sleep)
         out.extend(_normalise([float(x) for x in v]) for v in _check_vectors(reply, len(batch)))
         if progress:
             progress("embed", len(out), len(texts))
@@ -4099,7 +4107,8 @@ def _pick_chat_model(settings: Settings, notes: list[Note]) -> str:
     server does not answer at all."""
     try:
         reply = _request_json(settings.base_url.rstrip("/") + "/models", None,
-                              min(settings.timeout_s, CHAT_MODELS_TIMEOUT_S), 0, settings.api_key)
+                              min(settings.timeout_s, CHAT_MODELS_TIMEOUT_S), 0, settings.api_key,
+                              clock=settings.clock, sleep=settings.sleep)
     except BackendError as exc:
         if exc.kind in ("refused", "bad_url", "timeout"):
             raise
@@ -4150,7 +4159,8 @@ def _chat(prompt: dict[str, str], settings: Settings, chat_model: str, timeout_s
                            "messages": [{"role": "system", "content": prompt["instructions"]},
                                         {"role": "user", "content": prompt["context"]}]},
                           settings.timeout_s, settings.retries, settings.api_key,
-                          deadline_s=timeout_s, may_retry=_retry_unreached, on_event=on_event)
+                          clock=settings.clock, sleep=settings.sleep, deadline_s=timeout_s,
+                          may_retry=_retry_unreached, on_event=on_event)
     if reply is None:                      # streamed
         content, reason = "".join(parts), (finish[-1] if finish else None)
     else:                                  # the server ignored "stream": one plain reply
@@ -4865,12 +4875,12 @@ def answer(question: str, settings: Settings, progress: ProgressFn | None = None
                             "none", [], [], prompt, notes)
     mode, reply = "extractive", None
     if not settings.extractive:
-        chat_deadline = time.monotonic() + settings.chat_timeout_s
+        chat_deadline = settings.clock() + settings.chat_timeout_s
         chat_model = settings.chat_model
         try:
             if chat_model is None:
                 chat_model = _pick_chat_model(settings, notes)
-            reply = _chat(prompt, settings, chat_model, chat_deadline - time.monotonic(), progress)
+            reply = _chat(prompt, settings, chat_model, chat_deadline - settings.clock(), progress)
             mode = "assistant"
             if len(reply) > MAX_ANSWER_CHARS:
                 reply = _cut_answer(reply, MAX_ANSWER_CHARS)

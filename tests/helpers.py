@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -19,6 +20,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 import docs_qa  # noqa: E402
+
+SERVE_POLL_S = 0.05    # how often a test server's serve_forever looks for shutdown() (default 0.5 s)
 
 
 def write_files(root: str, files: dict[str, str | bytes]) -> str:
@@ -60,23 +63,98 @@ class TempDirTest(unittest.TestCase):
         return docs_qa.Settings(**values)
 
 
+# Variables main() reads through its `environ` argument; a run whose environment differs
+# from this process's in any other variable (PATH, HOME, GIT_*, ...) needs a real process.
+IN_PROCESS_ENV = ("DOCS_QA_", "EMBED_MOCK", "XDG_CACHE_HOME")
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60,
-            stdin: str | None = None) -> subprocess.CompletedProcess:
-    """Run docs_qa.py (or another script given as args[0] ending in .py) as a subprocess."""
+            stdin: str | None = None, in_process: bool | None = None) -> subprocess.CompletedProcess:
+    """Run `docs_qa.py ARGS` (or another script given as args[0] ending in .py); return its
+    exit code, stdout and stderr. A docs_qa question or `index` run, or a graph_store.py
+    run, whose environment only sets IN_PROCESS_ENV variables runs in this process through
+    the module's main() (see run_main) unless in_process is False; everything else is a
+    real subprocess."""
     script = args[0] if args and args[0].endswith(".py") else "docs_qa.py"
-    rest = args[1:] if script == args[0] else args
+    rest = list(args[1:] if script == args[0] else args)
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("DOCS_QA_")}
     full_env.setdefault("EMBED_MOCK", "1")
     full_env.update(env or {})
+    if in_process is None:
+        in_process = (script in ("docs_qa.py", "graph_store.py") and stdin is None
+                      and not (script == "docs_qa.py" and rest and rest[0] in docs_qa.SUBCOMMANDS
+                               and rest[0] != "index")
+                      and all(v == os.environ.get(k) or k.startswith(IN_PROCESS_ENV)
+                              for k, v in full_env.items())
+                      and all(k in full_env or k.startswith(IN_PROCESS_ENV) for k in os.environ))
+    if in_process:
+        return run_main(rest, full_env, timeout, script)
     return subprocess.run([sys.executable, os.path.join(REPO, script), *rest], cwd=REPO,
                           env=full_env, capture_output=True, text=True, timeout=timeout,
                           input=stdin)
 
 
+def run_main(argv: list[str], environ: dict[str, str], timeout: float = 60,
+             script: str = "docs_qa.py") -> subprocess.CompletedProcess:
+    """Run docs_qa.main(argv, environ) (with script graph_store.py: graph_store.main(argv),
+    which reads no environment) in this process, from the repository folder, with
+    stdout and stderr captured as bytes and decoded as `text=True` decodes a subprocess's;
+    an escaping exception is a traceback on stderr and exit code 1, as in a process, and a
+    run still going after `timeout` seconds ends the whole test run with every stack dumped."""
+    import contextlib
+    import faulthandler
+    import io
+    import traceback
+    out, err = io.BytesIO(), io.BytesIO()
+    streams = [io.TextIOWrapper(buf, encoding="utf-8", errors="backslashreplace"
+                                if buf is err else "strict", write_through=True) for buf in (out, err)]
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    faulthandler.dump_traceback_later(timeout, exit=True)
+    try:
+        with contextlib.redirect_stdout(streams[0]), contextlib.redirect_stderr(streams[1]):
+            try:
+                if script == "graph_store.py":
+                    import graph_store
+                    code = graph_store.main(list(argv))
+                else:
+                    code = docs_qa.main(list(argv), dict(environ))
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            except Exception:
+                traceback.print_exc()
+                code = 1
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        os.chdir(cwd)
+    text = [io.TextIOWrapper(io.BytesIO(buf.getvalue()), encoding="utf-8").read() for buf in (out, err)]
+    return subprocess.CompletedProcess([script.replace(".py", ".main"), *argv], code, text[0], text[1])
+
+
+# Machine paths an error message must not show (where the code, the interpreter, the
+# temporary files and the home folder live), and text that comes only from an exception.
+_LEAK_PATHS = tuple(dict.fromkeys(p for p in (REPO, os.path.realpath(REPO), sys.prefix,
+                                              tempfile.gettempdir(), os.path.expanduser("~"))
+                                  if p and p != os.sep))
+_LEAK_TEXT = re.compile(r"Traceback \(most recent call last\)|^\s*File \"|\[Errno \d+\]|"
+                        r"\b[A-Z]\w*(?:Error|Exception|Interrupt|Exit)\b: |<[\w.]+ object at 0x",
+                        re.MULTILINE)
+
+
 def assert_clean_failure_output(test: unittest.TestCase, proc: subprocess.CompletedProcess) -> None:
-    """Assert no traceback and no absolute path or exception text leaked."""
-    test.assertNotIn("Traceback", proc.stderr)
-    test.assertNotIn("Traceback", proc.stdout)
+    """Assert stdout and stderr show no traceback, no exception text (an `XxxError: message`
+    line, an errno, an object repr) and no absolute path of this machine (the repository,
+    the interpreter, the temporary folder, the home folder) other than the paths the
+    command line itself named (a missing --docs folder is named back to its user)."""
+    given = [part for arg in proc.args[1:] for part in str(arg).split("=")
+             if os.path.isabs(part) and not part.startswith(REPO)]
+    for name, text in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+        for value in sorted(given, key=len, reverse=True):
+            text = text.replace(value, "GIVEN")
+        leak = _LEAK_TEXT.search(text)
+        test.assertIsNone(leak, f"exception text in {name}: {text!r}")
+        for path in _LEAK_PATHS:
+            test.assertNotIn(path, text, f"absolute path in {name}: {text!r}")
 
 
 class StubModelServer:
@@ -85,7 +163,7 @@ class StubModelServer:
     Set `embed_fault` / `chat_fault` to one of FAULTS to make it misbehave, `chat_reply`
     to the text the chat model answers, `chat_hook` to a function run (with the request
     body) before it answers, `dim` for vector size. Counts requests and embedded texts and
-    keeps the request bodies.
+    keeps the request bodies; wait_for() waits on those counts without polling.
     """
 
     FAULTS = ("refuse_body", "hang", "http_400", "http_404", "http_429", "http_500", "http_503",
@@ -97,7 +175,7 @@ class StubModelServer:
 
     def __init__(self) -> None:
         self.reset()
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()   # held to change a count; notified after each
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -117,6 +195,7 @@ class StubModelServer:
                 with stub._lock:
                     stub.bodies.append((self.path, body))
                     stub.headers_seen.append(dict(self.headers))
+                    stub._lock.notify_all()
                 if self.path.endswith("/embeddings"):
                     stub._embeddings(self, body)
                 elif self.path.endswith("/chat/completions"):
@@ -126,7 +205,7 @@ class StubModelServer:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(SERVE_POLL_S,), daemon=True)
 
     def reset(self) -> None:
         """Restore the default behaviour and zero the counters (between tests)."""
@@ -151,6 +230,12 @@ class StubModelServer:
         self.chat_requests = 0
         self.bodies: list[tuple[str, dict]] = []
         self.headers_seen: list[dict[str, str]] = []
+
+    def wait_for(self, condition, timeout_s: float = 30.0) -> bool:
+        """Return once condition() holds (re-checked whenever a count changes), or False
+        after timeout_s: a guard against a client that never calls, not a bound."""
+        with self._lock:
+            return self._lock.wait_for(condition, timeout_s)
 
     @property
     def base_url(self) -> str:
@@ -205,7 +290,7 @@ class StubModelServer:
             handler.end_headers()
             handler.wfile.write(b'{"data": ')
             handler.wfile.flush()
-            time.sleep(self.hang_s)
+            self.release.wait(self.hang_s)
         else:
             return False
         return True
@@ -217,6 +302,7 @@ class StubModelServer:
             self.embed_requests += 1
             self.embedded_texts += len(texts)
             count = self.embed_requests
+            self._lock.notify_all()
         fault = self.embed_fault
         if self._common_fault(handler, fault):
             return
@@ -241,6 +327,7 @@ class StubModelServer:
         with self._lock:
             self.chat_requests += 1
             count = self.chat_requests
+            self._lock.notify_all()
         if self.chat_hook is not None:
             self.chat_hook(body)
         fault = self.chat_fault
@@ -302,6 +389,7 @@ class StubModelServer:
                 event({"content": word if i == 0 else " " + word})
                 with self._lock:
                     self.streamed_tokens += 1
+                    self._lock.notify_all()
             event({}, "length" if fault == "length" else "stop")
             chunk(b"data: [DONE]\n\n")
             chunk(b"")
@@ -310,7 +398,7 @@ class StubModelServer:
 
 
 class StubServerCase(TempDirTest):
-    """A test class sharing one StubModelServer (its shutdown costs 0.5 s), reset before
+    """A test class sharing one StubModelServer (started once per class), reset before
     each test, with `corpus` (TAX_CORPUS unless a subclass says otherwise) in its docs folder."""
 
     corpus: dict[str, str | bytes] = TAX_CORPUS
@@ -346,7 +434,7 @@ class LiveDocsServer:
         self.server = docs_qa.http_server(self.ctx, "127.0.0.1", 0)
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(SERVE_POLL_S,), daemon=True)
         self.thread.start()
 
     def request(self, method: str, target: str, body: bytes | None = None,
@@ -380,6 +468,7 @@ class ServeProcess:
              "--port", "0", *extra], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env=full_env)
         self.lines: list[str] = []
+        self._changed = threading.Condition()   # notified on each new line and at EOF
         self._ready = threading.Event()
         self.port = 0
         self._collector = threading.Thread(target=self._collect, daemon=True)
@@ -392,11 +481,26 @@ class ServeProcess:
     def _collect(self) -> None:
         for raw in self.proc.stderr:
             line = raw.decode("utf-8", "replace")
-            self.lines.append(line)
+            with self._changed:
+                self.lines.append(line)
+                self._changed.notify_all()
             if not self.port and "serving http://" in line:
                 self.port = int(line.split("serving http://", 1)[1].split()[0].rsplit(":", 1)[1])
                 self._ready.set()
+        with self._changed:
+            self._eof = True
+            self._changed.notify_all()
         self._ready.set()
+
+    _eof = False
+
+    def wait_for_line(self, text: str, timeout_s: float = 30.0) -> bool:
+        """Return whether stderr has a line containing text, waiting for it until the
+        process closes stderr (or timeout_s passes: a guard, not a bound)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._eof or any(text in line for line in self.lines),
+                                   timeout_s)
+            return any(text in line for line in self.lines)
 
     @property
     def stderr(self) -> str:

@@ -88,8 +88,8 @@ class ParseNamesTest(unittest.TestCase):
 
 
 class NameFuzzTest(unittest.TestCase):
-    """Seeded random names built from the characters that broke the old parser, each with
-    every tail of it that starts after a space, bracket, separator or quote also known."""
+    """Seeded random names built from the characters that easily break a citation parser,
+    each with every tail of it that starts after a space, bracket, separator or quote also known."""
 
     ALPHABET = list("ab .,;:()[]\"`'-_/é\t") + ["\u0301", "S1 ", ":1", ":2-3", "md"]
 

@@ -11,7 +11,7 @@ import tempfile
 import threading
 import unittest
 
-from helpers import TAX_CORPUS, run_cli, write_files
+from helpers import SERVE_POLL_S, TAX_CORPUS, run_cli, write_files
 
 import docs_qa
 
@@ -31,7 +31,7 @@ class CorsServerTest(unittest.TestCase):
         cls.ctx = docs_qa.ServerContext(docs_qa.OperationContext(settings), token="s3cret",
                                         log=lambda line: None, cors_origins=(OPENWEBUI,))
         cls.server = docs_qa.http_server(cls.ctx, "127.0.0.1", 0)
-        threading.Thread(target=cls.server.serve_forever, daemon=True).start()
+        threading.Thread(target=cls.server.serve_forever, args=(SERVE_POLL_S,), daemon=True).start()
 
     @classmethod
     def tearDownClass(cls) -> None:

@@ -8,7 +8,7 @@ import sys
 import tempfile
 import unittest
 
-from helpers import REPO
+from helpers import REPO, assert_clean_failure_output
 
 sys.path.insert(0, os.path.join(REPO, "examples"))
 import regenerate  # noqa: E402
@@ -30,9 +30,12 @@ def status_of(stdout):
 
 
 class ExamplesTest(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self._tmp.cleanup)
+    """Both tests share one cache folder: the corpus is indexed once, by the first command."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = tempfile.TemporaryDirectory()
+        cls.addClassCleanup(cls._tmp.cleanup)
 
     def test_each_example_reproduces_its_exit_code_and_status(self):
         for name, _title, command, _what in regenerate.EXAMPLES:
@@ -41,7 +44,7 @@ class ExamplesTest(unittest.TestCase):
                 proc = regenerate.run(command, self._tmp.name)
                 self.assertEqual(proc.returncode, code, proc.stderr)
                 self.assertEqual(status_of(proc.stdout), status_of(stdout))
-                self.assertNotIn("Traceback", proc.stderr)
+                assert_clean_failure_output(self, proc)
 
     def test_readme_commands_run_as_written(self):
         with open(os.path.join(REPO, "README.md"), encoding="utf-8") as fh:
@@ -56,7 +59,7 @@ class ExamplesTest(unittest.TestCase):
                 proc = regenerate.run(command, self._tmp.name)
                 self.assertEqual(proc.returncode, 0, proc.stderr)
                 self.assertTrue(proc.stdout.strip())
-                self.assertNotIn("Traceback", proc.stderr)
+                assert_clean_failure_output(self, proc)
 
 
 if __name__ == "__main__":

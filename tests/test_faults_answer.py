@@ -66,9 +66,9 @@ class HostileCitationTest(AnswerCase):
         self.assertEqual(self.problems(result), [None, None, None])
 
     def test_ten_thousand_citations_are_bounded_and_not_repeated(self):
-        started = time.monotonic()
+        started = time.process_time()          # this process's CPU, whatever else runs
         result = self.reply(f"{CLAIM} " + "[jpk.md:5-5]" * 10000 + ".")
-        self.assertLess(time.monotonic() - started, 5)
+        self.assertLess(time.process_time() - started, 5)
         self.assertEqual(len(result.citations), docs_qa.MAX_CITATIONS + 1)
         self.assertEqual(result.citations[-1].problem, "too_many")
         self.assertEqual(result.answer, f"{CLAIM} [jpk.md:5-5]")  # the final "." lies past the cut

@@ -206,10 +206,10 @@ class ConcurrencyTest(CacheCase):
                 "--cache-dir", self.cache]
         proc = subprocess.Popen(args, env=dict(os.environ, EMBED_MOCK="1"),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while not os.path.exists(self.cache_file() + "-wal") and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.3)                   # well into the first transaction
+        wal = self.cache_file() + "-wal"
+        deadline = time.monotonic() + 20  # a guard against a hung indexer, not a bound
+        while not (os.path.exists(wal) and os.path.getsize(wal) > 0) and time.monotonic() < deadline:
+            time.sleep(0.01)              # until the first transaction has written pages
         proc.send_signal(signal.SIGKILL)
         self.assertEqual(proc.wait(), -signal.SIGKILL, "the indexer was still writing when killed")
         reference = docs_qa.search("marker2999", self.settings(cache_dir=None, use_embeddings=False))

@@ -2,11 +2,11 @@
 and of the two wire parsers: raw bytes to a real `serve` subprocess over sockets, and
 arbitrary lines to a real `mcp` subprocess.
 
-Runs for DOCS_QA_FUZZ_SECONDS in total (default 2 s, split between the two targets);
-set it higher for a long run, and DOCS_QA_FUZZ_SEED to replay one seed. A failure
-message names the seed and the input, so any failure can be replayed exactly. The
-transport fuzz runs DOCS_QA_FUZZ_WIRE_SECONDS per transport (default 3 s), and at
-most DOCS_QA_FUZZ_WIRE_CASES inputs each (default 400).
+Each target runs a fixed number of seeds (CHUNK_CASES, CITE_CASES, and
+DOCS_QA_FUZZ_WIRE_CASES = 400 inputs per transport), so every run checks the same inputs;
+DOCS_QA_FUZZ_SECONDS (split between the two pure targets) and DOCS_QA_FUZZ_WIRE_SECONDS
+(per transport) run for that long instead, for a long run. DOCS_QA_FUZZ_SEED replays one
+seed. A failure message names the seed and the input, so any failure can be replayed exactly.
 
 "Chunks tile the file's lines", precisely: the file's lines are its text split on
 \\r\\n, \\r or \\n (a final line break does not open an empty line); then
@@ -30,7 +30,9 @@ from test_mcp import McpSession
 
 import retrieval_contract as rc
 
-FUZZ_SECONDS = float(os.environ.get("DOCS_QA_FUZZ_SECONDS") or 2.0)
+FUZZ_SECONDS = float(os.environ.get("DOCS_QA_FUZZ_SECONDS") or 0)    # 0: run the fixed counts
+CHUNK_CASES = 2000                 # seeds of the chunker fuzz per run
+CITE_CASES = 600                   # seeds of the citation fuzz per run
 SEED = int(os.environ.get("DOCS_QA_FUZZ_SEED") or 20261130)
 _LINES = re.compile(r"\r\n|\r|\n")
 
@@ -109,14 +111,15 @@ def check_citations(test: unittest.TestCase, text: str, where: str) -> None:
 
 
 class FuzzTest(unittest.TestCase):
-    def run_for(self, seconds: float, one_case) -> int:
-        """Run one_case(rng, where) on seeds SEED, SEED+1, ... until seconds pass; return count."""
-        deadline = time.monotonic() + seconds
+    def run_for(self, cases: int, one_case) -> int:
+        """Run one_case(rng, where) on seeds SEED .. SEED+cases-1 (with DOCS_QA_FUZZ_SECONDS
+        set: on seeds from SEED on until half of it has passed); return the count."""
+        deadline = time.monotonic() + FUZZ_SECONDS / 2
         seed = SEED
         while True:
             one_case(random.Random(seed), f"seed={seed}")
             seed += 1
-            if time.monotonic() >= deadline:
+            if (time.monotonic() >= deadline) if FUZZ_SECONDS else seed - SEED >= cases:
                 return seed - SEED
 
     def test_chunks_tile_the_files_lines(self):
@@ -124,7 +127,7 @@ class FuzzTest(unittest.TestCase):
             text = random_document(rng)
             max_chars = rng.choice([30, 200, docs_qa.DEFAULT_CHUNK_CHARS])
             check_tiling(self, text, max_chars, f"{where} max_chars={max_chars} text={text!r}")
-        self.assertGreater(self.run_for(FUZZ_SECONDS / 2, case), 10)
+        self.assertGreater(self.run_for(CHUNK_CASES, case), 10)
 
     def test_citation_parser_never_raises_and_valid_means_inside_a_fragment(self):
         def case(rng, where):
@@ -134,7 +137,7 @@ class FuzzTest(unittest.TestCase):
             presented = docs_qa.citation_validate(docs_qa.citation_parse(answer_text), list(CITE_CHUNKS))
             for cite in presented:            # what is presented re-validates as valid
                 self.assertTrue(cite.valid, f"{where} presented={answer_text!r}")
-        self.assertGreater(self.run_for(FUZZ_SECONDS / 2, case), 10)
+        self.assertGreater(self.run_for(CITE_CASES, case), 10)
 
     def test_known_tricky_documents_tile(self):
         for text in ["", "\n", "\r\n\r\n", "---\n", "---\n---\n", "---\ntitle: x\n---\n", "# a\r# b\r",
@@ -143,8 +146,16 @@ class FuzzTest(unittest.TestCase):
                 check_tiling(self, text, max_chars, repr(text))
 
 
-WIRE_SECONDS = float(os.environ.get("DOCS_QA_FUZZ_WIRE_SECONDS") or 3.0)
+WIRE_SECONDS = float(os.environ.get("DOCS_QA_FUZZ_WIRE_SECONDS") or 0)   # 0: run the count
 WIRE_MAX_CASES = int(os.environ.get("DOCS_QA_FUZZ_WIRE_CASES") or 400)
+
+
+def wire_goes_on(seed: int, deadline: float) -> bool:
+    """Return whether a transport fuzz runs seed: WIRE_MAX_CASES seeds in all, or with
+    DOCS_QA_FUZZ_WIRE_SECONDS set, seeds until its deadline (at least one)."""
+    if WIRE_SECONDS:
+        return seed == SEED or time.monotonic() < deadline
+    return seed < SEED + WIRE_MAX_CASES
 
 # Pieces of HTTP requests: methods, targets, versions, header lines (framing, auth, odd
 # bytes), line ends and bodies (JSON, broken JSON, lone surrogates, deep nesting, binary).
@@ -281,7 +292,7 @@ class WireFuzzTest(unittest.TestCase):
                               "--base-url", self.base_url)
         try:
             deadline, seed = time.monotonic() + WIRE_SECONDS, SEED
-            while seed < SEED + WIRE_MAX_CASES and (seed == SEED or time.monotonic() < deadline):
+            while wire_goes_on(seed, deadline):
                 rng = random.Random(seed)
                 request = random_http_request(rng)
                 where = f"seed={seed} request={request[:300]!r}"
@@ -298,7 +309,7 @@ class WireFuzzTest(unittest.TestCase):
         session = McpSession(self.docs, os.path.join(self.tmp, "cache-mcp"), "--base-url", self.base_url)
         try:
             deadline, seed = time.monotonic() + WIRE_SECONDS, SEED
-            while seed < SEED + WIRE_MAX_CASES and (seed == SEED or time.monotonic() < deadline):
+            while wire_goes_on(seed, deadline):
                 line = random_rpc_line(random.Random(seed))
                 session.send_raw(line)
                 session.send_raw(b'{"jsonrpc":"2.0","id":"fz-%d","method":"ping"}' % seed)

@@ -16,6 +16,8 @@ import sys
 import tempfile
 import unittest
 
+from helpers import run_cli as run_script   # first: it puts the repository on sys.path
+
 import graph_store as gs
 import retrieval_contract as rc
 
@@ -72,9 +74,8 @@ def env_of(question: str, limits: gs.GraphLimits | None = None, data: dict | Non
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    """Run graph_store.py as a subprocess from the repo root."""
-    return subprocess.run([sys.executable, "graph_store.py", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    """Run graph_store.py ARGS from the repo root (in this process: see helpers.run_cli)."""
+    return run_script("graph_store.py", *args)
 
 NAMESAKES = {"p-jan": "Ján Novák", "p-jana": "Jana Nováková",
              "p-peter": "Peter Kováč", "p-petra": "Petra Kováčová"}
@@ -253,8 +254,8 @@ class QuestionTest(unittest.TestCase):
 
     def test_unrelated_questions_are_not_claimed(self):
         g = graph()
-        # Counts narrowed by supervisor, keyword or author used to be left to RAG here; they
-        # are graph questions now (issue 16), tested in test_graph_questions.
+        # Counts narrowed by supervisor, keyword or author are graph questions, tested in
+        # test_graph_questions; these are not.
         for question in ("do kiedy składam JPK", "What is the VAT rate?",
                          "What is known about the weather?", "Aký je termín podania?",
                          "Who is the dean?", "Kto je dekan fakulty?"):
@@ -289,7 +290,7 @@ class PersonMatchTest(unittest.TestCase):
             self.assertEqual(sorted(f["object"] for f in env["facts"]), ["t1", "t2"], question)
 
     def test_a_genitive_of_a_name_in_ej_resolves(self):
-        # Andreja Kubíka is the genitive of Andrej Kubík; -ej used to stem two ways
+        # Andreja Kubíka is the genitive of Andrej Kubík; both -ej forms stem one way
         data = {"nodes": [{"id": "p-a", "type": "person", "name": "Andrej Kubík"},
                           {"id": "p-s", "type": "person", "name": "Eva Malá"},
                           {"id": "t-a", "type": "thesis", "title": "Bezpečnosť webu", "year": 2021}],
@@ -508,7 +509,8 @@ class TitleKeywordTieTest(unittest.TestCase):
         self.assert_ambiguous(self.ask("Ktoré práce majú kľúčové slovo databázy?"), ["k-A", "k-B"])
 
     def test_what_is_known_about_two_named_keywords_is_ambiguous(self):
-        # 'about' follows one entity; it used to follow the first of them silently
+        # 'about' follows one entity: with two named, the question is ambiguous, never
+        # silently about the first
         self.assert_ambiguous(self.ask("Čo vieme o robotike a optimalizácii?"), ["k-C", "k-D"])
 
     def test_keywords_named_by_different_words_list_all_their_theses(self):

@@ -16,7 +16,7 @@ import time
 import unittest
 from unittest import mock
 
-from helpers import TAX_CORPUS, REPO, run_cli, write_files
+from helpers import SERVE_POLL_S, TAX_CORPUS, REPO, run_cli, write_files
 
 import docs_qa
 import retrieval_contract as rc
@@ -38,7 +38,7 @@ class _LiveServer:
                                          log=self.log.append)
         self.server = docs_qa.http_server(self.ctx, "127.0.0.1", 0)
         self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(SERVE_POLL_S,), daemon=True)
         self.thread.start()
 
     def close(self) -> None:
@@ -347,7 +347,6 @@ class HttpServerTest(unittest.TestCase):
                 mock.patch.object(docs_qa, "HTTP_BODY_DEADLINE_S", 1.0):
             with socket.create_connection(("127.0.0.1", self.open.port), timeout=10) as sock:
                 sock.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n")
-                started = time.monotonic()
                 closed = False
                 for _ in range(40):
                     try:
@@ -357,16 +356,15 @@ class HttpServerTest(unittest.TestCase):
                         break
                     time.sleep(0.2)
                 data = b"" if closed else _read_until_closed(sock)
-        self.assertLess(time.monotonic() - started, 6.0)   # cut near 1 s, not after all 40 bytes
+        self.assertTrue(closed, "the server waited for the whole body")   # cut near 1 s of ~8 s
         self.assertEqual(data, b"")
 
     def test_a_stuck_client_is_disconnected_by_the_socket_timeout(self):
         with mock.patch.object(self.open.ctx, "socket_timeout_s", 0.5):
+            # the client's own 10 s timeout would raise if the server kept the connection
             with socket.create_connection(("127.0.0.1", self.open.port), timeout=10) as sock:
                 sock.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n{\"qu")
-                started = time.monotonic()
                 data = _read_until_closed(sock)
-        self.assertLess(time.monotonic() - started, 5)
         self.assertEqual(data, b"")   # closed without a reply, the thread freed
 
 

@@ -234,7 +234,11 @@ class SlowAndManyClientsTest(unittest.TestCase):
         try:
             for sock in held:
                 sock.sendall(b"GET /health HTTP/1.1\r\n")
-            time.sleep(0.1)                  # let the three handler threads start
+            for _ in range(3000):            # until the three take every slot (each slot's
+                if self.live.server._slots._value == 0:   # thread has started by then)
+                    break
+                time.sleep(0.01)
+            self.assertEqual(self.live.server._slots._value, 0)
             before = threading.active_count()
             statuses = [http_parse_reply(http_exchange(self.live.port, HEALTH))[0] for _ in range(20)]
             self.assertEqual(set(statuses), {503})

@@ -100,10 +100,7 @@ class McpConcurrencyTest(StubServerCase):
         return mcp
 
     def wait_for(self, condition) -> None:
-        deadline = time.monotonic() + WAIT_S
-        while not condition():
-            self.assertLess(time.monotonic(), deadline, "the stand-in never saw the request")
-            time.sleep(0.05)
+        self.assertTrue(self.stub.wait_for(condition, WAIT_S), "the stand-in never saw the request")
 
     def test_initialize_is_answered_while_a_slow_index_is_still_embedding(self):
         self.stub.embed_fault = "hang"             # every embedding request hangs until released
@@ -160,7 +157,7 @@ class McpConcurrencyTest(StubServerCase):
         self.stub.chat_fault = "hang"
         self.stub.hang_s = HANG_S
         self.stub.chat_reply = "Plik JPK_V7M składa się do 25. dnia miesiąca [jpk.md:5-5]."
-        mcp = self.start("--timeout", "2")
+        mcp = self.start("--timeout", "0.5")     # the hang never sends a byte
         mcp.recv_reply(mcp.send("initialize", INIT))
         reply = mcp.recv_reply(mcp.send("tools/call", {"name": "ask_docs", "arguments": {
             "question": "do kiedy składam plik JPK"}}))        # recv() allows WAIT_S at most

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-import time
 import unittest
 from html.parser import HTMLParser
 
@@ -182,11 +181,7 @@ class ServeCommandTest(unittest.TestCase):
             try:
                 url = f"http://127.0.0.1:{server.port}/"
                 # the page line is logged right after the 'serving' line ServeProcess waits for
-                for _ in range(300):
-                    if f"page: {url}" in server.stderr:
-                        break
-                    time.sleep(0.1)
-                self.assertIn(f"docs_qa: page: {url}", server.stderr)
+                self.assertTrue(server.wait_for_line(f"docs_qa: page: {url}"), server.stderr)
                 import urllib.request
                 with urllib.request.urlopen(url, timeout=30) as reply:
                     self.assertIn("<!doctype html>", reply.read().decode("utf-8"))

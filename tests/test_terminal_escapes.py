@@ -12,7 +12,7 @@ import threading
 import unittest
 
 import retrieval_contract as rc
-from helpers import TempDirTest, docs_qa, run_cli, write_files
+from helpers import SERVE_POLL_S, TempDirTest, docs_qa, run_cli, write_files
 
 HOSTILE = ("Zebra title \x1b]0;owned\x07 hidden \x1b[8msecret\x1b[0m clip \x1b]52;c;cm0gLXJm\x07 "
            "csi \x9b31m bell \x07 rlo \u202egpj.exe\u202c iso \u2066x\u2069 end")
@@ -63,7 +63,7 @@ class ServerLogTest(TempDirTest):
         log: list[str] = []
         ctx = docs_qa.ServerContext(docs_qa.OperationContext(settings), log=log.append)
         server = docs_qa.http_server(ctx, "127.0.0.1", 0)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread = threading.Thread(target=server.serve_forever, args=(SERVE_POLL_S,), daemon=True)
         thread.start()
         self.addCleanup(server.server_close)
         self.addCleanup(server.shutdown)
