@@ -113,7 +113,7 @@ __all__ = [
     "settings_from_env", "search", "search_rankings", "search_gate_signals", "search_dense",
     "search_feedback_wanted", "search_feedback_weights", "answer", "index_folder", "index_refresh",
     "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english", "text_query_terms",
-    "text_query_counts", "text_sentences", "text_detect_language",
+    "text_query_counts", "text_sentences", "text_detect_language", "text_case_tells", "Tokenizer",
     "FileEntry", "CorpusScan", "corpus_scan", "corpus_walk", "corpus_read", "corpus_readable",
     "corpus_reread",
     "chunk_text", "chunk_parse", "ParsedText", "front_matter_fields",
@@ -393,7 +393,7 @@ STOP_WORDS = _STOP_EN | _STOP_SLAVIC
 # words can be content. Words that are content in some collection ("need" in "information
 # needs", "documents", "articles", "information") are deliberately left out
 # (reports/hybrid-vs-single.md, "BM25 levers").
-_STOP_REQUEST = frozenset("""
+REQUEST_STOP_WORDS = frozenset("""
 interested interest pleased grateful glad receive wish like want wanted looking please
 give tell describe described describing discuss discussed discussing deal deals dealing
 concerning regarding especially particularly exist exists something anything etc
@@ -694,7 +694,7 @@ class _StemMemo(dict):
         return term
 
 
-class _Tokenizer:
+class Tokenizer:
     """Folds, splits, drops stop words and stems each text with its language's stemmer,
     memoising the stem of each word per language."""
 
@@ -725,7 +725,7 @@ class _Tokenizer:
 
 def text_tokens(text: str) -> list[str]:
     """Return the index terms of text: folded words, stop words dropped, stemmed."""
-    return _Tokenizer().tokens(text)
+    return Tokenizer().tokens(text)
 
 
 _QUESTION_WORD = _lazy_re(r"[^\W_]+(?:[_\-/.][^\W_]+)*")
@@ -741,7 +741,7 @@ def _is_code_word(word: str, case_tells: bool = True) -> bool:
         (case_tells and sum(ch.isupper() for ch in word) >= 2)
 
 
-def _case_tells(text: str) -> bool:
+def text_case_tells(text: str) -> bool:
     """Return False when text has no lower-case letter, so capitals say nothing about a word."""
     return any(ch.islower() for ch in text)
 
@@ -760,14 +760,14 @@ def text_query_counts(text: str) -> dict[str, int]:
     Porter, 'wis' to them); capitals make a word code-like only when the question has lower case."""
     folded = _TOKEN_RE.findall(text_fold(text))
     language = _stop_word_language(folded)
-    words = [w for w in folded if w not in STOP_WORDS and w not in _STOP_REQUEST]
+    words = [w for w in folded if w not in STOP_WORDS and w not in REQUEST_STOP_WORDS]
     stem = text_stem_english if language == "en" else text_stem
     counts: Counter = Counter()
     for word in words:
         counts.update(dict.fromkeys((stem(word), text_stem_english(word)) if language == "unknown"
                                     else (stem(word),), 1))
     if language == "en":
-        case_tells = _case_tells(text)
+        case_tells = text_case_tells(text)
         codes = " ".join(w for w in _QUESTION_WORD.findall(text) if _is_code_word(w, case_tells))
         for word in _TOKEN_RE.findall(text_fold(codes)):
             if word not in STOP_WORDS and text_stem(word) not in counts:
@@ -2025,7 +2025,7 @@ def bm25_scores(postings: dict[str, list[tuple[int, int, int]]], n_docs: int,
     return scores
 
 
-def bm25_term_counts(text: str, tokenizer: _Tokenizer, heads: str | None = None
+def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None
                      ) -> tuple[dict[str, int], int]:
     """Return a chunk's postings counts and length in TF_UNITS per word, the words of a
     level-1 heading (a document's title) counting HEADING_TF_UNITS (a light BM25F: a title
@@ -2655,7 +2655,7 @@ class _IndexWriter:
     database is never asked for one.
     """
 
-    def __init__(self, conn: sqlite3.Connection, tokenizer: _Tokenizer) -> None:
+    def __init__(self, conn: sqlite3.Connection, tokenizer: Tokenizer) -> None:
         self.conn, self.tokenizer = conn, tokenizer
         self.next_id = cache_next_chunk_id(conn)
         self.chunk_rows: list[tuple] = []
@@ -2757,7 +2757,7 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     stats.unchanged = len(entries) - len(todo)
     present = {e.rel_path for e in entries}
     gone = [p for p in known if p not in present]
-    writer = _IndexWriter(conn, _Tokenizer())
+    writer = _IndexWriter(conn, Tokenizer())
     for path in gone:
         writer.drop_file(path)
     cache_delete_files(conn, gone)
@@ -2787,7 +2787,7 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
 
 
 def _parse_files(entries: list[FileEntry], known_shas: list[str | None], max_bytes: int,
-                 chunk_chars: int, tokenizer: _Tokenizer) -> list[ParsedFile]:
+                 chunk_chars: int, tokenizer: Tokenizer) -> list[ParsedFile]:
     """Return each file read, hashed, titled and, unless its hash is the known one, chunked
     and counted (pure but for reading the files)."""
     out = []
@@ -3087,7 +3087,7 @@ def _fuse(question: str, rankings: dict[str, list[int]], settings: Settings) -> 
     """Return the fused ranking of search() and search_rankings(): RRF weighted towards BM25
     and, for a question with a code-like word (GTU_12, JPK), BM25's top hit first."""
     fused = rrf_fuse(rankings, settings.rrf_k, FUSION_WEIGHTS)
-    if any(_is_identifier(w, _case_tells(question)) for w in _QUESTION_WORD.findall(question)):
+    if any(_is_identifier(w, text_case_tells(question)) for w in _QUESTION_WORD.findall(question)):
         fused = rrf_floor(fused, rankings, CODE_QUESTION_FLOORS)
     return fused
 
@@ -3394,7 +3394,7 @@ def _feedback_pass(conn: sqlite3.Connection, weights: dict[str, float], first: d
     folder's postings of them long); each word keeps the folder's IDF, carried in its weight
     because bm25_scores reads document frequencies off the rows it is given."""
     top = _top(first, depth)
-    chunks, tokenizer = _cache_chunks(conn, [cid for cid, _ in top]), _Tokenizer()
+    chunks, tokenizer = _cache_chunks(conn, [cid for cid, _ in top]), Tokenizer()
     counted = {cid: bm25_term_counts(chunks[cid][0].text, tokenizer) for cid, _ in top}
     expanded = search_feedback_weights(weights, [(score, *counted[cid]) for cid, score in top[:FEEDBACK_DOCS]])
     rows = {term: [(cid, counts[term], length) for cid, (counts, length) in counted.items() if term in counts]
@@ -3415,7 +3415,7 @@ def search_feedback_wanted(question: str, weights: dict[str, float], best_terms:
     of its weight: the first pass found its subject, so its words are worth borrowing."""
     if len(weights) < FEEDBACK_MIN_TERMS or settings.feedback_min_share > 1:
         return False
-    case_tells = _case_tells(question)
+    case_tells = text_case_tells(question)
     if any(_is_identifier(w, case_tells) for w in _QUESTION_WORD.findall(question)):
         return False
     held = sum(w for term, w in weights.items() if term in best_terms)
@@ -3545,7 +3545,7 @@ def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, 
     question, and words spread over unrelated chunks do not add up (the folder's share
     counts every word found anywhere, so a long question is not refused for that)."""
     n_chunks = cache_chunk_count(conn)
-    case_tells = _case_tells(question)
+    case_tells = text_case_tells(question)
     total, found, earned, named = 0.0, 0.0, Counter(), None
     for word in _QUESTION_WORD.findall(question):
         terms = text_query_terms(word)

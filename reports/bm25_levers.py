@@ -48,14 +48,14 @@ def patched(**values):
 LEVERS = {   # docs_qa attributes to patch; feedback_min_share is a Settings field
     "defaults (all levers on)": {},
     "- query-term frequency (k3 = 0: each word once)": {"BM25_K3": 1e-9},
-    "- request stop words": {"_STOP_REQUEST": frozenset()},
-    "- all-caps rule (capitals make code words)": {"_case_tells": lambda text: True},
+    "- request stop words": {"REQUEST_STOP_WORDS": frozenset()},
+    "- all-caps rule (capitals make code words)": {"text_case_tells": lambda text: True},
     "- title weight (title words weigh 1)": {"HEADING_TF_UNITS": docs_qa.TF_UNITS},
     "stemmer: light stripper for English too (no Porter)": {"text_stem_english": docs_qa.text_stem},
     "stemmer: none": {"text_stem_english": lambda w: w, "text_stem": lambda w: w},
     "- RM3 second pass (feedback_min_share above 1: never)": {"feedback_min_share": 1.01},
     "previous defaults (t3: none of the five levers)": {
-        "BM25_K3": 1e-9, "_STOP_REQUEST": frozenset(), "_case_tells": lambda text: True,
+        "BM25_K3": 1e-9, "REQUEST_STOP_WORDS": frozenset(), "text_case_tells": lambda text: True,
         "HEADING_TF_UNITS": docs_qa.TF_UNITS, "feedback_min_share": 1.01},
 }
 
@@ -73,7 +73,7 @@ class Collection:
 
     def index(self) -> None:
         """(Re)build postings, lengths and per-chunk term lists under the current patches."""
-        tokenizer = docs_qa._Tokenizer()
+        tokenizer = docs_qa.Tokenizer()
         self.postings: dict[str, list[tuple[int, int, int]]] = {}
         self.forward: list[list[tuple[str, int]]] = []
         self.lengths: list[int] = []

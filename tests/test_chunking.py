@@ -85,7 +85,7 @@ class ChunkParseTest(unittest.TestCase):
     ]
 
     def test_same_chunks_title_and_heading_weights(self):
-        tokenizer = docs_qa._Tokenizer()
+        tokenizer = docs_qa.Tokenizer()
         for text in self.TEXTS:
             for max_chars in (120, docs_qa.DEFAULT_CHUNK_CHARS):
                 parsed = docs_qa.chunk_parse("p.md", text, max_chars)

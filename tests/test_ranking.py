@@ -41,7 +41,7 @@ class QueryTermFrequencyTest(unittest.TestCase):
         self.assertAlmostEqual(plain[1], halves[1])
 
     def test_title_words_weigh_one_and_a_half(self):
-        counts, length = docs_qa.bm25_term_counts("# Kot\n\nkot pies\n", docs_qa._Tokenizer())
+        counts, length = docs_qa.bm25_term_counts("# Kot\n\nkot pies\n", docs_qa.Tokenizer())
         # body: kot 2 x 2 units, pies 1 x 2 units; the title's kot adds 3 - 2 = 1 unit
         self.assertEqual(dict(counts), {"kot": 5, "pies": 2})
         self.assertEqual(length, 7)
