@@ -150,34 +150,20 @@ DEFAULT_EMBED_MODEL = "text-embedding-nomic-embed-text-v1.5"
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 100
 DEFAULT_RRF_K = 60
-FUSION_WEIGHTS = {"bm25": 1.5, "dense": 1.0}   # RRF weight per method: BM25's sure hits weigh more
-CODE_QUESTION_FLOORS = {"bm25": 1}   # a question with a code-like word: BM25's top N lead the fused list
 DEFAULT_POOL_FACTOR = 4            # candidate pool per method = POOL_FACTOR * limit (tuned: reports/hybrid-vs-single.md)
 DEFAULT_MIN_COVERAGE = 0.45        # no-answer gate: IDF-weighted share of the question one chunk holds
                                    # (calibrated: reports/calibrate_gate.py, reports/hybrid-vs-single.md)
 DEFAULT_MIN_FOLDER_COVERAGE = 0.7  # ... or the folder holds this share of it (long questions spread over a fragment)
 DEFAULT_MIN_SIMILARITY = 0.75      # ... unless the best dense cosine reaches this (model-dependent)
 GATE_THRESHOLD_MAX = 1.01          # a gate threshold above 1 never passes (1.01 switches a signal off)
-CODE_WORD_WEIGHT = 3               # a code-like word (WIS, GTU_12, VAT-26) counts as this many words
-MOBILE_E_ENDINGS = ("ek", "ec")    # the gate also tries 'podatek' as 'podatk' (Polish mobile e)
-MIN_COMPOUND_PART = 3              # letters per half when the gate splits 'honeybees' into 'honey bees'
-IDENTIFIER_READ_BATCH = 500        # chunk texts read at a time when the gate checks an identifier as written
 FEEDBACK_MIN_SHARE = 0.45         # pseudo-relevance feedback (RM3) when BM25's top fragment holds this
                                   # share of an English question's weight (reports/hybrid-vs-single.md)
-FEEDBACK_MIN_TERMS = 3            # ... and the question has at least this many terms and no identifier
-FEEDBACK_DOCS = 5                 # RM3: the first pass's top fragments that lend their words
-FEEDBACK_TERMS = 20               # ... the words kept from them
-FEEDBACK_ORIGINAL_SHARE = 0.7     # ... and the share of the question's own words in the second pass
-FEEDBACK_RERANK = 100             # ... which re-scores the first pass's best fragments only (from 100 on,
-                                  # the same nDCG@10 on the five collections as re-scoring all of them)
 DEFAULT_PER_DOCUMENT_LIMIT = 3
 DEFAULT_K1 = 1.4                   # tuned on Cranfield, see reports/hybrid-vs-single.md
 DEFAULT_B = 0.6
 BM25_K1_MIN = 0.0                  # k1 < 0 can zero the BM25 denominator (a division by zero)
 BM25_B_RANGE = (0.0, 1.0)          # b outside it can make the length norm negative
-BM25_K3 = 8.0                      # query-term frequency saturation: (k3+1)qtf/(k3+qtf) (Robertson, TREC-3)
 TF_UNITS = 2                       # postings count a body word as this many units ...
-HEADING_TF_UNITS = 3               # ... and a word of a level-1 heading (title) as this many
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_CHAT_TIMEOUT_S = 300.0     # the whole chat call, retries included (--chat-timeout)
 DEFAULT_RETRIES = 2                # extra attempts after a transient fault
@@ -187,24 +173,12 @@ MIN_CHUNK_WORDS = 6                # smaller chunks are merged with a neighbour
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are skipped with a note
 MAX_QUESTION_CHARS = 4000
 MAX_EMBED_CHARS = 2000             # text sent per chunk; longer chunks are cut knowingly
-MAX_RESPONSE_BYTES = 32 * 1024 * 1024
-RETRY_AFTER_CAP_S = 5.0
-RETRY_BACKOFF_S = 0.2             # the wait before retry n is n times this (no Retry-After)
 DOC_EXTENSIONS = (".md", ".markdown", ".txt")
-NOMIC_PREFIXES = {"document": "search_document: ", "query": "search_query: "}
-MOCK_DIM = 256
 DENSE_EXACT_MAX = 10000            # up to this many vectors every one is scored exactly; above it
 DENSE_RESCORE = 500                # a sign-bit prefilter picks max(DENSE_RESCORE, share * n) to
 DENSE_RESCORE_SHARE = 0.025        # score exactly (recall@10 0.99 vs exact: reports/performance.md)
-CACHE_SCHEMA_VERSION = 4          # 2: postings as packed arrays per term; 3: chunks_by_sha;
-                                  # 4: vectors keyed by breadcrumb + text (embed_input),
-                                  #    sign-bit signatures of all chunk vectors in one row
 CACHE_BUSY_TIMEOUT_S = 60.0        # how long sqlite waits for another process's lock
 CACHE_BUSY_RETRIES = 2             # then the whole run is retried this often, never rebuilt
-CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
-TOKENIZER_VERSION = "t5"          # t5: format characters (Cf) dropped inside words
-CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
-PARSE_BATCH_FILES = 500            # files read and parsed between two progress reports
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
 
@@ -569,6 +543,17 @@ def text_detect_language(text: str, default: str = "en") -> str:
 # --- 4c. Porter stemmer — M. F. Porter, "An algorithm for suffix stripping", Program 14(3),
 # 1980, written from the paper's description; used for texts judged English.
 
+_STEP2 = (("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"),
+          ("izer", "ize"), ("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"),
+          ("ousli", "ous"), ("ization", "ize"), ("ation", "ate"), ("ator", "ate"),
+          ("alism", "al"), ("iveness", "ive"), ("fulness", "ful"), ("ousness", "ous"),
+          ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"), ("logi", "log"))
+_STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"),
+          ("ful", ""), ("ness", ""))
+_STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent",
+          "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize")
+
+
 _VOWELS = frozenset("aeiou")
 
 
@@ -606,17 +591,6 @@ def _cvc(word: str) -> bool:
     return (len(word) >= 3 and _is_consonant(word, len(word) - 3)
             and not _is_consonant(word, len(word) - 2) and _is_consonant(word, len(word) - 1)
             and word[-1] not in "wxy")
-
-
-_STEP2 = (("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"),
-          ("izer", "ize"), ("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"),
-          ("ousli", "ous"), ("ization", "ize"), ("ation", "ate"), ("ator", "ate"),
-          ("alism", "al"), ("iveness", "ive"), ("fulness", "ful"), ("ousness", "ous"),
-          ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"), ("logi", "log"))
-_STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"),
-          ("ful", ""), ("ness", ""))
-_STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent",
-          "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize")
 
 
 def _replace_longest(word: str, rules: tuple, min_m: int) -> str:
@@ -682,6 +656,9 @@ def text_stem_english(word: str) -> str:
 # --- 4d. Terms — index terms of a text and the terms of a question, each stemmed for its
 # language (Porter for English, the light stemmer otherwise).
 
+_QUESTION_WORD = _lazy_re(r"[^\W_]+(?:[_\-/.][^\W_]+)*")
+
+
 class _StemMemo(dict):
     """word -> its index term (None for a stop word), stemmed on first sight."""
 
@@ -726,9 +703,6 @@ class Tokenizer:
 def text_tokens(text: str) -> list[str]:
     """Return the index terms of text: folded words, stop words dropped, stemmed."""
     return Tokenizer().tokens(text)
-
-
-_QUESTION_WORD = _lazy_re(r"[^\W_]+(?:[_\-/.][^\W_]+)*")
 
 
 def _is_code_word(word: str, case_tells: bool = True) -> bool:
@@ -776,6 +750,27 @@ def text_query_counts(text: str) -> dict[str, int]:
 
 
 # === 5. Corpus walk — find and decode documents; the only code that reads them ===
+
+_NAME, _PATH = operator.attrgetter("name"), operator.attrgetter("path")
+_MTIME, _SIZE = operator.attrgetter("st_mtime_ns"), operator.attrgetter("st_size")
+_LSTAT = operator.methodcaller("stat", follow_symlinks=False)
+_IS_FILE = operator.methodcaller("is_file", follow_symlinks=False)
+_IS_DIR = operator.methodcaller("is_dir", follow_symlinks=False)
+_IS_DOC_NAME = operator.methodcaller("endswith", DOC_EXTENSIONS)
+_IS_HIDDEN = operator.methodcaller("startswith", ".")
+_CONTROL_CHARS = _lazy_re(r"[\x00-\x1f\x7f-\x9f]")
+_SKIP_MESSAGES = {
+    "bad_name": "skipped {n} file(s) whose names are not valid UTF-8 or hold control characters",
+    "not_regular": "skipped {n} entry(ies) that are not regular files (pipes, sockets, devices)",
+    "unreadable_folder": "skipped {n} folder(s) that could not be read",
+    "unreadable_file": "skipped {n} file(s) that could not be read",
+    "symlink_skipped": "did not follow {n} symbolic link(s)",
+    "not_text": "skipped {n} file(s) that are binary, hold NUL characters or are not valid UTF-8/16/32 text",
+    "file_too_large": "skipped {n} file(s) larger than the size cap",
+    "cache_dir_skipped": "skipped {n} folder(s) inside the docs folder that hold the cache "
+                         "(--cache-dir), with every file under them",
+}
+
 
 class FileEntry(NamedTuple):
     """A document found by the walk: relative path, absolute path and its stat."""
@@ -866,9 +861,6 @@ def corpus_scan(root: str, skip_dirs: Iterable[str] = ()) -> CorpusScan:
     return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())])
 
 
-_LSTAT = operator.methodcaller("stat", follow_symlinks=False)
-_IS_FILE = operator.methodcaller("is_file", follow_symlinks=False)
-_IS_DIR = operator.methodcaller("is_dir", follow_symlinks=False)
 _NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
 
 
@@ -888,14 +880,6 @@ def _folder_stats(abs_dir: str, docs: list[os.DirEntry], prefix: str, skipped: d
                 docs.remove(entry)
     return (abs_dir, prefix, list(map(_NAME, docs)), array.array("q", map(_MTIME, stats)),
             array.array("q", map(_SIZE, stats)))
-
-
-_NAME, _PATH = operator.attrgetter("name"), operator.attrgetter("path")
-_MTIME, _SIZE = operator.attrgetter("st_mtime_ns"), operator.attrgetter("st_size")
-
-
-_IS_DOC_NAME = operator.methodcaller("endswith", DOC_EXTENSIONS)
-_IS_HIDDEN = operator.methodcaller("startswith", ".")
 
 
 def _document_entries(regular: list[os.DirEntry]) -> list[os.DirEntry]:
@@ -924,9 +908,6 @@ def _classify(entries: list[os.DirEntry], prefix: str, skipped: dict[str, list[s
             if entry.name[0] != ".":
                 skipped.setdefault("unreadable_file", []).append(prefix + entry.name)
     return out
-
-
-_CONTROL_CHARS = _lazy_re(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _with_good_names(docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
@@ -989,19 +970,6 @@ def _is_skipped_dir(entry: os.DirEntry, skip_ids: set[tuple[int, int]]) -> bool:
     return (st.st_dev, st.st_ino) in skip_ids
 
 
-_SKIP_MESSAGES = {
-    "bad_name": "skipped {n} file(s) whose names are not valid UTF-8 or hold control characters",
-    "not_regular": "skipped {n} entry(ies) that are not regular files (pipes, sockets, devices)",
-    "unreadable_folder": "skipped {n} folder(s) that could not be read",
-    "unreadable_file": "skipped {n} file(s) that could not be read",
-    "symlink_skipped": "did not follow {n} symbolic link(s)",
-    "not_text": "skipped {n} file(s) that are binary, hold NUL characters or are not valid UTF-8/16/32 text",
-    "file_too_large": "skipped {n} file(s) larger than the size cap",
-    "cache_dir_skipped": "skipped {n} folder(s) inside the docs folder that hold the cache "
-                         "(--cache-dir), with every file under them",
-}
-
-
 def _summarise_skips(code: str, paths: list[str]) -> Note:
     """Return one note for all files skipped for the same reason, naming a few."""
     shown = ", ".join(sorted(paths)[:3]) + (", ..." if len(paths) > 3 else "")
@@ -1009,6 +977,11 @@ def _summarise_skips(code: str, paths: list[str]) -> Note:
 
 
 # --- 5a. Reading — decode a document, cap its size, re-read it without following a link
+
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NO_BLOCK = getattr(os, "O_NONBLOCK", 0)        # a FIFO put in a document's place must not block
+_AS_DIR = getattr(os, "O_DIRECTORY", 0)
+
 
 _BOM_CODECS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),   # UTF-32 first:
               (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))               # its LE BOM starts as UTF-16's
@@ -1062,11 +1035,6 @@ def _read_fd(fd: int, size_hint: int, limit: int) -> bytes:
         parts.append(os.read(fd, min(limit - got, 1 << 20)))
         got += len(parts[-1])
     return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NO_BLOCK = getattr(os, "O_NONBLOCK", 0)        # a FIFO put in a document's place must not block
-_AS_DIR = getattr(os, "O_DIRECTORY", 0)
 
 
 def corpus_readable(docs_dir: str, rel_path: str) -> bool:
@@ -1988,6 +1956,11 @@ def _title_of(lines: list[str], headers: Iterable[tuple[int, int, str]]) -> tupl
 
 # === 7. BM25 — Okapi BM25 over postings (pure) ===
 
+BM25_K3 = 8.0                      # query-term frequency saturation: (k3+1)qtf/(k3+qtf) (Robertson, TREC-3)
+HEADING_TF_UNITS = 3               # postings count a word of a level-1 heading (title) as this many
+                                   # units, a body word as TF_UNITS
+
+
 def bm25_idf(n_docs: int, df: int) -> float:
     """Return the non-negative (Lucene) IDF: ln(1 + (N - df + 0.5) / (df + 0.5))."""
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
@@ -2050,6 +2023,13 @@ def _top(scores: dict[int, float], n: int) -> list[tuple[int, float]]:
 
 # === 8. HTTP client — the one helper for model servers; raises RetrievalUnavailableError ===
 
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+RETRY_AFTER_CAP_S = 5.0
+RETRY_BACKOFF_S = 0.2             # the wait before retry n is n times this (no Retry-After)
+_TRANSIENT_HTTP = {429, 500, 502, 503, 504}
+MAX_EVENT_LINE_BYTES = 1024 * 1024  # one server-sent event line at most
+
+
 class BackendError(RetrievalUnavailableError):
     """A model server could not be used; `kind` says how (refused, timeout, http_500, ...)."""
 
@@ -2058,8 +2038,6 @@ class BackendError(RetrievalUnavailableError):
         self.kind = kind
 
 
-_TRANSIENT_HTTP = {429, 500, 502, 503, 504}
-MAX_EVENT_LINE_BYTES = 1024 * 1024  # one server-sent event line at most
 RetryPolicy = Callable[[str], bool]   # fault kind -> may the request be sent again?
 
 
@@ -2208,6 +2186,13 @@ def _retry_after_s(value: str | None, attempt: int) -> float:
 
 # === 9. Embeddings — batching, nomic prefixes, mock vectors, cosine ===
 
+NOMIC_PREFIXES = {"document": "search_document: ", "query": "search_query: "}
+MOCK_DIM = 256
+_SUMPROD = getattr(math, "sumprod", None)      # Python 3.12+
+_SIGN_TO_ASCII = bytes(ord("1") if byte >= 128 else ord("0") for byte in range(256))
+_SIGN_BYTES = slice(3, None, 4) if sys.byteorder == "little" else slice(0, None, 4)
+
+
 EMBED_MOCK_NOTE = Note("embed_mock", "EMBED_MOCK is set: the embedding scores come from hashed words "
                                     "(offline mock vectors), not from a model")
 
@@ -2240,9 +2225,6 @@ def embed_cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b))
 
 
-_SUMPROD = getattr(math, "sumprod", None)      # Python 3.12+
-
-
 def _dot_with(query: array.array) -> Callable[[array.array], float]:
     """Return a function giving query . v for an equal-length float array v at C speed:
     math.sumprod, or before Python 3.12 math.hypot and math.dist by the polarisation
@@ -2257,10 +2239,6 @@ def _dot_with(query: array.array) -> Callable[[array.array], float]:
         v = vec.tolist()
         return (q_squared + hypot(*v) ** 2 - dist(q, v) ** 2) / 2
     return dot
-
-
-_SIGN_TO_ASCII = bytes(ord("1") if byte >= 128 else ord("0") for byte in range(256))
-_SIGN_BYTES = slice(3, None, 4) if sys.byteorder == "little" else slice(0, None, 4)
 
 
 def embed_sign_bits(packed: bytes) -> int:
@@ -2336,6 +2314,13 @@ def _model_tag(settings: Settings) -> str:
 
 # === 10. Cache store — the sqlite3 index file; every SQL statement lives in §10-§10c ===
 
+CACHE_SCHEMA_VERSION = 4          # 2: postings as packed arrays per term; 3: chunks_by_sha;
+                                  # 4: vectors keyed by breadcrumb + text (embed_input),
+                                  #    sign-bit signatures of all chunk vectors in one row
+CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
+TOKENIZER_VERSION = "t5"          # t5: format characters (Cf) dropped inside words
+_SQLITE_DAMAGE_NAMES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+_SQLITE_DAMAGE_TEXTS = ("malformed", "not a database", "no such table", "no such column")
 SQL_IN_BATCH = 500                 # ids per `IN (...)` list, under sqlite's bound-parameter limit
 
 # postings: one row per term; data is a native-endian array('I') of triples
@@ -2414,10 +2399,6 @@ def _cache_fault(exc: sqlite3.Error) -> str:
     if name.startswith(_SQLITE_DAMAGE_NAMES) or any(t in text for t in _SQLITE_DAMAGE_TEXTS):
         return "damaged"
     return "unwritable"
-
-
-_SQLITE_DAMAGE_NAMES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
-_SQLITE_DAMAGE_TEXTS = ("malformed", "not a database", "no such table", "no such column")
 
 
 def cache_snapshot(path: str, busy_timeout_s: float = CACHE_BUSY_TIMEOUT_S) -> sqlite3.Connection:
@@ -2615,6 +2596,11 @@ def _ints(data: bytes) -> array.array:
 
 # --- 10b. Indexer — walk -> parse -> write what changed (SQL only through §10-§10a)
 
+CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
+PARSE_BATCH_FILES = 500            # files read and parsed between two progress reports
+_NO_STATE = FileState(-1, -1, "")
+
+
 def _drop_triples(data: array.array, chunk_ids: set[int]) -> None:
     """Delete the triples of chunk_ids from a term's postings in place (ids ascend, as new
     chunks always get ids above every stored one)."""
@@ -2741,9 +2727,6 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings,
     return stats
 
 
-_NO_STATE = FileState(-1, -1, "")
-
-
 def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusScan,
                      progress: ProgressFn | None) -> IndexStats:
     """Re-read the files whose stat changed, drop the removed ones; return the counts
@@ -2852,6 +2835,10 @@ def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str
 
 
 # --- 10c. Reads and vectors — postings, chunks, vectors by model, sign-bit signatures
+
+_CHUNK_VECTORS_SQL = ("SELECT c.id, v.data FROM chunks c"
+                      " JOIN vectors v ON v.embed_sha = c.embed_sha AND v.model = ?")
+
 
 def _cache_postings(conn: sqlite3.Connection, terms: list[str]) -> dict[str, list[tuple[int, int, int]]]:
     """Return term -> [(chunk_id, tf, n_terms)] for the given terms."""
@@ -2962,10 +2949,6 @@ def _cache_drop_other_dims(conn: sqlite3.Connection, model: str, dim: int) -> No
     conn.execute("COMMIT")
 
 
-_CHUNK_VECTORS_SQL = ("SELECT c.id, v.data FROM chunks c"
-                      " JOIN vectors v ON v.embed_sha = c.embed_sha AND v.model = ?")
-
-
 def _cache_vectors(conn: sqlite3.Connection, model: str,
                    chunk_ids: list[int] | None = None) -> list[tuple[int, array.array]]:
     """Return (chunk_id, unit vector) for every chunk (or each of chunk_ids) that has a
@@ -3056,6 +3039,10 @@ def cache_forget_vector(conn: sqlite3.Connection, key: str, model: str) -> None:
 
 # === 11. Fusion — reciprocal rank fusion, deterministic ties ===
 
+FUSION_WEIGHTS = {"bm25": 1.5, "dense": 1.0}   # RRF weight per method: BM25's sure hits weigh more
+CODE_QUESTION_FLOORS = {"bm25": 1}   # a question with a code-like word: BM25's top N lead the fused list
+
+
 def rrf_fuse(rankings: dict[str, list[int]], rrf_k: int = DEFAULT_RRF_K,
              weights: dict[str, float] | None = None) -> list[tuple[int, float]]:
     """Return (id, score) best first, score = sum over methods of w / (rrf_k + rank), w the
@@ -3101,6 +3088,11 @@ def _is_identifier(word: str, case_tells: bool) -> bool:
 
 
 # === 12. Retrieval — search(question, settings): open the index, rank, apply the limits ===
+
+_CACHE_UNAVAILABLE = Note("cache_unavailable", "the cache cannot be written (disk full, quota, "
+                          "read-only or I/O error); this run used an in-memory copy of the cache "
+                          "as it stands, and the cache file was left untouched")
+
 
 def _validate_question(question: Any) -> str:
     """Return the question stripped of control characters; raise InvalidQueryError."""
@@ -3152,11 +3144,6 @@ def _open_index(settings: Settings) -> tuple[sqlite3.Connection, list[Note]]:
         if isinstance(exc, sqlite3.Error) and _is_busy(exc):
             raise
         return cache_snapshot(path, timeout_s), unavailable
-
-
-_CACHE_UNAVAILABLE = Note("cache_unavailable", "the cache cannot be written (disk full, quota, "
-                          "read-only or I/O error); this run used an in-memory copy of the cache "
-                          "as it stands, and the cache file was left untouched")
 
 
 def _remove_cache_files(path: str) -> None:
@@ -3325,6 +3312,15 @@ def index_folder(settings: Settings, progress: ProgressFn | None = None) -> Inde
 
 # --- 12a. Ranking core — BM25, embeddings, fusion and the no-answer gate for one question,
 # the one pipeline behind search() and search_rankings()
+
+FEEDBACK_MIN_TERMS = 3            # the RM3 second pass (FEEDBACK_MIN_SHARE) needs this many question
+                                  # terms and no identifier
+FEEDBACK_DOCS = 5                 # RM3: the first pass's top fragments that lend their words
+FEEDBACK_TERMS = 20               # ... the words kept from them
+FEEDBACK_ORIGINAL_SHARE = 0.7     # ... and the share of the question's own words in the second pass
+FEEDBACK_RERANK = 100             # ... which re-scores the first pass's best fragments only (from 100 on,
+                                  # the same nDCG@10 on the five collections as re-scoring all of them)
+
 
 class _Ranked(NamedTuple):
     """The ranking core's answer for one question."""
@@ -3534,6 +3530,12 @@ def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: Progr
 
 # --- 12b. No-answer gate — IDF-weighted coverage of the question, an identifier the folder
 # names, or a close embedding match; else nothing is returned
+
+CODE_WORD_WEIGHT = 3               # a code-like word (WIS, GTU_12, VAT-26) counts as this many words
+MOBILE_E_ENDINGS = ("ek", "ec")    # the gate also tries 'podatek' as 'podatk' (Polish mobile e)
+MIN_COMPOUND_PART = 3              # letters per half when the gate splits 'honeybees' into 'honey bees'
+IDENTIFIER_READ_BATCH = 500        # chunk texts read at a time when the gate checks an identifier as written
+
 
 def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, float, str | None]:
     """Return (the best chunk's share, the folder's share) (0..1) of the question's weight, and
