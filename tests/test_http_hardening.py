@@ -106,6 +106,15 @@ class FramingAndErrorPagesTest(unittest.TestCase):
         self.assertEqual(rc.schema_errors(envelope, rc.error_schema()), [])
         return status, headers, envelope, raw
 
+    def assert_closing_json_errors(self, cases: dict[int, bytes]) -> None:
+        """Each raw request gets its status as a JSON envelope (no HTML) and a closed connection."""
+        for expected, data in cases.items():
+            with self.subTest(status=expected):
+                status, headers, envelope, raw = self.reply(data)
+                self.assertEqual(status, expected)
+                self.assertNotIn(b"<html", raw.lower())
+                self.assertEqual(headers.get("connection"), "close")
+
     def test_http_servers_own_errors_are_json_envelopes_not_html(self):
         cases = {
             414: b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n",
@@ -113,12 +122,7 @@ class FramingAndErrorPagesTest(unittest.TestCase):
             400: b"garbage\r\n\r\n",
             505: b"GET /health HTTP/2.0\r\n\r\n",
         }
-        for expected, data in cases.items():
-            with self.subTest(status=expected):
-                status, headers, envelope, raw = self.reply(data)
-                self.assertEqual(status, expected)
-                self.assertNotIn(b"<html", raw.lower())
-                self.assertEqual(headers.get("connection"), "close")
+        self.assert_closing_json_errors(cases)
 
     def test_an_unknown_method_is_a_json_405_naming_the_allowed_ones(self):
         # its request is framed like any other (headers, Content-Length), so unlike the
@@ -129,16 +133,11 @@ class FramingAndErrorPagesTest(unittest.TestCase):
         self.assertNotIn(b"<html", raw.lower())
 
     def test_http_0_9_is_refused_with_a_status_line_not_answered_unframed(self):
-        # an HTTP/0.9 reply has no status line and no length: with 'Connection: keep-alive'
-        # http.server kept the connection open after it, so a reply could not be delimited
+        # an HTTP/0.9 reply has no status line and no length, so after one a reply on a kept-alive
+        # connection could not be delimited: the server answers with a status line and closes
         cases = {505: b"GET /health\r\nConnection: keep-alive\r\n\r\n" + HEALTH,
                  400: b"POST /search\r\n\r\n"}
-        for expected, data in cases.items():
-            with self.subTest(status=expected):
-                status, headers, envelope, raw = self.reply(data)
-                self.assertEqual(status, expected)
-                self.assertNotIn(b"<html", raw.lower())
-                self.assertEqual(headers.get("connection"), "close")
+        self.assert_closing_json_errors(cases)
 
     def test_a_chunked_body_is_411_and_the_connection_closed(self):
         data = post("/search", b"11\r\n{\"query\": \"JPK\"}\r\n0\r\n\r\n", "Transfer-Encoding: chunked")
