@@ -3379,13 +3379,15 @@ def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,
     best, matches = _top(scores, 1)[0][0], len(scores)
     if search_feedback_wanted(question, weights, {t for t, rows in postings.items()
                                                   if any(row[0] == best for row in rows)}, settings):
-        scores = _feedback_pass(conn, weights, scores, settings, max(FEEDBACK_RERANK, pool + 1))
+        scores = _feedback_pass(conn, weights, scores, settings, max(FEEDBACK_RERANK, pool + 1),
+                                n_chunks, mean_length)
     return _top(scores, pool + 1), matches
 
 
 def _feedback_pass(conn: sqlite3.Connection, weights: dict[str, float], first: dict[int, float],
-                   settings: Settings, depth: int) -> dict[int, float]:
-    """Return the RM3 second pass's BM25 scores of the first pass's best depth fragments. Their
+                   settings: Settings, depth: int, n_chunks: int, mean_length: float) -> dict[int, float]:
+    """Return the RM3 second pass's BM25 scores of the first pass's best depth fragments (in a
+    folder of n_chunks fragments of mean_length, as the first pass read them). Their
     own term counts stand in for the postings (the borrowed words are often common, and a large
     folder's postings of them long); each word keeps the folder's IDF, carried in its weight
     because bm25_scores reads document frequencies off the rows it is given."""
@@ -3396,11 +3398,10 @@ def _feedback_pass(conn: sqlite3.Connection, weights: dict[str, float], first: d
     rows = {term: [(cid, counts[term], length) for cid, (counts, length) in counted.items() if term in counts]
             for term in expanded}
     rows = {term: found for term, found in rows.items() if found}
-    n_chunks, frequencies = cache_chunk_count(conn), cache_document_frequencies(conn, rows)
+    frequencies = cache_document_frequencies(conn, rows)
     folder_weights = {term: expanded[term] * bm25_idf(n_chunks, max(frequencies[term], len(found)))
                       / bm25_idf(n_chunks, len(found)) for term, found in rows.items()}
-    return bm25_scores(rows, n_chunks, cache_mean_length(conn), settings.k1, settings.b,
-                       folder_weights, TF_UNITS)
+    return bm25_scores(rows, n_chunks, mean_length, settings.k1, settings.b, folder_weights, TF_UNITS)
 
 
 def search_feedback_wanted(question: str, weights: dict[str, float], best_terms: set[str],

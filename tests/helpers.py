@@ -439,15 +439,8 @@ class LiveDocsServer:
 
     def request(self, method: str, target: str, body: bytes | None = None,
                 headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
-        """Return (status, lower-cased headers, body) of one request sent with http.client."""
-        import http.client
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        try:
-            conn.request(method, target, body=body, headers=headers or {})
-            reply = conn.getresponse()
-            return reply.status, {k.lower(): v for k, v in reply.getheaders()}, reply.read()
-        finally:
-            conn.close()
+        """Return (status, lower-cased headers, body) of one request (see http_request)."""
+        return http_request(self.port, method, target, body, headers)
 
     def close(self) -> None:
         self.server.shutdown()
@@ -515,6 +508,21 @@ class ServeProcess:
         self.proc.stdout.close()
         self.proc.stderr.close()
         return self.stderr
+
+
+def http_request(port: int, method: str, target: str, body: bytes | str | None = None,
+                 headers: dict[str, str] | None = None, timeout: float = 30
+                 ) -> tuple[int, dict[str, str], bytes]:
+    """Return (status, lower-cased headers, body) of one request to 127.0.0.1:port sent with
+    http.client on a connection of its own."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(method, target, body=body, headers=headers or {})
+        reply = conn.getresponse()
+        return reply.status, {k.lower(): v for k, v in reply.getheaders()}, reply.read()
+    finally:
+        conn.close()
 
 
 def http_exchange(port: int, data: bytes, timeout: float = 30) -> bytes:

@@ -3,7 +3,6 @@ server (section 18): CORS preflight and headers for listed origins only, the wil
 refused beside a token, /health outside the tool list, and integral floats as integers."""
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import shutil
@@ -11,7 +10,7 @@ import tempfile
 import threading
 import unittest
 
-from helpers import SERVE_POLL_S, TAX_CORPUS, run_cli, write_files
+from helpers import SERVE_POLL_S, TAX_CORPUS, http_request, run_cli, write_files
 
 import docs_qa
 
@@ -41,13 +40,7 @@ class CorsServerTest(unittest.TestCase):
 
     def request(self, method: str, path: str, headers: dict, body: bytes | None = None
                 ) -> tuple[int, dict[str, str], bytes]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.server.server_address[1], timeout=30)
-        try:
-            conn.request(method, path, body=body, headers=headers)
-            resp = conn.getresponse()
-            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
-        finally:
-            conn.close()
+        return http_request(self.server.server_address[1], method, path, body, headers)
 
     def test_preflight_from_a_listed_origin_is_204_with_the_allow_headers(self):
         for path, methods in (("/rag", "POST"), ("/search", "POST"), ("/openapi.json", "GET, HEAD")):

@@ -4,7 +4,6 @@ server's own /openapi.json: exactly the properties its schema declares."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import re
@@ -16,7 +15,7 @@ import time
 import unittest
 from unittest import mock
 
-from helpers import SERVE_POLL_S, TAX_CORPUS, REPO, run_cli, write_files
+from helpers import SERVE_POLL_S, TAX_CORPUS, REPO, http_request, run_cli, write_files
 
 import docs_qa
 import retrieval_contract as rc
@@ -76,13 +75,7 @@ class HttpServerTest(unittest.TestCase):
     @staticmethod
     def _raw(port: int, method: str, path: str, body: bytes | None = None,
              headers: dict | None = None) -> tuple[int, dict, bytes]:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        try:
-            conn.request(method, path, body=body, headers=headers or {})
-            resp = conn.getresponse()
-            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
-        finally:
-            conn.close()
+        return http_request(port, method, path, body, headers)
 
     def call(self, method: str, path: str, payload=None, raw: bytes | None = None,
              server: _LiveServer | None = None, headers: dict | None = None) -> tuple[int, dict, dict]:

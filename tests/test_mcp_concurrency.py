@@ -9,7 +9,6 @@ is forced, not timed; the bounds below only stop a broken server from hanging th
 """
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import queue
@@ -20,7 +19,7 @@ import threading
 import time
 import unittest
 
-from helpers import REPO, StubServerCase, write_files
+from helpers import REPO, StubServerCase, http_request, write_files
 
 WAIT_S = 15.0                      # the longest any single reply may take here
 HANG_S = 120.0                     # a hang nobody waits out: the test releases it
@@ -207,12 +206,8 @@ class NoCacheServerTest(StubServerCase):
             port = int(match.group(1)) if match else None
 
         def search(query: str) -> dict:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT_S)
-            conn.request("POST", "/search", json.dumps({"query": query}),
-                         {"Content-Type": "application/json"})
-            reply = json.loads(conn.getresponse().read())
-            conn.close()
-            return reply
+            return json.loads(http_request(port, "POST", "/search", json.dumps({"query": query}),
+                                           {"Content-Type": "application/json"}, WAIT_S)[2])
 
         after_start = self.stub.embedded_texts
         self.assertGreater(after_start, 3)          # the start-up index embedded every chunk

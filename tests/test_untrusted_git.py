@@ -16,7 +16,7 @@ import sys
 import tempfile
 import unittest
 
-from helpers import REPO, ServeProcess, run_cli, write_files
+from helpers import REPO, ServeProcess, http_request, run_cli, write_files
 
 import docs_qa
 import retrieval_contract as rc
@@ -165,16 +165,13 @@ class HostileCheckoutTest(unittest.TestCase):
         server = ServeProcess(self.repo, "--graph", os.path.join(self.repo, "graph.json"),
                               "--cache-dir", self.cache)
         try:
-            import http.client
             versions = {}
             for route, body in (("/search", {"query": "zebra"}), ("/rag", {"question": "zebra"}),
                                 ("/graph", {"question": GRAPH_QUESTION})):
-                conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
-                conn.request("POST", route, json.dumps(body), {"Content-Type": "application/json"})
-                reply = conn.getresponse()
-                self.assertEqual(reply.status, 200, route)
-                versions[route] = json.loads(reply.read())["index_version"]
-                conn.close()
+                status, _, data = http_request(server.port, "POST", route, json.dumps(body).encode(),
+                                               {"Content-Type": "application/json"}, timeout=60)
+                self.assertEqual(status, 200, route)
+                versions[route] = json.loads(data)["index_version"]
         finally:
             server.close()
         self.assertNothingRan("docs_qa.py serve")
