@@ -121,7 +121,7 @@ __all__ = [
     "BackendError", "RetryPolicy",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
     "default_cache_dir", "cache_path", "cache_open", "cache_snapshot",
-    "FileState", "ParsedChunk", "ParsedFile", "cache_meta", "cache_meta_put", "cache_transaction",
+    "FileState", "ParsedBatch", "cache_meta", "cache_meta_put", "cache_transaction",
     "cache_commit_point", "cache_clear_index", "cache_file_states", "cache_file_state", "cache_delete_files",
     "cache_next_chunk_id", "cache_has_postings", "cache_path_chunks", "cache_term_postings",
     "cache_write_batch", "cache_update_generation",
@@ -2611,25 +2611,23 @@ def _drop_triples(data: array.array, chunk_ids: set[int]) -> None:
             del data[3 * i:3 * i + 3]
 
 
-class ParsedChunk(NamedTuple):
-    """A chunk with its postings counts, length (n_terms, in TF_UNITS) and embedding key."""
+class ParsedBatch(NamedTuple):
+    """A batch of documents as the indexer read them, in the columns the store writes.
 
-    chunk: Chunk
-    counts: dict[str, int]
-    n_terms: int
-    embed_sha: str
+    files: per document, in batch order, (skip code, content hash, title, url, chunk count):
+    a skipped one holds only its code; one whose hash is the one already stored has chunk
+    count None (not re-chunked). chunks: the chunks rows of the others without their id
+    (path, start_line, end_line, sections JSON, text, n_terms, embed_sha), in file order.
+    Postings: terms (each once, in order of first use) with sizes[i] numbers each in triples,
+    native array('I') bytes of (the chunk's index in chunks, tf, n_terms), grouped by term.
+    Only str, int, bytes, tuples, lists and None, so marshal can carry it between processes.
+    """
 
-
-class ParsedFile(NamedTuple):
-    """One document as the indexer read it: skipped (with a skip code), or hashed and
-    titled, and chunked unless its content hash is the one already stored (chunks None)."""
-
-    entry: FileEntry
-    skip: str | None
-    sha: str | None
-    title: str | None
-    url: str | None
-    chunks: list[ParsedChunk] | None
+    files: list[tuple[str | None, str | None, str | None, str | None, int | None]]
+    chunks: list[tuple[str, int, int, str, str, int, str]]
+    terms: list[str]
+    sizes: list[int]
+    triples: bytes
 
 
 class _IndexWriter:
@@ -2648,7 +2646,7 @@ class _IndexWriter:
         self.file_rows: list[tuple] = []
         self.dropped_paths: list[str] = []
         self.postings: dict[str, array.array] = {}
-        self.added: dict[str, list[int]] = {}
+        self.added: dict[str, array.array] = {}
         self.removed: dict[str, set[int]] = {}
         self.all_in_memory = not cache_has_postings(conn)
 
@@ -2659,19 +2657,21 @@ class _IndexWriter:
                 self.removed.setdefault(term, set()).add(chunk_id)
         self.dropped_paths.append(path)
 
-    def add_chunks(self, parsed: list[ParsedChunk]) -> None:
-        """Queue chunks and their postings."""
-        added = self.added
-        for chunk, counts, n_terms, embed_sha in parsed:
-            chunk_id = self.next_id
-            self.next_id += 1
-            self.chunk_rows.append((chunk_id, chunk.path, chunk.start_line, chunk.end_line,
-                                    json.dumps(chunk.sections), chunk.text, n_terms, embed_sha))
-            for term, tf in counts.items():
-                triples = added.get(term)
-                if triples is None:
-                    added[term] = triples = []
-                triples += (chunk_id, tf, n_terms)
+    def add_batch(self, batch: ParsedBatch) -> None:
+        """Queue a batch's chunks, numbered from next_id on in batch order, and their postings."""
+        base = self.next_id
+        self.next_id += len(batch.chunks)
+        self.chunk_rows += [(chunk_id, *row) for chunk_id, row in zip(itertools.count(base), batch.chunks)]
+        triples = _ints(batch.triples)
+        triples[0::3] = array.array("I", map(base.__add__, triples[0::3]))
+        added, raw, start = self.added, memoryview(triples).cast("B"), 0
+        for term, end in zip(batch.terms, itertools.accumulate(batch.sizes)):
+            queued = added.get(term)
+            if queued is None:
+                added[term] = triples[start:end]
+            else:
+                queued.frombytes(raw[start * triples.itemsize:end * triples.itemsize])
+            start = end
 
     def put_file(self, entry: FileEntry, sha: str, title: str | None, url: str | None) -> None:
         self.file_rows.append((entry.rel_path, entry.mtime_ns, entry.size, sha, title, url))
@@ -2749,12 +2749,11 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     done = 0
     for start in range(0, len(todo), PARSE_BATCH_FILES):
         batch = todo[start:start + PARSE_BATCH_FILES]
-        parsed = _parse_files(batch, [known[e.rel_path].sha if e.rel_path in known else None for e in batch],
+        parsed = _parse_batch(batch, [known[e.rel_path].sha if e.rel_path in known else None for e in batch],
                               settings.max_file_bytes, settings.chunk_chars, writer.tokenizer)
-        for item in parsed:
-            _apply_parsed(writer, item, item.entry.rel_path in known, stats, skipped)
-        done += len(parsed)
-        if done % CACHE_COMMIT_EVERY < len(parsed):
+        _apply_batch(writer, batch, parsed, known, stats, skipped)
+        done += len(batch)
+        if done % CACHE_COMMIT_EVERY < len(batch):
             writer.flush()
             cache_commit_point(conn)
         if progress:
@@ -2769,47 +2768,64 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     return stats
 
 
-def _parse_files(entries: list[FileEntry], known_shas: list[str | None], max_bytes: int,
-                 chunk_chars: int, tokenizer: Tokenizer) -> list[ParsedFile]:
-    """Return each file read, hashed, titled and, unless its hash is the known one, chunked
-    and counted (pure but for reading the files)."""
-    out = []
+def _parse_batch(entries: list[FileEntry], known_shas: list[str | None], max_bytes: int,
+                 chunk_chars: int, tokenizer: Tokenizer) -> ParsedBatch:
+    """Return a batch of files read, hashed, titled and, unless a file's hash is its known
+    one, chunked and counted (pure but for reading the files)."""
+    files: list[tuple] = []
+    rows: list[tuple] = []
+    postings: dict[str, list[int]] = {}
+    sections_json: dict[tuple[str, ...], str] = {}
     for entry, known_sha in zip(entries, known_shas):
         text, skip = corpus_read(entry, max_bytes)
         if text is None:
-            out.append(ParsedFile(entry, skip, None, None, None, None))
+            files.append((skip, None, None, None, None))
             continue
         sha = _blake2b_hex(text)
         if sha == known_sha:
-            out.append(ParsedFile(entry, None, sha, *_document_title(text), None))
+            files.append((None, sha, *_document_title(text), None))
             continue
         doc = chunk_parse(entry.rel_path, text, chunk_chars)
-        chunks = [ParsedChunk(chunk, *bm25_term_counts(chunk.text, tokenizer, heads), _embed_key(chunk))
-                  for chunk, heads in zip(doc.chunks, doc.heads)]
-        out.append(ParsedFile(entry, None, sha, doc.title, doc.url, chunks))
-    return out
+        files.append((None, sha, doc.title, doc.url, len(doc.chunks)))
+        for chunk, heads in zip(doc.chunks, doc.heads):
+            counts, n_terms = bm25_term_counts(chunk.text, tokenizer, heads)
+            index = len(rows)
+            sections = sections_json.get(chunk.sections)
+            if sections is None:
+                sections = sections_json[chunk.sections] = json.dumps(chunk.sections)
+            rows.append((chunk.path, chunk.start_line, chunk.end_line, sections, chunk.text, n_terms,
+                         _embed_key(chunk)))
+            for term, tf in counts.items():
+                triples = postings.get(term)
+                if triples is None:
+                    postings[term] = triples = []
+                triples += (index, tf, n_terms)
+    return ParsedBatch(files, rows, list(postings), list(map(len, postings.values())),
+                       array.array("I", itertools.chain.from_iterable(postings.values())).tobytes())
 
 
-def _apply_parsed(writer: _IndexWriter, item: ParsedFile, is_known: bool, stats: IndexStats,
-                  skipped: dict[str, list[str]]) -> None:
-    """Replace one new or touched file's chunks if its content changed, or note a skip."""
-    if item.skip is not None:
-        skipped.setdefault(item.skip, []).append(item.entry.rel_path)
-        if is_known:
-            writer.drop_file(item.entry.rel_path)
-            cache_delete_files(writer.conn, [item.entry.rel_path])
-            stats.removed += 1
-        return
-    if item.chunks is None:
-        stats.unchanged += 1
-    else:
-        if is_known:
-            writer.drop_file(item.entry.rel_path)
+def _apply_batch(writer: _IndexWriter, entries: list[FileEntry], batch: ParsedBatch,
+                 known: dict[str, FileState], stats: IndexStats, skipped: dict[str, list[str]]) -> None:
+    """Queue a parsed batch: replace each new or touched file's chunks if its content
+    changed, drop the known files now skipped, note every skip."""
+    for entry, (skip, sha, title, url, n_chunks) in zip(entries, batch.files):
+        is_known = entry.rel_path in known
+        if skip is not None:
+            skipped.setdefault(skip, []).append(entry.rel_path)
+            if is_known:
+                writer.drop_file(entry.rel_path)
+                cache_delete_files(writer.conn, [entry.rel_path])
+                stats.removed += 1
+            continue
+        if n_chunks is None:
+            stats.unchanged += 1
+        elif is_known:
+            writer.drop_file(entry.rel_path)
             stats.updated += 1
         else:
             stats.new += 1
-        writer.add_chunks(item.chunks)
-    writer.put_file(item.entry, item.sha, item.title, item.url)
+        writer.put_file(entry, sha, title, url)
+    writer.add_batch(batch)
 
 
 def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str,
