@@ -124,7 +124,7 @@ __all__ = [
     "FileState", "ParsedBatch", "cache_meta", "cache_meta_put", "cache_transaction",
     "cache_commit_point", "cache_clear_index", "cache_file_states", "cache_file_state", "cache_delete_files",
     "cache_next_chunk_id", "cache_has_postings", "cache_path_chunks", "cache_term_postings",
-    "cache_write_batch", "cache_update_generation",
+    "cache_write_batch", "cache_write_postings", "cache_update_generation",
     "cache_chunk_count", "cache_mean_length", "cache_query_vector", "cache_forget_vector",
     "cache_document_frequencies",
     "GitCheckout", "GitState", "git_checkout", "git_head", "git_is_dirty", "git_probe", "git_probe_file",
@@ -179,6 +179,9 @@ DENSE_RESCORE = 500                # a sign-bit prefilter picks max(DENSE_RESCOR
 DENSE_RESCORE_SHARE = 0.025        # score exactly (recall@10 0.99 vs exact: reports/performance.md)
 CACHE_BUSY_TIMEOUT_S = 60.0        # how long sqlite waits for another process's lock
 CACHE_BUSY_RETRIES = 2             # then the whole run is retried this often, never rebuilt
+DEFAULT_INDEX_WORKERS = 0          # processes that parse a big refresh: 0 one per CPU (at most
+                                   # INDEX_MAX_WORKERS), 1 this process alone (DOCS_QA_INDEX_WORKERS)
+INDEX_PARALLEL_MIN_FILES = 2000    # fewer files to parse stay in this process (see §10b)
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
 
@@ -253,6 +256,8 @@ class Settings:
     dense_rescore: int = DENSE_RESCORE                  # above dense_exact_max: chunks scored exactly,
     dense_rescore_share: float = DENSE_RESCORE_SHARE    # at least this many or this share of the folder
     feedback_min_share: float = FEEDBACK_MIN_SHARE      # RM3 second pass of BM25 (above 1: never)
+    index_workers: int = DEFAULT_INDEX_WORKERS          # processes parsing a refresh of at least
+    index_parallel_min_files: int = INDEX_PARALLEL_MIN_FILES   # this many files (forked; see §10b)
     memory_index: str | None = None   # with cache_dir None: a shared in-memory sqlite URI a
                                       # server keeps open for its lifetime (None: throw-away)
     index_lock: Any = field(default=None, compare=False, repr=False)   # serialises uses of a
@@ -2536,7 +2541,7 @@ def cache_file_state(conn: sqlite3.Connection, path: str) -> FileState | None:
 
 
 def cache_delete_files(conn: sqlite3.Connection, paths: list[str]) -> None:
-    """Delete the files rows of paths (their chunks go with cache_write_batch)."""
+    """Delete the files rows of paths (their chunks go with cache_write_batch's dropped_paths)."""
     conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in paths])
 
 
@@ -2561,17 +2566,22 @@ def cache_term_postings(conn: sqlite3.Connection, term: str) -> array.array:
     return _ints(row[0]) if row else array.array("I")
 
 
-def cache_write_batch(conn: sqlite3.Connection, dropped_paths: list[str], chunk_rows: list[tuple],
-                      file_rows: list[tuple], postings: list[tuple[str, bytes]], empty_terms: list[str]) -> None:
-    """Write one batch of a refresh (inside the caller's transaction): drop the chunks of
-    dropped_paths, insert chunk_rows (id, path, start_line, end_line, sections JSON, text,
-    n_terms, embed_sha) and file_rows (path, mtime_ns, size, sha, title, url), replace the
-    packed postings of each term, delete the terms left with none."""
+def cache_write_batch(conn: sqlite3.Connection, dropped_paths: list[str], chunk_rows: Iterable[tuple],
+                      file_rows: list[tuple]) -> None:
+    """Write one batch of a refresh's chunks and files (inside the caller's transaction):
+    drop the chunks of dropped_paths, insert chunk_rows (id, path, start_line, end_line,
+    sections JSON, text, n_terms, embed_sha) and file_rows (path, mtime_ns, size, sha,
+    title, url); their postings follow with cache_write_postings."""
     conn.executemany("DELETE FROM chunks WHERE path=?", [(p,) for p in dropped_paths])
     conn.executemany("INSERT INTO chunks(id, path, start_line, end_line, sections, text, n_terms,"
                      " embed_sha) VALUES(?,?,?,?,?,?,?,?)", chunk_rows)
     conn.executemany("INSERT OR REPLACE INTO files(path, mtime_ns, size, sha, title, url)"
                      " VALUES(?,?,?,?,?,?)", file_rows)
+
+
+def cache_write_postings(conn: sqlite3.Connection, postings: list[tuple[str, Any]], empty_terms: list[str]) -> None:
+    """Replace the packed postings (bytes, or an array of them) of each term and delete the
+    terms left with none (inside the caller's transaction)."""
     conn.executemany("INSERT OR REPLACE INTO postings(term, data) VALUES(?,?)", postings)
     conn.executemany("DELETE FROM postings WHERE term=?", [(t,) for t in empty_terms])
 
@@ -2598,7 +2608,15 @@ def _ints(data: bytes) -> array.array:
 
 CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
 PARSE_BATCH_FILES = 500            # files read and parsed between two progress reports
+INDEX_MAX_WORKERS = 4              # auto: at most this many parsing processes (one writer feeds about
+                                   # three: it spends about a third of a batch's parse time applying it)
+PARSE_AHEAD = 2                    # batches queued at a worker: one parsed while the other waits
+PARSE_STASH = 4                    # batches this process may hold parsed ahead of the next one applied
+PARSE_PIPE_BYTES = 1 << 20         # a result pipe holds a whole parsed batch, so a worker that is done
+                                   # goes on with the next one (Linux's F_SETPIPE_SZ; its default maximum)
 _NO_STATE = FileState(-1, -1, "")
+_RESULT_HEAD = struct.Struct("=IQ")   # a worker's reply: the batch's number, the pickle's length
+_BATCH_NUMBER = struct.Struct("=I")   # a task: the number of the batch to parse
 
 
 def _drop_triples(data: array.array, chunk_ids: set[int]) -> None:
@@ -2631,50 +2649,50 @@ class ParsedBatch(NamedTuple):
 
 
 class _IndexWriter:
-    """Buffers one refresh's changes (chunks, files, postings) and writes them in bulk.
+    """Writes one refresh's changes: each batch's chunks and files at once, the postings
+    of every touched term at flush().
 
-    A term's postings are loaded once and kept in memory, so each flush writes every
-    touched term once: removed chunk ids are filtered out, new triples appended. When
-    the postings table was empty at the start, every stored term is in memory and the
-    database is never asked for one.
+    A term's postings are loaded once and kept in memory: new triples are appended as
+    batches arrive (their chunk ids are above every stored one), removed chunk ids are
+    filtered out at flush, which writes every touched term once. When the postings
+    table was empty at the start, every stored term is in memory and the database is
+    never asked for one.
     """
 
     def __init__(self, conn: sqlite3.Connection, tokenizer: Tokenizer) -> None:
         self.conn, self.tokenizer = conn, tokenizer
         self.next_id = cache_next_chunk_id(conn)
-        self.chunk_rows: list[tuple] = []
-        self.file_rows: list[tuple] = []
         self.dropped_paths: list[str] = []
         self.postings: dict[str, array.array] = {}
-        self.added: dict[str, array.array] = {}
+        self.touched: set[str] = set()
         self.removed: dict[str, set[int]] = {}
         self.all_in_memory = not cache_has_postings(conn)
 
     def drop_file(self, path: str) -> None:
-        """Forget a file's chunks and their postings (terms recomputed from the stored text)."""
+        """Forget a file's chunks (with the next batch) and their postings (terms recomputed
+        from the stored text)."""
         for chunk_id, text in cache_path_chunks(self.conn, path):
             for term in set(self.tokenizer.tokens(text)):
                 self.removed.setdefault(term, set()).add(chunk_id)
         self.dropped_paths.append(path)
 
-    def add_batch(self, batch: ParsedBatch) -> None:
-        """Queue a batch's chunks, numbered from next_id on in batch order, and their postings."""
+    def add_batch(self, batch: ParsedBatch, entries: list[FileEntry]) -> None:
+        """Write a batch's chunks, numbered from next_id on in batch order, and the files rows
+        of entries that were read (skipped ones have none); queue the chunks' postings."""
         base = self.next_id
         self.next_id += len(batch.chunks)
-        self.chunk_rows += [(chunk_id, *row) for chunk_id, row in zip(itertools.count(base), batch.chunks)]
+        file_rows = [(entry.rel_path, entry.mtime_ns, entry.size, sha, title, url)
+                     for entry, (skip, sha, title, url, _) in zip(entries, batch.files) if skip is None]
+        cache_write_batch(self.conn, self.dropped_paths,
+                          map(_with_id, itertools.count(base), batch.chunks), file_rows)
+        self.dropped_paths = []
         triples = _ints(batch.triples)
         triples[0::3] = array.array("I", map(base.__add__, triples[0::3]))
-        added, raw, start = self.added, memoryview(triples).cast("B"), 0
+        raw, width, start = memoryview(triples).cast("B"), triples.itemsize, 0
         for term, end in zip(batch.terms, itertools.accumulate(batch.sizes)):
-            queued = added.get(term)
-            if queued is None:
-                added[term] = triples[start:end]
-            else:
-                queued.frombytes(raw[start * triples.itemsize:end * triples.itemsize])
+            self._stored(term).frombytes(raw[start * width:end * width])
             start = end
-
-    def put_file(self, entry: FileEntry, sha: str, title: str | None, url: str | None) -> None:
-        self.file_rows.append((entry.rel_path, entry.mtime_ns, entry.size, sha, title, url))
+        self.touched.update(batch.terms)
 
     def _stored(self, term: str) -> array.array:
         """Return the current postings triples of term, loading them once."""
@@ -2685,21 +2703,28 @@ class _IndexWriter:
         return data
 
     def flush(self) -> None:
-        """Write everything queued (inside the caller's transaction)."""
+        """Write the postings of every term touched since the last flush (inside the caller's
+        transaction)."""
+        if self.dropped_paths:
+            cache_write_batch(self.conn, self.dropped_paths, (), [])
+            self.dropped_paths = []
         puts, empty = [], []
-        for term in sorted(self.added.keys() | self.removed.keys()):
+        for term in sorted(self.touched | self.removed.keys()):
             data = self._stored(term)
             gone = self.removed.get(term)
             if gone:
                 _drop_triples(data, gone)
-            data.extend(self.added.get(term, ()))
             if data:
-                puts.append((term, data.tobytes()))
+                puts.append((term, data))
             else:
                 empty.append(term)
-        cache_write_batch(self.conn, self.dropped_paths, self.chunk_rows, self.file_rows, puts, empty)
-        self.chunk_rows, self.file_rows, self.dropped_paths = [], [], []
-        self.added, self.removed = {}, {}
+        cache_write_postings(self.conn, puts, empty)
+        self.touched, self.removed = set(), {}
+
+
+def _with_id(chunk_id: int, row: tuple) -> tuple:
+    """Return a chunks row with its id in front."""
+    return (chunk_id, *row)
 
 
 def index_refresh(conn: sqlite3.Connection, settings: Settings,
@@ -2746,18 +2771,22 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     cache_delete_files(conn, gone)
     stats.removed = len(gone)
     skipped: dict[str, list[str]] = {}
+    batches = [todo[start:start + PARSE_BATCH_FILES] for start in range(0, len(todo), PARSE_BATCH_FILES)]
+    known_shas = [[known[e.rel_path].sha if e.rel_path in known else None for e in batch] for batch in batches]
+
+    def parse(number: int) -> ParsedBatch:
+        return _parse_batch(batches[number], known_shas[number], settings.max_file_bytes,
+                            settings.chunk_chars, writer.tokenizer)
     done = 0
-    for start in range(0, len(todo), PARSE_BATCH_FILES):
-        batch = todo[start:start + PARSE_BATCH_FILES]
-        parsed = _parse_batch(batch, [known[e.rel_path].sha if e.rel_path in known else None for e in batch],
-                              settings.max_file_bytes, settings.chunk_chars, writer.tokenizer)
-        _apply_batch(writer, batch, parsed, known, stats, skipped)
-        done += len(batch)
-        if done % CACHE_COMMIT_EVERY < len(batch):
-            writer.flush()
-            cache_commit_point(conn)
-        if progress:
-            progress("index", done, len(todo))
+    with _ParsePool(parse, len(batches), _parse_processes(settings, len(todo)) - 1) as pool:
+        for batch, parsed in zip(batches, pool.results()):
+            _apply_batch(writer, batch, parsed, known, stats, skipped)
+            done += len(batch)
+            if done % CACHE_COMMIT_EVERY < len(batch):
+                writer.flush()
+                cache_commit_point(conn)
+            if progress:
+                progress("index", done, len(todo))
     writer.flush()
     file_notes = [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())]
     stats.notes += file_notes
@@ -2804,6 +2833,232 @@ def _parse_batch(entries: list[FileEntry], known_shas: list[str | None], max_byt
                        array.array("I", itertools.chain.from_iterable(postings.values())).tobytes())
 
 
+class _WorkerLost(Exception):
+    """A parse worker exited, or its pipe broke, before it sent a batch it was given."""
+
+
+class _Worker(NamedTuple):
+    """A forked parse worker: its pid, the pipe ends this process writes tasks to and
+    reads results from, and the batch numbers it was given and has not sent back."""
+
+    pid: int
+    tasks: int
+    results: int
+    queue: Any                     # collections.deque[int]
+
+
+class _ParsePool:
+    """Parses numbered batches in forked worker processes and in this one, and yields
+    them in batch order, so the index is byte for byte the one a serial run writes.
+
+    Each worker holds up to PARSE_AHEAD batch numbers; whenever the batch to apply next
+    is not back yet, this process parses the next unassigned batch itself, so the CPUs
+    stay busy however the work splits between parsing and writing. A worker that dies
+    or fails leaves every batch not yet back to this process, which raises whatever the
+    worker hit. With no workers it is the serial loop. close() kills and reaps every
+    worker, also on Ctrl-C and SIGTERM; workers die with Ctrl-C's SIGINT, silently.
+    """
+
+    def __init__(self, parse: Callable[[int], ParsedBatch], n_batches: int, n_workers: int) -> None:
+        self.parse, self.n_batches = parse, n_batches
+        self.next_batch = 0                    # batches below it are given out (or parsed here)
+        self.ready: dict[int, ParsedBatch] = {}
+        self.owner: dict[int, _Worker] = {}
+        self.workers: list[_Worker] = []
+        try:
+            for _ in range(n_workers):
+                self.workers.append(self._fork())
+        except OSError:                        # no process or pipe left: parse with fewer
+            pass
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> "_ParsePool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def results(self) -> Iterator[ParsedBatch]:
+        """Yield every batch, parsed, in batch order."""
+        for number in range(self.n_batches):
+            while number not in self.ready:
+                self._step(number)
+            yield self.ready.pop(number)
+
+    def close(self) -> None:
+        """Kill and reap every worker and close its pipes (a worker's work is all sent or void)."""
+        import signal
+        workers, self.workers, self.owner = self.workers, [], {}
+        for worker in workers:
+            os.close(worker.tasks)
+            with contextlib.suppress(OSError):
+                os.kill(worker.pid, signal.SIGKILL)
+        for worker in workers:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(worker.pid, 0)
+            os.close(worker.results)
+
+    def _fork(self) -> _Worker:
+        """Start a worker (SIGINT and SIGTERM held until it runs its own handlers)."""
+        import signal
+        tasks_r, tasks_w = os.pipe()
+        results_r, results_w = os.pipe()
+        _widen_pipe(results_w)
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            pid = os.fork()
+            if pid == 0:
+                inherited = [fd for w in self.workers for fd in (w.tasks, w.results)] + [tasks_w, results_r]
+                _parse_worker(self.parse, tasks_r, results_w, inherited, mask)
+        except BaseException:
+            for fd in (tasks_r, tasks_w, results_r, results_w):
+                os.close(fd)
+            raise
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        os.close(tasks_r)
+        os.close(results_w)
+        import collections
+        return _Worker(pid, tasks_w, results_r, collections.deque())
+
+    def _step(self, number: int) -> None:
+        """Give out batches, then parse one here or take one back from a worker."""
+        try:
+            self._assign()
+            worker = self.owner.get(number)
+            if worker is None or (self.next_batch < self.n_batches and len(self.ready) < PARSE_STASH
+                                  and not _has_data(worker.results)):
+                self._parse_here()
+            else:
+                self._receive(worker)
+        except _WorkerLost:
+            self.close()                       # the rest is parsed here, from the batch needed on
+            self.next_batch = number
+
+    def _assign(self) -> None:
+        """Queue the next batch numbers at every worker with room for one."""
+        for worker in self.workers:
+            while len(worker.queue) < PARSE_AHEAD and self.next_batch < self.n_batches:
+                try:
+                    os.write(worker.tasks, _BATCH_NUMBER.pack(self.next_batch))
+                except OSError:
+                    raise _WorkerLost() from None
+                worker.queue.append(self.next_batch)
+                self.owner[self.next_batch] = worker
+                self.next_batch += 1
+
+    def _parse_here(self) -> None:
+        """Parse the next unassigned batch in this process."""
+        number = self.next_batch
+        self.next_batch += 1
+        if number not in self.ready:
+            self.ready[number] = self.parse(number)
+
+    def _receive(self, worker: _Worker) -> None:
+        """Take the oldest batch a worker was given back from it; raise _WorkerLost."""
+        import pickle
+        head = _read_exactly(worker.results, _RESULT_HEAD.size)
+        number, size = _RESULT_HEAD.unpack(head)
+        if number != worker.queue[0]:
+            raise _WorkerLost()
+        data = _read_exactly(worker.results, size)
+        worker.queue.popleft()
+        del self.owner[number]
+        self.ready[number] = ParsedBatch(*pickle.loads(data))
+
+
+def _parse_worker(parse: Callable[[int], ParsedBatch], tasks: int, results: int,
+                  inherited: list[int], mask: set) -> None:
+    """Run a forked worker: parse each batch whose number arrives on tasks and send it
+    back pickled on results, until tasks is closed; end the process, never return."""
+    code = 1
+    try:
+        import pickle
+        import signal
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for fd in inherited:
+            os.close(fd)
+        while True:
+            try:
+                head = _read_exactly(tasks, _BATCH_NUMBER.size)
+            except _WorkerLost:                # tasks closed: all given out
+                break
+            number, = _BATCH_NUMBER.unpack(head)
+            data = pickle.dumps(tuple(parse(number)), pickle.HIGHEST_PROTOCOL)
+            _write_all(results, _RESULT_HEAD.pack(number, len(data)) + data)
+        code = 0
+    finally:
+        os._exit(code)                         # never the parent's cleanup, buffers or atexit
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    """Return size bytes read from a pipe; raise _WorkerLost at its end or on an error."""
+    parts, got = [], 0
+    while got < size:
+        try:
+            part = os.read(fd, size - got)
+        except OSError:
+            raise _WorkerLost() from None
+        if not part:
+            raise _WorkerLost()
+        parts.append(part)
+        got += len(part)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of data to a pipe (os.write may take part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _has_data(fd: int) -> bool:
+    """Return whether reading a pipe would not block (data, or its end)."""
+    import select
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+def _widen_pipe(fd: int) -> None:
+    """Grow a pipe's buffer to PARSE_PIPE_BYTES where the OS allows (Linux); else leave it."""
+    try:
+        import fcntl
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PARSE_PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):
+        pass
+
+
+def _runs_one_thread() -> bool:
+    """Return whether this process runs a single thread, so forking it is safe."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        threading = sys.modules.get("threading")
+        return threading is None or threading.active_count() == 1
+
+
+def _parse_processes(settings: Settings, n_files: int) -> int:
+    """Return how many processes parse a refresh of n_files files: this one alone below
+    settings.index_parallel_min_files, without fork, or when another thread runs (a server's
+    background index); else settings.index_workers, 0 meaning one per CPU this process may
+    use, at most INDEX_MAX_WORKERS."""
+    if settings.index_workers == 1 or n_files < settings.index_parallel_min_files \
+            or not hasattr(os, "fork"):
+        return 1
+    if settings.index_workers:
+        wanted = settings.index_workers
+    else:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        wanted = min(cpus, INDEX_MAX_WORKERS)
+    return wanted if wanted > 1 and _runs_one_thread() else 1
+
+
 def _apply_batch(writer: _IndexWriter, entries: list[FileEntry], batch: ParsedBatch,
                  known: dict[str, FileState], stats: IndexStats, skipped: dict[str, list[str]]) -> None:
     """Queue a parsed batch: replace each new or touched file's chunks if its content
@@ -2824,8 +3079,7 @@ def _apply_batch(writer: _IndexWriter, entries: list[FileEntry], batch: ParsedBa
             stats.updated += 1
         else:
             stats.new += 1
-        writer.put_file(entry, sha, title, url)
-    writer.add_batch(batch)
+    writer.add_batch(batch, entries)
 
 
 def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str,
