@@ -2615,8 +2615,7 @@ PARSE_STASH = 4                    # batches this process may hold parsed ahead 
 PARSE_PIPE_BYTES = 1 << 20         # a result pipe holds a whole parsed batch, so a worker that is done
                                    # goes on with the next one (Linux's F_SETPIPE_SZ; its default maximum)
 _NO_STATE = FileState(-1, -1, "")
-_RESULT_HEAD = struct.Struct("=IQ")   # a worker's reply: the batch's number, the pickle's length
-_BATCH_NUMBER = struct.Struct("=I")   # a task: the number of the batch to parse
+_MESSAGE_HEAD = struct.Struct("=IQ")  # a job or a parsed batch on a worker's pipe: batch number, length
 
 
 def _drop_triples(data: array.array, chunk_ids: set[int]) -> None:
@@ -2774,11 +2773,11 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     batches = [todo[start:start + PARSE_BATCH_FILES] for start in range(0, len(todo), PARSE_BATCH_FILES)]
     known_shas = [[known[e.rel_path].sha if e.rel_path in known else None for e in batch] for batch in batches]
 
-    def parse(number: int) -> ParsedBatch:
-        return _parse_batch(batches[number], known_shas[number], settings.max_file_bytes,
-                            settings.chunk_chars, writer.tokenizer)
+    def job(number: int) -> tuple:
+        return (list(map(tuple, batches[number])), known_shas[number], settings.max_file_bytes,
+                settings.chunk_chars)
     done = 0
-    with _ParsePool(parse, len(batches), _parse_processes(settings, len(todo)) - 1) as pool:
+    with _ParsePool(job, len(batches), _parse_processes(settings, len(todo)) - 1, writer.tokenizer) as pool:
         for batch, parsed in zip(batches, pool.results()):
             _apply_batch(writer, batch, parsed, known, stats, skipped)
             done += len(batch)
@@ -2838,7 +2837,7 @@ class _WorkerLost(Exception):
 
 
 class _Worker(NamedTuple):
-    """A forked parse worker: its pid, the pipe ends this process writes tasks to and
+    """A parse worker process: its pid, the pipe ends this process writes jobs to and
     reads results from, and the batch numbers it was given and has not sent back."""
 
     pid: int
@@ -2848,26 +2847,27 @@ class _Worker(NamedTuple):
 
 
 class _ParsePool:
-    """Parses numbered batches in forked worker processes and in this one, and yields
-    them in batch order, so the index is byte for byte the one a serial run writes.
+    """Parses numbered batches in worker processes and in this one, and yields them in
+    batch order, so the index is byte for byte the one a serial run writes.
 
-    Each worker holds up to PARSE_AHEAD batch numbers; whenever the batch to apply next
-    is not back yet, this process parses the next unassigned batch itself, so the CPUs
-    stay busy however the work splits between parsing and writing. A worker that dies
-    or fails leaves every batch not yet back to this process, which raises whatever the
-    worker hit. With no workers it is the serial loop. close() kills and reaps every
-    worker, also on Ctrl-C and SIGTERM; workers die with Ctrl-C's SIGINT, silently.
+    A job is a batch's plain arguments to _parse_job. Each worker holds up to PARSE_AHEAD
+    jobs; whenever the batch to apply next is not back yet, this process parses the next
+    unassigned one itself, so the CPUs stay busy however the work splits between parsing
+    and writing. A worker that cannot start, dies or fails leaves every batch not yet back
+    to this process, which then raises whatever the worker hit. With no workers it is the
+    serial loop. close() kills and reaps every worker, also on Ctrl-C and SIGTERM.
     """
 
-    def __init__(self, parse: Callable[[int], ParsedBatch], n_batches: int, n_workers: int) -> None:
-        self.parse, self.n_batches = parse, n_batches
+    def __init__(self, job: Callable[[int], tuple], n_batches: int, n_workers: int,
+                 tokenizer: Tokenizer) -> None:
+        self.job, self.n_batches, self.tokenizer = job, n_batches, tokenizer
         self.next_batch = 0                    # batches below it are given out (or parsed here)
         self.ready: dict[int, ParsedBatch] = {}
         self.owner: dict[int, _Worker] = {}
         self.workers: list[_Worker] = []
         try:
             for _ in range(n_workers):
-                self.workers.append(self._fork())
+                self.workers.append(_spawn_worker())
         except OSError:                        # no process or pipe left: parse with fewer
             pass
         except BaseException:
@@ -2900,31 +2900,8 @@ class _ParsePool:
                 os.waitpid(worker.pid, 0)
             os.close(worker.results)
 
-    def _fork(self) -> _Worker:
-        """Start a worker (SIGINT and SIGTERM held until it runs its own handlers)."""
-        import signal
-        tasks_r, tasks_w = os.pipe()
-        results_r, results_w = os.pipe()
-        _widen_pipe(results_w)
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        try:
-            pid = os.fork()
-            if pid == 0:
-                inherited = [fd for w in self.workers for fd in (w.tasks, w.results)] + [tasks_w, results_r]
-                _parse_worker(self.parse, tasks_r, results_w, inherited, mask)
-        except BaseException:
-            for fd in (tasks_r, tasks_w, results_r, results_w):
-                os.close(fd)
-            raise
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        os.close(tasks_r)
-        os.close(results_w)
-        import collections
-        return _Worker(pid, tasks_w, results_r, collections.deque())
-
     def _step(self, number: int) -> None:
-        """Give out batches, then parse one here or take one back from a worker."""
+        """Give out jobs, then parse a batch here or take one back from a worker."""
         try:
             self._assign()
             worker = self.owner.get(number)
@@ -2938,11 +2915,13 @@ class _ParsePool:
             self.next_batch = number
 
     def _assign(self) -> None:
-        """Queue the next batch numbers at every worker with room for one."""
+        """Send the next jobs to every worker with room for one."""
+        import marshal
         for worker in self.workers:
             while len(worker.queue) < PARSE_AHEAD and self.next_batch < self.n_batches:
+                data = marshal.dumps(self.job(self.next_batch))
                 try:
-                    os.write(worker.tasks, _BATCH_NUMBER.pack(self.next_batch))
+                    _write_all(worker.tasks, _MESSAGE_HEAD.pack(self.next_batch, len(data)) + data)
                 except OSError:
                     raise _WorkerLost() from None
                 worker.queue.append(self.next_batch)
@@ -2954,45 +2933,81 @@ class _ParsePool:
         number = self.next_batch
         self.next_batch += 1
         if number not in self.ready:
-            self.ready[number] = self.parse(number)
+            self.ready[number] = _parse_job(self.job(number), self.tokenizer)
 
     def _receive(self, worker: _Worker) -> None:
         """Take the oldest batch a worker was given back from it; raise _WorkerLost."""
         import pickle
-        head = _read_exactly(worker.results, _RESULT_HEAD.size)
-        number, size = _RESULT_HEAD.unpack(head)
+        number, size = _MESSAGE_HEAD.unpack(_read_exactly(worker.results, _MESSAGE_HEAD.size))
         if number != worker.queue[0]:
             raise _WorkerLost()
         data = _read_exactly(worker.results, size)
         worker.queue.popleft()
         del self.owner[number]
-        self.ready[number] = ParsedBatch(*pickle.loads(data))
+        try:
+            self.ready[number] = ParsedBatch(*pickle.loads(data))
+        except Exception:
+            raise _WorkerLost() from None
 
 
-def _parse_worker(parse: Callable[[int], ParsedBatch], tasks: int, results: int,
-                  inherited: list[int], mask: set) -> None:
-    """Run a forked worker: parse each batch whose number arrives on tasks and send it
-    back pickled on results, until tasks is closed; end the process, never return."""
+def _parse_job(job: tuple, tokenizer: Tokenizer) -> ParsedBatch:
+    """Return the batch a job describes parsed: (entries as plain tuples, their known
+    content hashes, max_bytes, chunk_chars)."""
+    entries, known_shas, max_bytes, chunk_chars = job
+    return _parse_batch(list(map(_NEW_FILE_ENTRY, entries)), known_shas, max_bytes, chunk_chars, tokenizer)
+
+
+def _spawn_worker() -> _Worker:
+    """Start a parse worker: this module imported afresh (from its bytecode cache) by the
+    same interpreter, reading jobs on its stdin, answering on its stdout, with SIGINT
+    blocked (Ctrl-C reaches the whole process group; this process ends the workers)."""
+    import collections
+    import signal
+    module = sys.modules[__name__]
+    path = getattr(module, "__file__", None)
+    if not path or not sys.executable:
+        raise OSError("no module file or interpreter to start a worker with")
+    name = os.path.splitext(os.path.basename(path))[0]
+    code = (f"import sys; sys.path.insert(0, sys.argv[1]); import {name}; "
+            f"{name}._parse_worker_main()")
+    tasks_r, tasks_w = os.pipe()
+    results_r, results_w = os.pipe()
+    try:
+        _widen_pipe(results_w)
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-S", "-c", code,
+                                              os.path.dirname(os.path.abspath(path))], os.environ,
+                             file_actions=[(os.POSIX_SPAWN_DUP2, tasks_r, 0),
+                                           (os.POSIX_SPAWN_DUP2, results_w, 1)],
+                             setsigmask={signal.SIGINT})
+    except BaseException:
+        for fd in (tasks_w, results_r):
+            os.close(fd)
+        raise
+    finally:
+        os.close(tasks_r)
+        os.close(results_w)
+    return _Worker(pid, tasks_w, results_r, collections.deque())
+
+
+def _parse_worker_main() -> None:
+    """Run a parse worker (see _spawn_worker): parse each job arriving on stdin and send
+    the batch back pickled on stdout, until stdin ends; then end the process."""
     code = 1
     try:
+        import marshal
         import pickle
-        import signal
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        for fd in inherited:
-            os.close(fd)
+        tokenizer = Tokenizer()
         while True:
             try:
-                head = _read_exactly(tasks, _BATCH_NUMBER.size)
-            except _WorkerLost:                # tasks closed: all given out
+                number, size = _MESSAGE_HEAD.unpack(_read_exactly(0, _MESSAGE_HEAD.size))
+            except _WorkerLost:                # stdin closed: every job is given out
                 break
-            number, = _BATCH_NUMBER.unpack(head)
-            data = pickle.dumps(tuple(parse(number)), pickle.HIGHEST_PROTOCOL)
-            _write_all(results, _RESULT_HEAD.pack(number, len(data)) + data)
+            batch = _parse_job(marshal.loads(_read_exactly(0, size)), tokenizer)
+            data = pickle.dumps(tuple(batch), pickle.HIGHEST_PROTOCOL)
+            _write_all(1, _MESSAGE_HEAD.pack(number, len(data)) + data)
         code = 0
     finally:
-        os._exit(code)                         # never the parent's cleanup, buffers or atexit
+        os._exit(code)                         # quietly: the parent parses a failed job itself
 
 
 def _read_exactly(fd: int, size: int) -> bytes:
@@ -3035,7 +3050,7 @@ def _widen_pipe(fd: int) -> None:
 
 
 def _runs_one_thread() -> bool:
-    """Return whether this process runs a single thread, so forking it is safe."""
+    """Return whether this process runs a single thread (a server's index runs beside others)."""
     try:
         return len(os.listdir("/proc/self/task")) == 1
     except OSError:
@@ -3045,11 +3060,11 @@ def _runs_one_thread() -> bool:
 
 def _parse_processes(settings: Settings, n_files: int) -> int:
     """Return how many processes parse a refresh of n_files files: this one alone below
-    settings.index_parallel_min_files, without fork, or when another thread runs (a server's
-    background index); else settings.index_workers, 0 meaning one per CPU this process may
-    use, at most INDEX_MAX_WORKERS."""
+    settings.index_parallel_min_files, without posix_spawn, or when another thread runs (a
+    server's background index); else settings.index_workers, 0 meaning one per CPU this
+    process may use, at most INDEX_MAX_WORKERS."""
     if settings.index_workers == 1 or n_files < settings.index_parallel_min_files \
-            or not hasattr(os, "fork"):
+            or not hasattr(os, "posix_spawn"):
         return 1
     if settings.index_workers:
         wanted = settings.index_workers
