@@ -332,6 +332,9 @@ _EXTRA_FOLDS = str.maketrans({"ł": "l", "đ": "d", "ø": "o", "æ": "ae", "œ":
                               "ħ": "h", "ŧ": "t", "ð": "d", "þ": "th"})
 _EXTRA_FOLD_CHARS = _lazy_re("[" + "".join(chr(c) for c in _EXTRA_FOLDS) + "]")
 _TOKEN_RE = _lazy_re(r"[^\W_]+")
+_WORD_RE = _lazy_re(r"\w+")       # _TOKEN_RE once underscores are spaces, and twice as fast
+# ASCII text folded and split in one translate(): letters lower-cased, every other character a space
+_ASCII_FOLD_BREAKS = str.maketrans({chr(c): chr(c).lower() if chr(c).isalnum() else " " for c in range(128)})
 # Unicode category Cf (format characters: soft hyphen, zero-width space/joiners, word
 # joiner, BOM, bidi controls, ...), as of Unicode 15.1; tests/test_corpus_encodings.py
 # checks the list against unicodedata. Listed, not computed, so import stays instant.
@@ -366,6 +369,7 @@ nie od po pod pre pri sa si so su sme tak tam ten tie to tu uz v vo z za ze ktor
 ktora ktore kde kedy aky aka ake preco kto
 """.split())
 STOP_WORDS = _STOP_EN | _STOP_SLAVIC
+_STOP_EN_ONLY, _STOP_SLAVIC_ONLY = _STOP_EN - _STOP_SLAVIC, _STOP_SLAVIC - _STOP_EN   # what tells
 
 # Request boilerplate ("I am interested in", "I would be pleased to receive", "interesuje
 # mnie", "zaujíma ma"): dropped from questions only, never from documents, where such
@@ -404,6 +408,16 @@ def text_fold(text: str) -> str:
         folded = folded.translate(_EXTRA_FOLDS)
     decomposed = unicodedata.normalize("NFD", folded)
     return _COMBINING_MARKS.sub("", decomposed)
+
+
+def _folded_words(text: str) -> list[str]:
+    """Return _TOKEN_RE.findall(text_fold(text)), the words the index sees, computed in
+    C-level passes: ASCII text by translate() and split(), other text by \\w+ once
+    underscores are spaces (\\w is [^\\W_] plus the underscore)."""
+    folded = text if text.isascii() else text_fold(text)
+    if folded.isascii():
+        return folded.translate(_ASCII_FOLD_BREAKS).split()
+    return _WORD_RE.findall(folded.replace("_", " ") if "_" in folded else folded)
 
 
 def text_stem(token: str) -> str:
@@ -511,12 +525,13 @@ _PL_MARKS = _lazy_re(r"rz|sz|cz|w|(?:ego|ow|osc|ac|ic)$")
 _SK_MARKS = _lazy_re(r"v|(?:eho|ov|ou|ost|at|it)$")
 
 
-def _stop_word_language(words: list[str]) -> str:
-    """Return 'en' when folded words hold more English than Polish/Slovak stop words,
-    'other' when fewer, 'unknown' when the stop words do not tell: the detector's first
-    stage, and the tokenizer's choice of stemmer."""
-    english = sum(1 for w in words if w in _STOP_EN and w not in _STOP_SLAVIC)
-    slavic = sum(1 for w in words if w in _STOP_SLAVIC and w not in _STOP_EN)
+def _stop_word_language(words: list[str] | dict[str, int]) -> str:
+    """Return 'en' when folded words (a list, or each word with its count) hold more English
+    than Polish/Slovak stop words, 'other' when fewer, 'unknown' when the stop words do not
+    tell: the detector's first stage, and the tokenizer's choice of stemmer."""
+    counts = words if isinstance(words, dict) else Counter(words)
+    english = sum(map(counts.__getitem__, _STOP_EN_ONLY.intersection(counts)))
+    slavic = sum(map(counts.__getitem__, _STOP_SLAVIC_ONLY.intersection(counts)))
     if english == slavic:
         return "unknown"
     return "en" if english > slavic else "other"
@@ -685,23 +700,33 @@ class Tokenizer:
 
     def language(self, text: str) -> str:
         """Return the stemmer a text is indexed with: 'en' (Porter) or 'other' (light)."""
-        return self.words_language(_TOKEN_RE.findall(text_fold(text)))
+        return self.words_language(_folded_words(text))
 
     @staticmethod
-    def words_language(words: list[str]) -> str:
-        """Return the stemmer for a text's folded words: 'en' (Porter) or 'other' (light)."""
+    def words_language(words: list[str] | dict[str, int]) -> str:
+        """Return the stemmer for a text's folded words (or each with its count): 'en'
+        (Porter) or 'other' (light)."""
         return "en" if _stop_word_language(words) == "en" else "other"
 
     def tokens(self, text: str, language: str | None = None) -> list[str]:
         """Return text's index terms, stemmed for language ('en' or 'other'; default: text's own)."""
-        words = _TOKEN_RE.findall(text_fold(text))
+        words = _folded_words(text)
         memo = self._memo[language or self.words_language(words)]
         return [term for term in map(memo.__getitem__, words) if term is not None]
 
     def term_counts(self, words: list[str], language: str) -> Counter:
         """Return how often each index term occurs among folded words (stemmed for language)."""
-        counts = Counter(map(self._memo[language].__getitem__, words))
-        counts.pop(None, None)
+        return Counter(self.weighted_counts(Counter(words), language, 1))
+
+    def weighted_counts(self, words: dict[str, int], language: str, units: int) -> dict[str, int]:
+        """Return units times how often each index term occurs, given how often each folded
+        word does (stemmed for language); terms in the order their first word came."""
+        memo, counts = self._memo[language], {}
+        get = counts.get
+        for word, n in words.items():
+            term = memo[word]
+            if term is not None:
+                counts[term] = get(term, 0) + n * units
         return counts
 
 
@@ -737,7 +762,7 @@ def text_query_counts(text: str) -> dict[str, int]:
     short query still meets documents of either language. An English question also gets the
     light stems of its code-like words, so they meet Polish documents ('WIS' is 'wi' to
     Porter, 'wis' to them); capitals make a word code-like only when the question has lower case."""
-    folded = _TOKEN_RE.findall(text_fold(text))
+    folded = _folded_words(text)
     language = _stop_word_language(folded)
     words = [w for w in folded if w not in STOP_WORDS and w not in REQUEST_STOP_WORDS]
     stem = text_stem_english if language == "en" else text_stem
@@ -748,7 +773,7 @@ def text_query_counts(text: str) -> dict[str, int]:
     if language == "en":
         case_tells = text_case_tells(text)
         codes = " ".join(w for w in _QUESTION_WORD.findall(text) if _is_code_word(w, case_tells))
-        for word in _TOKEN_RE.findall(text_fold(codes)):
+        for word in _folded_words(codes):
             if word not in STOP_WORDS and text_stem(word) not in counts:
                 counts[text_stem(word)] = 1
     return dict(counts)
@@ -2008,10 +2033,9 @@ def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None
     """Return a chunk's postings counts and length in TF_UNITS per word, the words of a
     level-1 heading (a document's title) counting HEADING_TF_UNITS (a light BM25F: a title
     word weighs 1.5). heads: the chunk's level-1 heading lines when the caller knows them."""
-    words = _TOKEN_RE.findall(text_fold(text))
+    words = Counter(_folded_words(text))
     language = tokenizer.words_language(words)
-    found = tokenizer.term_counts(words, language)
-    counts = dict(zip(found, map(TF_UNITS.__mul__, found.values())))
+    counts = tokenizer.weighted_counts(words, language, TF_UNITS)
     if heads is None and "#" in text:
         lines = text.split("\n")
         heads = " ".join(lines[i] for i, level, _ in _headers(lines, 0) if level == 1)
@@ -5070,7 +5094,7 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     and no unit quoted holds another. The best comes first.
     """
     terms = set(text_query_terms(question))
-    wants_date = bool(_WHEN_WORDS & set(_TOKEN_RE.findall(text_fold(question))))
+    wants_date = bool(_WHEN_WORDS & set(_folded_words(question)))
     scored = []
     for chunk, pieces in _joined_fragments(result.hits):
         scored.extend(_scored_units(terms, wants_date, chunk, pieces))
