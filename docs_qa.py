@@ -393,6 +393,8 @@ am asz amy acie aja ac
 y a e i u o
 ing ed es s
 """.split()), key=len, reverse=True))
+_SUFFIXES_BY_LENGTH = tuple((n, frozenset(s for s in _SUFFIXES if len(s) == n))
+                            for n in sorted({len(s) for s in _SUFFIXES}, reverse=True))
 _MIN_STEM = 4
 
 
@@ -424,9 +426,9 @@ def text_stem(token: str) -> str:
     """Return token without its longest known inflectional ending (stem kept >= 4 chars)."""
     if len(token) <= _MIN_STEM or token.isdigit():
         return token
-    for suffix in _SUFFIXES:
-        if token.endswith(suffix) and len(token) - len(suffix) >= _MIN_STEM:
-            return token[: -len(suffix)]
+    for n, endings in _SUFFIXES_BY_LENGTH:
+        if len(token) - n >= _MIN_STEM and token[-n:] in endings:
+            return token[:-n]
     return token
 
 
