@@ -2863,13 +2863,15 @@ class _WorkerLost(Exception):
 
 
 class _Worker(NamedTuple):
-    """A parse worker process: its pid, the pipe ends this process writes jobs to and
-    reads results from, and the batch numbers it was given and has not sent back."""
+    """A parse worker process: its pid, the pipe ends this process writes jobs to (never
+    blocking: what the pipe cannot take waits in outbox) and reads results from, and the
+    batch numbers it was given and has not sent back."""
 
     pid: int
     tasks: int
     results: int
     queue: Any                     # collections.deque[int]
+    outbox: bytearray
 
 
 class _ParsePool:
@@ -2941,18 +2943,33 @@ class _ParsePool:
             self.next_batch = number
 
     def _assign(self) -> None:
-        """Send the next jobs to every worker with room for one."""
+        """Queue the next jobs at every worker with room for one, and send what its pipe takes."""
         import marshal
         for worker in self.workers:
             while len(worker.queue) < PARSE_AHEAD and self.next_batch < self.n_batches:
                 data = marshal.dumps(self.job(self.next_batch))
-                try:
-                    _write_all(worker.tasks, _MESSAGE_HEAD.pack(self.next_batch, len(data)) + data)
-                except OSError:
-                    raise _WorkerLost() from None
+                worker.outbox.extend(_MESSAGE_HEAD.pack(self.next_batch, len(data)))
+                worker.outbox.extend(data)
                 worker.queue.append(self.next_batch)
                 self.owner[self.next_batch] = worker
                 self.next_batch += 1
+            _send_some(worker)
+
+    def _wait_for(self, worker: _Worker) -> None:
+        """Block until a worker's result can be read, sending every worker's queued jobs
+        meanwhile (a worker blocked on a full pipe of results may be waiting for its next
+        job to be read, never the other way round)."""
+        import select
+        while True:
+            poller = select.poll()
+            poller.register(worker.results, select.POLLIN)
+            sending = {w.tasks: w for w in self.workers if w.outbox}
+            for fd in sending:
+                poller.register(fd, select.POLLOUT)
+            for fd, _ in poller.poll():
+                if fd == worker.results:
+                    return
+                _send_some(sending[fd])
 
     def _parse_here(self) -> None:
         """Parse the next unassigned batch in this process."""
@@ -2964,6 +2981,7 @@ class _ParsePool:
     def _receive(self, worker: _Worker) -> None:
         """Take the oldest batch a worker was given back from it; raise _WorkerLost."""
         import pickle
+        self._wait_for(worker)
         number, size = _MESSAGE_HEAD.unpack(_read_exactly(worker.results, _MESSAGE_HEAD.size))
         if number != worker.queue[0]:
             raise _WorkerLost()
@@ -3012,7 +3030,8 @@ def _spawn_worker() -> _Worker:
     finally:
         os.close(tasks_r)
         os.close(results_w)
-    return _Worker(pid, tasks_w, results_r, collections.deque())
+    os.set_blocking(tasks_w, False)
+    return _Worker(pid, tasks_w, results_r, collections.deque(), bytearray())
 
 
 def _parse_worker_main() -> None:
@@ -3049,6 +3068,18 @@ def _read_exactly(fd: int, size: int) -> bytes:
         parts.append(part)
         got += len(part)
     return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _send_some(worker: _Worker) -> None:
+    """Write as much of a worker's outbox as its jobs pipe takes now; raise _WorkerLost."""
+    while worker.outbox:
+        try:
+            sent = os.write(worker.tasks, worker.outbox)
+        except BlockingIOError:
+            return
+        except OSError:
+            raise _WorkerLost() from None
+        del worker.outbox[:sent]
 
 
 def _write_all(fd: int, data: bytes) -> None:
