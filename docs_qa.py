@@ -3007,8 +3007,7 @@ def _spawn_worker() -> _Worker:
     blocked (Ctrl-C reaches the whole process group; this process ends the workers)."""
     import collections
     import signal
-    module = sys.modules[__name__]
-    path = getattr(module, "__file__", None)
+    path = globals().get("__file__")
     if not path or not sys.executable:
         raise OSError("no module file or interpreter to start a worker with")
     name = os.path.splitext(os.path.basename(path))[0]
