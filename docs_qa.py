@@ -2714,9 +2714,12 @@ class _IndexWriter:
         self.dropped_paths = []
         triples = _ints(batch.triples)
         triples[0::3] = array.array("I", map(base.__add__, triples[0::3]))
-        raw, width, start = memoryview(triples).cast("B"), triples.itemsize, 0
-        for term, end in zip(batch.terms, itertools.accumulate(batch.sizes)):
-            self._stored(term).frombytes(raw[start * width:end * width])
+        raw, postings, start = memoryview(triples).cast("B"), self.postings, 0
+        for term, end in zip(batch.terms, itertools.accumulate(map(triples.itemsize.__mul__, batch.sizes))):
+            data = postings.get(term)
+            if data is None:
+                data = self._stored(term)
+            data.frombytes(raw[start:end])
             start = end
         self.touched.update(batch.terms)
 
