@@ -2632,7 +2632,7 @@ def _ints(data: bytes) -> array.array:
 
 # --- 10b. Indexer — walk -> parse -> write what changed (SQL only through §10-§10a)
 
-CACHE_COMMIT_EVERY = 10000         # files per transaction while indexing (resumable)
+CACHE_COMMIT_EVERY = 20000         # files per transaction while indexing (resumable)
 PARSE_BATCH_FILES = 500            # files read and parsed between two progress reports
 INDEX_MAX_WORKERS = 4              # auto: at most this many parsing processes (one writer feeds about
                                    # three: it spends about a third of a batch's parse time applying it)
