@@ -576,48 +576,66 @@ _STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "men
           "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize")
 
 
-_VOWELS = frozenset("aeiou")
+# Each letter as Porter sees it: v (a, e, i, o, u), c (any other letter) or y, a vowel after
+# a consonant and a consonant elsewhere (_consonant_vowel resolves it).
+_CV_LETTERS = str.maketrans({chr(c): "v" if chr(c) in "aeiou" else "y" if chr(c) == "y" else "c"
+                             for c in range(128) if chr(c).isalpha()})
 
 
-def _is_consonant(word: str, i: int) -> bool:
-    """Return True when word[i] is a consonant in Porter's sense (y after a consonant is a vowel)."""
-    ch = word[i]
-    if ch in _VOWELS:
-        return False
-    if ch == "y":
-        return i == 0 or not _is_consonant(word, i - 1)
-    return True
+def _consonant_vowel(word: str) -> str:
+    """Return word's letters as 'c' (consonant) and 'v' (vowel) in Porter's sense: y after a
+    consonant is a vowel; a prefix's pattern is the pattern's prefix."""
+    pattern = word.translate(_CV_LETTERS)
+    if "y" not in pattern:
+        return pattern
+    letters = list(pattern)
+    for i, letter in enumerate(letters):
+        if letter == "y":
+            letters[i] = "c" if i == 0 or letters[i - 1] == "v" else "v"
+    return "".join(letters)
 
 
 def _measure(stem: str) -> int:
     """Return m, the number of vowel-consonant sequences in [C](VC)^m[V]."""
-    m, prev_vowel = 0, False
-    for i in range(len(stem)):
-        vowel = not _is_consonant(stem, i)
-        if prev_vowel and not vowel:
-            m += 1
-        prev_vowel = vowel
-    return m
+    return _consonant_vowel(stem).count("vc")
 
 
 def _has_vowel(stem: str) -> bool:
-    return any(not _is_consonant(stem, i) for i in range(len(stem)))
+    return "v" in _consonant_vowel(stem)
 
 
 def _double_consonant(word: str) -> bool:
-    return len(word) >= 2 and word[-1] == word[-2] and _is_consonant(word, len(word) - 1)
+    return len(word) >= 2 and word[-1] == word[-2] and _consonant_vowel(word)[-1] == "c"
 
 
 def _cvc(word: str) -> bool:
     """Return True when word ends consonant-vowel-consonant and the last is not w, x or y."""
-    return (len(word) >= 3 and _is_consonant(word, len(word) - 3)
-            and not _is_consonant(word, len(word) - 2) and _is_consonant(word, len(word) - 1)
-            and word[-1] not in "wxy")
+    return len(word) >= 3 and _consonant_vowel(word)[-3:] == "cvc" and word[-1] not in "wxy"
 
 
-def _replace_longest(word: str, rules: tuple, min_m: int) -> str:
+def _by_length(rules: Iterable[tuple[str, str]]) -> tuple[tuple[int, dict[str, str]], ...]:
+    """Return (suffix length, {suffix: replacement}) pairs, longest first."""
+    rules = dict(rules)
+    return tuple((n, {k: v for k, v in rules.items() if len(k) == n})
+                 for n in sorted({len(k) for k in rules}, reverse=True))
+
+
+_STEP2_BY_LENGTH, _STEP3_BY_LENGTH = _by_length(_STEP2), _by_length(_STEP3)
+_STEP4_BY_LENGTH = _by_length((s, "") for s in _STEP4)
+
+
+def _longest_rule(word: str, rules: tuple[tuple[int, dict[str, str]], ...]) -> tuple[str, str] | None:
+    """Return the (suffix, replacement) rule with the longest suffix word ends with, or None."""
+    for n, by_suffix in rules:
+        replacement = by_suffix.get(word[-n:])
+        if replacement is not None:
+            return word[-n:], replacement
+    return None
+
+
+def _replace_longest(word: str, rules: tuple[tuple[int, dict[str, str]], ...], min_m: int) -> str:
     """Apply the rule with the longest matching suffix when its stem's m > min_m."""
-    best = max((r for r in rules if word.endswith(r[0])), key=lambda r: len(r[0]), default=None)
+    best = _longest_rule(word, rules)
     if best is None:
         return word
     stem = word[: -len(best[0])]
@@ -659,12 +677,12 @@ def text_stem_english(word: str) -> str:
     if len(word) <= 2 or not word.isalpha() or not word.isascii():
         return word
     word = _porter_step1(word)
-    word = _replace_longest(word, _STEP2, 0)
-    word = _replace_longest(word, _STEP3, 0)
-    best = max((s for s in _STEP4 if word.endswith(s)), key=len, default=None)
+    word = _replace_longest(word, _STEP2_BY_LENGTH, 0)
+    word = _replace_longest(word, _STEP3_BY_LENGTH, 0)
+    best = _longest_rule(word, _STEP4_BY_LENGTH)
     if best is not None:
-        stem = word[: -len(best)]
-        if _measure(stem) > 1 and (best != "ion" or stem.endswith(("s", "t"))):
+        stem = word[: -len(best[0])]
+        if _measure(stem) > 1 and (best[0] != "ion" or stem.endswith(("s", "t"))):
             word = stem
     if word.endswith("e"):
         stem = word[:-1]
