@@ -2654,7 +2654,7 @@ CACHE_COMMIT_EVERY = 20000         # files per transaction while indexing (resum
 PARSE_BATCH_FILES = 500            # files read and parsed between two progress reports
 INDEX_MAX_WORKERS = 4              # auto: at most this many parsing processes (one writer feeds about
                                    # three: it spends about a third of a batch's parse time applying it)
-PARSE_AHEAD = 2                    # batches queued at a worker: one parsed while the other waits
+PARSE_AHEAD = 4                    # batches queued at a worker, so it parses on while this process writes
 PARSE_STASH = 4                    # batches this process may hold parsed ahead of the next one applied
 PARSE_PIPE_BYTES = 1 << 20         # a result pipe holds a whole parsed batch, so a worker that is done
                                    # goes on with the next one (Linux's F_SETPIPE_SZ; its default maximum)
@@ -2884,16 +2884,91 @@ class _WorkerLost(Exception):
     """A parse worker exited, or its pipe broke, before it sent a batch it was given."""
 
 
+class _Link:
+    """This process's end of the two pipes to another: messages (a batch number and marshal
+    data) leave through an outbox and arrive in an inbox, both pipes non-blocking, so
+    neither process ever blocks on a pipe while the other blocks on the other pipe; a
+    process with nothing to do waits in _wait_links()."""
+
+    def __init__(self, incoming: int, outgoing: int) -> None:
+        os.set_blocking(incoming, False)
+        os.set_blocking(outgoing, False)
+        self.incoming, self.outgoing = incoming, outgoing
+        self.inbox, self.outbox = bytearray(), bytearray()
+        self.ended = False                     # the other process closed its end
+
+    def send(self, number: int, data: bytes) -> None:
+        """Queue a message and write what the pipe takes now."""
+        self.outbox += _MESSAGE_HEAD.pack(number, len(data))
+        self.outbox += data
+        self.pump()
+
+    def pump(self) -> None:
+        """Write as much of the outbox as the pipe takes now; raise _WorkerLost if it broke."""
+        while self.outbox:
+            try:
+                sent = os.write(self.outgoing, self.outbox)
+            except BlockingIOError:
+                return
+            except OSError:
+                raise _WorkerLost() from None
+            del self.outbox[:sent]
+
+    def fill(self) -> None:
+        """Read what the pipe holds now into the inbox (its end sets ended)."""
+        while not self.ended:
+            try:
+                data = os.read(self.incoming, PARSE_PIPE_BYTES)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            self.ended = not data
+            self.inbox += data
+
+    def receive(self) -> tuple[int, bytes] | None:
+        """Return the next whole message (number, data) read so far, or None."""
+        self.fill()
+        if len(self.inbox) < _MESSAGE_HEAD.size:
+            return None
+        number, size = _MESSAGE_HEAD.unpack_from(self.inbox)
+        end = _MESSAGE_HEAD.size + size
+        if len(self.inbox) < end:
+            return None
+        data = bytes(self.inbox[_MESSAGE_HEAD.size:end])
+        del self.inbox[:end]
+        return number, data
+
+
+def _wait_links(links: list[_Link]) -> None:
+    """Block until one of links has data to read (read it) or room for its outbox (write
+    it); raise _WorkerLost when none can ever do either."""
+    import select
+    poller, by_fd = select.poll(), {}
+    for link in links:
+        if not link.ended:
+            poller.register(link.incoming, select.POLLIN)
+            by_fd[link.incoming] = link
+        if link.outbox:
+            poller.register(link.outgoing, select.POLLOUT)
+            by_fd[link.outgoing] = link
+    if not by_fd:
+        raise _WorkerLost()
+    for fd, _ in poller.poll():
+        link = by_fd[fd]
+        if fd == link.incoming:
+            link.fill()
+        else:
+            link.pump()
+
+
 class _Worker(NamedTuple):
-    """A parse worker process: its pid, the pipe ends this process writes jobs to (never
-    blocking: what the pipe cannot take waits in outbox) and reads results from, and the
-    batch numbers it was given and has not sent back."""
+    """A parse worker process: its pid, its link, and the batch numbers it was given and
+    has not sent back, oldest first."""
 
     pid: int
-    tasks: int
-    results: int
+    link: _Link
     queue: Any                     # collections.deque[int]
-    outbox: bytearray
 
 
 class _ParsePool:
@@ -2901,11 +2976,12 @@ class _ParsePool:
     batch order, so the index is byte for byte the one a serial run writes.
 
     A job is a batch's plain arguments to _parse_job. Each worker holds up to PARSE_AHEAD
-    jobs; whenever the batch to apply next is not back yet, this process parses the next
-    unassigned one itself, so the CPUs stay busy however the work splits between parsing
-    and writing. A worker that cannot start, dies or fails leaves every batch not yet back
-    to this process, which then raises whatever the worker hit. With no workers it is the
-    serial loop. close() kills and reaps every worker, also on Ctrl-C and SIGTERM.
+    jobs (its results wait in its outbox while this process writes the index); whenever
+    the batch to apply next is not back yet, this process parses the next unassigned one
+    itself, so the CPUs stay busy however the work splits between parsing and writing. A
+    worker that cannot start, dies or fails leaves every batch not yet back to this
+    process, which then raises whatever the worker hit. With no workers it is the serial
+    loop. close() kills and reaps every worker, also on Ctrl-C and SIGTERM.
     """
 
     def __init__(self, job: Callable[[int], tuple], n_batches: int, n_workers: int,
@@ -2942,56 +3018,39 @@ class _ParsePool:
         import signal
         workers, self.workers, self.owner = self.workers, [], {}
         for worker in workers:
-            os.close(worker.tasks)
+            os.close(worker.link.outgoing)
             with contextlib.suppress(OSError):
                 os.kill(worker.pid, signal.SIGKILL)
         for worker in workers:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(worker.pid, 0)
-            os.close(worker.results)
+            os.close(worker.link.incoming)
 
     def _step(self, number: int) -> None:
         """Give out jobs, then parse a batch here or take one back from a worker."""
         try:
             self._assign()
             worker = self.owner.get(number)
-            if worker is None or (self.next_batch < self.n_batches and len(self.ready) < PARSE_STASH
-                                  and not _has_data(worker.results)):
+            if worker is None:
                 self._parse_here()
-            else:
-                self._receive(worker)
+            elif not self._receive(worker, block=False):
+                if self.next_batch < self.n_batches and len(self.ready) < PARSE_STASH:
+                    self._parse_here()
+                else:
+                    self._receive(worker, block=True)
         except _WorkerLost:
             self.close()                       # the rest is parsed here, from the batch needed on
             self.next_batch = number
 
     def _assign(self) -> None:
-        """Queue the next jobs at every worker with room for one, and send what its pipe takes."""
+        """Send the next jobs to every worker with room for one."""
         import marshal
         for worker in self.workers:
             while len(worker.queue) < PARSE_AHEAD and self.next_batch < self.n_batches:
-                data = marshal.dumps(self.job(self.next_batch))
-                worker.outbox.extend(_MESSAGE_HEAD.pack(self.next_batch, len(data)))
-                worker.outbox.extend(data)
+                worker.link.send(self.next_batch, marshal.dumps(self.job(self.next_batch)))
                 worker.queue.append(self.next_batch)
                 self.owner[self.next_batch] = worker
                 self.next_batch += 1
-            _send_some(worker)
-
-    def _wait_for(self, worker: _Worker) -> None:
-        """Block until a worker's result can be read, sending every worker's queued jobs
-        meanwhile (a worker blocked on a full pipe of results may be waiting for its next
-        job to be read, never the other way round)."""
-        import select
-        while True:
-            poller = select.poll()
-            poller.register(worker.results, select.POLLIN)
-            sending = {w.tasks: w for w in self.workers if w.outbox}
-            for fd in sending:
-                poller.register(fd, select.POLLOUT)
-            for fd, _ in poller.poll():
-                if fd == worker.results:
-                    return
-                _send_some(sending[fd])
 
     def _parse_here(self) -> None:
         """Parse the next unassigned batch in this process."""
@@ -3000,21 +3059,29 @@ class _ParsePool:
         if number not in self.ready:
             self.ready[number] = _parse_job(self.job(number), self.tokenizer)
 
-    def _receive(self, worker: _Worker) -> None:
-        """Take the oldest batch a worker was given back from it (marshal, as a job: the data
-    is this program's own, and marshal loads it faster than pickle); raise _WorkerLost."""
+    def _receive(self, worker: _Worker, block: bool) -> bool:
+        """Take the oldest batch a worker was given back from it, waiting for it if block
+        (meanwhile every worker's link is served); return whether it came. Raise _WorkerLost.
+        The data is marshal, like a job's: this program's own, and faster than pickle."""
         import marshal
-        self._wait_for(worker)
-        number, size = _MESSAGE_HEAD.unpack(_read_exactly(worker.results, _MESSAGE_HEAD.size))
+        message = worker.link.receive()
+        while message is None and block:
+            if worker.link.ended:
+                raise _WorkerLost()
+            _wait_links([w.link for w in self.workers])
+            message = worker.link.receive()
+        if message is None:
+            return False
+        number, data = message
         if number != worker.queue[0]:
             raise _WorkerLost()
-        data = _read_exactly(worker.results, size)
         worker.queue.popleft()
         del self.owner[number]
         try:
             self.ready[number] = ParsedBatch(*marshal.loads(data))
         except Exception:
             raise _WorkerLost() from None
+        return True
 
 
 def _parse_job(job: tuple, tokenizer: Tokenizer) -> ParsedBatch:
@@ -3036,24 +3103,23 @@ def _spawn_worker() -> _Worker:
     name = os.path.splitext(os.path.basename(path))[0]
     code = (f"import sys; sys.path.insert(0, sys.argv[1]); import {name}; "
             f"{name}._parse_worker_main()")
-    tasks_r, tasks_w = os.pipe()
+    jobs_r, jobs_w = os.pipe()
     results_r, results_w = os.pipe()
     try:
         _widen_pipe(results_w)
         pid = os.posix_spawn(sys.executable, [sys.executable, "-S", "-c", code,
                                               os.path.dirname(os.path.abspath(path))], os.environ,
-                             file_actions=[(os.POSIX_SPAWN_DUP2, tasks_r, 0),
+                             file_actions=[(os.POSIX_SPAWN_DUP2, jobs_r, 0),
                                            (os.POSIX_SPAWN_DUP2, results_w, 1)],
                              setsigmask={signal.SIGINT})
     except BaseException:
-        for fd in (tasks_w, results_r):
+        for fd in (jobs_w, results_r):
             os.close(fd)
         raise
     finally:
-        os.close(tasks_r)
+        os.close(jobs_r)
         os.close(results_w)
-    os.set_blocking(tasks_w, False)
-    return _Worker(pid, tasks_w, results_r, collections.deque(), bytearray())
+    return _Worker(pid, _Link(results_r, jobs_w), collections.deque())
 
 
 def _parse_worker_main() -> None:
@@ -3062,60 +3128,19 @@ def _parse_worker_main() -> None:
     code = 1
     try:
         import marshal
-        tokenizer = Tokenizer()
+        tokenizer, link = Tokenizer(), _Link(0, 1)
         while True:
-            try:
-                number, size = _MESSAGE_HEAD.unpack(_read_exactly(0, _MESSAGE_HEAD.size))
-            except _WorkerLost:                # stdin closed: every job is given out
-                break
-            batch = _parse_job(marshal.loads(_read_exactly(0, size)), tokenizer)
-            data = marshal.dumps(tuple(batch))
-            _write_all(1, _MESSAGE_HEAD.pack(number, len(data)) + data)
+            message = link.receive()
+            if message is None:
+                if link.ended:                 # stdin closed: this process is done
+                    break
+                _wait_links([link])
+                continue
+            number, job = message
+            link.send(number, marshal.dumps(tuple(_parse_job(marshal.loads(job), tokenizer))))
         code = 0
     finally:
         os._exit(code)                         # quietly: the parent parses a failed job itself
-
-
-def _read_exactly(fd: int, size: int) -> bytes:
-    """Return size bytes read from a pipe; raise _WorkerLost at its end or on an error."""
-    parts, got = [], 0
-    while got < size:
-        try:
-            part = os.read(fd, size - got)
-        except OSError:
-            raise _WorkerLost() from None
-        if not part:
-            raise _WorkerLost()
-        parts.append(part)
-        got += len(part)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-def _send_some(worker: _Worker) -> None:
-    """Write as much of a worker's outbox as its jobs pipe takes now; raise _WorkerLost."""
-    while worker.outbox:
-        try:
-            sent = os.write(worker.tasks, worker.outbox)
-        except BlockingIOError:
-            return
-        except OSError:
-            raise _WorkerLost() from None
-        del worker.outbox[:sent]
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """Write all of data to a pipe (os.write may take part of it)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _has_data(fd: int) -> bool:
-    """Return whether reading a pipe would not block (data, or its end)."""
-    import select
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(0))
 
 
 def _widen_pipe(fd: int) -> None:
