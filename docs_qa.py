@@ -3165,7 +3165,7 @@ def _parse_processes(settings: Settings, n_files: int) -> int:
     """Return how many processes parse a refresh of n_files files: this one alone below
     settings.index_parallel_min_files, without posix_spawn, or when another thread runs (a
     server's background index); else settings.index_workers, 0 meaning one per CPU this
-    process may use, at most INDEX_MAX_WORKERS."""
+    process may use, at most INDEX_MAX_WORKERS; never more than there are batches."""
     if settings.index_workers == 1 or n_files < settings.index_parallel_min_files \
             or not hasattr(os, "posix_spawn"):
         return 1
@@ -3174,6 +3174,7 @@ def _parse_processes(settings: Settings, n_files: int) -> int:
     else:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         wanted = min(cpus, INDEX_MAX_WORKERS)
+    wanted = min(wanted, -(-n_files // PARSE_BATCH_FILES))
     return wanted if wanted > 1 and _runs_one_thread() else 1
 
 
@@ -5456,6 +5457,15 @@ def _env_chat_timeout(text: str) -> float:
     return value
 
 
+def _env_index_workers(text: str) -> int:
+    """Return DOCS_QA_INDEX_WORKERS; raise InvalidRequestError unless it is a whole number."""
+    text = text.strip()
+    if not (text.isascii() and text.isdigit()):
+        raise InvalidRequestError("DOCS_QA_INDEX_WORKERS must be a whole number of processes "
+                                  "(0: one per CPU, 1: no worker processes)", ("index_workers",))
+    return int(text)
+
+
 def _origin_list(values: Iterable[str]) -> tuple[str, ...]:
     """Return browser origins without blanks, repeats or a trailing '/' (browsers send none)."""
     return tuple(dict.fromkeys(v.strip().rstrip("/") for v in values if v.strip()))
@@ -5480,6 +5490,8 @@ def settings_from_env(environ: dict[str, str], **overrides: Any) -> Settings:
             values[key] = _gate_threshold(environ[name], name)
     if overrides.get("chat_timeout_s") is None and environ.get("DOCS_QA_CHAT_TIMEOUT"):
         values["chat_timeout_s"] = _env_chat_timeout(environ["DOCS_QA_CHAT_TIMEOUT"])
+    if environ.get("DOCS_QA_INDEX_WORKERS"):
+        values["index_workers"] = _env_index_workers(environ["DOCS_QA_INDEX_WORKERS"])
     values.update({k: v for k, v in overrides.items() if v is not None})
     if overrides.get("no_cache"):
         values["cache_dir"] = None
@@ -5697,7 +5709,7 @@ def _question_parser() -> argparse.ArgumentParser:
                f"Ctrl-C exits {EXIT_INTERRUPTED}, SIGTERM {EXIT_TERMINATED}. "
                "Environment: DOCS_QA_BASE_URL, DOCS_QA_EMBED_MODEL, DOCS_QA_CHAT_MODEL, "
                "DOCS_QA_CHAT_TIMEOUT, DOCS_QA_API_KEY, DOCS_QA_MIN_COVERAGE, DOCS_QA_MIN_SIMILARITY, "
-               "EMBED_MOCK=1 (offline mock vectors).")
+               "DOCS_QA_INDEX_WORKERS (see 'docs_qa.py index --help'), EMBED_MOCK=1 (offline mock vectors).")
     parser.add_argument("question", help="the question, in Polish, Slovak or English")
     _add_common_flags(parser)
     parser.add_argument("--search", action="store_true", help="ranked fragments only, no answer")
@@ -5728,7 +5740,11 @@ def _index_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="docs_qa.py index",
         description="Build or refresh the index of a folder and report new, updated, unchanged "
-                    "and removed files. Embeds new chunks when an embedding server answers.")
+                    "and removed files. Embeds new chunks when an embedding server answers.",
+        epilog=f"A refresh that reads {INDEX_PARALLEL_MIN_FILES} files or more parses them in worker "
+               "processes too (the same index as one process writes): DOCS_QA_INDEX_WORKERS=N sets "
+               f"how many processes parse (0, the default: one per CPU, at most {INDEX_MAX_WORKERS}; "
+               "1: this process alone).")
     _add_common_flags(parser)
     parser.add_argument("--json", action="store_true", help="print the counts as JSON")
     return parser
