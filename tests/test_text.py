@@ -23,6 +23,15 @@ class FoldTest(unittest.TestCase):
         self.assertEqual(text_fold("Łódź ĐØ Straße"), "lodz do strasse")
 
 
+class FoldedWordsTest(unittest.TestCase):
+    def test_the_fast_split_finds_the_words_of_the_folded_text(self):
+        # ASCII by translate and split, other text by \\w+ with underscores as spaces
+        for text in ("GTU_12 VAT-26 __init__ a_b", "Tab\tcontrol\x1f\x1cchars and\x0bspaces",
+                     "Łódź ŻÓŁW Koľko ťažké", "ﬁle ２０２６ Straße", "zero\u200bwidth soft\u00adhyphen",
+                     "e\u0301 q\u0301x", "日本語のテキスト_和", "٣٤ ① ½ ²", "", "___", "a\u0345b"):
+            self.assertEqual(docs_qa._folded_words(text), docs_qa._TOKEN_RE.findall(text_fold(text)), text)
+
+
 class WordsTest(unittest.TestCase):
     def test_words_keep_diacritics_and_fold_to_the_tokenizer_words(self):
         self.assertEqual(text_words("Jána Holpová, GTU_12!"), ["jána", "holpová", "gtu", "12"])
@@ -132,6 +141,14 @@ class PorterTest(unittest.TestCase):
     def test_numbers_and_short_words_are_kept(self):
         self.assertEqual(text_stem_english("v7m"), "v7m")
         self.assertEqual(text_stem_english("is"), "is")
+
+    def test_y_is_a_vowel_only_after_a_consonant(self):
+        # the stems of the first implementation, which tested each letter in turn
+        for word, stem in (("yelling", "yell"), ("crying", "cry"), ("enjoy", "enjoi"),
+                           ("syzygy", "syzygi"), ("yyyy", "yyyi"), ("toying", "toi"),
+                           ("bayonets", "bayonet"), ("generalization", "gener"),
+                           ("abilities", "abil"), ("ableness", "abl")):
+            self.assertEqual(text_stem_english(word), stem, word)
 
 
 if __name__ == "__main__":

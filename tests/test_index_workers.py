@@ -1,0 +1,227 @@
+"""Tests of the parse workers (section 10b): an index built with worker processes is the one a
+single process builds, table by table; workers are not started beside another thread; a
+worker that dies or answers garbage leaves its batches to the indexing process, which ends
+with the same index; Ctrl-C and SIGTERM end every process. Each run is a fresh process (a
+test runner has threads, and the spy on os.posix_spawn must see every start)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import unittest
+
+from helpers import REPO, TempDirTest, docs_qa, write_files
+
+WAIT_S = 60                        # a guard against a hang, never a measured time
+
+# Indexes DOCS into CACHE with three parsing processes (two workers) from the first file on,
+# in batches of three files; prints how many workers were started. MODE: "plain"; "thread"
+# (another thread runs); "die" (each worker is killed as it starts); "garbage" (the worker's
+# interpreter is FAKE, which writes junk and exits).
+INDEX_SCRIPT = r'''
+import json, os, sys, threading
+sys.path.insert(0, sys.argv[1])
+import docs_qa
+docs, cache, mode = sys.argv[2], sys.argv[3], sys.argv[4]
+started, real_spawn = [], os.posix_spawn
+def spy(*args, **kwargs):
+    pid = real_spawn(*args, **kwargs)
+    started.append(pid)
+    if mode == "die":
+        os.kill(pid, 9)
+    return pid
+os.posix_spawn = spy
+if mode == "garbage":
+    sys.executable = sys.argv[5]
+stop = threading.Event()
+if mode == "thread":
+    threading.Thread(target=stop.wait, daemon=True).start()
+docs_qa.PARSE_BATCH_FILES = 3
+settings = docs_qa.Settings(docs_dir=docs, cache_dir=cache, use_embeddings=False, index_workers=3,
+                            index_parallel_min_files=1)
+stats = docs_qa.index_folder(settings)
+stop.set()
+print(json.dumps({"started": len(started), "new": stats.new, "updated": stats.updated,
+                  "removed": stats.removed, "unchanged": stats.unchanged}))
+'''
+
+# Runs `docs_qa.py index ARGS` with workers from the first file on; once the workers run, the
+# indexing process writes their pids to MARKER and sleeps in its first apply, for a signal.
+SIGNAL_SCRIPT = r'''
+import dataclasses, os, sys, time
+sys.path.insert(0, sys.argv[1])
+import docs_qa
+marker = sys.argv[2]
+started, real_spawn = [], os.posix_spawn
+def spy(*args, **kwargs):
+    pid = real_spawn(*args, **kwargs)
+    started.append(pid)
+    return pid
+os.posix_spawn = spy
+def apply_then_sleep(*args):
+    with open(marker + ".part", "w") as fh:
+        fh.write(" ".join(map(str, started)))
+    os.replace(marker + ".part", marker)
+    time.sleep(600)
+docs_qa._apply_batch = apply_then_sleep
+real_settings = docs_qa._settings_from_args
+docs_qa._settings_from_args = lambda args, environ: dataclasses.replace(
+    real_settings(args, environ), index_workers=3, index_parallel_min_files=1)
+docs_qa.PARSE_BATCH_FILES = 2
+sys.exit(docs_qa.main(sys.argv[3:]))
+'''
+
+
+def corpus(n: int) -> dict[str, str | bytes]:
+    """Return n varied documents: Polish, Slovak and English, headings, fences, a title in
+    front matter, plus an unreadable (binary) one and a UTF-16 one."""
+    files: dict[str, str | bytes] = {}
+    for i in range(n):
+        if i % 3 == 0:
+            text = (f"# Faktura {i}\n\nFakturę korygującą numer {i} wystawia się po rabacie.\n\n"
+                    f"## Termin\n\nPlik JPK_V7M składa się do 25. dnia miesiąca.\n")
+        elif i % 3 == 1:
+            text = (f"---\ntitle: Daň {i}\nurl: https://example.org/{i}\n---\n\nKoľko stojí "
+                    f"priznanie k dani z príjmov {i}?\n\n```sh\ncalc --year {i}\n```\n")
+        else:
+            text = (f"# Tool {i}\n\n> The invoices were issued in {i}.\n\n- List the files:\n\n"
+                    f"`ls -la path/to/dir{i}`\n\n" + "A long line of words. " * (i % 7) * 20 + "\n")
+        files[f"part{i % 4}/doc{i:03}.md"] = text
+    files["part0/binary.md"] = b"\x00\x01 not text"
+    files["part1/utf16.txt"] = "Zażółć gęślą jaźń, UTF-16.\n".encode("utf-16")
+    return files
+
+
+def table_rows(cache_dir: str) -> dict[str, list[tuple]]:
+    """Return every row of every table of the one index in cache_dir, sorted."""
+    [name] = [n for n in os.listdir(cache_dir) if n.endswith(".sqlite")]
+    conn = sqlite3.connect(os.path.join(cache_dir, name))
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
+    finally:
+        conn.close()
+
+
+class IndexWorkersTest(TempDirTest):
+
+    def setUp(self) -> None:
+        super().setUp()
+        write_files(self.docs, corpus(40))
+
+    def run_index(self, cache: str, mode: str = "plain", *extra: str) -> dict:
+        proc = subprocess.run([sys.executable, "-c", INDEX_SCRIPT, REPO, self.docs, cache, mode, *extra],
+                              capture_output=True, text=True, timeout=WAIT_S)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return json.loads(proc.stdout)
+
+    def serial_index(self, cache: str) -> docs_qa.IndexStats:
+        return docs_qa.index_folder(self.settings(cache_dir=cache, use_embeddings=False, index_workers=1))
+
+    def test_workers_write_the_index_one_process_writes(self):
+        parallel, serial = os.path.join(self.tmp, "parallel"), os.path.join(self.tmp, "serial")
+        report = self.run_index(parallel)
+        self.assertEqual(report["started"], 2)
+        self.assertEqual(report["new"], self.serial_index(serial).new)
+        self.assertEqual(table_rows(parallel), table_rows(serial))
+        # a refresh: files changed, one added, one removed, one made unreadable
+        write_files(self.docs, {"part0/doc000.md": "# Faktura 0\n\nNowy tekst o fakturze.\n",
+                                "part2/doc002.md": "# Tool 2\n\nChanged words entirely.\n",
+                                "part3/new.md": "# Nowy\n\nNowy plik o podatku.\n",
+                                "part1/doc001.md": b"\x00binary now"})
+        os.remove(os.path.join(self.docs, "part3", "doc003.md"))
+        report = self.run_index(parallel)
+        stats = self.serial_index(serial)
+        self.assertEqual([report[k] for k in ("new", "updated", "removed", "unchanged")],
+                         [stats.new, stats.updated, stats.removed, stats.unchanged])
+        self.assertEqual(table_rows(parallel), table_rows(serial))
+
+    def test_no_worker_starts_beside_another_thread(self):
+        parallel, serial = os.path.join(self.tmp, "parallel"), os.path.join(self.tmp, "serial")
+        self.assertEqual(self.run_index(parallel, "thread")["started"], 0)
+        self.serial_index(serial)
+        self.assertEqual(table_rows(parallel), table_rows(serial))
+
+    def test_a_worker_that_dies_leaves_its_batches_to_the_indexer(self):
+        parallel, serial = os.path.join(self.tmp, "parallel"), os.path.join(self.tmp, "serial")
+        self.assertEqual(self.run_index(parallel, "die")["started"], 2)
+        self.serial_index(serial)
+        self.assertEqual(table_rows(parallel), table_rows(serial))
+
+    def test_a_worker_that_answers_garbage_leaves_its_batches_to_the_indexer(self):
+        fake = os.path.join(self.tmp, "fake-python")
+        with open(fake, "w") as fh:
+            fh.write("#!/bin/sh\nprintf 'not a parsed batch, not even close'\n")
+        os.chmod(fake, 0o755)
+        parallel, serial = os.path.join(self.tmp, "parallel"), os.path.join(self.tmp, "serial")
+        self.assertEqual(self.run_index(parallel, "garbage", fake)["started"], 2)
+        self.serial_index(serial)
+        self.assertEqual(table_rows(parallel), table_rows(serial))
+
+    def test_the_worker_count_comes_from_the_environment(self):
+        settings = docs_qa.settings_from_env({"DOCS_QA_INDEX_WORKERS": " 3 "}, docs_dir=self.docs)
+        self.assertEqual(settings.index_workers, 3)
+        self.assertEqual(docs_qa.settings_from_env({}, docs_dir=self.docs).index_workers, 0)
+        for bad in ("-1", "two", "1.5", "²"):
+            with self.subTest(value=bad), self.assertRaises(docs_qa.InvalidRequestError):
+                docs_qa.settings_from_env({"DOCS_QA_INDEX_WORKERS": bad}, docs_dir=self.docs)
+
+
+class IndexWorkersSignalTest(TempDirTest):
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) and SIGTERM (to the
+    indexing process) during a parallel index end it in one line, and every worker with it."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        write_files(self.docs, corpus(24))
+
+    def start(self) -> tuple[subprocess.Popen, list[int]]:
+        marker = os.path.join(self.tmp, "workers")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DOCS_QA_")}
+        # a shell starts background jobs with SIGINT ignored, which the child would keep
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", SIGNAL_SCRIPT, REPO, marker, "index",
+                                     "--docs", self.docs, "--cache-dir", self.cache, "--no-embed"],
+                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, start_new_session=True)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        self.addCleanup(lambda: proc.poll() is None and os.killpg(proc.pid, signal.SIGKILL))
+        deadline = time.monotonic() + WAIT_S
+        while not os.path.exists(marker):
+            self.assertIsNone(proc.poll(), proc.stderr.read() if proc.poll() is not None else "")
+            self.assertLess(time.monotonic(), deadline, "the index never reached its first batch")
+            time.sleep(0.02)
+        with open(marker) as fh:
+            workers = [int(pid) for pid in fh.read().split()]
+        self.assertEqual(len(workers), 2)
+        return proc, workers
+
+    def assert_ended(self, proc: subprocess.Popen, workers: list[int], code: int, word: str) -> None:
+        out, err = proc.communicate(timeout=WAIT_S)
+        self.assertEqual(proc.returncode, code, err)
+        self.assertEqual(err.strip().splitlines()[-1:], [f"docs_qa: {word}"])
+        self.assertNotIn("Traceback", err)
+        for pid in workers:                # killed and reaped by the indexing process
+            with self.assertRaises(ProcessLookupError):
+                os.kill(pid, 0)
+
+    def test_sigterm_ends_the_indexer_and_its_workers(self):
+        proc, workers = self.start()
+        proc.send_signal(signal.SIGTERM)
+        self.assert_ended(proc, workers, 143, "terminated")
+
+    def test_ctrl_c_ends_the_indexer_and_its_workers(self):
+        proc, workers = self.start()
+        os.killpg(proc.pid, signal.SIGINT)
+        self.assert_ended(proc, workers, 130, "interrupted")
+
+
+if __name__ == "__main__":
+    unittest.main()
