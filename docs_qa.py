@@ -181,7 +181,9 @@ CACHE_BUSY_TIMEOUT_S = 60.0        # how long sqlite waits for another process's
 CACHE_BUSY_RETRIES = 2             # then the whole run is retried this often, never rebuilt
 DEFAULT_INDEX_WORKERS = 0          # processes that parse a big refresh: 0 one per CPU (at most
                                    # INDEX_MAX_WORKERS), 1 this process alone (DOCS_QA_INDEX_WORKERS)
-INDEX_PARALLEL_MIN_FILES = 2000    # fewer files to parse stay in this process (see §10b)
+INDEX_PARALLEL_MIN_FILES = 2000    # fewer files to parse stay in this process: starting a worker costs
+                                   # about 60 ms; measured on tldr subsets, 1000 files index 4 % slower
+                                   # with one, 2000 files 11 % faster, 8000 files 25 % faster
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
 
@@ -3043,10 +3045,13 @@ class _ParsePool:
             self.next_batch = number
 
     def _assign(self) -> None:
-        """Send the next jobs to every worker with room for one."""
+        """Send the next jobs to every worker with room for one: up to PARSE_AHEAD, and no
+        more than an even share of what is left, so a few batches are split between all."""
         import marshal
+        share = (self.n_batches - self.next_batch) // (len(self.workers) + 1)
+        ahead = max(1, min(PARSE_AHEAD, share))
         for worker in self.workers:
-            while len(worker.queue) < PARSE_AHEAD and self.next_batch < self.n_batches:
+            while len(worker.queue) < ahead and self.next_batch < self.n_batches:
                 worker.link.send(self.next_batch, marshal.dumps(self.job(self.next_batch)))
                 worker.queue.append(self.next_batch)
                 self.owner[self.next_batch] = worker
