@@ -24,7 +24,7 @@ Sections (in file order)
      9. Embeddings       -- batching, nomic prefixes, EMBED_MOCK vectors, cosine, sign bits
     10. Cache store      -- the sqlite3 index: schema, open, faults, meta (all SQL in 10-10c)
           10a. Store writes    -- a refresh's files, chunks, postings; transactions
-          10b. Indexer         -- walk -> parse -> write what changed; index_version
+          10b. Indexer         -- walk -> parse (in worker processes too) -> write; index_version
           10c. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult, search_rankings(), index_folder()
@@ -259,7 +259,7 @@ class Settings:
     dense_rescore_share: float = DENSE_RESCORE_SHARE    # at least this many or this share of the folder
     feedback_min_share: float = FEEDBACK_MIN_SHARE      # RM3 second pass of BM25 (above 1: never)
     index_workers: int = DEFAULT_INDEX_WORKERS          # processes parsing a refresh of at least
-    index_parallel_min_files: int = INDEX_PARALLEL_MIN_FILES   # this many files (forked; see §10b)
+    index_parallel_min_files: int = INDEX_PARALLEL_MIN_FILES   # this many files (see §10b)
     memory_index: str | None = None   # with cache_dir None: a shared in-memory sqlite URI a
                                       # server keeps open for its lifetime (None: throw-away)
     index_lock: Any = field(default=None, compare=False, repr=False)   # serialises uses of a
@@ -2654,12 +2654,13 @@ def _ints(data: bytes) -> array.array:
 
 CACHE_COMMIT_EVERY = 20000         # files per transaction while indexing (resumable)
 PARSE_BATCH_FILES = 500            # files read and parsed between two progress reports
-INDEX_MAX_WORKERS = 4              # auto: at most this many parsing processes (one writer feeds about
-                                   # three: it spends about a third of a batch's parse time applying it)
+INDEX_MAX_WORKERS = 4              # auto: at most this many parsing processes (the writer spends about
+                                   # 18 ms applying a batch that takes about 43 ms to parse: it keeps up
+                                   # with two or three others)
 PARSE_AHEAD = 4                    # batches queued at a worker, so it parses on while this process writes
 PARSE_STASH = 4                    # batches this process may hold parsed ahead of the next one applied
-PARSE_PIPE_BYTES = 1 << 20         # a result pipe holds a whole parsed batch, so a worker that is done
-                                   # goes on with the next one (Linux's F_SETPIPE_SZ; its default maximum)
+PARSE_PIPE_BYTES = 1 << 20         # a result pipe holds about two parsed batches (Linux's F_SETPIPE_SZ, its
+                                   # default maximum), and reads take up to this much at once
 _NO_STATE = FileState(-1, -1, "")
 _MESSAGE_HEAD = struct.Struct("=IQ")  # a job or a parsed batch on a worker's pipe: batch number, length
                                       # of the marshal data that follows
@@ -3158,7 +3159,9 @@ def _widen_pipe(fd: int) -> None:
 
 
 def _runs_one_thread() -> bool:
-    """Return whether this process runs a single thread (a server's index runs beside others)."""
+    """Return whether this process runs a single thread: the CLI and a server's start-up
+    index do, an MCP server's background index and a request's refresh do not (they
+    share the CPUs with the requests, and stay in this process)."""
     try:
         return len(os.listdir("/proc/self/task")) == 1
     except OSError:
