@@ -3107,8 +3107,9 @@ def _spawn_worker() -> _Worker:
     if not path or not sys.executable:
         raise OSError("no module file or interpreter to start a worker with")
     name = os.path.splitext(os.path.basename(path))[0]
-    code = (f"import sys; sys.path.insert(0, sys.argv[1]); import {name}; "
-            f"{name}._parse_worker_main()")
+    code = (f"import os, sys\ntry:\n    sys.path.insert(0, sys.argv[1])\n    import {name}\n"
+            f"except BaseException:\n    os._exit(1)       # quietly: the parent parses alone\n"
+            f"{name}._parse_worker_main()\n")
     jobs_r, jobs_w = os.pipe()
     results_r, results_w = os.pipe()
     try:
