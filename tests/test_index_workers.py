@@ -20,7 +20,7 @@ from helpers import REPO, TempDirTest, docs_qa, write_files
 WAIT_S = 60                        # a guard against a hang, never a measured time
 
 # Indexes DOCS into CACHE with three parsing processes (two workers) from the first file on,
-# in batches of three files; prints how many workers were started. MODE: "plain"; "thread"
+# in batches of three files, committing every two batches; prints how many workers were started. MODE: "plain"; "thread"
 # (another thread runs); "die" (each worker is killed as it starts); "garbage" (the worker's
 # interpreter is FAKE, which writes junk and exits).
 INDEX_SCRIPT = r'''
@@ -41,7 +41,7 @@ if mode == "garbage":
 stop = threading.Event()
 if mode == "thread":
     threading.Thread(target=stop.wait, daemon=True).start()
-docs_qa.PARSE_BATCH_FILES = 3
+docs_qa.PARSE_BATCH_FILES, docs_qa.CACHE_COMMIT_EVERY = 3, 6
 settings = docs_qa.Settings(docs_dir=docs, cache_dir=cache, use_embeddings=False, index_workers=3,
                             index_parallel_min_files=1)
 stats = docs_qa.index_folder(settings)
