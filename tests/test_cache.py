@@ -3,8 +3,10 @@ rebuild, resumable embeddings. Counts, never wall-clock times."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+import threading
 import unittest
 from unittest import mock
 
@@ -166,6 +168,77 @@ class BulkWriteTest(TempDirTest):
         entries, _ = docs_qa.corpus_walk(self.docs, [inner])
         self.assertNotIn("cache/stray.md", [e.rel_path for e in entries])
         self.assertEqual(len(entries), 3)
+
+
+class SplitScanTest(TempDirTest):
+    """corpus_scan's forked child (half the lstats on a large folder) changes nothing found."""
+
+    FOLDER = {**{f"{part}/{i}.md": f"# Page {i}\n\nText {i} of {part}.\n" for part in "abcd" for i in range(5)},
+              "top.txt": "plain\n", "b/skip.bin": "not a document\n", ".hidden/x.md": "hidden\n",
+              "b/bad\nname.md": "a newline in its name\n", "c/UPPER.MD": "# Upper\n"}
+
+    def scans(self, **patches) -> tuple:
+        write_files(self.docs, self.FOLDER)
+        serial = docs_qa.corpus_scan(self.docs, split_min_files=None)
+        with mock.patch.object(docs_qa, "_can_fork", return_value=True), \
+                mock.patch.object(docs_qa.os, "fork", wraps=os.fork) as fork:
+            with contextlib.ExitStack() as stack:
+                for target, name, value in patches.get("patches", ()):
+                    stack.enter_context(mock.patch.object(target, name, value))
+                split = docs_qa.corpus_scan(self.docs, split_min_files=1)
+        return serial, split, fork.call_count
+
+    def assert_same(self, serial, split) -> None:
+        self.assertEqual(split.signature, serial.signature)
+        self.assertEqual(split.entries, serial.entries)
+        self.assertEqual(split.notes, serial.notes)
+
+    def test_split_scan_finds_what_the_serial_scan_finds(self):
+        serial, split, forks = self.scans()
+        self.assertEqual(forks, 1)
+        self.assert_same(serial, split)
+        self.assertEqual(len(serial.entries), 22)            # 20 pages, top.txt, c/UPPER.MD
+        self.assertEqual([n.code for n in serial.notes], ["bad_name"])
+
+    def test_a_failing_child_costs_only_its_share_again(self):
+        def broken(_):
+            raise ValueError("marshal failed in the child")
+        serial, split, forks = self.scans(patches=[(docs_qa.marshal, "dumps", broken)])
+        self.assertEqual(forks, 1)
+        self.assert_same(serial, split)
+
+    def test_a_fork_that_fails_leaves_a_serial_scan(self):
+        serial, split, forks = self.scans(patches=[(docs_qa.os, "fork", mock.Mock(side_effect=OSError("EAGAIN")))])
+        self.assert_same(serial, split)
+
+    def test_a_file_gone_before_its_stat_is_noted_in_either_half(self):
+        real_lstat = os.lstat
+        gone = {os.path.join(self.docs, part, "4.md") for part in "abcd"}    # in both halves
+
+        def lstat(path, *args, **kwargs):
+            if path in gone:
+                raise FileNotFoundError(path)
+            return real_lstat(path, *args, **kwargs)
+        with mock.patch.object(docs_qa.os, "lstat", lstat):
+            serial, split, forks = self.scans(patches=[])
+        self.assertEqual(forks, 1)
+        self.assert_same(serial, split)
+        self.assertEqual([e.rel_path for e in split.entries if e.rel_path.endswith("/4.md")], [])
+        self.assertIn("skipped 4 file(s) that could not be read", str(split.notes))
+
+    def test_no_fork_while_another_thread_runs(self):
+        release = threading.Event()
+        worker = threading.Thread(target=release.wait)
+        worker.start()
+        try:
+            self.assertFalse(docs_qa._can_fork())
+            write_files(self.docs, self.FOLDER)
+            with mock.patch.object(docs_qa.os, "fork") as fork:
+                docs_qa.corpus_scan(self.docs, split_min_files=1)
+            fork.assert_not_called()
+        finally:
+            release.set()
+            worker.join()
 
 
 class SchemaTest(TempDirTest):
