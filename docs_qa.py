@@ -58,6 +58,8 @@ sections share; a table built from a section's functions (OPERATIONS) follows th
 
 from __future__ import annotations
 
+# traceback, hmac, ipaddress, threading and http.server are imported where they are used:
+# a question in the CLI never needs them, and each costs it start-up time
 import argparse
 import array
 import bisect
@@ -65,8 +67,6 @@ import contextlib
 import functools
 import hashlib
 import heapq
-import hmac
-import ipaddress
 import itertools
 import json
 import marshal
@@ -81,7 +81,6 @@ import stat
 import struct
 import sys
 import time
-import traceback
 import unicodedata
 import urllib.parse
 import zlib
@@ -555,52 +554,61 @@ _STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "men
           "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize")
 
 
-_VOWELS = frozenset("aeiou")
+_CV = str.maketrans("abcdefghijklmnopqrstuvwxzABCDEFGHIJKLMNOPQRSTUVWXYZ",   # y: by its neighbour
+                    "vcccvcccvcccccvcccccvcccc" + "c" * 26)
 
 
-def _is_consonant(word: str, i: int) -> bool:
-    """Return True when word[i] is a consonant in Porter's sense (y after a consonant is a vowel)."""
-    ch = word[i]
-    if ch in _VOWELS:
-        return False
-    if ch == "y":
-        return i == 0 or not _is_consonant(word, i - 1)
-    return True
+def _cv_form(word: str) -> str:
+    """Return word as Porter's consonant/vowel string: 'c' or 'v' per letter, y a vowel
+    after a consonant (a lower-case ASCII word). m of a stem is the count of 'vc' in the
+    prefix of this string as long as the stem (y depends only on the letter before it)."""
+    form = word.translate(_CV)
+    if "y" in form:
+        letters = list(form)
+        for i, ch in enumerate(letters):
+            if ch == "y":
+                letters[i] = "v" if i and letters[i - 1] == "c" else "c"
+        form = "".join(letters)
+    return form
 
 
 def _measure(stem: str) -> int:
     """Return m, the number of vowel-consonant sequences in [C](VC)^m[V]."""
-    m, prev_vowel = 0, False
-    for i in range(len(stem)):
-        vowel = not _is_consonant(stem, i)
-        if prev_vowel and not vowel:
-            m += 1
-        prev_vowel = vowel
-    return m
+    return _cv_form(stem).count("vc")
 
 
 def _has_vowel(stem: str) -> bool:
-    return any(not _is_consonant(stem, i) for i in range(len(stem)))
+    return "v" in _cv_form(stem)
 
 
 def _double_consonant(word: str) -> bool:
-    return len(word) >= 2 and word[-1] == word[-2] and _is_consonant(word, len(word) - 1)
+    return len(word) >= 2 and word[-1] == word[-2] and _cv_form(word)[-1] == "c"
 
 
 def _cvc(word: str) -> bool:
     """Return True when word ends consonant-vowel-consonant and the last is not w, x or y."""
-    return (len(word) >= 3 and _is_consonant(word, len(word) - 3)
-            and not _is_consonant(word, len(word) - 2) and _is_consonant(word, len(word) - 1)
-            and word[-1] not in "wxy")
+    return len(word) >= 3 and _cv_form(word).endswith("cvc") and word[-1] not in "wxy"
 
 
-def _replace_longest(word: str, rules: tuple, min_m: int) -> str:
+def _by_last_letter(rules: tuple) -> dict[str, tuple]:
+    """Return rules (suffix first) grouped by the suffix's last letter, longest suffix first."""
+    out: dict[str, list] = {}
+    for rule in sorted(rules, key=lambda r: -len(r[0])):
+        out.setdefault(rule[0][-1], []).append(rule)
+    return {letter: tuple(group) for letter, group in out.items()}
+
+
+_STEP2_BY_END, _STEP3_BY_END = _by_last_letter(_STEP2), _by_last_letter(_STEP3)
+_STEP4_BY_END = _by_last_letter(tuple((suffix,) for suffix in _STEP4))
+
+
+def _replace_longest(word: str, rules_by_end: dict[str, tuple], min_m: int) -> str:
     """Apply the rule with the longest matching suffix when its stem's m > min_m."""
-    best = max((r for r in rules if word.endswith(r[0])), key=lambda r: len(r[0]), default=None)
-    if best is None:
-        return word
-    stem = word[: -len(best[0])]
-    return stem + best[1] if _measure(stem) > min_m else word
+    for suffix, replacement in rules_by_end.get(word[-1:], ()):
+        if word.endswith(suffix):
+            stem = word[: -len(suffix)]
+            return stem + replacement if _measure(stem) > min_m else word
+    return word
 
 
 def _porter_step1(word: str) -> str:
@@ -638,17 +646,18 @@ def text_stem_english(word: str) -> str:
     if len(word) <= 2 or not word.isalpha() or not word.isascii():
         return word
     word = _porter_step1(word)
-    word = _replace_longest(word, _STEP2, 0)
-    word = _replace_longest(word, _STEP3, 0)
-    best = max((s for s in _STEP4 if word.endswith(s)), key=len, default=None)
-    if best is not None:
-        stem = word[: -len(best)]
-        if _measure(stem) > 1 and (best != "ion" or stem.endswith(("s", "t"))):
-            word = stem
+    word = _replace_longest(word, _STEP2_BY_END, 0)
+    word = _replace_longest(word, _STEP3_BY_END, 0)
+    for (suffix,) in _STEP4_BY_END.get(word[-1:], ()):
+        if word.endswith(suffix):
+            stem = word[: -len(suffix)]
+            if _measure(stem) > 1 and (suffix != "ion" or stem.endswith(("s", "t"))):
+                word = stem
+            break
     if word.endswith("e"):
-        stem = word[:-1]
-        if _measure(stem) > 1 or (_measure(stem) == 1 and not _cvc(stem)):
-            word = stem
+        m = _measure(word[:-1])
+        if m > 1 or (m == 1 and not _cvc(word[:-1])):
+            word = word[:-1]
     if word.endswith("ll") and _measure(word) > 1:
         word = word[:-1]
     return word
@@ -761,7 +770,10 @@ _IS_DIR = operator.methodcaller("is_dir", follow_symlinks=False)
 _DOCUMENT_NAME = _lazy_re("[^.].*(?:" + "|".join(map(re.escape, DOC_EXTENSIONS)) + r")\Z",
                           re.IGNORECASE | re.DOTALL)
 _CONTROL_CHARS = _lazy_re(r"[\x00-\x1f\x7f-\x9f]")
-SCAN_SPLIT_MIN_FILES = 4000        # documents from which a forked child does half the stats
+SCAN_SPLIT_MIN_FILES = 4000        # documents (in the last scan) from which a forked child shares the walk
+SCAN_SPLIT_UNITS = 64              # subtrees listed first, for the two processes to share
+SCAN_SPLIT_LISTED = 4000           # ... unless that many entries were listed to find them
+SCAN_SPLIT_RUNS = 512              # the units are queued as at most this many runs
 _SKIP_MESSAGES = {
     "bad_name": "skipped {n} file(s) whose names are not valid UTF-8 or hold control characters",
     "not_regular": "skipped {n} entry(ies) that are not regular files (pipes, sockets, devices)",
@@ -825,50 +837,73 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
     return scan.entries, scan.notes
 
 
-def corpus_scan(root: str, skip_dirs: Iterable[str] = (),
-                split_min_files: int | None = SCAN_SPLIT_MIN_FILES) -> CorpusScan:
+def corpus_scan(root: str, skip_dirs: Iterable[str] = (), split: bool = False) -> CorpusScan:
     """Return what a walk of root finds.
 
     Hidden entries, symlinks (a link can lead out of the root or in a loop) and special
     files are skipped; unreadable folders and the skip_dirs (the cache) with a note. Costs a
     listing per folder and one lstat per document, in C-level map() calls since this runs
-    before every question; with split_min_files documents or more (None: never), a forked
-    child does half the lstats (see _stat_folders).
+    before every question. split (for a folder known to be large) shares the walk with a
+    forked child where that is safe (see _scan_split); what it finds is the same.
     """
-    skip_ids = _dir_ids(skip_dirs)
-    pending: list[tuple[str, str, list[str]]] = []       # (abs dir, rel prefix, document names)
-    skipped: dict[str, list[str]] = {}
-    stack = [(root, "")]
-    while stack:
-        abs_dir, rel_dir = stack.pop()
-        try:
-            with os.scandir(abs_dir) as it:
-                entries = list(it)
-        except OSError:
-            skipped.setdefault("unreadable_folder", []).append(rel_dir or ".")
-            continue
-        prefix = f"{rel_dir}/" if rel_dir else ""
-        regular, dirs, links = _classify(entries, prefix, skipped)
-        names = _with_good_names(list(filter(_DOCUMENT_NAME.match, map(_NAME, regular))), prefix, skipped)
-        if names:
-            pending.append((abs_dir, prefix, names))
-        if len(regular) + len(dirs) + len(links) < len(entries):
-            _note_not_regular(entries, regular, dirs, links, prefix, skipped)
-        for entry in dirs:
-            if entry.name[0] == ".":
-                continue
-            if skip_ids and _is_skipped_dir(entry, skip_ids):
-                skipped.setdefault("cache_dir_skipped", []).append(prefix + entry.name)
-            else:
-                stack.append((entry.path, prefix + entry.name))
-        for entry in links:
-            if entry.name[0] != ".":
-                skipped.setdefault("symlink_skipped", []).append(prefix + entry.name)
-    folders = _stat_folders(pending, skipped, split_min_files)
+    skip_ids, skipped = _dir_ids(skip_dirs), {}
+    if split and _can_fork():
+        folders = _scan_split(root, skip_ids, skipped)
+    else:
+        folders = _stat_jobs(_walk([(root, "")], skip_ids, skipped), skipped)
     return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())])
 
 
 _NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
+
+_Job = tuple[str, str, list]       # (abs dir, rel prefix, its document names): lstats to do
+_Folder = tuple[str, str, list, array.array, array.array]    # a _Job with mtimes and sizes
+
+
+def _walk(stack: list[tuple[str, str]], skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]
+          ) -> list[_Job]:
+    """Return the _Job of every folder under the (abs dir, rel dir) pairs of stack, walked
+    depth first from its end (the order every scan of the folder repeats)."""
+    jobs = []
+    while stack:
+        job, subdirs = _list_folder(*stack.pop(), skip_ids, skipped)
+        if job is not None:
+            jobs.append(job)
+        stack += subdirs
+    return jobs
+
+
+def _list_folder(abs_dir: str, rel_dir: str, skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]
+                 ) -> tuple[_Job | None, list[tuple[str, str]]]:
+    """Return a folder's _Job (None without documents) and its subfolders to walk, in
+    listing order; skips are noted."""
+    try:
+        with os.scandir(abs_dir) as it:
+            entries = list(it)
+    except OSError:
+        skipped.setdefault("unreadable_folder", []).append(rel_dir or ".")
+        return None, []
+    prefix = f"{rel_dir}/" if rel_dir else ""
+    regular, dirs, links = _classify(entries, prefix, skipped)
+    names = _with_good_names(list(filter(_DOCUMENT_NAME.match, map(_NAME, regular))), prefix, skipped)
+    if len(regular) + len(dirs) + len(links) < len(entries):
+        _note_not_regular(entries, regular, dirs, links, prefix, skipped)
+    subdirs = []
+    for entry in dirs:
+        if entry.name[0] == ".":
+            continue
+        if skip_ids and _is_skipped_dir(entry, skip_ids):
+            skipped.setdefault("cache_dir_skipped", []).append(prefix + entry.name)
+        else:
+            subdirs.append((entry.path, prefix + entry.name))
+    for entry in links:
+        if entry.name[0] != ".":
+            skipped.setdefault("symlink_skipped", []).append(prefix + entry.name)
+    return ((abs_dir, prefix, names) if names else None), subdirs
+
+
+def _stat_jobs(jobs: list[_Job], skipped: dict[str, list[str]]) -> list[_Folder]:
+    return [_folder_stats(abs_dir, names, prefix, skipped) for abs_dir, prefix, names in jobs]
 
 
 def _classify(entries: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
@@ -923,32 +958,6 @@ def _note_not_regular(entries: list[os.DirEntry], regular: list, dirs: list, lin
             skipped.setdefault("not_regular", []).append(prefix + entry.name)
 
 
-def _stat_folders(pending: list[tuple[str, str, list[str]]], skipped: dict[str, list[str]],
-                  split_min_files: int | None) -> list[tuple[str, str, list[str], array.array, array.array]]:
-    """Return _folder_stats of each pending folder, in order. With split_min_files documents
-    or more, in a process that can fork safely (_can_fork), a forked child lstats the second
-    half while this process does the first: an lstat is a system call, and two cores do
-    them nearly twice as fast. A child that fails only costs its share again, here."""
-    n_files = sum(map(len, map(operator.itemgetter(2), pending)))
-    cut = len(pending)
-    if split_min_files is not None and n_files >= split_min_files and _can_fork():
-        cut = _half_by_files(pending, n_files)
-    child = _stat_in_child(pending[cut:]) if cut < len(pending) else None
-    try:
-        folders = [_folder_stats(abs_dir, names, prefix, skipped) for abs_dir, prefix, names in pending[:cut]]
-    finally:
-        stats = _stat_child_result(child, len(pending) - cut)
-    for (abs_dir, prefix, names), got in zip(pending[cut:], stats):
-        if got is None:
-            folders.append(_folder_stats(abs_dir, names, prefix, skipped))
-        else:
-            mtimes, sizes = array.array("q"), array.array("q")
-            mtimes.frombytes(got[0])
-            sizes.frombytes(got[1])
-            folders.append((abs_dir, prefix, names, mtimes, sizes))
-    return folders
-
-
 def _folder_stats(abs_dir: str, names: list[str], prefix: str, skipped: dict[str, list[str]]
                   ) -> tuple[str, str, list[str], array.array, array.array]:
     """Return (abs_dir, prefix, names, mtimes, sizes) of a folder's documents (one lstat
@@ -968,30 +977,81 @@ def _folder_stats(abs_dir: str, names: list[str], prefix: str, skipped: dict[str
     return (abs_dir, prefix, names, array.array("q", map(_MTIME, stats)), array.array("q", map(_SIZE, stats)))
 
 
-def _half_by_files(pending: list[tuple[str, str, list[str]]], n_files: int) -> int:
-    """Return the index of the first folder of pending's second half, counted in documents."""
-    seen = 0
-    for i, (_, _, names) in enumerate(pending):
-        if seen >= n_files // 2:
-            return i
-        seen += len(names)
-    return len(pending)
+def _scan_split(root: str, skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]) -> list[_Folder]:
+    """Return the folders of a walk of root (in _walk's order), listed and statted by this
+    process and a forked child together. The first levels are listed here (_split_units);
+    then both take runs of those units off one queue, a pipe holding their numbers, until
+    it is empty, so neither idles while the other has work. A child that fails costs only
+    its units again, here."""
+    units = _split_units(root, skip_ids, skipped)
+    if not units:
+        return []
+    size = -(-len(units) // SCAN_SPLIT_RUNS)
+    runs = [range(start, min(start + size, len(units))) for start in range(0, len(units), size)]
+    queue_r, queue_w = os.pipe()
+    try:
+        os.write(queue_w, struct.pack(f"<{len(runs)}I", *range(len(runs))))    # < 4 KB: fits a pipe
+    finally:
+        os.close(queue_w)
+    child = _scan_child(units, runs, queue_r, skip_ids)
+    try:
+        mine = _scan_units(units, runs, queue_r, skip_ids, skipped)
+    finally:
+        os.close(queue_r)
+        theirs = _scan_child_result(child)
+    folders: list[_Folder] = []
+    for i, unit in enumerate(units):
+        if i in mine:
+            folders += mine[i]
+        elif i in theirs:
+            folders += [(a, p, n, _int64s(m), _int64s(z)) for a, p, n, m, z in theirs[i]]
+        else:                                          # the child took it and failed: again, here
+            folders += _scan_unit(unit, skip_ids, skipped)
+    for code, paths in theirs.get("skipped", {}).items():
+        skipped.setdefault(code, []).extend(paths)
+    return folders
 
 
-def _can_fork() -> bool:
-    """Return whether this process may fork a helper: POSIX fork, more than one CPU for it,
-    and no other thread (forking a threaded process can copy a lock some thread holds)."""
-    if not hasattr(os, "fork"):
-        return False
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    threading = sys.modules.get("threading")
-    return cpus > 1 and (threading is None or threading.active_count() == 1)
+def _split_units(root: str, skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]) -> list:
+    """Return root's walk as units in _walk's order: a listed folder's _Job, or a subtree
+    not yet listed as (abs dir, rel dir). Levels are listed breadth first until there are
+    SCAN_SPLIT_UNITS subtrees to share, none is left, or SCAN_SPLIT_LISTED entries were
+    listed (a flat folder is shared as jobs)."""
+    units: list = [(root, "")]
+    listed = 0
+    while listed < SCAN_SPLIT_LISTED and SCAN_SPLIT_UNITS > sum(len(u) == 2 for u in units) > 0:
+        expanded: list = []
+        for unit in units:
+            if len(unit) == 2 and listed < SCAN_SPLIT_LISTED:
+                job, subdirs = _list_folder(*unit, skip_ids, skipped)
+                listed += 1 + len(subdirs) + (len(job[2]) if job else 0)
+                expanded += ([job] if job else []) + subdirs[::-1]      # _walk pops the last first
+            else:
+                expanded.append(unit)
+        units = expanded
+    return units
 
 
-def _stat_in_child(jobs: list[tuple[str, str, list[str]]]) -> tuple[int, int] | None:
-    """Fork a child that lstats the documents of jobs and writes to a pipe, marshalled, per
-    folder (mtimes bytes, sizes bytes), or None when one of its files failed; return (pid,
-    read end), or None when the fork failed."""
+def _scan_unit(unit: tuple, skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]) -> list[_Folder]:
+    """Return the folders of one unit of _split_units: a listed folder, or a whole subtree."""
+    return _stat_jobs([unit] if len(unit) == 3 else _walk([unit], skip_ids, skipped), skipped)
+
+
+def _scan_units(units: list, runs: list[range], queue_r: int, skip_ids: set[tuple[int, int]],
+                skipped: dict[str, list[str]]) -> dict[int, list[_Folder]]:
+    """Return {unit number: its folders} for the runs of units this process takes off the queue."""
+    out = {}
+    while len(data := os.read(queue_r, 4)) == 4:
+        for i in runs[struct.unpack("<I", data)[0]]:
+            out[i] = _scan_unit(units[i], skip_ids, skipped)
+    return out
+
+
+def _scan_child(units: list, runs: list[range], queue_r: int, skip_ids: set[tuple[int, int]]
+                ) -> tuple[int, int] | None:
+    """Fork a child that scans units off the queue and writes them, marshalled, to a pipe
+    as {unit number: [(abs dir, prefix, names, mtimes bytes, sizes bytes)], "skipped":
+    notes}; return (pid, read end), or None when the fork failed."""
     read_fd, write_fd = os.pipe()
     try:
         pid = os.fork()
@@ -1003,19 +1063,13 @@ def _stat_in_child(jobs: list[tuple[str, str, list[str]]]) -> tuple[int, int] | 
         os.close(write_fd)
         return pid, read_fd
     status = 1
-    try:                                          # the child: stat, write, leave without cleanup
+    try:                                          # the child: scan, write, leave without cleanup
         os.close(read_fd)
-        out: list[tuple[bytes, bytes] | None] = []
-        for abs_dir, _, names in jobs:
-            base = abs_dir if abs_dir.endswith(os.sep) else abs_dir + os.sep
-            try:
-                stats = list(map(os.lstat, map(base.__add__, names)))
-            except OSError:
-                out.append(None)                  # the parent stats it again and notes the failure
-                continue
-            out.append((array.array("q", map(_MTIME, stats)).tobytes(),
-                        array.array("q", map(_SIZE, stats)).tobytes()))
-        data = memoryview(marshal.dumps(out))
+        skipped: dict[str, list[str]] = {}
+        done: dict = {i: [(a, p, n, m.tobytes(), z.tobytes()) for a, p, n, m, z in folders]
+                      for i, folders in _scan_units(units, runs, queue_r, skip_ids, skipped).items()}
+        done["skipped"] = skipped
+        data = memoryview(marshal.dumps(done))
         while data:
             data = data[os.write(write_fd, data):]
         status = 0
@@ -1023,11 +1077,10 @@ def _stat_in_child(jobs: list[tuple[str, str, list[str]]]) -> tuple[int, int] | 
         os._exit(status)
 
 
-def _stat_child_result(child: tuple[int, int] | None, n_jobs: int) -> list:
-    """Return what _stat_in_child's child wrote (reaping it), or n_jobs Nones when there is
-    no child or it failed."""
+def _scan_child_result(child: tuple[int, int] | None) -> dict:
+    """Return what _scan_child's child wrote (reaping it), or {} when it failed."""
     if child is None:
-        return [None] * n_jobs
+        return {}
     pid, read_fd = child
     parts = []
     try:
@@ -1037,10 +1090,26 @@ def _stat_child_result(child: tuple[int, int] | None, n_jobs: int) -> list:
         os.close(read_fd)
         _, status = os.waitpid(pid, 0)
     try:
-        got = marshal.loads(b"".join(parts)) if status == 0 else None
+        got = marshal.loads(b"".join(parts)) if status == 0 else {}
     except (EOFError, ValueError, TypeError):
-        got = None
-    return got if isinstance(got, list) and len(got) == n_jobs else [None] * n_jobs
+        got = {}
+    return got if isinstance(got, dict) else {}
+
+
+def _int64s(data: bytes) -> array.array:
+    out = array.array("q")
+    out.frombytes(data)
+    return out
+
+
+def _can_fork() -> bool:
+    """Return whether this process may fork a helper: POSIX fork, more than one CPU for it,
+    and no other thread (forking a threaded process can copy a lock some thread holds)."""
+    if not hasattr(os, "fork"):
+        return False
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threading = sys.modules.get("threading")
+    return cpus > 1 and (threading is None or threading.active_count() == 1)
 
 
 def _has_bad_name(rel_path: str) -> bool:
@@ -2814,9 +2883,9 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings,
     unchanged is not re-chunked. Changes are committed every CACHE_COMMIT_EVERY files
     so an interrupted run keeps its progress.
     """
-    cache_dir = settings.cache_dir
-    scan = corpus_scan(settings.docs_dir, [cache_dir] if cache_dir else [])
-    meta = cache_meta(conn)
+    cache_dir, meta = settings.cache_dir, cache_meta(conn)
+    scan = corpus_scan(settings.docs_dir, [cache_dir] if cache_dir else [],
+                       split=int(meta.get("n_files") or 0) >= SCAN_SPLIT_MIN_FILES)
     if meta.get("index_params") == _index_params(settings) and meta.get("stat_sig") == scan.signature \
             and "generation" in meta:
         stats = IndexStats(unchanged=int(meta.get("n_files", 0)),
@@ -5121,6 +5190,7 @@ def _error_boundary(exc: Exception, debug: bool, log: Callable[[str], None] | No
     if debug:
         raise exc
     if log is not None and not isinstance(exc, ContractError):
+        import traceback
         log("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
     return rc.error_result(exc)
 
@@ -5913,6 +5983,7 @@ def _error_reply(status: HTTPStatus, error: ContractError | None = None) -> tupl
 
 def _is_authorized(headers: dict[str, str], token: str) -> bool:
     """Return True when the request carries 'Authorization: Bearer <token>' (constant time)."""
+    import hmac
     scheme, _, given = (_header(headers, "Authorization") or "").strip().partition(" ")
     return hmac.compare_digest(given.strip().encode("utf-8", "surrogatepass"),
                                token.encode("utf-8", "surrogatepass")) and scheme.lower() == "bearer"
@@ -6038,6 +6109,7 @@ def _http_classes() -> tuple[type, type]:
     import collections
     import io
     import threading
+    import traceback
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class _DeadlineReader(io.RawIOBase):
@@ -6250,6 +6322,7 @@ def http_is_loopback(host: str) -> bool:
     """Return True when host names only this machine (localhost, 127.0.0.0/8, ::1)."""
     if host == "localhost":
         return True
+    import ipaddress
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -7040,6 +7113,7 @@ class _McpSession:
             except _McpCancelled:
                 reply = None
             except Exception:  # a protocol-level fault: answered, logged, never fatal
+                import traceback
                 self.ctx.log_line(traceback.format_exc())
                 reply = _rpc_error(message["id"], _RPC_INTERNAL, "Internal error")
             with self.lock:

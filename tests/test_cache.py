@@ -171,21 +171,31 @@ class BulkWriteTest(TempDirTest):
 
 
 class SplitScanTest(TempDirTest):
-    """corpus_scan's forked child (half the lstats on a large folder) changes nothing found."""
+    """corpus_scan(split=True) shares the walk with a forked child; what it finds, and the
+    order the signature hashes it in, are the serial walk's."""
 
     FOLDER = {**{f"{part}/{i}.md": f"# Page {i}\n\nText {i} of {part}.\n" for part in "abcd" for i in range(5)},
+              **{f"b/deep/er/{i}.md": f"# Deep {i}\n" for i in range(3)}, "d/inner/x.txt": "inner\n",
               "top.txt": "plain\n", "b/skip.bin": "not a document\n", ".hidden/x.md": "hidden\n",
               "b/bad\nname.md": "a newline in its name\n", "c/UPPER.MD": "# Upper\n"}
 
-    def scans(self, **patches) -> tuple:
+    def scans(self, parent_idle: bool = False, units: int = 2, patches=()) -> tuple:
+        """Return (serial scan, split scan, forks); parent_idle: this process takes no unit
+        off the queue, so the child does them all; units: subtrees listed before sharing."""
         write_files(self.docs, self.FOLDER)
-        serial = docs_qa.corpus_scan(self.docs, split_min_files=None)
-        with mock.patch.object(docs_qa, "_can_fork", return_value=True), \
-                mock.patch.object(docs_qa.os, "fork", wraps=os.fork) as fork:
-            with contextlib.ExitStack() as stack:
-                for target, name, value in patches.get("patches", ()):
-                    stack.enter_context(mock.patch.object(target, name, value))
-                split = docs_qa.corpus_scan(self.docs, split_min_files=1)
+        serial = docs_qa.corpus_scan(self.docs)
+        parent, real = os.getpid(), docs_qa._scan_units
+
+        def scan_units(*args):
+            return {} if parent_idle and os.getpid() == parent else real(*args)
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(mock.patch.object(docs_qa, "_can_fork", return_value=True))
+            stack.enter_context(mock.patch.object(docs_qa, "SCAN_SPLIT_UNITS", units))
+            stack.enter_context(mock.patch.object(docs_qa, "_scan_units", scan_units))
+            fork = stack.enter_context(mock.patch.object(docs_qa.os, "fork", wraps=os.fork))
+            for target, name, value in patches:
+                stack.enter_context(mock.patch.object(target, name, value))
+            split = docs_qa.corpus_scan(self.docs, split=True)
         return serial, split, fork.call_count
 
     def assert_same(self, serial, split) -> None:
@@ -194,33 +204,36 @@ class SplitScanTest(TempDirTest):
         self.assertEqual(split.notes, serial.notes)
 
     def test_split_scan_finds_what_the_serial_scan_finds(self):
-        serial, split, forks = self.scans()
-        self.assertEqual(forks, 1)
-        self.assert_same(serial, split)
-        self.assertEqual(len(serial.entries), 22)            # 20 pages, top.txt, c/UPPER.MD
+        for parent_idle in (False, True):
+            for units in (2, 64):                   # subtrees walked by either process, or listed first
+                with self.subTest(parent_idle=parent_idle, units=units):
+                    serial, split, forks = self.scans(parent_idle, units)
+                    self.assertEqual(forks, 1)
+                    self.assert_same(serial, split)
+        self.assertEqual(len(serial.entries), 26)            # 20 pages, 3 deep, inner/x.txt, top.txt, UPPER.MD
         self.assertEqual([n.code for n in serial.notes], ["bad_name"])
 
-    def test_a_failing_child_costs_only_its_share_again(self):
+    def test_a_failing_child_costs_only_its_units_again(self):
         def broken(_):
             raise ValueError("marshal failed in the child")
-        serial, split, forks = self.scans(patches=[(docs_qa.marshal, "dumps", broken)])
+        serial, split, forks = self.scans(parent_idle=True, patches=[(docs_qa.marshal, "dumps", broken)])
         self.assertEqual(forks, 1)
         self.assert_same(serial, split)
 
     def test_a_fork_that_fails_leaves_a_serial_scan(self):
-        serial, split, forks = self.scans(patches=[(docs_qa.os, "fork", mock.Mock(side_effect=OSError("EAGAIN")))])
+        serial, split, _ = self.scans(patches=[(docs_qa.os, "fork", mock.Mock(side_effect=OSError("EAGAIN")))])
         self.assert_same(serial, split)
 
-    def test_a_file_gone_before_its_stat_is_noted_in_either_half(self):
+    def test_notes_made_in_the_child_reach_the_scan(self):
         real_lstat = os.lstat
-        gone = {os.path.join(self.docs, part, "4.md") for part in "abcd"}    # in both halves
+        gone = {os.path.join(self.docs, part, "4.md") for part in "abcd"}
 
         def lstat(path, *args, **kwargs):
             if path in gone:
                 raise FileNotFoundError(path)
             return real_lstat(path, *args, **kwargs)
         with mock.patch.object(docs_qa.os, "lstat", lstat):
-            serial, split, forks = self.scans(patches=[])
+            serial, split, forks = self.scans(parent_idle=True)
         self.assertEqual(forks, 1)
         self.assert_same(serial, split)
         self.assertEqual([e.rel_path for e in split.entries if e.rel_path.endswith("/4.md")], [])
@@ -234,11 +247,20 @@ class SplitScanTest(TempDirTest):
             self.assertFalse(docs_qa._can_fork())
             write_files(self.docs, self.FOLDER)
             with mock.patch.object(docs_qa.os, "fork") as fork:
-                docs_qa.corpus_scan(self.docs, split_min_files=1)
+                docs_qa.corpus_scan(self.docs, split=True)
             fork.assert_not_called()
         finally:
             release.set()
             worker.join()
+
+    def test_a_large_folder_is_split_from_its_second_scan(self):
+        write_files(self.docs, self.FOLDER)
+        settings = self.settings(use_embeddings=False)
+        with mock.patch.object(docs_qa, "SCAN_SPLIT_MIN_FILES", 26), \
+                mock.patch.object(docs_qa, "corpus_scan", wraps=docs_qa.corpus_scan) as scan:
+            docs_qa.index_folder(settings)
+            docs_qa.index_folder(settings)
+        self.assertEqual([c.kwargs["split"] for c in scan.call_args_list], [False, True])
 
 
 class SchemaTest(TempDirTest):
