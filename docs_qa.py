@@ -111,10 +111,10 @@ class _lazy_re:  # noqa: N801 - used like re.compile
 __all__ = [
     "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats", "GateSignals", "ProgressFn",
     "settings_from_env", "search", "search_rankings", "search_gate_signals", "search_dense",
-    "search_feedback_wanted", "search_feedback_weights", "answer", "index_folder", "index_refresh",
+    "search_feedback_wanted", "search_feedback_weights", "answer", "index_folder", "index_refresh", "index_scan_begin",
     "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english", "text_query_terms",
     "text_query_counts", "text_sentences", "text_detect_language", "text_case_tells", "Tokenizer",
-    "FileEntry", "CorpusScan", "corpus_scan", "corpus_walk", "corpus_read", "corpus_readable",
+    "FileEntry", "CorpusScan", "ScanRun", "corpus_scan", "corpus_scan_begin", "corpus_walk", "corpus_read", "corpus_readable",
     "corpus_reread",
     "chunk_text", "chunk_parse", "ParsedText", "front_matter_fields",
     "bm25_idf", "bm25_scores", "bm25_query_weight", "bm25_term_counts",
@@ -844,14 +844,69 @@ def corpus_scan(root: str, skip_dirs: Iterable[str] = (), split: bool = False) -
     files are skipped; unreadable folders and the skip_dirs (the cache) with a note. Costs a
     listing per folder and one lstat per document, in C-level map() calls since this runs
     before every question. split (for a folder known to be large) shares the walk with a
-    forked child where that is safe (see _scan_split); what it finds is the same.
+    forked child where that is safe (see ScanRun); what it finds is the same.
     """
-    skip_ids, skipped = _dir_ids(skip_dirs), {}
-    if split and _can_fork():
-        folders = _scan_split(root, skip_ids, skipped)
-    else:
-        folders = _stat_jobs(_walk([(root, "")], skip_ids, skipped), skipped)
-    return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())])
+    return corpus_scan_begin(root, skip_dirs, split).finish()
+
+
+def corpus_scan_begin(root: str, skip_dirs: Iterable[str] = (), split: bool = False) -> ScanRun:
+    """Begin corpus_scan(root, skip_dirs, split): a shared walk's child starts at once, so the
+    caller may do other work before ScanRun.finish() (or close(), to abandon it)."""
+    return ScanRun(root, _dir_ids(skip_dirs), split and _can_fork())
+
+
+class ScanRun:
+    """A walk of root under way. Shared, its first levels are listed here (_split_units),
+    then this process and a forked child take runs of those units off one queue, a pipe
+    holding their numbers, until it is empty, so neither idles while the other has work;
+    the child writes what it found back, marshalled. A child that fails costs only its units
+    again, here. Not shared, finish() does the whole walk."""
+
+    def __init__(self, root: str, skip_ids: set[tuple[int, int]], shared: bool) -> None:
+        self.root, self.skip_ids, self.skipped = root, skip_ids, {}
+        self.units: list = _split_units(root, skip_ids, self.skipped) if shared else []
+        self.runs, self.queue_r, self.child = [], -1, None
+        if self.units:
+            size = -(-len(self.units) // SCAN_SPLIT_RUNS)
+            self.runs = [range(start, min(start + size, len(self.units)))
+                         for start in range(0, len(self.units), size)]
+            self.queue_r, queue_w = os.pipe()
+            try:
+                os.write(queue_w, struct.pack(f"<{len(self.runs)}I", *range(len(self.runs))))  # < 4 KB
+            finally:
+                os.close(queue_w)
+            self.child = _scan_child(self.units, self.runs, self.queue_r, skip_ids)
+        self.shared = self.child is not None
+
+    def finish(self) -> CorpusScan:
+        """Return the CorpusScan, doing what is left of the walk here."""
+        skipped = self.skipped
+        if not self.units:
+            folders = _stat_jobs(_walk([(self.root, "")], self.skip_ids, skipped), skipped)
+        else:
+            try:
+                mine = _scan_units(self.units, self.runs, self.queue_r, self.skip_ids, skipped)
+            finally:
+                theirs = self.close()
+            folders = []
+            for i, unit in enumerate(self.units):
+                if i in mine:
+                    folders += mine[i]
+                elif i in theirs:
+                    folders += [(a, p, n, _int64s(m), _int64s(z)) for a, p, n, m, z in theirs[i]]
+                else:                                  # the child took it and failed: again, here
+                    folders += _scan_unit(unit, self.skip_ids, skipped)
+            for code, paths in theirs.get("skipped", {}).items():
+                skipped.setdefault(code, []).extend(paths)
+        return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())])
+
+    def close(self) -> dict:
+        """Close the queue and reap the child; return what it wrote ({} when it failed)."""
+        if self.queue_r >= 0:
+            os.close(self.queue_r)
+            self.queue_r = -1
+        child, self.child = self.child, None
+        return _scan_child_result(child)
 
 
 _NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
@@ -975,41 +1030,6 @@ def _folder_stats(abs_dir: str, names: list[str], prefix: str, skipped: dict[str
                 skipped.setdefault("unreadable_file", []).append(prefix + name)
         names = kept
     return (abs_dir, prefix, names, array.array("q", map(_MTIME, stats)), array.array("q", map(_SIZE, stats)))
-
-
-def _scan_split(root: str, skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]) -> list[_Folder]:
-    """Return the folders of a walk of root (in _walk's order), listed and statted by this
-    process and a forked child together. The first levels are listed here (_split_units);
-    then both take runs of those units off one queue, a pipe holding their numbers, until
-    it is empty, so neither idles while the other has work. A child that fails costs only
-    its units again, here."""
-    units = _split_units(root, skip_ids, skipped)
-    if not units:
-        return []
-    size = -(-len(units) // SCAN_SPLIT_RUNS)
-    runs = [range(start, min(start + size, len(units))) for start in range(0, len(units), size)]
-    queue_r, queue_w = os.pipe()
-    try:
-        os.write(queue_w, struct.pack(f"<{len(runs)}I", *range(len(runs))))    # < 4 KB: fits a pipe
-    finally:
-        os.close(queue_w)
-    child = _scan_child(units, runs, queue_r, skip_ids)
-    try:
-        mine = _scan_units(units, runs, queue_r, skip_ids, skipped)
-    finally:
-        os.close(queue_r)
-        theirs = _scan_child_result(child)
-    folders: list[_Folder] = []
-    for i, unit in enumerate(units):
-        if i in mine:
-            folders += mine[i]
-        elif i in theirs:
-            folders += [(a, p, n, _int64s(m), _int64s(z)) for a, p, n, m, z in theirs[i]]
-        else:                                          # the child took it and failed: again, here
-            folders += _scan_unit(unit, skip_ids, skipped)
-    for code, paths in theirs.get("skipped", {}).items():
-        skipped.setdefault(code, []).extend(paths)
-    return folders
 
 
 def _split_units(root: str, skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]) -> list:
@@ -2328,8 +2348,9 @@ def _connect_probe(url: str, timeout_s: float) -> None:
         raise BackendError("bad_url") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise BackendError("bad_url")
-    try:
-        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
+    host = parts.hostname.encode("ascii") if parts.hostname.isascii() else parts.hostname
+    try:                   # an ASCII host given as bytes spares loading the IDNA codec
+        socket.create_connection((host, port), timeout=timeout_s).close()
     except OSError as exc:
         raise BackendError(_network_fault_kind(exc)) from None
 
@@ -2874,18 +2895,25 @@ class _IndexWriter:
         self.added, self.removed = {}, {}
 
 
-def index_refresh(conn: sqlite3.Connection, settings: Settings,
-                  progress: ProgressFn | None = None) -> IndexStats:
-    """Bring the index up to date with the docs folder; return what changed.
+def index_scan_begin(settings: Settings, meta: dict[str, str]) -> ScanRun:
+    """Begin the walk of the docs folder (the cache folder left out), shared with a forked
+    child when the index's meta says the last walk found SCAN_SPLIT_MIN_FILES documents."""
+    return corpus_scan_begin(settings.docs_dir, [settings.cache_dir] if settings.cache_dir else [],
+                             split=int(meta.get("n_files") or 0) >= SCAN_SPLIT_MIN_FILES)
+
+
+def index_refresh(conn: sqlite3.Connection, settings: Settings, progress: ProgressFn | None = None,
+                  scan: CorpusScan | None = None) -> IndexStats:
+    """Bring the index up to date with the docs folder (scan: its walk, when already made);
+    return what changed.
 
     Costs one stat per document when nothing changed (the stat signature matches). A
     file whose size and mtime are unchanged is not read; one whose content hash is
     unchanged is not re-chunked. Changes are committed every CACHE_COMMIT_EVERY files
     so an interrupted run keeps its progress.
     """
-    cache_dir, meta = settings.cache_dir, cache_meta(conn)
-    scan = corpus_scan(settings.docs_dir, [cache_dir] if cache_dir else [],
-                       split=int(meta.get("n_files") or 0) >= SCAN_SPLIT_MIN_FILES)
+    meta = cache_meta(conn)
+    scan = scan or index_scan_begin(settings, meta).finish()
     if meta.get("index_params") == _index_params(settings) and meta.get("stat_sig") == scan.signature \
             and "generation" in meta:
         stats = IndexStats(unchanged=int(meta.get("n_files", 0)),
@@ -3398,11 +3426,25 @@ def _without_unreadable(result: SearchResult, settings: Settings) -> SearchResul
 def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
                   settings: Settings, progress: ProgressFn | None) -> SearchResult:
     """Return the search result over an open index (see search()): the ranking core's
-    fused list within the per-document and result limits."""
-    stats = index_refresh(conn, settings, progress)
+    fused list within the per-document and result limits. When a forked child shares the
+    walk of a large folder, the stored index is ranked meanwhile, and that ranking is kept
+    if the walk finds nothing changed (else the refreshed index is ranked)."""
+    meta, pool = cache_meta(conn), settings.candidate_limit
+    walk, early = index_scan_begin(settings, meta), None
+    try:
+        if walk.shared and meta.get("index_params") == _index_params(settings) and "generation" in meta:
+            early_notes: list[Note] = []
+            early = _rank(conn, question, settings, pool, progress, early_notes), early_notes
+        scan = walk.finish()
+    finally:
+        walk.close()
+    stats = index_refresh(conn, settings, progress, scan)
     notes = notes + stats.notes
-    pool = settings.candidate_limit
-    ranked = _rank(conn, question, settings, pool, progress, notes)
+    if early is not None and not (stats.new or stats.updated or stats.removed):
+        ranked = early[0]
+        notes += early[1]
+    else:
+        ranked = _rank(conn, question, settings, pool, progress, notes)
     truncation = ["candidate_limit"] if ranked.bm25_matches > pool and ranked.gate is None else []
     if ranked.gate is not None:
         notes.append(ranked.gate)
@@ -3760,7 +3802,10 @@ def _is_written_rarely(conn: sqlite3.Connection, word: str, candidates: set[int]
 
 def _word_chunks(conn: sqlite3.Connection, terms: list[str]) -> set[int]:
     """Return the ids of the chunks that hold any of terms."""
-    return {row[0] for rows in _cache_postings(conn, terms).values() for row in rows}
+    out: set[int] = set()
+    for term in terms:
+        out.update(cache_term_postings(conn, term)[0::3])     # (chunk id, tf, length) triples
+    return out
 
 
 def _mobile_e_chunks(conn: sqlite3.Connection, terms: list[str]) -> set[int]:

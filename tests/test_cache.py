@@ -257,7 +257,7 @@ class SplitScanTest(TempDirTest):
         write_files(self.docs, self.FOLDER)
         settings = self.settings(use_embeddings=False)
         with mock.patch.object(docs_qa, "SCAN_SPLIT_MIN_FILES", 26), \
-                mock.patch.object(docs_qa, "corpus_scan", wraps=docs_qa.corpus_scan) as scan:
+                mock.patch.object(docs_qa, "corpus_scan_begin", wraps=docs_qa.corpus_scan_begin) as scan:
             docs_qa.index_folder(settings)
             docs_qa.index_folder(settings)
         self.assertEqual([c.kwargs["split"] for c in scan.call_args_list], [False, True])
