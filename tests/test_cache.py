@@ -263,6 +263,37 @@ class SplitScanTest(TempDirTest):
         self.assertEqual([c.kwargs["split"] for c in scan.call_args_list], [False, True])
 
 
+class EarlyRankTest(TempDirTest):
+    """On a large folder a question ranks the stored index while the child walks; that
+    ranking is used only when the walk finds nothing changed."""
+
+    def ask(self, question: str) -> tuple[docs_qa.SearchResult, int]:
+        with mock.patch.object(docs_qa, "SCAN_SPLIT_MIN_FILES", 3), \
+                mock.patch.object(docs_qa, "_can_fork", return_value=True), \
+                mock.patch.object(docs_qa, "_rank", wraps=docs_qa._rank) as rank:
+            result = docs_qa.search(question, self.settings(use_embeddings=False))
+        return result, rank.call_count
+
+    def test_an_unchanged_folder_is_ranked_once_as_without_the_child(self):
+        write_files(self.docs, TAX_CORPUS)
+        docs_qa.index_folder(self.settings(use_embeddings=False))
+        early, ranks = self.ask("termin JPK")
+        self.assertEqual(ranks, 1)
+        alone = docs_qa.search("termin JPK", self.settings(use_embeddings=False))
+        self.assertEqual([(h.chunk.label, h.bm25_score) for h in early.hits],
+                         [(h.chunk.label, h.bm25_score) for h in alone.hits])
+        self.assertEqual(early.notes, alone.notes)
+
+    def test_an_edit_found_by_the_walk_is_ranked_again(self):
+        write_files(self.docs, TAX_CORPUS)
+        docs_qa.index_folder(self.settings(use_embeddings=False))
+        _append(os.path.join(self.docs, "notes.txt"), "\nThe zebracorn fee is due in May.\n")
+        result, ranks = self.ask("zebracorn fee")
+        self.assertEqual(ranks, 2)                            # the stale ranking was dropped
+        self.assertEqual([h.chunk.path for h in result.hits][:1], ["notes.txt"])
+        self.assertEqual(result.stats.updated, 1)
+
+
 class SchemaTest(TempDirTest):
 
     def test_older_schema_is_detected_and_rebuilt(self):
