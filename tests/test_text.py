@@ -2,7 +2,8 @@
 import unittest
 
 import docs_qa
-from docs_qa import _stop_word_language, text_fold, text_stem, text_stem_english, text_tokens, text_words
+from docs_qa import (_stop_word_language, text_fold, text_fold_words, text_stem, text_stem_english, text_tokens,
+                     text_words)
 
 
 class FoldTest(unittest.TestCase):
@@ -27,6 +28,10 @@ class WordsTest(unittest.TestCase):
     def test_words_keep_diacritics_and_fold_to_the_tokenizer_words(self):
         self.assertEqual(text_words("Jána Holpová, GTU_12!"), ["jána", "holpová", "gtu", "12"])
         self.assertEqual([text_fold(w) for w in text_words("Koľko ťažké")], ["kolko", "tazke"])
+
+    def test_fold_words_split_ascii_and_other_text_alike(self):
+        self.assertEqual(text_fold_words("GTU_12 foo-bar CamelCase x2"), ["gtu", "12", "foo", "bar", "camelcase", "x2"])
+        self.assertEqual(text_fold_words("Koľko ťažké_2 ＧＴＵ"), ["kolko", "tazke", "2", "gtu"])
 
     def test_keep_case_keeps_capitals(self):
         self.assertEqual(text_words("Ján ＨＯＬＰ", keep_case=True), ["Ján", "HOLP"])
@@ -116,6 +121,8 @@ class PorterTest(unittest.TestCase):
     def test_step1c_y(self):
         self.assertEqual(text_stem_english("happy"), "happi")
         self.assertEqual(text_stem_english("sky"), "sky")
+        self.assertEqual(text_stem_english("toys"), "toi")          # y after a vowel is a consonant
+        self.assertEqual(text_stem_english("enjoying"), "enjoi")    # m("enjoy") = 2: no e added
 
     def test_steps_2_to_5(self):
         self.assertEqual(text_stem_english("relational"), "relat")  # ational->ate, ate dropped
