@@ -22,6 +22,7 @@ import argparse
 import cProfile
 import importlib
 import io
+import json
 import pstats
 import shlex
 import os
@@ -331,6 +332,74 @@ def profile_process(args: list[str], out: str, top: int = 14) -> list[str]:
             *lines, ""]
 
 
+QUESTION_PHASES = r'''
+import contextlib, io, json, os, sys, time, types
+start = time.perf_counter()
+path, docs, cache, question = sys.argv[1:5]
+with open(path, "rb") as fh:
+    code = compile(fh.read(), path, "exec")
+compiled = time.perf_counter()
+module = types.ModuleType("docs_qa")
+module.__file__ = path
+sys.modules["docs_qa"] = module
+sys.path.insert(0, os.path.dirname(path))
+exec(code, module.__dict__)
+loaded = time.perf_counter()
+walks = []
+begin = module.corpus_scan_begin
+
+class Timed:
+    def __init__(self, run):
+        self.run, self.shared = run, run.shared
+    def finish(self):
+        t = time.perf_counter()
+        scan = self.run.finish()
+        walks.append(time.perf_counter() - t)
+        return scan
+    def close(self):
+        return self.run.close()
+
+def timed_begin(*args, **kwargs):
+    t = time.perf_counter()
+    run = Timed(begin(*args, **kwargs))
+    walks.append(time.perf_counter() - t)
+    return run
+module.corpus_scan_begin = timed_begin
+with contextlib.redirect_stdout(io.StringIO()):
+    module.main([question, "--docs", docs, "--cache-dir", cache, "--extractive", "--json"], dict(os.environ))
+done = time.perf_counter()
+shared, module.corpus_scan_begin = sum(walks), begin
+module.corpus_scan(docs, [cache], split=False)
+print(json.dumps({"compile": compiled - start, "module": loaded - compiled, "question": done - loaded,
+                  "begin_finish": shared, "serial_walk": time.perf_counter() - done}))
+'''
+
+
+def question_phases(docs: str, cache: str, question: str, runs: int) -> list[str]:
+    """Return markdown on where a question's time goes, from fresh processes: compiling
+    docs_qa.py, running its module body, and the question in-process, with the time spent
+    in ScanRun.begin/finish (this process's share of the walk, after the early ranking) and,
+    for comparison, a walk made by this process alone."""
+    rows: dict[str, list[float]] = {}
+    for _ in range(runs):
+        proc = subprocess.run([PYTHON, "-c", QUESTION_PHASES, DOCS_QA, docs, cache, question],
+                              capture_output=True, text=True, env=docs_qa_env(), cwd=REPO)
+        if proc.returncode != 0:
+            return [f"(phases not measured: {proc.stderr.strip().splitlines()[-1:]})", ""]
+        for key, value in json.loads(proc.stdout).items():
+            rows.setdefault(key, []).append(value)
+    names = {"compile": "compile docs_qa.py (never cached for the script Python runs)",
+             "module": "module body (imports, classes)",
+             "question": "the question in-process (argparse to printed envelope)",
+             "begin_finish": "of which: the walk's begin + finish (first levels listed, fork, "
+                             "then this process's share after the early ranking)",
+             "serial_walk": "for comparison: the same walk by one process"}
+    lines = [f"Where a question's time goes, fresh processes under the same interpreter (medians of {runs}):", "",
+             "| part | time |", "|---|---|"]
+    lines += [f"| {names[key]} | {fmt(summary(values))} |" for key, values in rows.items()]
+    return lines + [""]
+
+
 def optional_section(module: str, function: str, *args, **kwargs) -> str:
     """Return the markdown of reports/<module>.py's function(*args), or one line saying it
     was skipped when that script is absent."""
@@ -507,8 +576,8 @@ def main() -> int:
         if not args.no_profile:
             build["profile"] = profile_process(["index", "--docs", docs, "--cache-dir",
                                                 os.path.join(work, "cache-profile")], work)
-            query["profile"] = profile_process([args.question, "--docs", docs, "--cache-dir", query["cache"],
-                                                "--extractive", "--json"], work)
+            query["profile"] = question_phases(docs, query["cache"], args.question, 9) + profile_process(
+                [args.question, "--docs", docs, "--cache-dir", query["cache"], "--extractive", "--json"], work)
         edit = bench_edit(docs, work)
         args.embed_result = bench_embed(docs, work, args.embed_files) if args.embed_files else None
         n_files = sum(int(w) for w in build["stdout"].split()[1:2] if w.isdigit())
