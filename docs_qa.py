@@ -14,10 +14,11 @@ Sections (in file order)
           4c. Porter stemmer   -- English stems (Porter 1980)
           4d. Terms            -- index terms and question terms, stemmed per language
      5. Corpus walk      -- the only code that reads documents; a scan's stat signature
-          5a. Reading          -- decode, size cap, re-read without following a link
-     5b. Git checkout    -- HEAD, refs and the index, read from .git's files; git never run
-     5c. Git objects     -- loose and packed objects, deltas
-     5d. Git dirty check -- do the documents differ from HEAD's tree
+          5a. Shared walk      -- a forked child and this process take subtrees off one queue
+          5b. Reading          -- decode, size cap, re-read without following a link
+     5c. Git checkout    -- HEAD, refs and the index, read from .git's files; git never run
+     5d. Git objects     -- loose and packed objects, deltas
+     5e. Git dirty check -- do the documents differ from HEAD's tree
      6. Chunking         -- split on headers / blank lines with exact 1-based line ranges
      7. BM25             -- Okapi BM25 scoring over postings
      8. HTTP client      -- _request_json, the one network helper (JSON or streamed events)
@@ -779,10 +780,6 @@ _IS_DIR = operator.methodcaller("is_dir", follow_symlinks=False)
 _DOCUMENT_NAME = _lazy_re("[^.].*(?:" + "|".join(map(re.escape, DOC_EXTENSIONS)) + r")\Z",
                           re.IGNORECASE | re.DOTALL)
 _CONTROL_CHARS = _lazy_re(r"[\x00-\x1f\x7f-\x9f]")
-SCAN_SPLIT_MIN_FILES = 4000        # documents (in the last scan) from which a forked child shares the walk
-SCAN_SPLIT_UNITS = 64              # subtrees listed first, for the two processes to share
-SCAN_SPLIT_LISTED = 4000           # ... unless that many entries were listed to find them
-SCAN_SPLIT_RUNS = 512              # the units are queued as at most this many runs
 _SKIP_MESSAGES = {
     "bad_name": "skipped {n} file(s) whose names are not valid UTF-8 or hold control characters",
     "not_regular": "skipped {n} entry(ies) that are not regular files (pipes, sockets, devices)",
@@ -863,62 +860,6 @@ def corpus_scan_begin(root: str, skip_dirs: Iterable[str] = (), split: bool = Fa
     caller may do other work before ScanRun.finish() (or close(), to abandon it)."""
     return ScanRun(root, _dir_ids(skip_dirs), split and _can_fork())
 
-
-class ScanRun:
-    """A walk of root under way. Shared, its first levels are listed here (_split_units),
-    then this process and a forked child take runs of those units off one queue, a pipe
-    holding their numbers, until it is empty, so neither idles while the other has work;
-    the child writes what it found back, marshalled. A child that fails costs only its units
-    again, here. Not shared, finish() does the whole walk."""
-
-    def __init__(self, root: str, skip_ids: set[tuple[int, int]], shared: bool) -> None:
-        self.root, self.skip_ids, self.skipped = root, skip_ids, {}
-        self.units: list = _split_units(root, skip_ids, self.skipped) if shared else []
-        self.runs, self.queue_r, self.child = [], -1, None
-        if self.units:
-            size = -(-len(self.units) // SCAN_SPLIT_RUNS)
-            self.runs = [range(start, min(start + size, len(self.units)))
-                         for start in range(0, len(self.units), size)]
-            self.queue_r, queue_w = os.pipe()
-            try:
-                os.write(queue_w, struct.pack(f"<{len(self.runs)}I", *range(len(self.runs))))  # < 4 KB
-            finally:
-                os.close(queue_w)
-            self.child = _scan_child(self.units, self.runs, self.queue_r, skip_ids)
-        self.shared = self.child is not None
-
-    def finish(self) -> CorpusScan:
-        """Return the CorpusScan, doing what is left of the walk here."""
-        skipped = self.skipped
-        if not self.units:
-            folders = _stat_jobs(_walk([(self.root, "")], self.skip_ids, skipped), skipped)
-        else:
-            try:
-                mine = _scan_units(self.units, self.runs, self.queue_r, self.skip_ids, skipped)
-            finally:
-                theirs = self.close()
-            folders = []
-            for i, unit in enumerate(self.units):
-                if i in mine:
-                    folders += mine[i]
-                elif i in theirs:
-                    folders += [(a, p, n, _int64s(m), _int64s(z)) for a, p, n, m, z in theirs[i]]
-                else:                                  # the child took it and failed: again, here
-                    folders += _scan_unit(unit, self.skip_ids, skipped)
-            for code, paths in theirs.get("skipped", {}).items():
-                skipped.setdefault(code, []).extend(paths)
-        return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())])
-
-    def close(self) -> dict:
-        """Close the queue and reap the child; return what it wrote ({} when it failed)."""
-        if self.queue_r >= 0:
-            os.close(self.queue_r)
-            self.queue_r = -1
-        child, self.child = self.child, None
-        return _scan_child_result(child)
-
-
-_NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
 
 _Job = tuple[str, str, list]       # (abs dir, rel prefix, its document names): lstats to do
 _Folder = tuple[str, str, list, array.array, array.array]    # a _Job with mtimes and sizes
@@ -1041,6 +982,111 @@ def _folder_stats(abs_dir: str, names: list[str], prefix: str, skipped: dict[str
     return (abs_dir, prefix, names, array.array("q", map(_MTIME, stats)), array.array("q", map(_SIZE, stats)))
 
 
+
+
+
+def _has_bad_name(rel_path: str) -> bool:
+    """Return True when a path holds bytes that are not UTF-8 (os keeps them as
+    surrogates) or a control character (a newline would split a citation in two)."""
+    try:
+        rel_path.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return _CONTROL_CHARS.search(rel_path) is not None
+
+
+def _dir_ids(dirs: Iterable[str]) -> set[tuple[int, int]]:
+    """Return the (device, inode) of each existing folder in dirs."""
+    out = set()
+    for path in dirs:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        out.add((st.st_dev, st.st_ino))
+    return out
+
+
+def _is_skipped_dir(entry: os.DirEntry, skip_ids: set[tuple[int, int]]) -> bool:
+    """Return whether a folder entry is one of skip_ids (the inode is free; stat only on a match)."""
+    if not any(ino == entry.inode() for _, ino in skip_ids):
+        return False
+    st = entry.stat(follow_symlinks=False)
+    return (st.st_dev, st.st_ino) in skip_ids
+
+
+def _summarise_skips(code: str, paths: list[str]) -> Note:
+    """Return one note for all files skipped for the same reason, naming a few."""
+    shown = ", ".join(sorted(paths)[:3]) + (", ..." if len(paths) > 3 else "")
+    return Note(code, _SKIP_MESSAGES[code].format(n=len(paths)) + f" ({shown})")
+
+
+# --- 5a. Shared walk — on a large folder a forked child and this process list and stat it
+# together (a system call per file is most of a question's cost); the same folders, notes
+# and order as one process finds
+
+SCAN_SPLIT_MIN_FILES = 4000        # documents (in the last scan) from which a forked child shares the walk
+SCAN_SPLIT_UNITS = 64              # subtrees listed first, for the two processes to share
+SCAN_SPLIT_LISTED = 4000           # ... unless that many entries were listed to find them
+SCAN_SPLIT_RUNS = 512              # the units are queued as at most this many runs
+
+
+class ScanRun:
+    """A walk of root under way. Shared, its first levels are listed here (_split_units),
+    then this process and a forked child take runs of those units off one queue, a pipe
+    holding their numbers, until it is empty, so neither idles while the other has work;
+    the child writes what it found back, marshalled. A child that fails costs only its units
+    again, here. Not shared, finish() does the whole walk."""
+
+    def __init__(self, root: str, skip_ids: set[tuple[int, int]], shared: bool) -> None:
+        self.root, self.skip_ids, self.skipped = root, skip_ids, {}
+        self.units: list = _split_units(root, skip_ids, self.skipped) if shared else []
+        self.runs, self.queue_r, self.child = [], -1, None
+        if self.units:
+            size = -(-len(self.units) // SCAN_SPLIT_RUNS)
+            self.runs = [range(start, min(start + size, len(self.units)))
+                         for start in range(0, len(self.units), size)]
+            self.queue_r, queue_w = os.pipe()
+            try:
+                os.write(queue_w, struct.pack(f"<{len(self.runs)}I", *range(len(self.runs))))  # < 4 KB
+            finally:
+                os.close(queue_w)
+            self.child = _scan_child(self.units, self.runs, self.queue_r, skip_ids)
+        self.shared = self.child is not None
+
+    def finish(self) -> CorpusScan:
+        """Return the CorpusScan, doing what is left of the walk here."""
+        skipped = self.skipped
+        if not self.units:
+            folders = _stat_jobs(_walk([(self.root, "")], self.skip_ids, skipped), skipped)
+        else:
+            try:
+                mine = _scan_units(self.units, self.runs, self.queue_r, self.skip_ids, skipped)
+            finally:
+                theirs = self.close()
+            folders = []
+            for i, unit in enumerate(self.units):
+                if i in mine:
+                    folders += mine[i]
+                elif i in theirs:
+                    folders += [(a, p, n, _int64s(m), _int64s(z)) for a, p, n, m, z in theirs[i]]
+                else:                                  # the child took it and failed: again, here
+                    folders += _scan_unit(unit, self.skip_ids, skipped)
+            for code, paths in theirs.get("skipped", {}).items():
+                skipped.setdefault(code, []).extend(paths)
+        return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())])
+
+    def close(self) -> dict:
+        """Close the queue and reap the child; return what it wrote ({} when it failed)."""
+        if self.queue_r >= 0:
+            os.close(self.queue_r)
+            self.queue_r = -1
+        child, self.child = self.child, None
+        return _scan_child_result(child)
+
+
+_NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
+
 def _split_units(root: str, skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]) -> list:
     """Return root's walk as units in _walk's order: a listed folder's _Job, or a subtree
     not yet listed as (abs dir, rel dir). Levels are listed breadth first until there are
@@ -1141,43 +1187,7 @@ def _can_fork() -> bool:
     return cpus > 1 and (threading is None or threading.active_count() == 1)
 
 
-def _has_bad_name(rel_path: str) -> bool:
-    """Return True when a path holds bytes that are not UTF-8 (os keeps them as
-    surrogates) or a control character (a newline would split a citation in two)."""
-    try:
-        rel_path.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return _CONTROL_CHARS.search(rel_path) is not None
-
-
-def _dir_ids(dirs: Iterable[str]) -> set[tuple[int, int]]:
-    """Return the (device, inode) of each existing folder in dirs."""
-    out = set()
-    for path in dirs:
-        try:
-            st = os.stat(path)
-        except OSError:
-            continue
-        out.add((st.st_dev, st.st_ino))
-    return out
-
-
-def _is_skipped_dir(entry: os.DirEntry, skip_ids: set[tuple[int, int]]) -> bool:
-    """Return whether a folder entry is one of skip_ids (the inode is free; stat only on a match)."""
-    if not any(ino == entry.inode() for _, ino in skip_ids):
-        return False
-    st = entry.stat(follow_symlinks=False)
-    return (st.st_dev, st.st_ino) in skip_ids
-
-
-def _summarise_skips(code: str, paths: list[str]) -> Note:
-    """Return one note for all files skipped for the same reason, naming a few."""
-    shown = ", ".join(sorted(paths)[:3]) + (", ..." if len(paths) > 3 else "")
-    return Note(code, _SKIP_MESSAGES[code].format(n=len(paths)) + f" ({shown})")
-
-
-# --- 5a. Reading — decode a document, cap its size, re-read it without following a link
+# --- 5b. Reading — decode a document, cap its size, re-read it without following a link
 
 _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NO_BLOCK = getattr(os, "O_NONBLOCK", 0)        # a FIFO put in a document's place must not block
@@ -1305,12 +1315,12 @@ def _open_beneath(root: str, parts: list[str]) -> int:
         os.close(fd)
 
 
-# === 5b. Git checkout — HEAD, refs and the index, read from .git's files; git is never run ===
+# === 5c. Git checkout — HEAD, refs and the index, read from .git's files; git is never run ===
 #
 # The docs folder's Git metadata is untrusted data: git itself is never run (its config,
 # hooks, fsmonitor, pager, filters and the like could name any program). HEAD, loose refs,
 # packed-refs, a worktree's `gitdir:` file and `commondir`, the index, and the commit and
-# tree objects (loose, or in packs) are parsed here and in 5c-5d.
+# tree objects (loose, or in packs) are parsed here and in 5d-5e.
 
 GIT_MAX_SYMREF_DEPTH = 5           # HEAD -> ref -> ref ... deeper is taken as a loop
 GIT_MAX_REF_BYTES = 64 * 1024      # a larger HEAD or loose ref is not a ref
@@ -1555,7 +1565,7 @@ def _git_index_stamp(checkout: GitCheckout) -> str:
     return f"{st.st_mtime_ns}:{st.st_size}"
 
 
-# === 5c. Git objects — loose and packed objects, deltas (read as data) ===
+# === 5d. Git objects — loose and packed objects, deltas (read as data) ===
 
 GIT_MAX_DELTA_DEPTH = 100          # a longer delta chain (git's default limit is 50) is a loop
 GIT_MAX_OBJECT_BYTES = 64 * 1024 * 1024   # a larger commit or tree is not read
@@ -1745,7 +1755,7 @@ class _GitObjects:
         return kind, data
 
 
-# === 5d. Git dirty check — do the documents differ from HEAD's tree ===
+# === 5e. Git dirty check — do the documents differ from HEAD's tree ===
 
 def _git_tree_entries(body: bytes, hash_bytes: int) -> dict[bytes, tuple[int, bytes]]:
     """Return name -> (mode, object id) of a tree object's body."""
