@@ -14,10 +14,11 @@ Sections (in file order)
           4c. Porter stemmer   -- English stems (Porter 1980)
           4d. Terms            -- index terms and question terms, stemmed per language
      5. Corpus walk      -- the only code that reads documents; a scan's stat signature
-          5a. Reading          -- decode, size cap, re-read without following a link
-     5b. Git checkout    -- HEAD, refs and the index, read from .git's files; git never run
-     5c. Git objects     -- loose and packed objects, deltas
-     5d. Git dirty check -- do the documents differ from HEAD's tree
+          5a. Shared walk      -- a forked child and this process take subtrees off one queue
+          5b. Reading          -- decode, size cap, re-read without following a link
+     5c. Git checkout    -- HEAD, refs and the index, read from .git's files; git never run
+     5d. Git objects     -- loose and packed objects, deltas
+     5e. Git dirty check -- do the documents differ from HEAD's tree
      6. Chunking         -- split on headers / blank lines with exact 1-based line ranges
      7. BM25             -- Okapi BM25 scoring over postings
      8. HTTP client      -- _request_json, the one network helper (JSON or streamed events)
@@ -58,6 +59,8 @@ sections share; a table built from a section's functions (OPERATIONS) follows th
 
 from __future__ import annotations
 
+# traceback, hmac, ipaddress, threading and http.server are imported where they are used:
+# a question in the CLI never needs them, and each costs it start-up time
 import argparse
 import array
 import bisect
@@ -65,10 +68,9 @@ import contextlib
 import functools
 import hashlib
 import heapq
-import hmac
-import ipaddress
 import itertools
 import json
+import marshal
 import math
 import mmap
 import operator
@@ -80,7 +82,6 @@ import stat
 import struct
 import sys
 import time
-import traceback
 import unicodedata
 import urllib.parse
 import zlib
@@ -112,10 +113,12 @@ __all__ = [
     "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats", "GateSignals", "ProgressFn",
     "settings_from_env", "search", "search_rankings", "search_gate_signals", "search_dense",
     "search_feedback_wanted", "search_feedback_weights", "answer", "index_folder", "index_refresh",
-    "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english", "text_query_terms",
-    "text_query_counts", "text_sentences", "text_detect_language", "text_case_tells", "Tokenizer",
-    "FileEntry", "CorpusScan", "corpus_scan", "corpus_walk", "corpus_read", "corpus_readable",
-    "corpus_reread",
+    "index_scan_begin",
+    "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english",
+    "text_query_terms", "text_query_counts", "text_sentences", "text_detect_language", "text_case_tells",
+    "Tokenizer",
+    "FileEntry", "CorpusScan", "ScanRun", "corpus_scan", "corpus_scan_begin", "corpus_walk", "corpus_read",
+    "corpus_readable", "corpus_reread",
     "chunk_text", "chunk_parse", "ParsedText", "front_matter_fields",
     "bm25_idf", "bm25_scores", "bm25_query_weight", "bm25_term_counts",
     "BackendError", "RetryPolicy",
@@ -578,70 +581,61 @@ _STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "men
           "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize")
 
 
-# Each letter as Porter sees it: v (a, e, i, o, u), c (any other letter) or y, a vowel after
-# a consonant and a consonant elsewhere (_consonant_vowel resolves it).
-_CV_LETTERS = str.maketrans({chr(c): "v" if chr(c) in "aeiou" else "y" if chr(c) == "y" else "c"
-                             for c in range(128) if chr(c).isalpha()})
+_CV = str.maketrans("abcdefghijklmnopqrstuvwxzABCDEFGHIJKLMNOPQRSTUVWXYZ",   # y: by its neighbour
+                    "vcccvcccvcccccvcccccvcccc" + "c" * 26)
 
 
-def _consonant_vowel(word: str) -> str:
-    """Return word's letters as 'c' (consonant) and 'v' (vowel) in Porter's sense: y after a
-    consonant is a vowel; a prefix's pattern is the pattern's prefix."""
-    pattern = word.translate(_CV_LETTERS)
-    if "y" not in pattern:
-        return pattern
-    letters = list(pattern)
-    for i, letter in enumerate(letters):
-        if letter == "y":
-            letters[i] = "c" if i == 0 or letters[i - 1] == "v" else "v"
-    return "".join(letters)
+def _cv_form(word: str) -> str:
+    """Return word as Porter's consonant/vowel string: 'c' or 'v' per letter, y a vowel
+    after a consonant (a lower-case ASCII word). m of a stem is the count of 'vc' in the
+    prefix of this string as long as the stem (y depends only on the letter before it)."""
+    form = word.translate(_CV)
+    if "y" in form:
+        letters = list(form)
+        for i, ch in enumerate(letters):
+            if ch == "y":
+                letters[i] = "v" if i and letters[i - 1] == "c" else "c"
+        form = "".join(letters)
+    return form
 
 
 def _measure(stem: str) -> int:
     """Return m, the number of vowel-consonant sequences in [C](VC)^m[V]."""
-    return _consonant_vowel(stem).count("vc")
+    return _cv_form(stem).count("vc")
 
 
 def _has_vowel(stem: str) -> bool:
-    return "v" in _consonant_vowel(stem)
+    return "v" in _cv_form(stem)
 
 
 def _double_consonant(word: str) -> bool:
-    return len(word) >= 2 and word[-1] == word[-2] and _consonant_vowel(word)[-1] == "c"
+    return len(word) >= 2 and word[-1] == word[-2] and _cv_form(word)[-1] == "c"
 
 
 def _cvc(word: str) -> bool:
     """Return True when word ends consonant-vowel-consonant and the last is not w, x or y."""
-    return len(word) >= 3 and _consonant_vowel(word)[-3:] == "cvc" and word[-1] not in "wxy"
+    return len(word) >= 3 and _cv_form(word).endswith("cvc") and word[-1] not in "wxy"
 
 
-def _by_length(rules: Iterable[tuple[str, str]]) -> tuple[tuple[int, dict[str, str]], ...]:
-    """Return (suffix length, {suffix: replacement}) pairs, longest first."""
-    rules = dict(rules)
-    return tuple((n, {k: v for k, v in rules.items() if len(k) == n})
-                 for n in sorted({len(k) for k in rules}, reverse=True))
+def _by_last_letter(rules: tuple) -> dict[str, tuple]:
+    """Return rules (suffix first) grouped by the suffix's last letter, longest suffix first."""
+    out: dict[str, list] = {}
+    for rule in sorted(rules, key=lambda r: -len(r[0])):
+        out.setdefault(rule[0][-1], []).append(rule)
+    return {letter: tuple(group) for letter, group in out.items()}
 
 
-_STEP2_BY_LENGTH, _STEP3_BY_LENGTH = _by_length(_STEP2), _by_length(_STEP3)
-_STEP4_BY_LENGTH = _by_length((s, "") for s in _STEP4)
+_STEP2_BY_END, _STEP3_BY_END = _by_last_letter(_STEP2), _by_last_letter(_STEP3)
+_STEP4_BY_END = _by_last_letter(tuple((suffix,) for suffix in _STEP4))
 
 
-def _longest_rule(word: str, rules: tuple[tuple[int, dict[str, str]], ...]) -> tuple[str, str] | None:
-    """Return the (suffix, replacement) rule with the longest suffix word ends with, or None."""
-    for n, by_suffix in rules:
-        replacement = by_suffix.get(word[-n:])
-        if replacement is not None:
-            return word[-n:], replacement
-    return None
-
-
-def _replace_longest(word: str, rules: tuple[tuple[int, dict[str, str]], ...], min_m: int) -> str:
+def _replace_longest(word: str, rules_by_end: dict[str, tuple], min_m: int) -> str:
     """Apply the rule with the longest matching suffix when its stem's m > min_m."""
-    best = _longest_rule(word, rules)
-    if best is None:
-        return word
-    stem = word[: -len(best[0])]
-    return stem + best[1] if _measure(stem) > min_m else word
+    for suffix, replacement in rules_by_end.get(word[-1:], ()):
+        if word.endswith(suffix):
+            stem = word[: -len(suffix)]
+            return stem + replacement if _measure(stem) > min_m else word
+    return word
 
 
 def _porter_step1(word: str) -> str:
@@ -679,17 +673,18 @@ def text_stem_english(word: str) -> str:
     if len(word) <= 2 or not word.isalpha() or not word.isascii():
         return word
     word = _porter_step1(word)
-    word = _replace_longest(word, _STEP2_BY_LENGTH, 0)
-    word = _replace_longest(word, _STEP3_BY_LENGTH, 0)
-    best = _longest_rule(word, _STEP4_BY_LENGTH)
-    if best is not None:
-        stem = word[: -len(best[0])]
-        if _measure(stem) > 1 and (best[0] != "ion" or stem.endswith(("s", "t"))):
-            word = stem
+    word = _replace_longest(word, _STEP2_BY_END, 0)
+    word = _replace_longest(word, _STEP3_BY_END, 0)
+    for (suffix,) in _STEP4_BY_END.get(word[-1:], ()):
+        if word.endswith(suffix):
+            stem = word[: -len(suffix)]
+            if _measure(stem) > 1 and (suffix != "ion" or stem.endswith(("s", "t"))):
+                word = stem
+            break
     if word.endswith("e"):
-        stem = word[:-1]
-        if _measure(stem) > 1 or (_measure(stem) == 1 and not _cvc(stem)):
-            word = stem
+        m = _measure(word[:-1])
+        if m > 1 or (m == 1 and not _cvc(word[:-1])):
+            word = word[:-1]
     if word.endswith("ll") and _measure(word) > 1:
         word = word[:-1]
     return word
@@ -803,13 +798,14 @@ def text_query_counts(text: str) -> dict[str, int]:
 
 # === 5. Corpus walk — find and decode documents; the only code that reads them ===
 
-_NAME, _PATH = operator.attrgetter("name"), operator.attrgetter("path")
+_NAME = operator.attrgetter("name")
 _MTIME, _SIZE = operator.attrgetter("st_mtime_ns"), operator.attrgetter("st_size")
-_LSTAT = operator.methodcaller("stat", follow_symlinks=False)
 _IS_FILE = operator.methodcaller("is_file", follow_symlinks=False)
 _IS_DIR = operator.methodcaller("is_dir", follow_symlinks=False)
-_IS_DOC_NAME = operator.methodcaller("endswith", DOC_EXTENSIONS)
-_IS_HIDDEN = operator.methodcaller("startswith", ".")
+# a document's name: not hidden, with one of DOC_EXTENSIONS in any case (re.IGNORECASE folds
+# the extensions' letters as str.lower does)
+_DOCUMENT_NAME = _lazy_re("[^.].*(?:" + "|".join(map(re.escape, DOC_EXTENSIONS)) + r")\Z",
+                          re.IGNORECASE | re.DOTALL)
 _CONTROL_CHARS = _lazy_re(r"[\x00-\x1f\x7f-\x9f]")
 _SKIP_MESSAGES = {
     "bad_name": "skipped {n} file(s) whose names are not valid UTF-8 or hold control characters",
@@ -874,80 +870,85 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
     return scan.entries, scan.notes
 
 
-def corpus_scan(root: str, skip_dirs: Iterable[str] = ()) -> CorpusScan:
+def corpus_scan(root: str, skip_dirs: Iterable[str] = (), split: bool = False) -> CorpusScan:
     """Return what a walk of root finds.
 
     Hidden entries, symlinks (a link can lead out of the root or in a loop) and special
-    files are skipped; unreadable folders and the skip_dirs (the cache) with a note. Costs one stat per
-    document, done in C-level map() calls since this runs before every question.
+    files are skipped; unreadable folders and the skip_dirs (the cache) with a note. Costs a
+    listing per folder and one lstat per document, in C-level map() calls since this runs
+    before every question. split (for a folder known to be large) shares the walk with a
+    forked child where that is safe (see ScanRun); what it finds is the same.
     """
-    skip_ids = _dir_ids(skip_dirs)
-    folders = []
-    skipped: dict[str, list[str]] = {}
-    stack = [(root, "")]
+    return corpus_scan_begin(root, skip_dirs, split).finish()
+
+
+def corpus_scan_begin(root: str, skip_dirs: Iterable[str] = (), split: bool = False) -> ScanRun:
+    """Begin corpus_scan(root, skip_dirs, split): a shared walk's child starts at once, so the
+    caller may do other work before ScanRun.finish() (or close(), to abandon it)."""
+    return ScanRun(root, _dir_ids(skip_dirs), split and _can_fork())
+
+
+_Job = tuple[str, str, list]       # (abs dir, rel prefix, its document names): lstats to do
+_Folder = tuple[str, str, list, array.array, array.array]    # a _Job with mtimes and sizes
+
+
+def _walk(stack: list[tuple[str, str]], skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]
+          ) -> list[_Job]:
+    """Return the _Job of every folder under the (abs dir, rel dir) pairs of stack, walked
+    depth first from its end (the order every scan of the folder repeats)."""
+    jobs = []
     while stack:
-        abs_dir, rel_dir = stack.pop()
-        try:
-            with os.scandir(abs_dir) as it:
-                entries = list(it)
-        except OSError:
-            skipped.setdefault("unreadable_folder", []).append(rel_dir or ".")
-            continue
-        prefix = f"{rel_dir}/" if rel_dir else ""
-        regular, dirs, links = _classify(entries, prefix, skipped)
-        docs = _with_good_names(_document_entries(regular), prefix, skipped)
-        if docs:
-            folders.append(_folder_stats(abs_dir, docs, prefix, skipped))
-        if len(regular) + len(dirs) + len(links) < len(entries):
-            _note_not_regular(entries, regular, dirs, links, prefix, skipped)
-        for entry in dirs:
-            if entry.name[0] == ".":
-                continue
-            if skip_ids and _is_skipped_dir(entry, skip_ids):
-                skipped.setdefault("cache_dir_skipped", []).append(prefix + entry.name)
-            else:
-                stack.append((entry.path, prefix + entry.name))
-        for entry in links:
-            if entry.name[0] != ".":
-                skipped.setdefault("symlink_skipped", []).append(prefix + entry.name)
-    return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())])
+        job, subdirs = _list_folder(*stack.pop(), skip_ids, skipped)
+        if job is not None:
+            jobs.append(job)
+        stack += subdirs
+    return jobs
 
 
-_NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
-
-
-def _folder_stats(abs_dir: str, docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
-                  ) -> tuple[str, str, list[str], array.array, array.array]:
-    """Return (abs_dir, prefix, names, mtimes, sizes) of a folder's documents (one lstat
-    each); unstattable ones are noted and left out."""
+def _list_folder(abs_dir: str, rel_dir: str, skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]
+                 ) -> tuple[_Job | None, list[tuple[str, str]]]:
+    """Return a folder's _Job (None without documents) and its subfolders to walk, in
+    listing order; skips are noted."""
     try:
-        stats = list(map(_LSTAT, docs))
+        with os.scandir(abs_dir) as it:
+            entries = list(it)
     except OSError:
-        stats = []
-        for entry in list(docs):
-            try:
-                stats.append(_LSTAT(entry))
-            except OSError:
-                skipped.setdefault("unreadable_file", []).append(prefix + entry.name)
-                docs.remove(entry)
-    return (abs_dir, prefix, list(map(_NAME, docs)), array.array("q", map(_MTIME, stats)),
-            array.array("q", map(_SIZE, stats)))
+        skipped.setdefault("unreadable_folder", []).append(rel_dir or ".")
+        return None, []
+    prefix = f"{rel_dir}/" if rel_dir else ""
+    regular, dirs, links = _classify(entries, prefix, skipped)
+    names = _with_good_names(list(filter(_DOCUMENT_NAME.match, map(_NAME, regular))), prefix, skipped)
+    if len(regular) + len(dirs) + len(links) < len(entries):
+        _note_not_regular(entries, regular, dirs, links, prefix, skipped)
+    subdirs = []
+    for entry in dirs:
+        if entry.name[0] == ".":
+            continue
+        if skip_ids and _is_skipped_dir(entry, skip_ids):
+            skipped.setdefault("cache_dir_skipped", []).append(prefix + entry.name)
+        else:
+            subdirs.append((entry.path, prefix + entry.name))
+    for entry in links:
+        if entry.name[0] != ".":
+            skipped.setdefault("symlink_skipped", []).append(prefix + entry.name)
+    return ((abs_dir, prefix, names) if names else None), subdirs
 
 
-def _document_entries(regular: list[os.DirEntry]) -> list[os.DirEntry]:
-    """Return the files named as documents (extension, not hidden), tested in C-level maps."""
-    names = list(map(_NAME, regular))
-    is_document = map(operator.gt, map(_IS_DOC_NAME, map(str.lower, names)), map(_IS_HIDDEN, names))
-    return list(itertools.compress(regular, is_document))
+def _stat_jobs(jobs: list[_Job], skipped: dict[str, list[str]]) -> list[_Folder]:
+    return [_folder_stats(abs_dir, names, prefix, skipped) for abs_dir, prefix, names in jobs]
 
 
 def _classify(entries: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
               ) -> tuple[list[os.DirEntry], list[os.DirEntry], list[os.DirEntry]]:
-    """Return (regular files, folders, symlinks) among entries, none followed; an entry
-    whose type cannot be read is noted and left out."""
+    """Return (regular files, folders, symlinks) among entries, none followed (the type
+    comes with the listing); an entry whose type cannot be read is noted and left out."""
     try:
-        return tuple(list(itertools.compress(entries, map(test, entries)))
-                     for test in (_IS_FILE, _IS_DIR, os.DirEntry.is_symlink))
+        is_file = list(map(_IS_FILE, entries))
+        regular = list(itertools.compress(entries, is_file))
+        others = list(itertools.compress(entries, map(operator.not_, is_file))) \
+            if len(regular) < len(entries) else []
+        return (regular, list(itertools.compress(others, map(_IS_DIR, others))),
+                list(itertools.compress(others, map(os.DirEntry.is_symlink, others))))
     except OSError:
         pass
     out: tuple[list, list, list] = ([], [], [])
@@ -962,22 +963,20 @@ def _classify(entries: list[os.DirEntry], prefix: str, skipped: dict[str, list[s
     return out
 
 
-def _with_good_names(docs: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
-                     ) -> list[os.DirEntry]:
-    """Return docs without the entries whose path is not valid UTF-8 or holds a control
+def _with_good_names(names: list[str], prefix: str, skipped: dict[str, list[str]]) -> list[str]:
+    """Return names without those whose path is not valid UTF-8 or holds a control
     character such as a newline (noted as bad_name); one check per folder unless one fails."""
-    joined = prefix + "/".join(map(_NAME, docs))
-    if not _has_bad_name(joined):
-        return docs
+    if not _has_bad_name(prefix + "/".join(names)):
+        return names
     good = []
-    for entry in docs:
-        rel = prefix + entry.name
+    for name in names:
+        rel = prefix + name
         if _has_bad_name(rel):    # cannot be stored, printed or cited as path:lines
             shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
             skipped.setdefault("bad_name", []).append(
                 _CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", shown))
         else:
-            good.append(entry)
+            good.append(name)
     return good
 
 
@@ -987,9 +986,30 @@ def _note_not_regular(entries: list[os.DirEntry], regular: list, dirs: list, lin
     would block the read)."""
     known = {id(e) for group in (regular, dirs, links) for e in group}
     for entry in entries:
-        if id(entry) not in known and entry.name[0] != "." \
-                and entry.name.lower().endswith(DOC_EXTENSIONS):
+        if id(entry) not in known and _DOCUMENT_NAME.match(entry.name):
             skipped.setdefault("not_regular", []).append(prefix + entry.name)
+
+
+def _folder_stats(abs_dir: str, names: list[str], prefix: str, skipped: dict[str, list[str]]
+                  ) -> tuple[str, str, list[str], array.array, array.array]:
+    """Return (abs_dir, prefix, names, mtimes, sizes) of a folder's documents (one lstat
+    each); unstattable ones are noted and left out."""
+    base = abs_dir if abs_dir.endswith(os.sep) else abs_dir + os.sep
+    try:
+        stats = list(map(os.lstat, map(base.__add__, names)))
+    except OSError:
+        stats, kept = [], []
+        for name in names:
+            try:
+                stats.append(os.lstat(base + name))
+                kept.append(name)
+            except OSError:
+                skipped.setdefault("unreadable_file", []).append(prefix + name)
+        names = kept
+    return (abs_dir, prefix, names, array.array("q", map(_MTIME, stats)), array.array("q", map(_SIZE, stats)))
+
+
+
 
 
 def _has_bad_name(rel_path: str) -> bool:
@@ -1028,7 +1048,173 @@ def _summarise_skips(code: str, paths: list[str]) -> Note:
     return Note(code, _SKIP_MESSAGES[code].format(n=len(paths)) + f" ({shown})")
 
 
-# --- 5a. Reading — decode a document, cap its size, re-read it without following a link
+# --- 5a. Shared walk — on a large folder a forked child and this process list and stat it
+# together (a system call per file is most of a question's cost); the same folders, notes
+# and order as one process finds
+
+SCAN_SPLIT_MIN_FILES = 4000        # documents (in the last scan) from which a forked child shares the walk
+SCAN_SPLIT_UNITS = 64              # subtrees listed first, for the two processes to share
+SCAN_SPLIT_LISTED = 4000           # ... unless that many entries were listed to find them
+SCAN_SPLIT_RUNS = 512              # the units are queued as at most this many runs
+
+
+class ScanRun:
+    """A walk of root under way. Shared, its first levels are listed here (_split_units),
+    then this process and a forked child take runs of those units off one queue, a pipe
+    holding their numbers, until it is empty, so neither idles while the other has work;
+    the child writes what it found back, marshalled. A child that fails costs only its units
+    again, here. Not shared, finish() does the whole walk."""
+
+    def __init__(self, root: str, skip_ids: set[tuple[int, int]], shared: bool) -> None:
+        self.root, self.skip_ids, self.skipped = root, skip_ids, {}
+        self.units: list = _split_units(root, skip_ids, self.skipped) if shared else []
+        self.runs, self.queue_r, self.child = [], -1, None
+        if self.units:
+            size = -(-len(self.units) // SCAN_SPLIT_RUNS)
+            self.runs = [range(start, min(start + size, len(self.units)))
+                         for start in range(0, len(self.units), size)]
+            self.queue_r, queue_w = os.pipe()
+            try:
+                os.write(queue_w, struct.pack(f"<{len(self.runs)}I", *range(len(self.runs))))  # < 4 KB
+            finally:
+                os.close(queue_w)
+            self.child = _scan_child(self.units, self.runs, self.queue_r, skip_ids)
+        self.shared = self.child is not None
+
+    def finish(self) -> CorpusScan:
+        """Return the CorpusScan, doing what is left of the walk here."""
+        skipped = self.skipped
+        if not self.units:
+            folders = _stat_jobs(_walk([(self.root, "")], self.skip_ids, skipped), skipped)
+        else:
+            try:
+                mine = _scan_units(self.units, self.runs, self.queue_r, self.skip_ids, skipped)
+            finally:
+                theirs = self.close()
+            folders = []
+            for i, unit in enumerate(self.units):
+                if i in mine:
+                    folders += mine[i]
+                elif i in theirs:
+                    folders += [(a, p, n, _int64s(m), _int64s(z)) for a, p, n, m, z in theirs[i]]
+                else:                                  # the child took it and failed: again, here
+                    folders += _scan_unit(unit, self.skip_ids, skipped)
+            for code, paths in theirs.get("skipped", {}).items():
+                skipped.setdefault(code, []).extend(paths)
+        return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())])
+
+    def close(self) -> dict:
+        """Close the queue and reap the child; return what it wrote ({} when it failed)."""
+        if self.queue_r >= 0:
+            os.close(self.queue_r)
+            self.queue_r = -1
+        child, self.child = self.child, None
+        return _scan_child_result(child)
+
+
+_NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
+
+def _split_units(root: str, skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]) -> list:
+    """Return root's walk as units in _walk's order: a listed folder's _Job, or a subtree
+    not yet listed as (abs dir, rel dir). Levels are listed breadth first until there are
+    SCAN_SPLIT_UNITS subtrees to share, none is left, or SCAN_SPLIT_LISTED entries were
+    listed (a flat folder is shared as jobs)."""
+    units: list = [(root, "")]
+    listed = 0
+    while listed < SCAN_SPLIT_LISTED and SCAN_SPLIT_UNITS > sum(len(u) == 2 for u in units) > 0:
+        expanded: list = []
+        for unit in units:
+            if len(unit) == 2 and listed < SCAN_SPLIT_LISTED:
+                job, subdirs = _list_folder(*unit, skip_ids, skipped)
+                listed += 1 + len(subdirs) + (len(job[2]) if job else 0)
+                expanded += ([job] if job else []) + subdirs[::-1]      # _walk pops the last first
+            else:
+                expanded.append(unit)
+        units = expanded
+    return units
+
+
+def _scan_unit(unit: tuple, skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]) -> list[_Folder]:
+    """Return the folders of one unit of _split_units: a listed folder, or a whole subtree."""
+    return _stat_jobs([unit] if len(unit) == 3 else _walk([unit], skip_ids, skipped), skipped)
+
+
+def _scan_units(units: list, runs: list[range], queue_r: int, skip_ids: set[tuple[int, int]],
+                skipped: dict[str, list[str]]) -> dict[int, list[_Folder]]:
+    """Return {unit number: its folders} for the runs of units this process takes off the queue."""
+    out = {}
+    while len(data := os.read(queue_r, 4)) == 4:
+        for i in runs[struct.unpack("<I", data)[0]]:
+            out[i] = _scan_unit(units[i], skip_ids, skipped)
+    return out
+
+
+def _scan_child(units: list, runs: list[range], queue_r: int, skip_ids: set[tuple[int, int]]
+                ) -> tuple[int, int] | None:
+    """Fork a child that scans units off the queue and writes them, marshalled, to a pipe
+    as {unit number: [(abs dir, prefix, names, mtimes bytes, sizes bytes)], "skipped":
+    notes}; return (pid, read end), or None when the fork failed."""
+    read_fd, write_fd = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        return None
+    if pid:
+        os.close(write_fd)
+        return pid, read_fd
+    status = 1
+    try:                                          # the child: scan, write, leave without cleanup
+        os.close(read_fd)
+        skipped: dict[str, list[str]] = {}
+        done: dict = {i: [(a, p, n, m.tobytes(), z.tobytes()) for a, p, n, m, z in folders]
+                      for i, folders in _scan_units(units, runs, queue_r, skip_ids, skipped).items()}
+        done["skipped"] = skipped
+        data = memoryview(marshal.dumps(done))
+        while data:
+            data = data[os.write(write_fd, data):]
+        status = 0
+    finally:
+        os._exit(status)
+
+
+def _scan_child_result(child: tuple[int, int] | None) -> dict:
+    """Return what _scan_child's child wrote (reaping it), or {} when it failed."""
+    if child is None:
+        return {}
+    pid, read_fd = child
+    parts = []
+    try:
+        while data := os.read(read_fd, 1 << 20):
+            parts.append(data)
+    finally:
+        os.close(read_fd)
+        _, status = os.waitpid(pid, 0)
+    try:
+        got = marshal.loads(b"".join(parts)) if status == 0 else {}
+    except (EOFError, ValueError, TypeError):
+        got = {}
+    return got if isinstance(got, dict) else {}
+
+
+def _int64s(data: bytes) -> array.array:
+    out = array.array("q")
+    out.frombytes(data)
+    return out
+
+
+def _can_fork() -> bool:
+    """Return whether this process may fork a helper: POSIX fork, more than one CPU for it,
+    and no other thread (forking a threaded process can copy a lock some thread holds)."""
+    if not hasattr(os, "fork"):
+        return False
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threading = sys.modules.get("threading")
+    return cpus > 1 and (threading is None or threading.active_count() == 1)
+
+
+# --- 5b. Reading — decode a document, cap its size, re-read it without following a link
 
 _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NO_BLOCK = getattr(os, "O_NONBLOCK", 0)        # a FIFO put in a document's place must not block
@@ -1156,12 +1342,12 @@ def _open_beneath(root: str, parts: list[str]) -> int:
         os.close(fd)
 
 
-# === 5b. Git checkout — HEAD, refs and the index, read from .git's files; git is never run ===
+# === 5c. Git checkout — HEAD, refs and the index, read from .git's files; git is never run ===
 #
 # The docs folder's Git metadata is untrusted data: git itself is never run (its config,
 # hooks, fsmonitor, pager, filters and the like could name any program). HEAD, loose refs,
 # packed-refs, a worktree's `gitdir:` file and `commondir`, the index, and the commit and
-# tree objects (loose, or in packs) are parsed here and in 5c-5d.
+# tree objects (loose, or in packs) are parsed here and in 5d-5e.
 
 GIT_MAX_SYMREF_DEPTH = 5           # HEAD -> ref -> ref ... deeper is taken as a loop
 GIT_MAX_REF_BYTES = 64 * 1024      # a larger HEAD or loose ref is not a ref
@@ -1406,7 +1592,7 @@ def _git_index_stamp(checkout: GitCheckout) -> str:
     return f"{st.st_mtime_ns}:{st.st_size}"
 
 
-# === 5c. Git objects — loose and packed objects, deltas (read as data) ===
+# === 5d. Git objects — loose and packed objects, deltas (read as data) ===
 
 GIT_MAX_DELTA_DEPTH = 100          # a longer delta chain (git's default limit is 50) is a loop
 GIT_MAX_OBJECT_BYTES = 64 * 1024 * 1024   # a larger commit or tree is not read
@@ -1596,7 +1782,7 @@ class _GitObjects:
         return kind, data
 
 
-# === 5d. Git dirty check — do the documents differ from HEAD's tree ===
+# === 5e. Git dirty check — do the documents differ from HEAD's tree ===
 
 def _git_tree_entries(body: bytes, hash_bytes: int) -> dict[bytes, tuple[int, bytes]]:
     """Return name -> (mode, object id) of a tree object's body."""
@@ -2207,8 +2393,9 @@ def _connect_probe(url: str, timeout_s: float) -> None:
         raise BackendError("bad_url") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise BackendError("bad_url")
-    try:
-        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
+    host = parts.hostname.encode("ascii") if parts.hostname.isascii() else parts.hostname
+    try:                   # an ASCII host given as bytes spares loading the IDNA codec
+        socket.create_connection((host, port), timeout=timeout_s).close()
     except OSError as exc:
         raise BackendError(_network_fault_kind(exc)) from None
 
@@ -2777,18 +2964,25 @@ def _with_id(chunk_id: int, row: tuple) -> tuple:
     return (chunk_id, *row)
 
 
-def index_refresh(conn: sqlite3.Connection, settings: Settings,
-                  progress: ProgressFn | None = None) -> IndexStats:
-    """Bring the index up to date with the docs folder; return what changed.
+def index_scan_begin(settings: Settings, meta: dict[str, str]) -> ScanRun:
+    """Begin the walk of the docs folder (the cache folder left out), shared with a forked
+    child when the index's meta says the last walk found SCAN_SPLIT_MIN_FILES documents."""
+    return corpus_scan_begin(settings.docs_dir, [settings.cache_dir] if settings.cache_dir else [],
+                             split=int(meta.get("n_files") or 0) >= SCAN_SPLIT_MIN_FILES)
+
+
+def index_refresh(conn: sqlite3.Connection, settings: Settings, progress: ProgressFn | None = None,
+                  scan: CorpusScan | None = None) -> IndexStats:
+    """Bring the index up to date with the docs folder (scan: its walk, when already made);
+    return what changed.
 
     Costs one stat per document when nothing changed (the stat signature matches). A
     file whose size and mtime are unchanged is not read; one whose content hash is
     unchanged is not re-chunked. Changes are committed every CACHE_COMMIT_EVERY files
     so an interrupted run keeps its progress.
     """
-    cache_dir = settings.cache_dir
-    scan = corpus_scan(settings.docs_dir, [cache_dir] if cache_dir else [])
     meta = cache_meta(conn)
+    scan = scan or index_scan_begin(settings, meta).finish()
     if meta.get("index_params") == _index_params(settings) and meta.get("stat_sig") == scan.signature \
             and "generation" in meta:
         stats = IndexStats(unchanged=int(meta.get("n_files", 0)),
@@ -3624,11 +3818,25 @@ def _without_unreadable(result: SearchResult, settings: Settings) -> SearchResul
 def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
                   settings: Settings, progress: ProgressFn | None) -> SearchResult:
     """Return the search result over an open index (see search()): the ranking core's
-    fused list within the per-document and result limits."""
-    stats = index_refresh(conn, settings, progress)
+    fused list within the per-document and result limits. When a forked child shares the
+    walk of a large folder, the stored index is ranked meanwhile, and that ranking is kept
+    if the walk finds nothing changed (else the refreshed index is ranked)."""
+    meta, pool = cache_meta(conn), settings.candidate_limit
+    walk, early = index_scan_begin(settings, meta), None
+    try:
+        if walk.shared and meta.get("index_params") == _index_params(settings) and "generation" in meta:
+            early_notes: list[Note] = []
+            early = _rank(conn, question, settings, pool, progress, early_notes), early_notes
+        scan = walk.finish()
+    finally:
+        walk.close()
+    stats = index_refresh(conn, settings, progress, scan)
     notes = notes + stats.notes
-    pool = settings.candidate_limit
-    ranked = _rank(conn, question, settings, pool, progress, notes)
+    if early is not None and not (stats.new or stats.updated or stats.removed):
+        ranked = early[0]
+        notes += early[1]
+    else:
+        ranked = _rank(conn, question, settings, pool, progress, notes)
     truncation = ["candidate_limit"] if ranked.bm25_matches > pool and ranked.gate is None else []
     if ranked.gate is not None:
         notes.append(ranked.gate)
@@ -3986,7 +4194,10 @@ def _is_written_rarely(conn: sqlite3.Connection, word: str, candidates: set[int]
 
 def _word_chunks(conn: sqlite3.Connection, terms: list[str]) -> set[int]:
     """Return the ids of the chunks that hold any of terms."""
-    return {row[0] for rows in _cache_postings(conn, terms).values() for row in rows}
+    out: set[int] = set()
+    for term in terms:
+        out.update(cache_term_postings(conn, term)[0::3])     # (chunk id, tf, length) triples
+    return out
 
 
 def _mobile_e_chunks(conn: sqlite3.Connection, terms: list[str]) -> set[int]:
@@ -5416,6 +5627,7 @@ def _error_boundary(exc: Exception, debug: bool, log: Callable[[str], None] | No
     if debug:
         raise exc
     if log is not None and not isinstance(exc, ContractError):
+        import traceback
         log("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
     return rc.error_result(exc)
 
@@ -6223,6 +6435,7 @@ def _error_reply(status: HTTPStatus, error: ContractError | None = None) -> tupl
 
 def _is_authorized(headers: dict[str, str], token: str) -> bool:
     """Return True when the request carries 'Authorization: Bearer <token>' (constant time)."""
+    import hmac
     scheme, _, given = (_header(headers, "Authorization") or "").strip().partition(" ")
     return hmac.compare_digest(given.strip().encode("utf-8", "surrogatepass"),
                                token.encode("utf-8", "surrogatepass")) and scheme.lower() == "bearer"
@@ -6348,6 +6561,7 @@ def _http_classes() -> tuple[type, type]:
     import collections
     import io
     import threading
+    import traceback
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class _DeadlineReader(io.RawIOBase):
@@ -6560,6 +6774,7 @@ def http_is_loopback(host: str) -> bool:
     """Return True when host names only this machine (localhost, 127.0.0.0/8, ::1)."""
     if host == "localhost":
         return True
+    import ipaddress
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -7350,6 +7565,7 @@ class _McpSession:
             except _McpCancelled:
                 reply = None
             except Exception:  # a protocol-level fault: answered, logged, never fatal
+                import traceback
                 self.ctx.log_line(traceback.format_exc())
                 reply = _rpc_error(message["id"], _RPC_INTERNAL, "Internal error")
             with self.lock:

@@ -22,6 +22,7 @@ import argparse
 import cProfile
 import importlib
 import io
+import json
 import pstats
 import shlex
 import os
@@ -32,11 +33,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS_QA = os.path.join(REPO, "docs_qa.py")
 DEFAULT_QUESTION = "how to list files in a directory"
+PYTHON = sys.executable             # docs-qa's interpreter (--docs-qa-python)
+LAST_CPU_S = 0.0
 
 # === Anchor scripts (run under the anchor interpreter) ===
 
@@ -77,19 +81,71 @@ print(json.dumps([[paths[int(d)], float(s)] for d, s in zip(docs[0], scores[0])]
 # === Measuring ===
 
 
+class TreeMemory:
+    """Samples the summed resident memory of a process and its descendants (worker
+    processes included) every interval from /proc; peak_mb is the largest sum seen."""
+
+    def __init__(self, root: int, interval: float = 0.02) -> None:
+        self.root, self.interval, self.peak_mb = root, interval, 0
+        self.page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "TreeMemory":
+        if os.path.isdir("/proc"):
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _sample(self) -> int:
+        parents, rss = {}, {}
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) < self.root:
+                continue                      # descendants are started after the root
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()
+                with open(f"/proc/{name}/statm", "rb") as fh:
+                    rss[int(name)] = int(fh.read().split()[1]) * self.page
+            except (OSError, IndexError, ValueError):
+                continue
+            parents[int(name)] = int(fields[1])
+        tree, grew = {self.root}, True
+        while grew:
+            grew = False
+            for pid, ppid in parents.items():
+                if ppid in tree and pid not in tree:
+                    tree.add(pid)
+                    grew = True
+        return sum(rss.get(pid, 0) for pid in tree) // (1024 * 1024)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peak_mb = max(self.peak_mb, self._sample())
+
+
 def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str, str, int]:
-    """Return (wall seconds, peak RSS in MB, stdout, stderr, exit code) of one process."""
+    """Return (wall seconds, peak RSS in MB, stdout, stderr, exit code) of one process; the
+    peak is the larger of its own ru_maxrss and the sampled sum over it and its workers.
+    CPU time (user+sys, workers included) of the last run is kept in LAST_CPU_S."""
+    global LAST_CPU_S
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         if env is None:
             env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=REPO)
-        _, status, usage = os.wait4(proc.pid, 0)
+        with TreeMemory(proc.pid) as tree:
+            _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
+        LAST_CPU_S = usage.ru_utime + usage.ru_stime
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return (wall, usage.ru_maxrss // 1024, out.read().decode("utf-8", "replace"),
+        return (wall, max(usage.ru_maxrss // 1024, tree.peak_mb), out.read().decode("utf-8", "replace"),
                 err.read().decode("utf-8", "replace"), proc.returncode)
 
 
@@ -119,9 +175,10 @@ def docs_qa_env() -> dict[str, str]:
 
 def bench_build(docs: str, runs: int, anchor: str | None, work: str) -> dict:
     """Goal 1: first index, docs-qa vs bm25s build process, alternately."""
-    ours_cmd = lambda cache: [sys.executable, DOCS_QA, "index", "--docs", docs, "--cache-dir", cache]
+    ours_cmd = lambda cache: [PYTHON, DOCS_QA, "index", "--docs", docs, "--cache-dir", cache]
     anchor_cmd = lambda out: [anchor, "-c", BM25S_BUILD, docs, out]
-    rows: dict[str, list] = {"docs_qa": [], "bm25s": [], "docs_qa_mb": [], "bm25s_mb": []}
+    rows: dict[str, list] = {"docs_qa": [], "bm25s": [], "docs_qa_mb": [], "bm25s_mb": [],
+                             "docs_qa_cpu": [], "bm25s_cpu": []}
     stderr_sample, stdout_sample = "", ""
     for i in range(runs):
         cache = os.path.join(work, f"cache-build-{i}")
@@ -130,6 +187,7 @@ def bench_build(docs: str, runs: int, anchor: str | None, work: str) -> dict:
             raise SystemExit(f"docs_qa index failed: {err[-500:]}")
         rows["docs_qa"].append(wall)
         rows["docs_qa_mb"].append(mb)
+        rows["docs_qa_cpu"].append(LAST_CPU_S)
         stderr_sample, stdout_sample = err, out
         shutil.rmtree(cache, ignore_errors=True)
         if anchor:
@@ -139,6 +197,7 @@ def bench_build(docs: str, runs: int, anchor: str | None, work: str) -> dict:
                 raise SystemExit(f"bm25s build failed: {err[-500:]}")
             rows["bm25s"].append(wall)
             rows["bm25s_mb"].append(mb)
+            rows["bm25s_cpu"].append(LAST_CPU_S)
             shutil.rmtree(out_dir, ignore_errors=True)
     return {"rows": rows, "stderr": stderr_sample, "stdout": stdout_sample,
             "commands": [shlex.join(ours_cmd("CACHE")), f"{anchor} -c <BM25S_BUILD> {docs} OUT" if anchor else ""]}
@@ -148,26 +207,29 @@ def bench_query(docs: str, runs: int, anchor: str | None, work: str, question: s
     """Goal 2: a question on an unchanged folder, docs-qa vs bm25s load-and-query, alternately."""
     cache = os.path.join(work, "cache-query")
     out_dir = os.path.join(work, "bm25s-index")
-    run_measured([sys.executable, DOCS_QA, "index", "--docs", docs, "--cache-dir", cache], docs_qa_env())
+    run_measured([PYTHON, DOCS_QA, "index", "--docs", docs, "--cache-dir", cache], docs_qa_env())
     if anchor:
         run_measured([anchor, "-c", BM25S_BUILD, docs, out_dir])
-    ours = [sys.executable, DOCS_QA, question, "--docs", docs, "--cache-dir", cache,
+    ours = [PYTHON, DOCS_QA, question, "--docs", docs, "--cache-dir", cache,
             "--extractive", "--json"]
     theirs = [anchor, "-c", BM25S_QUERY, out_dir, question] if anchor else None
-    floor = [sys.executable, "-c", "pass"]
-    rows: dict[str, list] = {"docs_qa": [], "bm25s": [], "docs_qa_mb": [], "bm25s_mb": [], "python": []}
+    floor = [PYTHON, "-c", "pass"]
+    rows: dict[str, list] = {"docs_qa": [], "bm25s": [], "docs_qa_mb": [], "bm25s_mb": [], "python": [],
+                             "docs_qa_cpu": [], "bm25s_cpu": []}
     for _ in range(runs):
         wall, mb, out, err, rc = run_measured(ours, docs_qa_env())
         if rc != 0:
             raise SystemExit(f"docs_qa question failed: {err[-500:]}")
         rows["docs_qa"].append(wall)
         rows["docs_qa_mb"].append(mb)
+        rows["docs_qa_cpu"].append(LAST_CPU_S)
         if theirs:
             wall, mb, _, err, rc = run_measured(theirs)
             if rc != 0:
                 raise SystemExit(f"bm25s query failed: {err[-500:]}")
             rows["bm25s"].append(wall)
             rows["bm25s_mb"].append(mb)
+            rows["bm25s_cpu"].append(LAST_CPU_S)
         rows["python"].append(run_measured(floor)[0])
     return {"rows": rows, "cache": cache,
             "commands": [shlex.join(ours).replace(cache, "CACHE"),
@@ -180,7 +242,7 @@ def bench_edit(source: str, work: str) -> dict:
     docs = os.path.join(work, "edit-docs")
     cache = os.path.join(work, "cache-edit")
     shutil.copytree(source, docs, symlinks=True)
-    run_measured([sys.executable, DOCS_QA, "index", "--docs", docs, "--cache-dir", cache], docs_qa_env())
+    run_measured([PYTHON, DOCS_QA, "index", "--docs", docs, "--cache-dir", cache], docs_qa_env())
     target = None
     for dirpath, dirnames, filenames in os.walk(docs):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
@@ -191,7 +253,7 @@ def bench_edit(source: str, work: str) -> dict:
     with open(target, "rb") as fh:
         original = fh.read()
     stat = os.stat(target)
-    cmd = [sys.executable, DOCS_QA, "index", "--docs", docs, "--cache-dir", cache]
+    cmd = [PYTHON, DOCS_QA, "index", "--docs", docs, "--cache-dir", cache]
     try:
         with open(target, "ab") as fh:
             fh.write(b"\nAn extra line written by bench_index.py.\n")
@@ -257,7 +319,7 @@ def profile_process(args: list[str], out: str, top: int = 14) -> list[str]:
     """Run docs_qa.py with args under cProfile in a child process; return markdown rows of
     the functions with the most own time (the profiler slows calls down, shares hold)."""
     prof = os.path.join(out, "profile.out")
-    run_measured([sys.executable, "-m", "cProfile", "-o", prof, DOCS_QA, *args], docs_qa_env())
+    run_measured([PYTHON, "-m", "cProfile", "-o", prof, DOCS_QA, *args], docs_qa_env())
     stats = pstats.Stats(prof, stream=io.StringIO())
     total = max(stats.total_tt, 1e-9)
     rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:top]
@@ -268,6 +330,74 @@ def profile_process(args: list[str], out: str, top: int = 14) -> list[str]:
     os.remove(prof)
     return [f"Profile (cProfile, {total:.2f} s in all under the profiler; top {top} by own time):", "",
             *lines, ""]
+
+
+QUESTION_PHASES = r'''
+import contextlib, io, json, os, sys, time, types
+start = time.perf_counter()
+path, docs, cache, question = sys.argv[1:5]
+with open(path, "rb") as fh:
+    code = compile(fh.read(), path, "exec")
+compiled = time.perf_counter()
+module = types.ModuleType("docs_qa")
+module.__file__ = path
+sys.modules["docs_qa"] = module
+sys.path.insert(0, os.path.dirname(path))
+exec(code, module.__dict__)
+loaded = time.perf_counter()
+walks = []
+begin = module.corpus_scan_begin
+
+class Timed:
+    def __init__(self, run):
+        self.run, self.shared = run, run.shared
+    def finish(self):
+        t = time.perf_counter()
+        scan = self.run.finish()
+        walks.append(time.perf_counter() - t)
+        return scan
+    def close(self):
+        return self.run.close()
+
+def timed_begin(*args, **kwargs):
+    t = time.perf_counter()
+    run = Timed(begin(*args, **kwargs))
+    walks.append(time.perf_counter() - t)
+    return run
+module.corpus_scan_begin = timed_begin
+with contextlib.redirect_stdout(io.StringIO()):
+    module.main([question, "--docs", docs, "--cache-dir", cache, "--extractive", "--json"], dict(os.environ))
+done = time.perf_counter()
+shared, module.corpus_scan_begin = sum(walks), begin
+module.corpus_scan(docs, [cache], split=False)
+print(json.dumps({"compile": compiled - start, "module": loaded - compiled, "question": done - loaded,
+                  "begin_finish": shared, "serial_walk": time.perf_counter() - done}))
+'''
+
+
+def question_phases(docs: str, cache: str, question: str, runs: int) -> list[str]:
+    """Return markdown on where a question's time goes, from fresh processes: compiling
+    docs_qa.py, running its module body, and the question in-process, with the time spent
+    in ScanRun.begin/finish (this process's share of the walk, after the early ranking) and,
+    for comparison, a walk made by this process alone."""
+    rows: dict[str, list[float]] = {}
+    for _ in range(runs):
+        proc = subprocess.run([PYTHON, "-c", QUESTION_PHASES, DOCS_QA, docs, cache, question],
+                              capture_output=True, text=True, env=docs_qa_env(), cwd=REPO)
+        if proc.returncode != 0:
+            return [f"(phases not measured: {proc.stderr.strip().splitlines()[-1:]})", ""]
+        for key, value in json.loads(proc.stdout).items():
+            rows.setdefault(key, []).append(value)
+    names = {"compile": "compile docs_qa.py (never cached for the script Python runs)",
+             "module": "module body (imports, classes)",
+             "question": "the question in-process (argparse to printed envelope)",
+             "begin_finish": "of which: the walk's begin + finish (first levels listed, fork, "
+                             "then this process's share after the early ranking)",
+             "serial_walk": "for comparison: the same walk by one process"}
+    lines = [f"Where a question's time goes, fresh processes under the same interpreter (medians of {runs}):", "",
+             "| part | time |", "|---|---|"]
+    lines += [f"| {names[key]} | {fmt(summary(values))} |" for key, values in rows.items()]
+    return lines + [""]
 
 
 def optional_section(module: str, function: str, *args, **kwargs) -> str:
@@ -361,15 +491,18 @@ def report(args, docs: str, n_files: int, build: dict, query: dict, edit: dict, 
         f"- Date: {started}", f"- Machine: {machine()}",
         f"- Folder: `{docs}` ({n_files} documents found by docs-qa)",
         f"- Command: `python3 reports/bench_index.py {' '.join(args.raw)}`",
+        f"- docs-qa runs under `{PYTHON}`, the anchor under `{args.anchor_python}` (one interpreter"
+        " for both by default, so start-up and site-packages are alike)",
         "- Each pair of processes is run alternately (docs-qa, then the anchor) in one run, so load",
         "  from other work on the machine hits both alike; medians decide, ratios are docs-qa / anchor.",
         "", "## Issue 18 goal 1 — first index, BM25 only (no model server reachable)", "",
-        "| process | wall time | peak RSS |", "|---|---|---|",
-        f"| docs-qa `index` | {fmt(summary(b['docs_qa']))} | {fmt(summary(b['docs_qa_mb']), 'MB', 0)} |",
+        "| process | wall time | CPU (user+sys) | peak RSS (all processes) |", "|---|---|---|---|",
+        f"| docs-qa `index` | {fmt(summary(b['docs_qa']))} | {fmt(summary(b['docs_qa_cpu']))} | "
+        f"{fmt(summary(b['docs_qa_mb']), 'MB', 0)} |",
     ]
     if b["bm25s"]:
         lines.append(f"| bm25s read+tokenize+index+save | {fmt(summary(b['bm25s']))} | "
-                     f"{fmt(summary(b['bm25s_mb']), 'MB', 0)} |")
+                     f"{fmt(summary(b['bm25s_cpu']))} | {fmt(summary(b['bm25s_mb']), 'MB', 0)} |")
     progress_lines = build["stderr"].count("\r")
     lines += ["", f"Ratio (median wall): **{ratio(b['docs_qa'], b['bm25s'])}**; peak memory ratio "
                   f"{ratio(b['docs_qa_mb'], b['bm25s_mb'])}. Progress updates on stderr in the last run: "
@@ -377,12 +510,13 @@ def report(args, docs: str, n_files: int, build: dict, query: dict, edit: dict, 
               "Commands:", "", "```", *[c for c in build["commands"] if c], "```", "",
               *build.get("profile", []),
               "## Issue 18 goal 2 — a question on an unchanged folder (freshness of every file verified)", "",
-              "| process | wall time | peak RSS |", "|---|---|---|",
+              "| process | wall time | CPU (user+sys) | peak RSS |", "|---|---|---|---|",
               f"| docs-qa question `--extractive --json` | {fmt(summary(q['docs_qa']))} | "
-              f"{fmt(summary(q['docs_qa_mb']), 'MB', 0)} |"]
+              f"{fmt(summary(q['docs_qa_cpu']))} | {fmt(summary(q['docs_qa_mb']), 'MB', 0)} |"]
     if q["bm25s"]:
-        lines.append(f"| bm25s import+load+query | {fmt(summary(q['bm25s']))} | {fmt(summary(q['bm25s_mb']), 'MB', 0)} |")
-    lines += [f"| `python3 -c pass` (floor) | {fmt(summary(q['python']))} | |", "",
+        lines.append(f"| bm25s import+load+query | {fmt(summary(q['bm25s']))} | {fmt(summary(q['bm25s_cpu']))} | "
+                     f"{fmt(summary(q['bm25s_mb']), 'MB', 0)} |")
+    lines += [f"| `python -c pass` (floor, docs-qa's interpreter) | {fmt(summary(q['python']))} | | |", "",
               f"Ratio (median wall): **{ratio(q['docs_qa'], q['bm25s'])}** (goal: under 0.3 s and at most 0.8x).",
               "", "Commands:", "", "```", *[c for c in query["commands"] if c], "```", "",
               *query.get("profile", [])]
@@ -407,6 +541,10 @@ def main() -> int:
     parser.add_argument("--anchor-python", default=sys.executable, metavar="VENV/bin/python",
                         help="interpreter that can import bm25s (default: this one; the "
                              "anchor is skipped when it cannot)")
+    parser.add_argument("--docs-qa-python", metavar="PYTHON",
+                        help="interpreter that runs docs_qa.py (default: the anchor's, when it can "
+                             "import bm25s, so both start the same interpreter with the same "
+                             "site-packages; else this one)")
     parser.add_argument("--build-runs", type=int, default=3)
     parser.add_argument("--query-runs", type=int, default=11)
     parser.add_argument("--question", default=DEFAULT_QUESTION)
@@ -427,6 +565,8 @@ def main() -> int:
     anchor = args.anchor_python if anchor_available(args.anchor_python, "bm25s") else None
     if anchor is None:
         print("bm25s not importable by --anchor-python: anchor skipped", file=sys.stderr)
+    global PYTHON
+    PYTHON = args.docs_qa_python or anchor or sys.executable
     with tempfile.TemporaryDirectory(prefix="docsqa-bench-") as work:
         docs = os.path.abspath(args.docs) if args.docs else generate(os.path.join(work, "docs"), args.generate)
         build = bench_build(docs, args.build_runs, anchor, work)
@@ -436,8 +576,8 @@ def main() -> int:
         if not args.no_profile:
             build["profile"] = profile_process(["index", "--docs", docs, "--cache-dir",
                                                 os.path.join(work, "cache-profile")], work)
-            query["profile"] = profile_process([args.question, "--docs", docs, "--cache-dir", query["cache"],
-                                                "--extractive", "--json"], work)
+            query["profile"] = question_phases(docs, query["cache"], args.question, 9) + profile_process(
+                [args.question, "--docs", docs, "--cache-dir", query["cache"], "--extractive", "--json"], work)
         edit = bench_edit(docs, work)
         args.embed_result = bench_embed(docs, work, args.embed_files) if args.embed_files else None
         n_files = sum(int(w) for w in build["stdout"].split()[1:2] if w.isdigit())

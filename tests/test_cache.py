@@ -3,8 +3,10 @@ rebuild, resumable embeddings. Counts, never wall-clock times."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+import threading
 import unittest
 from unittest import mock
 
@@ -166,6 +168,130 @@ class BulkWriteTest(TempDirTest):
         entries, _ = docs_qa.corpus_walk(self.docs, [inner])
         self.assertNotIn("cache/stray.md", [e.rel_path for e in entries])
         self.assertEqual(len(entries), 3)
+
+
+class SplitScanTest(TempDirTest):
+    """corpus_scan(split=True) shares the walk with a forked child; what it finds, and the
+    order the signature hashes it in, are the serial walk's."""
+
+    FOLDER = {**{f"{part}/{i}.md": f"# Page {i}\n\nText {i} of {part}.\n" for part in "abcd" for i in range(5)},
+              **{f"b/deep/er/{i}.md": f"# Deep {i}\n" for i in range(3)}, "d/inner/x.txt": "inner\n",
+              "top.txt": "plain\n", "b/skip.bin": "not a document\n", ".hidden/x.md": "hidden\n",
+              "b/bad\nname.md": "a newline in its name\n", "c/UPPER.MD": "# Upper\n"}
+
+    def scans(self, parent_idle: bool = False, units: int = 2, patches=()) -> tuple:
+        """Return (serial scan, split scan, forks); parent_idle: this process takes no unit
+        off the queue, so the child does them all; units: subtrees listed before sharing."""
+        write_files(self.docs, self.FOLDER)
+        serial = docs_qa.corpus_scan(self.docs)
+        parent, real = os.getpid(), docs_qa._scan_units
+
+        def scan_units(*args):
+            return {} if parent_idle and os.getpid() == parent else real(*args)
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(mock.patch.object(docs_qa, "_can_fork", return_value=True))
+            stack.enter_context(mock.patch.object(docs_qa, "SCAN_SPLIT_UNITS", units))
+            stack.enter_context(mock.patch.object(docs_qa, "_scan_units", scan_units))
+            fork = stack.enter_context(mock.patch.object(docs_qa.os, "fork", wraps=os.fork))
+            for target, name, value in patches:
+                stack.enter_context(mock.patch.object(target, name, value))
+            split = docs_qa.corpus_scan(self.docs, split=True)
+        return serial, split, fork.call_count
+
+    def assert_same(self, serial, split) -> None:
+        self.assertEqual(split.signature, serial.signature)
+        self.assertEqual(split.entries, serial.entries)
+        self.assertEqual(split.notes, serial.notes)
+
+    def test_split_scan_finds_what_the_serial_scan_finds(self):
+        for parent_idle in (False, True):
+            for units in (2, 64):                   # subtrees walked by either process, or listed first
+                with self.subTest(parent_idle=parent_idle, units=units):
+                    serial, split, forks = self.scans(parent_idle, units)
+                    self.assertEqual(forks, 1)
+                    self.assert_same(serial, split)
+        self.assertEqual(len(serial.entries), 26)            # 20 pages, 3 deep, inner/x.txt, top.txt, UPPER.MD
+        self.assertEqual([n.code for n in serial.notes], ["bad_name"])
+
+    def test_a_failing_child_costs_only_its_units_again(self):
+        def broken(_):
+            raise ValueError("marshal failed in the child")
+        serial, split, forks = self.scans(parent_idle=True, patches=[(docs_qa.marshal, "dumps", broken)])
+        self.assertEqual(forks, 1)
+        self.assert_same(serial, split)
+
+    def test_a_fork_that_fails_leaves_a_serial_scan(self):
+        serial, split, _ = self.scans(patches=[(docs_qa.os, "fork", mock.Mock(side_effect=OSError("EAGAIN")))])
+        self.assert_same(serial, split)
+
+    def test_notes_made_in_the_child_reach_the_scan(self):
+        real_lstat = os.lstat
+        gone = {os.path.join(self.docs, part, "4.md") for part in "abcd"}
+
+        def lstat(path, *args, **kwargs):
+            if path in gone:
+                raise FileNotFoundError(path)
+            return real_lstat(path, *args, **kwargs)
+        with mock.patch.object(docs_qa.os, "lstat", lstat):
+            serial, split, forks = self.scans(parent_idle=True)
+        self.assertEqual(forks, 1)
+        self.assert_same(serial, split)
+        self.assertEqual([e.rel_path for e in split.entries if e.rel_path.endswith("/4.md")], [])
+        self.assertIn("skipped 4 file(s) that could not be read", str(split.notes))
+
+    def test_no_fork_while_another_thread_runs(self):
+        release = threading.Event()
+        worker = threading.Thread(target=release.wait)
+        worker.start()
+        try:
+            self.assertFalse(docs_qa._can_fork())
+            write_files(self.docs, self.FOLDER)
+            with mock.patch.object(docs_qa.os, "fork") as fork:
+                docs_qa.corpus_scan(self.docs, split=True)
+            fork.assert_not_called()
+        finally:
+            release.set()
+            worker.join()
+
+    def test_a_large_folder_is_split_from_its_second_scan(self):
+        write_files(self.docs, self.FOLDER)
+        settings = self.settings(use_embeddings=False)
+        with mock.patch.object(docs_qa, "SCAN_SPLIT_MIN_FILES", 26), \
+                mock.patch.object(docs_qa, "corpus_scan_begin", wraps=docs_qa.corpus_scan_begin) as scan:
+            docs_qa.index_folder(settings)
+            docs_qa.index_folder(settings)
+        self.assertEqual([c.kwargs["split"] for c in scan.call_args_list], [False, True])
+
+
+class EarlyRankTest(TempDirTest):
+    """On a large folder a question ranks the stored index while the child walks; that
+    ranking is used only when the walk finds nothing changed."""
+
+    def ask(self, question: str) -> tuple[docs_qa.SearchResult, int]:
+        with mock.patch.object(docs_qa, "SCAN_SPLIT_MIN_FILES", 3), \
+                mock.patch.object(docs_qa, "_can_fork", return_value=True), \
+                mock.patch.object(docs_qa, "_rank", wraps=docs_qa._rank) as rank:
+            result = docs_qa.search(question, self.settings(use_embeddings=False))
+        return result, rank.call_count
+
+    def test_an_unchanged_folder_is_ranked_once_as_without_the_child(self):
+        write_files(self.docs, TAX_CORPUS)
+        docs_qa.index_folder(self.settings(use_embeddings=False))
+        early, ranks = self.ask("termin JPK")
+        self.assertEqual(ranks, 1)
+        alone = docs_qa.search("termin JPK", self.settings(use_embeddings=False))
+        self.assertEqual([(h.chunk.label, h.bm25_score) for h in early.hits],
+                         [(h.chunk.label, h.bm25_score) for h in alone.hits])
+        self.assertEqual(early.notes, alone.notes)
+
+    def test_an_edit_found_by_the_walk_is_ranked_again(self):
+        write_files(self.docs, TAX_CORPUS)
+        docs_qa.index_folder(self.settings(use_embeddings=False))
+        _append(os.path.join(self.docs, "notes.txt"), "\nThe zebracorn fee is due in May.\n")
+        result, ranks = self.ask("zebracorn fee")
+        self.assertEqual(ranks, 2)                            # the stale ranking was dropped
+        self.assertEqual([h.chunk.path for h in result.hits][:1], ["notes.txt"])
+        self.assertEqual(result.stats.updated, 1)
 
 
 class SchemaTest(TempDirTest):

@@ -125,6 +125,8 @@ class PorterTest(unittest.TestCase):
     def test_step1c_y(self):
         self.assertEqual(text_stem_english("happy"), "happi")
         self.assertEqual(text_stem_english("sky"), "sky")
+        self.assertEqual(text_stem_english("toys"), "toi")          # y after a vowel is a consonant
+        self.assertEqual(text_stem_english("enjoying"), "enjoi")    # m("enjoy") = 2: no e added
 
     def test_steps_2_to_5(self):
         self.assertEqual(text_stem_english("relational"), "relat")  # ational->ate, ate dropped
