@@ -47,6 +47,8 @@ from bench_index import (BM25S_BUILD, BM25S_QUERY, DOCS_QA, anchor_available,  #
                          docs_qa_env, machine)
 from bench_embed_overhead import run_timed, stop_child  # noqa: E402
 
+PYTHON = sys.executable             # docs-qa's interpreter: the anchor's when there is one
+
 SEED = 18
 PERTURB_RATE = 0.15                 # share of the words of 4+ letters respelled in a copy
 MAX_VARIANT = 64                    # spelling variants per word (Zipf-like: variant 1 most often)
@@ -157,7 +159,7 @@ def folder_mb(path: str) -> float:
 
 def _index(folder: str, cache: str) -> dict:
     shutil.rmtree(cache, ignore_errors=True)
-    run = run_timed([sys.executable, DOCS_QA, "index", "--docs", folder, "--cache-dir", cache], docs_qa_env())
+    run = run_timed([PYTHON, DOCS_QA, "index", "--docs", folder, "--cache-dir", cache], docs_qa_env())
     numbers = [int(n) for n in re.findall(r"(\d+) (?:new|chunks)", run["stdout"])]
     return {"wall": run["wall"], "cpu": run["cpu"], "mb": run["rss"], "files": numbers[0] if numbers else 0,
             "chunks": numbers[1] if len(numbers) > 1 else 0, "cache_mb": folder_mb(cache)}
@@ -165,7 +167,7 @@ def _index(folder: str, cache: str) -> dict:
 
 def _cold_question(folder: str, cache: str, question: str) -> dict:
     """Return the run of one question process (exit 1, no answer, is still a full question)."""
-    return run_timed([sys.executable, DOCS_QA, question, "--docs", folder, "--cache-dir", cache,
+    return run_timed([PYTHON, DOCS_QA, question, "--docs", folder, "--cache-dir", cache,
                       "--extractive", "--json"], docs_qa_env(), ok=(0, 1))
 
 
@@ -178,7 +180,7 @@ class ServeProcess:
 
     def __init__(self, folder: str, cache: str):
         start = time.perf_counter()
-        self.proc = subprocess.Popen([sys.executable, DOCS_QA, "serve", "--docs", folder, "--cache-dir", cache,
+        self.proc = subprocess.Popen([PYTHON, DOCS_QA, "serve", "--docs", folder, "--cache-dir", cache,
                                       "--host", "127.0.0.1", "--port", "0"], env=docs_qa_env(), text=True,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         for line in self.proc.stderr:
@@ -251,7 +253,9 @@ def measure(docs: str, sizes: list[int] | None, work: str, anchor_python: str | 
     """Return {size: figures} for each size (default: 10k, all of docs, 100k, 300k)."""
     files = source_files(docs)
     sizes = sizes or [10_000, len(files), 100_000, 300_000]
+    global PYTHON
     anchor = anchor_python if anchor_available(anchor_python, "bm25s") else None
+    PYTHON = anchor or sys.executable      # one interpreter for both: start-up and site-packages alike
     os.makedirs(work, exist_ok=True)
     rows = {}
     for size in sorted(sizes):
@@ -335,8 +339,8 @@ def section(figures: dict, command: str, chart: str | None = None) -> str:
              f"(Zipf-like choice among {MAX_VARIANT} variants per word, seed {SEED}).",
              "- BM25 only (no embedding server). Times are whole processes (index, cold question) or one HTTP "
              "request to a warm `serve` (`POST /rag`, extractive); every question verifies every file's freshness.",
-             "- Other helpers' work shared the 2 cores during the run (load average per size below): absolute "
-             "times are noisy, the slopes less so.", "",
+             f"- docs-qa runs under the anchor's interpreter when one is given (`{'VENV/bin/python' if PYTHON != sys.executable else 'python3'}`), "
+             "so both start alike; the load average per size is in the table (its own processes included).", "",
              "| files | chunks | docs MB | first index: wall, CPU | index peak RSS | cache | "
              "cold CLI question: wall, median (min–max); CPU | warm `serve` question | `serve` RSS | load |",
              "|---|---|---|---|---|---|---|---|---|---|"]
