@@ -1207,11 +1207,24 @@ def _int64s(data: bytes) -> array.array:
 def _can_fork() -> bool:
     """Return whether this process may fork a helper: POSIX fork, more than one CPU for it,
     and no other thread (forking a threaded process can copy a lock some thread holds)."""
-    if not hasattr(os, "fork"):
-        return False
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    threading = sys.modules.get("threading")
-    return cpus > 1 and (threading is None or threading.active_count() == 1)
+    return hasattr(os, "fork") and _usable_cpus() > 1 and _runs_one_thread()
+
+
+def _usable_cpus() -> int:
+    """Return how many CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _runs_one_thread() -> bool:
+    """Return whether this process runs a single thread, the condition for a forked walk and
+    for index workers: the CLI and a server's start-up index do, an MCP server's background
+    index and a request's refresh do not (they share the CPUs with the requests, and stay in
+    this process)."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        threading = sys.modules.get("threading")
+        return threading is None or threading.active_count() == 1
 
 
 # --- 5b. Reading — decode a document, cap its size, re-read it without following a link
@@ -3353,17 +3366,6 @@ def _widen_pipe(fd: int) -> None:
         pass
 
 
-def _runs_one_thread() -> bool:
-    """Return whether this process runs a single thread: the CLI and a server's start-up
-    index do, an MCP server's background index and a request's refresh do not (they
-    share the CPUs with the requests, and stay in this process)."""
-    try:
-        return len(os.listdir("/proc/self/task")) == 1
-    except OSError:
-        threading = sys.modules.get("threading")
-        return threading is None or threading.active_count() == 1
-
-
 def _parse_processes(settings: Settings, n_files: int) -> int:
     """Return how many processes parse a refresh of n_files files: this one alone below
     settings.index_parallel_min_files, without posix_spawn, or when another thread runs (a
@@ -3375,8 +3377,7 @@ def _parse_processes(settings: Settings, n_files: int) -> int:
     if settings.index_workers:
         wanted = settings.index_workers
     else:
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        wanted = min(cpus, INDEX_MAX_WORKERS)
+        wanted = min(_usable_cpus(), INDEX_MAX_WORKERS)
     wanted = min(wanted, -(-n_files // PARSE_BATCH_FILES))
     return wanted if wanted > 1 and _runs_one_thread() else 1
 
