@@ -3255,7 +3255,6 @@ class _ParsePool:
     def _assign(self) -> None:
         """Send the next jobs to every worker with room for one: up to PARSE_AHEAD, and no
         more than an even share of what is left, so a few batches are split between all."""
-        import marshal
         share = (self.n_batches - self.next_batch) // (len(self.workers) + 1)
         ahead = max(1, min(PARSE_AHEAD, share))
         for worker in self.workers:
@@ -3276,7 +3275,6 @@ class _ParsePool:
         """Take the oldest batch a worker was given back from it, waiting for it if block
         (meanwhile every worker's link is served); return whether it came. Raise _WorkerLost.
         The data is marshal, like a job's: this program's own, and faster than pickle."""
-        import marshal
         message = worker.link.receive()
         while message is None and block:
             if worker.link.ended:
@@ -3341,7 +3339,6 @@ def _parse_worker_main() -> None:
     the batch back marshalled on stdout, until stdin ends; then end the process."""
     code = 1
     try:
-        import marshal
         tokenizer, link = Tokenizer(), _Link(0, 1)
         while True:
             message = link.receive()
