@@ -731,10 +731,6 @@ class Tokenizer:
         memo = self._memo[language or self.words_language(words)]
         return [term for term in map(memo.__getitem__, words) if term is not None]
 
-    def term_counts(self, words: list[str], language: str) -> Counter:
-        """Return how often each index term occurs among folded words (stemmed for language)."""
-        return Counter(self.weighted_counts(Counter(words), language, 1))
-
     def weighted_counts(self, words: dict[str, int], language: str, units: int) -> dict[str, int]:
         """Return units times how often each index term occurs, given how often each folded
         word does (stemmed for language); terms in the order their first word came."""
@@ -887,6 +883,8 @@ def corpus_scan_begin(root: str, skip_dirs: Iterable[str] = (), split: bool = Fa
     caller may do other work before ScanRun.finish() (or close(), to abandon it)."""
     return ScanRun(root, _dir_ids(skip_dirs), split and _can_fork())
 
+
+_NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
 
 _Job = tuple[str, str, list]       # (abs dir, rel prefix, its document names): lstats to do
 _Folder = tuple[str, str, list, array.array, array.array]    # a _Job with mtimes and sizes
@@ -1096,7 +1094,8 @@ class ScanRun:
                 if i in mine:
                     folders += mine[i]
                 elif i in theirs:
-                    folders += [(a, p, n, _int64s(m), _int64s(z)) for a, p, n, m, z in theirs[i]]
+                    folders += [(a, p, n, array.array("q", m), array.array("q", z))
+                                for a, p, n, m, z in theirs[i]]
                 else:                                  # the child took it and failed: again, here
                     folders += _scan_unit(unit, self.skip_ids, skipped)
             for code, paths in theirs.get("skipped", {}).items():
@@ -1111,8 +1110,6 @@ class ScanRun:
         child, self.child = self.child, None
         return _scan_child_result(child)
 
-
-_NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
 
 def _split_units(root: str, skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]) -> list:
     """Return root's walk as units in _walk's order: a listed folder's _Job, or a subtree
@@ -1196,12 +1193,6 @@ def _scan_child_result(child: tuple[int, int] | None) -> dict:
     except (EOFError, ValueError, TypeError):
         got = {}
     return got if isinstance(got, dict) else {}
-
-
-def _int64s(data: bytes) -> array.array:
-    out = array.array("q")
-    out.frombytes(data)
-    return out
 
 
 def _can_fork() -> bool:
@@ -1958,8 +1949,8 @@ def git_probe_file(path: str) -> GitState | None:
 
 def _is_document_name(rel_path: str) -> bool:
     """Return whether the walk would take a path for a document (extension, nothing hidden)."""
-    return rel_path.lower().endswith(DOC_EXTENSIONS) and not any(
-        part.startswith(".") for part in rel_path.split("/"))
+    *folders, name = rel_path.split("/")
+    return _DOCUMENT_NAME.match(name) is not None and not any(part.startswith(".") for part in folders)
 
 
 # === 6. Chunking — split on headers / blank lines; chunk text == the file's lines ===
@@ -2984,6 +2975,11 @@ def index_scan_begin(settings: Settings, meta: dict[str, str]) -> ScanRun:
                              split=int(meta.get("n_files") or 0) >= SCAN_SPLIT_MIN_FILES)
 
 
+def _is_built_for(meta: dict[str, str], settings: Settings) -> bool:
+    """Return whether the index's meta says it was built, completely, with settings' parameters."""
+    return meta.get("index_params") == _index_params(settings) and "generation" in meta
+
+
 def index_refresh(conn: sqlite3.Connection, settings: Settings, progress: ProgressFn | None = None,
                   scan: CorpusScan | None = None) -> IndexStats:
     """Bring the index up to date with the docs folder (scan: its walk, when already made);
@@ -2996,8 +2992,7 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings, progress: Progre
     """
     meta = cache_meta(conn)
     scan = scan or index_scan_begin(settings, meta).finish()
-    if meta.get("index_params") == _index_params(settings) and meta.get("stat_sig") == scan.signature \
-            and "generation" in meta:
+    if _is_built_for(meta, settings) and meta.get("stat_sig") == scan.signature:
         stats = IndexStats(unchanged=int(meta.get("n_files", 0)),
                            notes=scan.notes + [Note(c, m) for c, m in json.loads(meta.get("file_notes", "[]"))])
     else:
@@ -3822,7 +3817,7 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
     meta, pool = cache_meta(conn), settings.candidate_limit
     walk, early = index_scan_begin(settings, meta), None
     try:
-        if walk.shared and meta.get("index_params") == _index_params(settings) and "generation" in meta:
+        if walk.shared and _is_built_for(meta, settings):
             early_notes: list[Note] = []
             early = _rank(conn, question, settings, pool, progress, early_notes), early_notes
         scan = walk.finish()
