@@ -66,6 +66,7 @@ import array
 import bisect
 import contextlib
 import functools
+import gc
 import hashlib
 import heapq
 import itertools
@@ -7845,4 +7846,6 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
 
 if __name__ == "__main__":
     sys.modules.setdefault("docs_qa", sys.modules[__name__])   # graph_store imports it: one copy
-    sys.exit(main())
+    status = main()
+    gc.freeze()      # the process ends here: spare its last collection of every object (~8 ms)
+    sys.exit(status)
