@@ -228,11 +228,18 @@ class SplitScanTest(TempDirTest):
         real_lstat = os.lstat
         gone = {os.path.join(self.docs, part, "4.md") for part in "abcd"}
 
+        real_lstat_in = docs_qa._lstat_in
+
         def lstat(path, *args, **kwargs):
             if path in gone:
                 raise FileNotFoundError(path)
             return real_lstat(path, *args, **kwargs)
-        with mock.patch.object(docs_qa.os, "lstat", lstat):
+
+        def lstat_in(abs_dir, names):       # the folder's stats by its descriptor: the first gone fails
+            if any(os.path.join(abs_dir, name) in gone for name in names):
+                raise FileNotFoundError(abs_dir)
+            return real_lstat_in(abs_dir, names)
+        with mock.patch.object(docs_qa.os, "lstat", lstat), mock.patch.object(docs_qa, "_lstat_in", lstat_in):
             serial, split, forks = self.scans(parent_idle=True)
         self.assertEqual(forks, 1)
         self.assert_same(serial, split)
