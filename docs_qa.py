@@ -130,6 +130,7 @@ __all__ = [
     "cache_next_chunk_id", "cache_has_postings", "cache_path_chunks", "cache_term_postings",
     "cache_write_batch", "cache_write_postings", "cache_update_generation",
     "cache_chunk_count", "cache_mean_length", "cache_query_vector", "cache_forget_vector",
+    "cache_listings", "cache_put_listings", "cache_try_put_listings",
     "cache_document_frequencies",
     "GitCheckout", "GitState", "git_checkout", "git_head", "git_is_dirty", "git_probe", "git_probe_file",
     "rrf_fuse", "rrf_floor",
@@ -829,11 +830,14 @@ class FileEntry(NamedTuple):
 class CorpusScan:
     """What one walk found: a signature of every document's (path, mtime_ns, size), the
     notes on what was skipped, and the documents themselves, built only when asked for
-    (an unchanged folder is recognised by its signature alone)."""
+    (an unchanged folder is recognised by its signature alone). listings: the folder
+    listings to keep for the next walk (corpus_scan's listings), None when those it was
+    given still hold."""
 
     def __init__(self, folders: list[tuple[str, str, list[str], array.array, array.array]],
-                 notes: list[Note]) -> None:
+                 notes: list[Note], listings: bytes | None = None) -> None:
         self._folders, self.notes = folders, notes    # (abs dir, rel prefix, names, mtimes, sizes)
+        self.listings = listings
         self._entries: list[FileEntry] | None = None
 
     @functools.cached_property
@@ -867,22 +871,26 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
     return scan.entries, scan.notes
 
 
-def corpus_scan(root: str, skip_dirs: Iterable[str] = (), split: bool = False) -> CorpusScan:
+def corpus_scan(root: str, skip_dirs: Iterable[str] = (), split: bool = False,
+                listings: bytes | None = None) -> CorpusScan:
     """Return what a walk of root finds.
 
     Hidden entries, symlinks (a link can lead out of the root or in a loop) and special
-    files are skipped; unreadable folders and the skip_dirs (the cache) with a note. Costs a
-    listing per folder and one lstat per document, in C-level map() calls since this runs
-    before every question. split (for a folder known to be large) shares the walk with a
-    forked child where that is safe (see ScanRun); what it finds is the same.
+    files are skipped; unreadable folders and the skip_dirs (the cache) with a note. Costs
+    one lstat per document and a stat per folder, which is listed only when it changed
+    since the walk that gave `listings` (a past scan's CorpusScan.listings; see _Lister),
+    in C-level calls since this runs before every question. split (for a folder known to
+    be large) shares the walk with a forked child where that is safe (see ScanRun); what
+    it finds is the same.
     """
-    return corpus_scan_begin(root, skip_dirs, split).finish()
+    return corpus_scan_begin(root, skip_dirs, split, listings).finish()
 
 
-def corpus_scan_begin(root: str, skip_dirs: Iterable[str] = (), split: bool = False) -> ScanRun:
-    """Begin corpus_scan(root, skip_dirs, split): a shared walk's child starts at once, so the
-    caller may do other work before ScanRun.finish() (or close(), to abandon it)."""
-    return ScanRun(root, _dir_ids(skip_dirs), split and _can_fork())
+def corpus_scan_begin(root: str, skip_dirs: Iterable[str] = (), split: bool = False,
+                      listings: bytes | None = None) -> ScanRun:
+    """Begin corpus_scan(root, skip_dirs, split, listings): a shared walk's child starts at
+    once, so the caller may do other work before ScanRun.finish() (or close(), to abandon it)."""
+    return ScanRun(root, _dir_ids(skip_dirs), split and _can_fork(), listings)
 
 
 _NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
@@ -891,30 +899,59 @@ _Job = tuple[str, str, list]       # (abs dir, rel prefix, its document names): 
 _Folder = tuple[str, str, list, array.array, array.array]    # a _Job with mtimes and sizes
 
 
-def _walk(stack: list[tuple[str, str]], skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]
-          ) -> list[_Job]:
-    """Return the _Job of every folder under the (abs dir, rel dir) pairs of stack, walked
-    depth first from its end (the order every scan of the folder repeats)."""
-    jobs = []
-    while stack:
-        job, subdirs = _list_folder(*stack.pop(), skip_ids, skipped)
-        if job is not None:
-            jobs.append(job)
-        stack += subdirs
-    return jobs
+LISTING_SETTLE_NS = 2 * 10**9      # a folder changed this recently is listed again by the next walk
+LISTINGS_VERSION = 1               # what a stored listing holds (another is ignored)
+
+_Listing = tuple[int, int, int, int, str, str, tuple]
+# a folder as a walk listed it: (st_dev, st_ino, mtime_ns, ctime_ns, its document names, its
+# subfolders to walk (both "\0"-joined: NUL is in no file name), its notes ((code, path), ...))
 
 
-def _list_folder(abs_dir: str, rel_dir: str, skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]
-                 ) -> tuple[_Job | None, list[tuple[str, str]]]:
-    """Return a folder's _Job (None without documents) and its subfolders to walk, in
-    listing order; skips are noted."""
-    try:
-        with os.scandir(abs_dir) as it:
-            entries = list(it)
-    except OSError:
-        skipped.setdefault("unreadable_folder", []).append(rel_dir or ".")
-        return None, []
+class _Lister:
+    """Lists the folders of one walk, noting skips in `skipped`.
+
+    A folder whose stat (device, inode, mtime, ctime) is the one a past walk recorded holds
+    the entries it held then: adding, removing or renaming an entry changes its mtime and
+    ctime, and no call sets a ctime back. So that listing is reused: a stat instead of a
+    listing. A folder whose ctime is within LISTING_SETTLE_NS of the walk is not recorded (an
+    entry added within the same clock tick would leave its stat as it was). `listed` holds
+    this walk's listings to keep, reused or new."""
+
+    def __init__(self, skip_ids: set[tuple[int, int]], known: dict[str, _Listing], settled_ns: int) -> None:
+        self.skip_ids, self.known, self.settled_ns = skip_ids, known, settled_ns
+        self.skipped: dict[str, list[str]] = {}
+        self.listed: dict[str, _Listing] = {}
+
+    def folder(self, abs_dir: str, rel_dir: str) -> tuple[_Job | None, list[tuple[str, str]]]:
+        """Return a folder's _Job (None without documents) and its subfolders to walk, in
+        listing order, noting its skips."""
+        try:
+            st = os.stat(abs_dir)
+            stamp = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+            listing = self.known.get(rel_dir)
+            if listing is None or listing[:4] != stamp:
+                listing = _list_folder(abs_dir, rel_dir, self.skip_ids, stamp)
+        except OSError:
+            self.skipped.setdefault("unreadable_folder", []).append(rel_dir or ".")
+            return None, []
+        if stamp[3] < self.settled_ns:
+            self.listed[rel_dir] = listing
+        names, subdirs, notes = listing[4:]
+        for code, path in notes:
+            self.skipped.setdefault(code, []).append(path)
+        prefix = f"{rel_dir}/" if rel_dir else ""
+        base = abs_dir if abs_dir.endswith(os.sep) else abs_dir + os.sep
+        return ((abs_dir, prefix, names.split("\0")) if names else None,
+                [(base + name, prefix + name) for name in subdirs.split("\0")] if subdirs else [])
+
+
+def _list_folder(abs_dir: str, rel_dir: str, skip_ids: set[tuple[int, int]],
+                 stamp: tuple[int, int, int, int]) -> _Listing:
+    """Return the _Listing of a folder whose stat is stamp; raise OSError if it cannot be listed."""
+    with os.scandir(abs_dir) as it:
+        entries = list(it)
     prefix = f"{rel_dir}/" if rel_dir else ""
+    skipped: dict[str, list[str]] = {}
     regular, dirs, links = _classify(entries, prefix, skipped)
     names = _with_good_names(list(filter(_DOCUMENT_NAME.match, map(_NAME, regular))), prefix, skipped)
     if len(regular) + len(dirs) + len(links) < len(entries):
@@ -926,11 +963,54 @@ def _list_folder(abs_dir: str, rel_dir: str, skip_ids: set[tuple[int, int]], ski
         if skip_ids and _is_skipped_dir(entry, skip_ids):
             skipped.setdefault("cache_dir_skipped", []).append(prefix + entry.name)
         else:
-            subdirs.append((entry.path, prefix + entry.name))
+            subdirs.append(entry.name)
     for entry in links:
         if entry.name[0] != ".":
             skipped.setdefault("symlink_skipped", []).append(prefix + entry.name)
-    return ((abs_dir, prefix, names) if names else None), subdirs
+    return (*stamp, "\0".join(names), "\0".join(subdirs),
+            tuple((code, path) for code, paths in skipped.items() for path in paths))
+
+
+def _listings_dump(listed: dict[str, _Listing], root: str, skip_ids: set[tuple[int, int]]) -> bytes:
+    """Return a walk's listings as stored for the next walk of root with the same skips."""
+    return marshal.dumps((LISTINGS_VERSION, root, sorted(skip_ids), listed))
+
+
+def _listings_load(data: bytes | None, root: str, skip_ids: set[tuple[int, int]]) -> dict[str, _Listing]:
+    """Return the listings _listings_dump stored for a walk of root with skip_ids, {} when
+    there are none, they are for another walk, or any is malformed (none is trusted then)."""
+    try:
+        version, stored_root, stored_skips, listed = marshal.loads(data) if data else (0, "", [], {})
+    except (EOFError, ValueError, TypeError):
+        return {}
+    if version != LISTINGS_VERSION or stored_root != root or stored_skips != sorted(skip_ids) \
+            or not isinstance(listed, dict) or not all(map(_is_listing, listed.items())):
+        return {}
+    return listed
+
+
+def _is_listing(item: tuple[Any, Any]) -> bool:
+    """Return whether (rel dir, listing) is well formed: no name that could leave its folder."""
+    rel_dir, listing = item
+    if not (isinstance(rel_dir, str) and isinstance(listing, tuple) and len(listing) == 7):
+        return False
+    *stamp, names, subdirs, notes = listing
+    return all(type(n) is int for n in stamp) and all(
+        isinstance(joined, str) and "/" not in joined and not joined.startswith(".") and "\0." not in joined
+        for joined in (names, subdirs)) and isinstance(notes, tuple) and all(
+        isinstance(n, tuple) and len(n) == 2 and n[0] in _SKIP_MESSAGES and isinstance(n[1], str) for n in notes)
+
+
+def _walk(stack: list[tuple[str, str]], lister: _Lister) -> list[_Job]:
+    """Return the _Job of every folder under the (abs dir, rel dir) pairs of stack, walked
+    depth first from its end (the order every scan of the folder repeats)."""
+    jobs = []
+    while stack:
+        job, subdirs = lister.folder(*stack.pop())
+        if job is not None:
+            jobs.append(job)
+        stack += subdirs
+    return jobs
 
 
 def _stat_jobs(jobs: list[_Job], skipped: dict[str, list[str]]) -> list[_Folder]:
@@ -1079,9 +1159,12 @@ class ScanRun:
     the child writes what it found back, marshalled. A child that fails costs only its units
     again, here. Not shared, finish() does the whole walk."""
 
-    def __init__(self, root: str, skip_ids: set[tuple[int, int]], shared: bool) -> None:
-        self.root, self.skip_ids, self.skipped = root, skip_ids, {}
-        self.units: list = _split_units(root, skip_ids, self.skipped) if shared else []
+    def __init__(self, root: str, skip_ids: set[tuple[int, int]], shared: bool,
+                 listings: bytes | None = None) -> None:
+        self.root, self.skip_ids = root, skip_ids
+        self.known = _listings_load(listings, root, skip_ids)
+        self.lister = _Lister(skip_ids, self.known, time.time_ns() - LISTING_SETTLE_NS)
+        self.units: list = _split_units(root, self.lister) if shared else []
         self.runs, self.queue_r, self.child = [], -1, None
         if self.units:
             size = -(-len(self.units) // SCAN_SPLIT_RUNS)
@@ -1092,17 +1175,17 @@ class ScanRun:
                 os.write(queue_w, struct.pack(f"<{len(self.runs)}I", *range(len(self.runs))))  # < 4 KB
             finally:
                 os.close(queue_w)
-            self.child = _scan_child(self.units, self.runs, self.queue_r, skip_ids)
+            self.child = _scan_child(self.units, self.runs, self.queue_r, self.lister)
         self.shared = self.child is not None
 
     def finish(self) -> CorpusScan:
         """Return the CorpusScan, doing what is left of the walk here."""
-        skipped = self.skipped
+        lister, skipped = self.lister, self.lister.skipped
         if not self.units:
-            folders = _stat_jobs(_walk([(self.root, "")], self.skip_ids, skipped), skipped)
+            folders = _stat_jobs(_walk([(self.root, "")], lister), skipped)
         else:
             try:
-                mine = _scan_units(self.units, self.runs, self.queue_r, self.skip_ids, skipped)
+                mine = _scan_units(self.units, self.runs, self.queue_r, lister)
             finally:
                 theirs = self.close()
             folders = []
@@ -1113,10 +1196,14 @@ class ScanRun:
                     folders += [(a, p, n, array.array("q", m), array.array("q", z))
                                 for a, p, n, m, z in theirs[i]]
                 else:                                  # the child took it and failed: again, here
-                    folders += _scan_unit(unit, self.skip_ids, skipped)
+                    folders += _scan_unit(unit, lister)
             for code, paths in theirs.get("skipped", {}).items():
                 skipped.setdefault(code, []).extend(paths)
-        return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())])
+            for rel_dir, listing in theirs.get("listed", {}).items():
+                lister.listed[rel_dir] = self.known[rel_dir] if listing is None else listing
+        changed = lister.listed != self.known
+        return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())],
+                          _listings_dump(lister.listed, self.root, self.skip_ids) if changed else None)
 
     def close(self) -> dict:
         """Close the queue and reap the child; return what it wrote ({} when it failed)."""
@@ -1127,7 +1214,7 @@ class ScanRun:
         return _scan_child_result(child)
 
 
-def _split_units(root: str, skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]) -> list:
+def _split_units(root: str, lister: _Lister) -> list:
     """Return root's walk as units in _walk's order: a listed folder's _Job, or a subtree
     not yet listed as (abs dir, rel dir). Levels are listed breadth first until there are
     SCAN_SPLIT_UNITS subtrees to share, none is left, or SCAN_SPLIT_LISTED entries were
@@ -1138,7 +1225,7 @@ def _split_units(root: str, skip_ids: set[tuple[int, int]], skipped: dict[str, l
         expanded: list = []
         for unit in units:
             if len(unit) == 2 and listed < SCAN_SPLIT_LISTED:
-                job, subdirs = _list_folder(*unit, skip_ids, skipped)
+                job, subdirs = lister.folder(*unit)
                 listed += 1 + len(subdirs) + (len(job[2]) if job else 0)
                 expanded += ([job] if job else []) + subdirs[::-1]      # _walk pops the last first
             else:
@@ -1147,26 +1234,25 @@ def _split_units(root: str, skip_ids: set[tuple[int, int]], skipped: dict[str, l
     return units
 
 
-def _scan_unit(unit: tuple, skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]) -> list[_Folder]:
+def _scan_unit(unit: tuple, lister: _Lister) -> list[_Folder]:
     """Return the folders of one unit of _split_units: a listed folder, or a whole subtree."""
-    return _stat_jobs([unit] if len(unit) == 3 else _walk([unit], skip_ids, skipped), skipped)
+    return _stat_jobs([unit] if len(unit) == 3 else _walk([unit], lister), lister.skipped)
 
 
-def _scan_units(units: list, runs: list[range], queue_r: int, skip_ids: set[tuple[int, int]],
-                skipped: dict[str, list[str]]) -> dict[int, list[_Folder]]:
+def _scan_units(units: list, runs: list[range], queue_r: int, lister: _Lister) -> dict[int, list[_Folder]]:
     """Return {unit number: its folders} for the runs of units this process takes off the queue."""
     out = {}
     while len(data := os.read(queue_r, 4)) == 4:
         for i in runs[struct.unpack("<I", data)[0]]:
-            out[i] = _scan_unit(units[i], skip_ids, skipped)
+            out[i] = _scan_unit(units[i], lister)
     return out
 
 
-def _scan_child(units: list, runs: list[range], queue_r: int, skip_ids: set[tuple[int, int]]
-                ) -> tuple[int, int] | None:
+def _scan_child(units: list, runs: list[range], queue_r: int, lister: _Lister) -> tuple[int, int] | None:
     """Fork a child that scans units off the queue and writes them, marshalled, to a pipe
     as {unit number: [(abs dir, prefix, names, mtimes bytes, sizes bytes)], "skipped":
-    notes}; return (pid, read end), or None when the fork failed."""
+    notes, "listed": {rel dir: its listing, None when the known one}}; return (pid, read
+    end), or None when the fork failed."""
     read_fd, write_fd = os.pipe()
     try:
         pid = os.fork()
@@ -1180,10 +1266,12 @@ def _scan_child(units: list, runs: list[range], queue_r: int, skip_ids: set[tupl
     status = 1
     try:                                          # the child: scan, write, leave without cleanup
         os.close(read_fd)
-        skipped: dict[str, list[str]] = {}
+        lister = _Lister(lister.skip_ids, lister.known, lister.settled_ns)
         done: dict = {i: [(a, p, n, m.tobytes(), z.tobytes()) for a, p, n, m, z in folders]
-                      for i, folders in _scan_units(units, runs, queue_r, skip_ids, skipped).items()}
-        done["skipped"] = skipped
+                      for i, folders in _scan_units(units, runs, queue_r, lister).items()}
+        done["skipped"] = lister.skipped
+        done["listed"] = {rel_dir: None if listing is lister.known.get(rel_dir) else listing
+                          for rel_dir, listing in lister.listed.items()}     # None: the known one
         data = memoryview(marshal.dumps(done))
         while data:
             data = data[os.write(write_fd, data):]
@@ -2572,9 +2660,10 @@ def _model_tag(settings: Settings) -> str:
 
 # === 10. Cache store — the sqlite3 index file; every SQL statement lives in §10-§10c ===
 
-CACHE_SCHEMA_VERSION = 4          # 2: postings as packed arrays per term; 3: chunks_by_sha;
+CACHE_SCHEMA_VERSION = 5          # 2: postings as packed arrays per term; 3: chunks_by_sha;
                                   # 4: vectors keyed by breadcrumb + text (embed_input),
-                                  #    sign-bit signatures of all chunk vectors in one row
+                                  #    sign-bit signatures of all chunk vectors in one row;
+                                  # 5: the last walk's folder listings
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 TOKENIZER_VERSION = "t5"          # t5: format characters (Cf) dropped inside words
 _SQLITE_DAMAGE_NAMES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
@@ -2599,6 +2688,7 @@ CREATE TABLE vectors(embed_sha TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER N
                      data BLOB NOT NULL, PRIMARY KEY(embed_sha, model)) WITHOUT ROWID;
 CREATE TABLE signatures(model TEXT PRIMARY KEY, state TEXT NOT NULL, width INTEGER NOT NULL,
                         ids BLOB NOT NULL, bits BLOB NOT NULL);
+CREATE TABLE listings(id INTEGER PRIMARY KEY CHECK (id = 1), data BLOB NOT NULL);
 """
 
 
@@ -2733,6 +2823,33 @@ def cache_meta(conn: sqlite3.Connection) -> dict[str, str]:
 def cache_meta_put(conn: sqlite3.Connection, items: dict[str, str]) -> None:
     """Set meta keys (inside the caller's transaction, or on their own)."""
     conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", items.items())
+
+
+def cache_listings(conn: sqlite3.Connection) -> bytes | None:
+    """Return the folder listings the last walk kept (CorpusScan.listings), None if none."""
+    row = conn.execute("SELECT data FROM listings WHERE id = 1").fetchone()
+    return row[0] if row else None
+
+
+def cache_put_listings(conn: sqlite3.Connection, data: bytes) -> None:
+    """Keep a walk's folder listings for the next walk (inside the caller's transaction)."""
+    conn.execute("INSERT OR REPLACE INTO listings(id, data) VALUES(1, ?)", (data,))
+
+
+def cache_try_put_listings(conn: sqlite3.Connection, data: bytes) -> bool:
+    """Keep a walk's folder listings in a transaction of their own if that can be done at
+    once; return whether it was. Neither another process's lock is waited for nor a failure
+    raised: the listings only spare the next walk some work, and a read-only cache serves on."""
+    waits_ms = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    conn.execute("PRAGMA busy_timeout=0")
+    try:
+        with cache_transaction(conn):
+            cache_put_listings(conn, data)
+        return True
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.execute(f"PRAGMA busy_timeout={int(waits_ms)}")
 
 
 def _index_params(settings: Settings) -> str:
@@ -2984,11 +3101,12 @@ def _with_id(chunk_id: int, row: tuple) -> tuple:
     return (chunk_id, *row)
 
 
-def index_scan_begin(settings: Settings, meta: dict[str, str]) -> ScanRun:
+def index_scan_begin(settings: Settings, meta: dict[str, str], listings: bytes | None = None) -> ScanRun:
     """Begin the walk of the docs folder (the cache folder left out), shared with a forked
-    child when the index's meta says the last walk found SCAN_SPLIT_MIN_FILES documents."""
+    child when the index's meta says the last walk found SCAN_SPLIT_MIN_FILES documents,
+    reusing the listings the last walk kept (cache_listings) for the folders left as they were."""
     return corpus_scan_begin(settings.docs_dir, [settings.cache_dir] if settings.cache_dir else [],
-                             split=int(meta.get("n_files") or 0) >= SCAN_SPLIT_MIN_FILES)
+                             split=int(meta.get("n_files") or 0) >= SCAN_SPLIT_MIN_FILES, listings=listings)
 
 
 def _is_built_for(meta: dict[str, str], settings: Settings) -> bool:
@@ -3007,10 +3125,12 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings, progress: Progre
     so an interrupted run keeps its progress.
     """
     meta = cache_meta(conn)
-    scan = scan or index_scan_begin(settings, meta).finish()
+    scan = scan or index_scan_begin(settings, meta, cache_listings(conn)).finish()
     if _is_built_for(meta, settings) and meta.get("stat_sig") == scan.signature:
         stats = IndexStats(unchanged=int(meta.get("n_files", 0)),
                            notes=scan.notes + [Note(c, m) for c, m in json.loads(meta.get("file_notes", "[]"))])
+        if scan.listings is not None:
+            cache_try_put_listings(conn, scan.listings)
     else:
         with cache_transaction(conn):
             stats = _refresh_changed(conn, settings, scan, progress)
@@ -3062,6 +3182,8 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
         cache_update_generation(conn)
     cache_meta_put(conn, {"stat_sig": scan.signature,
                           "file_notes": json.dumps([[n.code, n.message] for n in file_notes])})
+    if scan.listings is not None:
+        cache_put_listings(conn, scan.listings)
     return stats
 
 
@@ -3831,7 +3953,7 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
     walk of a large folder, the stored index is ranked meanwhile, and that ranking is kept
     if the walk finds nothing changed (else the refreshed index is ranked)."""
     meta, pool = cache_meta(conn), settings.candidate_limit
-    walk, early = index_scan_begin(settings, meta), None
+    walk, early = index_scan_begin(settings, meta, cache_listings(conn)), None
     try:
         if walk.shared and _is_built_for(meta, settings):
             early_notes: list[Note] = []

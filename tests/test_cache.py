@@ -4,9 +4,11 @@ rebuild, resumable embeddings. Counts, never wall-clock times."""
 from __future__ import annotations
 
 import contextlib
+import marshal
 import os
 import sqlite3
 import threading
+import time
 import unittest
 from unittest import mock
 
@@ -268,6 +270,130 @@ class SplitScanTest(TempDirTest):
             docs_qa.index_folder(settings)
             docs_qa.index_folder(settings)
         self.assertEqual([c.kwargs["split"] for c in scan.call_args_list], [False, True])
+
+
+class ListingReuseTest(TempDirTest):
+    """A folder whose stat is the one the last walk kept is not listed again: its kept
+    listing gives the same documents, notes and signature; a folder that changed is listed."""
+
+    FOLDER = {**{f"{part}/{i}.md": f"# Page {i}\n" for part in "ab" for i in range(3)},
+              "b/deep/x.md": "# Deep\n", "top.txt": "plain\n", "b/skip.bin": "no\n",
+              ".hidden/x.md": "hidden\n", "a/bad\nname.md": "a newline in its name\n"}
+
+    def setUp(self) -> None:
+        super().setUp()
+        write_files(self.docs, self.FOLDER)
+        os.symlink(os.path.join(self.docs, "a"), os.path.join(self.docs, "b", "link"))
+        os.mkfifo(os.path.join(self.docs, "a", "pipe.md"))
+        os.makedirs(os.path.join(self.docs, "cache"))
+        time.sleep(0.05)    # later changes get another ctime than the one kept (clock ticks are coarse)
+
+    def scan(self, listings=None, settled: bool = True):
+        """Return (scan, folders listed) with the kept listings; settled: every folder counts
+        as changed long ago (else the real clock says they changed just now)."""
+        clock = time.time_ns() + (10 * docs_qa.LISTING_SETTLE_NS if settled else 0)
+        with mock.patch.object(docs_qa.time, "time_ns", return_value=clock), \
+                mock.patch.object(docs_qa.os, "scandir", wraps=os.scandir) as scandir:
+            scan = docs_qa.corpus_scan(self.docs, [os.path.join(self.docs, "cache")], listings=listings)
+        return scan, sorted(os.path.relpath(c.args[0], self.docs) for c in scandir.call_args_list)
+
+    def assert_same(self, scan, other) -> None:
+        self.assertEqual(scan.signature, other.signature)
+        self.assertEqual(scan.entries, other.entries)
+        self.assertEqual(scan.notes, other.notes)
+
+    def test_an_unchanged_folder_is_not_listed_and_scans_the_same(self):
+        first, listed = self.scan()
+        self.assertEqual(listed, [".", "a", "b", "b/deep"])
+        again, listed = self.scan(first.listings)
+        self.assertEqual(listed, [])
+        self.assertIsNone(again.listings)                  # nothing to keep anew
+        self.assert_same(again, first)
+        self.assertEqual(sorted(n.code for n in first.notes),
+                         ["bad_name", "cache_dir_skipped", "not_regular", "symlink_skipped"])
+        self.assertEqual(len(first.entries), 8)
+
+    def test_a_changed_folder_is_listed_again(self):
+        first, _ = self.scan()
+        write_files(self.docs, {"b/deep/new.md": "# New\n"})
+        os.remove(os.path.join(self.docs, "a", "0.md"))
+        os.rename(os.path.join(self.docs, "b", "deep"), os.path.join(self.docs, "b", "deeper"))
+        again, listed = self.scan(first.listings)
+        self.assertEqual(listed, ["a", "b", "b/deeper"])
+        self.assert_same(again, self.scan()[0])
+        paths = [e.rel_path for e in again.entries]
+        self.assertIn("b/deeper/new.md", paths)
+        self.assertNotIn("a/0.md", paths)
+        self.assertIsNotNone(again.listings)
+
+    def test_a_folder_changed_just_before_the_walk_is_not_kept(self):
+        first, _ = self.scan(settled=False)
+        self.assertIsNone(first.listings)
+        again, listed = self.scan(first.listings)
+        self.assertEqual(listed, [".", "a", "b", "b/deep"])
+
+    def test_listings_that_do_not_fit_are_ignored(self):
+        first, _ = self.scan()
+        version, root, skips, kept = marshal.loads(first.listings)
+        outside = {**kept, "a": kept["a"][:4] + ("../../secret.md",) + kept["a"][5:]}
+        for listings in (b"garbage", marshal.dumps((version + 1, root, skips, kept)),
+                         marshal.dumps((version, root + "x", skips, kept)),
+                         marshal.dumps((version, root, [], kept)),
+                         marshal.dumps((version, root, skips, outside))):
+            with self.subTest(listings=listings[:20]):
+                again, listed = self.scan(listings)
+                self.assertEqual(listed, [".", "a", "b", "b/deep"])
+                self.assert_same(again, first)
+
+    def test_a_kept_listing_is_what_the_walk_uses(self):
+        first, _ = self.scan()
+        version, root, skips, kept = marshal.loads(first.listings)
+        fewer = {**kept, "b": kept["b"][:4] + ("0.md",) + kept["b"][5:]}   # as if b held one page
+        again, listed = self.scan(marshal.dumps((version, root, skips, fewer)))
+        self.assertEqual(listed, [])
+        self.assertEqual([e.rel_path for e in again.entries if os.path.dirname(e.rel_path) == "b"], ["b/0.md"])
+
+    def test_the_split_walk_keeps_the_child_s_listings(self):
+        serial, _ = self.scan()
+        with mock.patch.object(docs_qa, "_can_fork", return_value=True), \
+                mock.patch.object(docs_qa, "SCAN_SPLIT_UNITS", 2), \
+                mock.patch.object(docs_qa.time, "time_ns", return_value=time.time_ns() + 10**11):
+            split = docs_qa.corpus_scan(self.docs, [os.path.join(self.docs, "cache")], split=True)
+            again = docs_qa.corpus_scan(self.docs, [os.path.join(self.docs, "cache")], split=True,
+                                        listings=split.listings)
+        self.assertEqual(marshal.loads(split.listings), marshal.loads(serial.listings))
+        self.assertIsNone(again.listings)
+        self.assert_same(split, serial)
+        self.assert_same(again, serial)
+
+    def test_the_index_keeps_its_listings_and_finds_a_new_file(self):
+        settings = self.settings(use_embeddings=False)
+        with mock.patch.object(docs_qa.time, "time_ns", return_value=time.time_ns() + 10**11):
+            docs_qa.index_folder(settings)
+            with mock.patch.object(docs_qa.os, "scandir", wraps=os.scandir) as scandir:
+                self.assertEqual(docs_qa.index_folder(settings).unchanged, 8)
+            self.assertEqual(scandir.call_count, 0)
+            write_files(self.docs, {"b/deep/new.md": "# New page\n"})
+            stats = docs_qa.index_folder(settings)
+        self.assertEqual((stats.new, stats.unchanged), (1, 8))
+
+    def test_listings_are_kept_without_waiting_for_a_lock(self):
+        settings = self.settings(use_embeddings=False)
+        docs_qa.index_folder(settings)
+        path = docs_qa.cache_path(self.cache, self.docs)
+        holder = sqlite3.connect(path, isolation_level=None)
+        conn = docs_qa.cache_open(path)
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+            self.assertFalse(docs_qa.cache_try_put_listings(conn, b"listings"))   # busy: not waited for
+            self.assertEqual(conn.execute("PRAGMA busy_timeout").fetchone()[0],
+                             int(docs_qa.CACHE_BUSY_TIMEOUT_S * 1000))
+            holder.execute("ROLLBACK")
+            self.assertTrue(docs_qa.cache_try_put_listings(conn, b"listings"))
+            self.assertEqual(docs_qa.cache_listings(conn), b"listings")
+        finally:
+            holder.close()
+            conn.close()
 
 
 class EarlyRankTest(TempDirTest):
