@@ -992,13 +992,16 @@ def _listings_load(data: bytes | None, root: str, skip_ids: set[tuple[int, int]]
 def _is_listing(item: tuple[Any, Any]) -> bool:
     """Return whether (rel dir, listing) is well formed: no name that could leave its folder."""
     rel_dir, listing = item
-    if not (isinstance(rel_dir, str) and isinstance(listing, tuple) and len(listing) == 7):
+    if type(rel_dir) is not str or type(listing) is not tuple or len(listing) != 7:
         return False
-    *stamp, names, subdirs, notes = listing
-    return all(type(n) is int for n in stamp) and all(
-        isinstance(joined, str) and "/" not in joined and not joined.startswith(".") and "\0." not in joined
-        for joined in (names, subdirs)) and isinstance(notes, tuple) and all(
-        isinstance(n, tuple) and len(n) == 2 and n[0] in _SKIP_MESSAGES and isinstance(n[1], str) for n in notes)
+    dev, ino, mtime_ns, ctime_ns, names, subdirs, notes = listing
+    if type(names) is not str or type(subdirs) is not str or type(notes) is not tuple \
+            or not type(dev) is type(ino) is type(mtime_ns) is type(ctime_ns) is int:
+        return False
+    joined = f"{names}\0{subdirs}"
+    return "/" not in joined and "\0." not in joined and not joined.startswith(".") and all(
+        type(note) is tuple and len(note) == 2 and note[0] in _SKIP_MESSAGES and type(note[1]) is str
+        for note in notes)
 
 
 def _walk(stack: list[tuple[str, str]], lister: _Lister) -> list[_Job]:

@@ -369,9 +369,16 @@ with contextlib.redirect_stdout(io.StringIO()):
     module.main([question, "--docs", docs, "--cache-dir", cache, "--extractive", "--json"], dict(os.environ))
 done = time.perf_counter()
 shared, module.corpus_scan_begin = sum(walks), begin
+conn = module.cache_open(module.cache_path(cache, docs))
+listings = module.cache_listings(conn)
+conn.close()
+kept = time.perf_counter()
+module.corpus_scan(docs, [cache], split=False, listings=listings)
+listed = time.perf_counter()
 module.corpus_scan(docs, [cache], split=False)
 print(json.dumps({"compile": compiled - start, "module": loaded - compiled, "question": done - loaded,
-                  "begin_finish": shared, "serial_walk": time.perf_counter() - done}))
+                  "begin_finish": shared, "serial_walk": listed - kept,
+                  "listing_walk": time.perf_counter() - listed}))
 '''
 
 
@@ -393,7 +400,8 @@ def question_phases(docs: str, cache: str, question: str, runs: int) -> list[str
              "question": "the question in-process (argparse to printed envelope)",
              "begin_finish": "of which: the walk's begin + finish (first levels listed, fork, "
                              "then this process's share after the early ranking)",
-             "serial_walk": "for comparison: the same walk by one process"}
+             "serial_walk": "for comparison: the same walk by one process (kept listings)",
+             "listing_walk": "... and by one process listing every folder (no kept listings)"}
     lines = [f"Where a question's time goes, fresh processes under the same interpreter (medians of {runs}):", "",
              "| part | time |", "|---|---|"]
     lines += [f"| {names[key]} | {fmt(summary(values))} |" for key, values in rows.items()]
