@@ -1153,6 +1153,7 @@ SCAN_SPLIT_MIN_FILES = 4000        # documents (in the last scan) from which a f
 SCAN_SPLIT_UNITS = 64              # subtrees listed first, for the two processes to share
 SCAN_SPLIT_LISTED = 4000           # ... unless that many entries were listed to find them
 SCAN_SPLIT_RUNS = 512              # the units are queued as at most this many runs
+SCAN_SPLIT_NAMES = 1000            # a listed folder with more documents is shared in pieces of this many
 
 
 class ScanRun:
@@ -1167,7 +1168,7 @@ class ScanRun:
         self.root, self.skip_ids = root, skip_ids
         self.known = _listings_load(listings, root, skip_ids)
         self.lister = _Lister(skip_ids, self.known, time.time_ns() - LISTING_SETTLE_NS)
-        self.units: list = _split_units(root, self.lister) if shared else []
+        self.units: list = _job_pieces(_split_units(root, self.lister)) if shared else []
         self.runs, self.queue_r, self.child = [], -1, None
         if self.units:
             size = -(-len(self.units) // SCAN_SPLIT_RUNS)
@@ -1200,6 +1201,7 @@ class ScanRun:
                                 for a, p, n, m, z in theirs[i]]
                 else:                                  # the child took it and failed: again, here
                     folders += _scan_unit(unit, lister)
+            folders = _join_pieces(folders)
             for code, paths in theirs.get("skipped", {}).items():
                 skipped.setdefault(code, []).extend(paths)
             for rel_dir, listing in theirs.get("listed", {}).items():
@@ -1235,6 +1237,33 @@ def _split_units(root: str, lister: _Lister) -> list:
                 expanded.append(unit)
         units = expanded
     return units
+
+
+def _job_pieces(units: list) -> list:
+    """Return units with each listed folder of more than SCAN_SPLIT_NAMES documents cut into
+    pieces of that many, so that one large folder too is shared (see _join_pieces)."""
+    out: list = []
+    for unit in units:
+        if len(unit) == 3 and len(unit[2]) > SCAN_SPLIT_NAMES:
+            abs_dir, prefix, names = unit
+            out += [(abs_dir, prefix, names[start:start + SCAN_SPLIT_NAMES])
+                    for start in range(0, len(names), SCAN_SPLIT_NAMES)]
+        else:
+            out.append(unit)
+    return out
+
+
+def _join_pieces(folders: list[_Folder]) -> list[_Folder]:
+    """Return folders with the consecutive pieces of one folder (a walk meets each folder
+    once, so one absolute path) joined again, as one process stats it."""
+    out: list[_Folder] = []
+    for folder in folders:
+        if out and out[-1][0] == folder[0]:
+            abs_dir, prefix, names, mtimes, sizes = out[-1]
+            out[-1] = (abs_dir, prefix, names + folder[2], mtimes + folder[3], sizes + folder[4])
+        else:
+            out.append(folder)
+    return out
 
 
 def _scan_unit(unit: tuple, lister: _Lister) -> list[_Folder]:

@@ -215,6 +215,17 @@ class SplitScanTest(TempDirTest):
         self.assertEqual(len(serial.entries), 26)            # 20 pages, 3 deep, inner/x.txt, top.txt, UPPER.MD
         self.assertEqual([n.code for n in serial.notes], ["bad_name"])
 
+    def test_a_large_folder_is_shared_in_pieces(self):
+        for parent_idle in (False, True):
+            with self.subTest(parent_idle=parent_idle):
+                serial, split, forks = self.scans(parent_idle, units=64,
+                                                  patches=[(docs_qa, "SCAN_SPLIT_NAMES", 2)])
+                self.assertEqual(forks, 1)
+                self.assert_same(serial, split)
+        with mock.patch.object(docs_qa, "SCAN_SPLIT_NAMES", 2):
+            self.assertEqual(docs_qa._job_pieces([("/d", "", list("abcde")), ("/e", "e")]),
+                             [("/d", "", ["a", "b"]), ("/d", "", ["c", "d"]), ("/d", "", ["e"]), ("/e", "e")])
+
     def test_a_failing_child_costs_only_its_units_again(self):
         def broken(_):
             raise ValueError("marshal failed in the child")
