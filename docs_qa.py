@@ -13,7 +13,7 @@ Sections (in file order)
           4b. Language         -- the one language detector (pl/sk/en, with or without diacritics)
           4c. Porter stemmer   -- English stems (Porter 1980)
           4d. Terms            -- index terms and question terms, stemmed per language
-     5. Corpus walk      -- the only code that reads documents; a scan's stat signature
+     5. Corpus walk      -- the only code that reads documents; kept folder listings; a scan's stat signature
           5a. Shared walk      -- a forked child and this process take subtrees off one queue
           5b. Reading          -- decode, size cap, re-read without following a link
      5c. Git checkout    -- HEAD, refs and the index, read from .git's files; git never run
@@ -816,6 +816,10 @@ _SKIP_MESSAGES = {
     "cache_dir_skipped": "skipped {n} folder(s) inside the docs folder that hold the cache "
                          "(--cache-dir), with every file under them",
 }
+LISTING_SETTLE_NS = 2 * 10**9      # a folder changed this recently is listed again by the next walk
+LISTINGS_VERSION = 1               # what a kept listing holds (another is ignored)
+_STAT_AT = os.stat in os.supports_dir_fd and os.stat in os.supports_follow_symlinks \
+    and hasattr(os, "O_DIRECTORY")  # a folder's documents are stat'ed by its descriptor
 
 
 class FileEntry(NamedTuple):
@@ -898,9 +902,6 @@ _NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
 _Job = tuple[str, str, list]       # (abs dir, rel prefix, its document names): lstats to do
 _Folder = tuple[str, str, list, array.array, array.array]    # a _Job with mtimes and sizes
 
-
-LISTING_SETTLE_NS = 2 * 10**9      # a folder changed this recently is listed again by the next walk
-LISTINGS_VERSION = 1               # what a stored listing holds (another is ignored)
 
 _Listing = tuple[int, int, int, int, str, str, tuple]
 # a folder as a walk listed it: (st_dev, st_ino, mtime_ns, ctime_ns, its document names, its
@@ -1092,10 +1093,6 @@ def _folder_stats(abs_dir: str, names: list[str], prefix: str, skipped: dict[str
 
 
 
-
-
-_STAT_AT = os.stat in os.supports_dir_fd and os.stat in os.supports_follow_symlinks \
-    and hasattr(os, "O_DIRECTORY")
 
 
 def _lstat_in(abs_dir: str, names: list[str]) -> list[os.stat_result]:
