@@ -817,7 +817,7 @@ _SKIP_MESSAGES = {
                          "(--cache-dir), with every file under them",
 }
 LISTING_SETTLE_NS = 2 * 10**9      # a folder changed this recently is listed again by the next walk
-LISTINGS_VERSION = 1               # what a kept listing holds (another is ignored)
+LISTINGS_VERSION = 1               # a kept listing's layout and walk rules (bump on a change: others are ignored)
 _STAT_AT = os.stat in os.supports_dir_fd and os.stat in os.supports_follow_symlinks \
     and hasattr(os, "O_DIRECTORY")  # a folder's documents are stat'ed by its descriptor
 
