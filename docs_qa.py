@@ -866,22 +866,23 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
     return scan.entries, scan.notes
 
 
-def corpus_scan(root: str, skip_dirs: Iterable[str] = (), split: bool = False) -> CorpusScan:
+def corpus_scan(root: str, skip_dirs: Iterable[str] = (), split: bool | None = False) -> CorpusScan:
     """Return what a walk of root finds.
 
     Hidden entries, symlinks (a link can lead out of the root or in a loop) and special
     files are skipped; unreadable folders and the skip_dirs (the cache) with a note. Costs a
     listing per folder and one lstat per document, in C-level map() calls since this runs
     before every question. split (for a folder known to be large) shares the walk with a
-    forked child where that is safe (see ScanRun); what it finds is the same.
+    forked child where that is safe (see ScanRun), None when its first levels show a large
+    folder; what it finds is the same.
     """
     return corpus_scan_begin(root, skip_dirs, split).finish()
 
 
-def corpus_scan_begin(root: str, skip_dirs: Iterable[str] = (), split: bool = False) -> ScanRun:
+def corpus_scan_begin(root: str, skip_dirs: Iterable[str] = (), split: bool | None = False) -> ScanRun:
     """Begin corpus_scan(root, skip_dirs, split): a shared walk's child starts at once, so the
     caller may do other work before ScanRun.finish() (or close(), to abandon it)."""
-    return ScanRun(root, _dir_ids(skip_dirs), split and _can_fork())
+    return ScanRun(root, _dir_ids(skip_dirs), split is not False and _can_fork(), split is None)
 
 
 _NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
@@ -1061,9 +1062,11 @@ class ScanRun:
     then this process and a forked child take runs of those units off one queue, a pipe
     holding their numbers, until it is empty, so neither idles while the other has work;
     the child writes what it found back, marshalled. A child that fails costs only its units
-    again, here. Not shared, finish() does the whole walk."""
+    again, here. Not shared, finish() does the whole walk. if_large: the child is forked only
+    when the first levels show a large folder (_lists_large), else this process walks the
+    units alone."""
 
-    def __init__(self, root: str, skip_ids: set[tuple[int, int]], shared: bool) -> None:
+    def __init__(self, root: str, skip_ids: set[tuple[int, int]], shared: bool, if_large: bool = False) -> None:
         self.root, self.skip_ids, self.skipped = root, skip_ids, {}
         self.units: list = _split_units(root, skip_ids, self.skipped) if shared else []
         self.runs, self.queue_r, self.child = [], -1, None
@@ -1076,7 +1079,8 @@ class ScanRun:
                 os.write(queue_w, struct.pack(f"<{len(self.runs)}I", *range(len(self.runs))))  # < 4 KB
             finally:
                 os.close(queue_w)
-            self.child = _scan_child(self.units, self.runs, self.queue_r, skip_ids)
+            if not if_large or _lists_large(self.units):
+                self.child = _scan_child(self.units, self.runs, self.queue_r, skip_ids)
         self.shared = self.child is not None
 
     def finish(self) -> CorpusScan:
@@ -1129,6 +1133,14 @@ def _split_units(root: str, skip_ids: set[tuple[int, int]], skipped: dict[str, l
                 expanded.append(unit)
         units = expanded
     return units
+
+
+def _lists_large(units: list) -> bool:
+    """Return whether _split_units' units show a large folder: subtrees are left unlisted
+    (it stops early only on SCAN_SPLIT_UNITS of them or SCAN_SPLIT_LISTED entries), or the
+    listed folders hold SCAN_SPLIT_MIN_FILES documents."""
+    return (any(len(u) == 2 for u in units)
+            or sum(len(u[2]) for u in units if len(u) == 3) >= SCAN_SPLIT_MIN_FILES)
 
 
 def _scan_unit(unit: tuple, skip_ids: set[tuple[int, int]], skipped: dict[str, list[str]]) -> list[_Folder]:
@@ -2970,9 +2982,11 @@ def _with_id(chunk_id: int, row: tuple) -> tuple:
 
 def index_scan_begin(settings: Settings, meta: dict[str, str]) -> ScanRun:
     """Begin the walk of the docs folder (the cache folder left out), shared with a forked
-    child when the index's meta says the last walk found SCAN_SPLIT_MIN_FILES documents."""
+    child when the index's meta says the last walk found SCAN_SPLIT_MIN_FILES documents, or,
+    before a walk's count was stored (a first index), when its first levels show a large folder."""
+    n_files = meta.get("n_files")
     return corpus_scan_begin(settings.docs_dir, [settings.cache_dir] if settings.cache_dir else [],
-                             split=int(meta.get("n_files") or 0) >= SCAN_SPLIT_MIN_FILES)
+                             split=None if n_files is None else int(n_files) >= SCAN_SPLIT_MIN_FILES)
 
 
 def _is_built_for(meta: dict[str, str], settings: Settings) -> bool:
@@ -2990,24 +3004,42 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings, progress: Progre
     unchanged is not re-chunked. Changes are committed every CACHE_COMMIT_EVERY files
     so an interrupted run keeps its progress.
     """
-    meta = cache_meta(conn)
-    scan = scan or index_scan_begin(settings, meta).finish()
-    if _is_built_for(meta, settings) and meta.get("stat_sig") == scan.signature:
-        stats = IndexStats(unchanged=int(meta.get("n_files", 0)),
-                           notes=scan.notes + [Note(c, m) for c, m in json.loads(meta.get("file_notes", "[]"))])
-    else:
-        with cache_transaction(conn):
-            stats = _refresh_changed(conn, settings, scan, progress)
-        meta = cache_meta(conn)
+    meta, spare = cache_meta(conn), []              # spare: parse workers started early
+    try:
+        scan = scan or _scan_starting_workers(settings, meta, spare)
+        if _is_built_for(meta, settings) and meta.get("stat_sig") == scan.signature:
+            stats = IndexStats(unchanged=int(meta.get("n_files", 0)),
+                               notes=scan.notes + [Note(c, m) for c, m in json.loads(meta.get("file_notes", "[]"))])
+        else:
+            with cache_transaction(conn):
+                stats = _refresh_changed(conn, settings, scan, progress, spare)
+            meta = cache_meta(conn)
+    finally:
+        _stop_workers(spare)                   # started early, never given to a pool
     stats.chunks = int(meta.get("n_chunks") or 0)
     stats.index_version = _index_version(conn, meta, settings.docs_dir, scan)
     return stats
 
 
+def _scan_starting_workers(settings: Settings, meta: dict[str, str], spare: list[_Worker]) -> CorpusScan:
+    """Return the walk of the docs folder; when it is shared (a large folder) and the index
+    is not built yet, parse workers start into spare meanwhile, so their start-up overlaps
+    the walk (the caller stops them if no pool takes them)."""
+    walk = index_scan_begin(settings, meta)
+    try:
+        if walk.shared and not _is_built_for(meta, settings):
+            n_files = max(int(meta.get("n_files") or 0), SCAN_SPLIT_MIN_FILES)
+            _spawn_workers(spare, _parse_processes(settings, n_files) - 1)
+        return walk.finish()
+    finally:
+        walk.close()
+
+
 def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusScan,
-                     progress: ProgressFn | None) -> IndexStats:
+                     progress: ProgressFn | None, spare: list[_Worker]) -> IndexStats:
     """Re-read the files whose stat changed, drop the removed ones; return the counts
-    (inside the caller's transaction, committed every CACHE_COMMIT_EVERY files)."""
+    (inside the caller's transaction, committed every CACHE_COMMIT_EVERY files). The parse
+    pool takes the workers in spare it needs, after those not needed are stopped."""
     entries, stats = scan.entries, IndexStats(notes=scan.notes)
     if _meta_get(conn, "index_params") != _index_params(settings):
         cache_clear_index(conn)
@@ -3029,8 +3061,10 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     def job(number: int) -> tuple:
         return (list(map(tuple, batches[number])), known_shas[number], settings.max_file_bytes,
                 settings.chunk_chars)
-    done = 0
-    with _ParsePool(job, len(batches), _parse_processes(settings, len(todo)) - 1, writer.tokenizer) as pool:
+    done, n_workers = 0, _parse_processes(settings, len(todo)) - 1
+    _stop_workers(spare, keep=n_workers)
+    _spawn_workers(spare, n_workers)
+    with _ParsePool(job, len(batches), spare, writer.tokenizer) as pool:
         for batch, parsed in zip(batches, pool.results()):
             _apply_batch(writer, batch, parsed, known, stats, skipped)
             done += len(batch)
@@ -3184,26 +3218,19 @@ class _ParsePool:
     jobs (its results wait in its outbox while this process writes the index); whenever
     the batch to apply next is not back yet, this process parses the next unassigned one
     itself, so the CPUs stay busy however the work splits between parsing and writing. A
-    worker that cannot start, dies or fails leaves every batch not yet back to this
+    worker that could not start, dies or fails leaves every batch not yet back to this
     process, which then raises whatever the worker hit. With no workers it is the serial
-    loop. close() kills and reaps every worker, also on Ctrl-C and SIGTERM.
+    loop. The pool takes the started workers out of the list it is given; close() kills
+    and reaps every one, also on Ctrl-C and SIGTERM.
     """
 
-    def __init__(self, job: Callable[[int], tuple], n_batches: int, n_workers: int,
+    def __init__(self, job: Callable[[int], tuple], n_batches: int, workers: list[_Worker],
                  tokenizer: Tokenizer) -> None:
         self.job, self.n_batches, self.tokenizer = job, n_batches, tokenizer
         self.next_batch = 0                    # batches below it are given out (or parsed here)
         self.ready: dict[int, ParsedBatch] = {}
         self.owner: dict[int, _Worker] = {}
-        self.workers: list[_Worker] = []
-        try:
-            for _ in range(n_workers):
-                self.workers.append(_spawn_worker())
-        except OSError:                        # no process or pipe left: parse with fewer
-            pass
-        except BaseException:
-            self.close()
-            raise
+        self.workers, workers[:] = workers[:], []
 
     def __enter__(self) -> "_ParsePool":
         return self
@@ -3220,16 +3247,8 @@ class _ParsePool:
 
     def close(self) -> None:
         """Kill and reap every worker and close its pipes (a worker's work is all sent or void)."""
-        import signal
-        workers, self.workers, self.owner = self.workers, [], {}
-        for worker in workers:
-            os.close(worker.link.outgoing)
-            with contextlib.suppress(OSError):
-                os.kill(worker.pid, signal.SIGKILL)
-        for worker in workers:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(worker.pid, 0)
-            os.close(worker.link.incoming)
+        self.owner = {}
+        _stop_workers(self.workers)
 
     def _step(self, number: int) -> None:
         """Give out jobs, then parse a batch here or take one back from a worker."""
@@ -3295,6 +3314,32 @@ def _parse_job(job: tuple, tokenizer: Tokenizer) -> ParsedBatch:
     content hashes, max_bytes, chunk_chars)."""
     entries, known_shas, max_bytes, chunk_chars = job
     return _parse_batch(list(map(_NEW_FILE_ENTRY, entries)), known_shas, max_bytes, chunk_chars, tokenizer)
+
+
+def _spawn_workers(workers: list[_Worker], n: int) -> None:
+    """Start parse workers into the list until it holds n, fewer when the OS has no process
+    or pipe left (whoever holds the list stops them with _stop_workers, also on Ctrl-C)."""
+    try:
+        while len(workers) < n:
+            workers.append(_spawn_worker())
+    except OSError:
+        pass
+
+
+def _stop_workers(workers: list[_Worker], keep: int = 0) -> None:
+    """Kill and reap the workers of the list past the first keep and close their pipes;
+    the list keeps the others."""
+    import signal
+    stopping = workers[keep:]
+    del workers[keep:]
+    for worker in stopping:
+        os.close(worker.link.outgoing)
+        with contextlib.suppress(OSError):
+            os.kill(worker.pid, signal.SIGKILL)
+    for worker in stopping:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(worker.pid, 0)
+        os.close(worker.link.incoming)
 
 
 def _spawn_worker() -> _Worker:
