@@ -2937,7 +2937,7 @@ class _IndexWriter:
                           map(_with_id, itertools.count(base), batch.chunks), file_rows)
         self.dropped_paths = []
         triples = _ints(batch.triples)
-        triples[0::3] = array.array("I", map(base.__add__, triples[0::3]))
+        triples[0::3] = _plus(triples[0::3], base)
         raw, postings, start = memoryview(triples).cast("B"), self.postings, 0
         for term, end in zip(batch.terms, itertools.accumulate(map(triples.itemsize.__mul__, batch.sizes))):
             data = postings.get(term)
@@ -2973,6 +2973,18 @@ class _IndexWriter:
                 empty.append(term)
         cache_write_postings(self.conn, puts, empty)
         self.touched, self.removed = set(), {}
+
+
+_ONE = array.array("I", [1]).tobytes()     # a 1 as one array('I') digit, native byte order
+
+
+def _plus(numbers: array.array, n: int) -> array.array:
+    """Return array('I') numbers each plus n (no sum reaches 2**32, as chunk ids never do):
+    the numbers read as one big integer, base 2**32, plus n in every digit, with no carry
+    between digits (a single C-level addition instead of a call per number)."""
+    ones = int.from_bytes(_ONE * len(numbers), sys.byteorder)
+    digits = int.from_bytes(numbers.tobytes(), sys.byteorder) + n * ones
+    return array.array("I", digits.to_bytes(numbers.itemsize * len(numbers), sys.byteorder))
 
 
 def _with_id(chunk_id: int, row: tuple) -> tuple:

@@ -3,6 +3,7 @@ rebuild, resumable embeddings. Counts, never wall-clock times."""
 
 from __future__ import annotations
 
+import array
 import contextlib
 import os
 import sqlite3
@@ -151,6 +152,12 @@ class BulkWriteTest(TempDirTest):
             got = [(h.chunk.label, h.bm25_score) for h in docs_qa.search(question, many).hits]
             want = [(h.chunk.label, h.bm25_score) for h in docs_qa.search(question, one).hits]
             self.assertEqual(got, want, question)
+
+    def test_chunk_numbers_are_shifted_without_a_carry_between_them(self):
+        numbers = array.array("I", [0, 1, 255, 65535, 2**32 - 8])
+        self.assertEqual(docs_qa._plus(numbers, 7), array.array("I", [7, 8, 262, 65542, 2**32 - 1]))
+        self.assertEqual(docs_qa._plus(numbers, 0), numbers)
+        self.assertEqual(docs_qa._plus(array.array("I"), 5), array.array("I"))
 
 
     def test_scan_signature_changes_with_a_stat_and_only_then(self):
