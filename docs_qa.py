@@ -124,7 +124,7 @@ __all__ = [
     "BackendError", "RetryPolicy",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
     "default_cache_dir", "cache_path", "cache_open", "cache_snapshot",
-    "FileState", "ParsedBatch", "cache_meta", "cache_meta_put", "cache_transaction",
+    "FileState", "ParsedBatch", "cache_meta", "cache_meta_put", "cache_transaction", "cache_use_wal",
     "cache_commit_point", "cache_clear_index", "cache_file_states", "cache_file_state", "cache_delete_files",
     "cache_next_chunk_id", "cache_has_postings", "cache_path_chunks", "cache_term_postings",
     "cache_write_batch", "cache_write_postings", "cache_update_generation",
@@ -2690,8 +2690,8 @@ def _is_busy(exc: sqlite3.Error) -> bool:
 
 
 def _cache_create(conn: sqlite3.Connection) -> None:
-    """Create the schema in an empty database, once, even when two processes race."""
-    conn.execute("PRAGMA journal_mode=WAL")
+    """Create the schema in an empty database, once, even when two processes race. The file
+    keeps sqlite's rollback journal until its first index is committed (cache_use_wal)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         if conn.execute("PRAGMA application_id").fetchone()[0] == 0:
@@ -2763,6 +2763,15 @@ def cache_transaction(conn: sqlite3.Connection) -> Iterator[None]:
     except BaseException:
         _rollback(conn)
         raise
+
+
+def cache_use_wal(conn: sqlite3.Connection) -> None:
+    """Put a cache file in WAL mode (readers never wait for a writer) if it is not yet in it
+    (outside a transaction). A new file is indexed first with a rollback journal, which
+    writes each new page once where WAL writes it twice (log, then checkpoint); meanwhile
+    other processes wait for its locks as they would for its write lock in WAL mode."""
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete":
+        conn.execute("PRAGMA journal_mode=WAL")
 
 
 def cache_commit_point(conn: sqlite3.Connection) -> None:
@@ -3028,6 +3037,7 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings, progress: Progre
             meta = cache_meta(conn)
     finally:
         _stop_workers(spare)                   # started early, never given to a pool
+    cache_use_wal(conn)
     stats.chunks = int(meta.get("n_chunks") or 0)
     stats.index_version = _index_version(conn, meta, settings.docs_dir, scan)
     return stats
