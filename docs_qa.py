@@ -2769,9 +2769,15 @@ def cache_use_wal(conn: sqlite3.Connection) -> None:
     """Put a cache file in WAL mode (readers never wait for a writer) if it is not yet in it
     (outside a transaction). A new file is indexed first with a rollback journal, which
     writes each new page once where WAL writes it twice (log, then checkpoint); meanwhile
-    other processes wait for its locks as they would for its write lock in WAL mode."""
-    if conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete":
-        conn.execute("PRAGMA journal_mode=WAL")
+    other processes wait for its locks as they would for its write lock in WAL mode. A file
+    another process keeps reading past the busy timeout stays as it is: the next refresh
+    switches it."""
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] not in ("wal", "memory"):
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
 
 
 def cache_commit_point(conn: sqlite3.Connection) -> None:

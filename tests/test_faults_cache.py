@@ -236,6 +236,25 @@ class ConcurrencyTest(CacheCase):
         self.assertEqual(docs_qa.search(QUESTION, self.settings()).stats.new, 1)
         self.assertEqual(journal_mode(self.cache_file()), "wal")
 
+    def test_a_new_file_read_past_the_busy_timeout_is_switched_by_the_next_refresh(self):
+        readers, real_use_wal = [], docs_qa.cache_use_wal
+
+        def use_wal_while_read(conn):
+            reader = sqlite3.connect(self.cache_file(), isolation_level=None)
+            reader.execute("BEGIN")                   # another process's read transaction
+            reader.execute("SELECT COUNT(*) FROM files").fetchone()
+            readers.append(reader)
+            real_use_wal(conn)
+        settings = self.settings(use_embeddings=False, cache_busy_timeout_s=0.1)
+        with mock.patch.object(docs_qa, "cache_use_wal", use_wal_while_read):
+            first = docs_qa.search(QUESTION, settings)
+        readers[0].execute("COMMIT")
+        readers[0].close()
+        self.assertEqual((first.stats.new, journal_mode(self.cache_file())), (3, "delete"))
+        again = docs_qa.search(QUESTION, settings)
+        self.assertEqual((again.stats.unchanged, journal_mode(self.cache_file())), (3, "wal"))
+        self.assertEqual(self.labels(again), self.labels(first))
+
 
 def journal_mode(path: str) -> str:
     """Return the journal mode of the sqlite file at path."""
