@@ -125,7 +125,7 @@ __all__ = [
     "BackendError", "RetryPolicy",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
     "default_cache_dir", "cache_path", "cache_open", "cache_snapshot",
-    "FileState", "ParsedBatch", "cache_meta", "cache_meta_put", "cache_transaction",
+    "FileState", "ParsedBatch", "cache_meta", "cache_meta_put", "cache_transaction", "cache_use_wal",
     "cache_commit_point", "cache_clear_index", "cache_file_states", "cache_file_state", "cache_delete_files",
     "cache_next_chunk_id", "cache_has_postings", "cache_path_chunks", "cache_term_postings",
     "cache_write_batch", "cache_write_postings", "cache_update_generation",
@@ -875,7 +875,7 @@ def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntr
     return scan.entries, scan.notes
 
 
-def corpus_scan(root: str, skip_dirs: Iterable[str] = (), split: bool = False,
+def corpus_scan(root: str, skip_dirs: Iterable[str] = (), split: bool | None = False,
                 listings: bytes | None = None) -> CorpusScan:
     """Return what a walk of root finds.
 
@@ -884,17 +884,18 @@ def corpus_scan(root: str, skip_dirs: Iterable[str] = (), split: bool = False,
     one lstat per document and a stat per folder, which is listed only when it changed
     since the walk that gave `listings` (a past scan's CorpusScan.listings; see _Lister),
     in C-level calls since this runs before every question. split (for a folder known to
-    be large) shares the walk with a forked child where that is safe (see ScanRun); what
-    it finds is the same.
+    be large) shares the walk with a forked child where that is safe (see ScanRun), None
+    when its first levels show a large folder; what it finds is the same.
     """
     return corpus_scan_begin(root, skip_dirs, split, listings).finish()
 
 
-def corpus_scan_begin(root: str, skip_dirs: Iterable[str] = (), split: bool = False,
+def corpus_scan_begin(root: str, skip_dirs: Iterable[str] = (), split: bool | None = False,
                       listings: bytes | None = None) -> ScanRun:
     """Begin corpus_scan(root, skip_dirs, split, listings): a shared walk's child starts at
     once, so the caller may do other work before ScanRun.finish() (or close(), to abandon it)."""
-    return ScanRun(root, _dir_ids(skip_dirs), split and _can_fork(), listings)
+    return ScanRun(root, _dir_ids(skip_dirs), split is not False and _can_fork(), listings,
+                   if_large=split is None)
 
 
 _NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
@@ -1158,10 +1159,12 @@ class ScanRun:
     then this process and a forked child take runs of those units off one queue, a pipe
     holding their numbers, until it is empty, so neither idles while the other has work;
     the child writes what it found back, marshalled. A child that fails costs only its units
-    again, here. Not shared, finish() does the whole walk."""
+    again, here. Not shared, finish() does the whole walk. if_large: the child is forked only
+    when the first levels show a large folder (_lists_large), else this process walks the
+    units alone."""
 
     def __init__(self, root: str, skip_ids: set[tuple[int, int]], shared: bool,
-                 listings: bytes | None = None) -> None:
+                 listings: bytes | None = None, if_large: bool = False) -> None:
         self.root, self.skip_ids = root, skip_ids
         self.known = _listings_load(listings, root, skip_ids)
         self.lister = _Lister(skip_ids, self.known, time.time_ns() - LISTING_SETTLE_NS)
@@ -1176,7 +1179,8 @@ class ScanRun:
                 os.write(queue_w, struct.pack(f"<{len(self.runs)}I", *range(len(self.runs))))  # < 4 KB
             finally:
                 os.close(queue_w)
-            self.child = _scan_child(self.units, self.runs, self.queue_r, self.lister)
+            if not if_large or _lists_large(self.units):
+                self.child = _scan_child(self.units, self.runs, self.queue_r, self.lister)
         self.shared = self.child is not None
 
     def finish(self) -> CorpusScan:
@@ -1261,6 +1265,14 @@ def _join_pieces(folders: list[_Folder]) -> list[_Folder]:
         else:
             out.append(folder)
     return out
+
+
+def _lists_large(units: list) -> bool:
+    """Return whether _split_units' units show a large folder: subtrees are left unlisted
+    (it stops early only on SCAN_SPLIT_UNITS of them or SCAN_SPLIT_LISTED entries), or the
+    listed folders hold SCAN_SPLIT_MIN_FILES documents."""
+    return (any(len(u) == 2 for u in units)
+            or sum(len(u[2]) for u in units if len(u) == 3) >= SCAN_SPLIT_MIN_FILES)
 
 
 def _scan_unit(unit: tuple, lister: _Lister) -> list[_Folder]:
@@ -2813,8 +2825,8 @@ def _is_busy(exc: sqlite3.Error) -> bool:
 
 
 def _cache_create(conn: sqlite3.Connection) -> None:
-    """Create the schema in an empty database, once, even when two processes race."""
-    conn.execute("PRAGMA journal_mode=WAL")
+    """Create the schema in an empty database, once, even when two processes race. The file
+    keeps sqlite's rollback journal until its first index is committed (cache_use_wal)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         if conn.execute("PRAGMA application_id").fetchone()[0] == 0:
@@ -2913,6 +2925,21 @@ def cache_transaction(conn: sqlite3.Connection) -> Iterator[None]:
     except BaseException:
         _rollback(conn)
         raise
+
+
+def cache_use_wal(conn: sqlite3.Connection) -> None:
+    """Put a cache file in WAL mode (readers never wait for a writer) if it is not yet in it
+    (outside a transaction). A new file is indexed first with a rollback journal, which
+    writes each new page once where WAL writes it twice (log, then checkpoint); meanwhile
+    other processes wait for its locks as they would for its write lock in WAL mode. A file
+    another process keeps reading past the busy timeout stays as it is: the next refresh
+    switches it."""
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] not in ("wal", "memory"):
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
 
 
 def cache_commit_point(conn: sqlite3.Connection) -> None:
@@ -3087,7 +3114,7 @@ class _IndexWriter:
                           map(_with_id, itertools.count(base), batch.chunks), file_rows)
         self.dropped_paths = []
         triples = _ints(batch.triples)
-        triples[0::3] = array.array("I", map(base.__add__, triples[0::3]))
+        triples[0::3] = _plus(triples[0::3], base)
         raw, postings, start = memoryview(triples).cast("B"), self.postings, 0
         for term, end in zip(batch.terms, itertools.accumulate(map(triples.itemsize.__mul__, batch.sizes))):
             data = postings.get(term)
@@ -3125,6 +3152,18 @@ class _IndexWriter:
         self.touched, self.removed = set(), {}
 
 
+_ONE = array.array("I", [1]).tobytes()     # a 1 as one array('I') digit, native byte order
+
+
+def _plus(numbers: array.array, n: int) -> array.array:
+    """Return array('I') numbers each plus n (no sum reaches 2**32, as chunk ids never do):
+    the numbers read as one big integer, base 2**32, plus n in every digit, with no carry
+    between digits (a single C-level addition instead of a call per number)."""
+    ones = int.from_bytes(_ONE * len(numbers), sys.byteorder)
+    digits = int.from_bytes(numbers.tobytes(), sys.byteorder) + n * ones
+    return array.array("I", digits.to_bytes(numbers.itemsize * len(numbers), sys.byteorder))
+
+
 def _with_id(chunk_id: int, row: tuple) -> tuple:
     """Return a chunks row with its id in front."""
     return (chunk_id, *row)
@@ -3132,10 +3171,13 @@ def _with_id(chunk_id: int, row: tuple) -> tuple:
 
 def index_scan_begin(settings: Settings, meta: dict[str, str], listings: bytes | None = None) -> ScanRun:
     """Begin the walk of the docs folder (the cache folder left out), shared with a forked
-    child when the index's meta says the last walk found SCAN_SPLIT_MIN_FILES documents,
-    reusing the listings the last walk kept (cache_listings) for the folders left as they were."""
+    child when the index's meta says the last walk found SCAN_SPLIT_MIN_FILES documents, or,
+    before a walk's count was stored (a first index), when its first levels show a large
+    folder; the listings the last walk kept (cache_listings) serve the folders left as they were."""
+    n_files = meta.get("n_files")
     return corpus_scan_begin(settings.docs_dir, [settings.cache_dir] if settings.cache_dir else [],
-                             split=int(meta.get("n_files") or 0) >= SCAN_SPLIT_MIN_FILES, listings=listings)
+                             split=None if n_files is None else int(n_files) >= SCAN_SPLIT_MIN_FILES,
+                             listings=listings)
 
 
 def _is_built_for(meta: dict[str, str], settings: Settings) -> bool:
@@ -3153,26 +3195,46 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings, progress: Progre
     unchanged is not re-chunked. Changes are committed every CACHE_COMMIT_EVERY files
     so an interrupted run keeps its progress.
     """
-    meta = cache_meta(conn)
-    scan = scan or index_scan_begin(settings, meta, cache_listings(conn)).finish()
-    if _is_built_for(meta, settings) and meta.get("stat_sig") == scan.signature:
-        stats = IndexStats(unchanged=int(meta.get("n_files", 0)),
-                           notes=scan.notes + [Note(c, m) for c, m in json.loads(meta.get("file_notes", "[]"))])
-        if scan.listings is not None:
-            cache_try_put_listings(conn, scan.listings)
-    else:
-        with cache_transaction(conn):
-            stats = _refresh_changed(conn, settings, scan, progress)
-        meta = cache_meta(conn)
+    meta, spare = cache_meta(conn), []              # spare: parse workers started early
+    try:
+        scan = scan or _scan_starting_workers(settings, meta, cache_listings(conn), spare)
+        if _is_built_for(meta, settings) and meta.get("stat_sig") == scan.signature:
+            stats = IndexStats(unchanged=int(meta.get("n_files", 0)),
+                               notes=scan.notes + [Note(c, m) for c, m in json.loads(meta.get("file_notes", "[]"))])
+            if scan.listings is not None:
+                cache_try_put_listings(conn, scan.listings)
+        else:
+            with cache_transaction(conn):
+                stats = _refresh_changed(conn, settings, scan, progress, spare)
+            meta = cache_meta(conn)
+    finally:
+        _stop_workers(spare)                   # started early, never given to a pool
+    cache_use_wal(conn)
     stats.chunks = int(meta.get("n_chunks") or 0)
     stats.index_version = _index_version(conn, meta, settings.docs_dir, scan)
     return stats
 
 
+def _scan_starting_workers(settings: Settings, meta: dict[str, str], listings: bytes | None,
+                           spare: list[_Worker]) -> CorpusScan:
+    """Return the walk of the docs folder (see index_scan_begin); when it is shared (a large
+    folder) and the index is not built yet, parse workers start into spare meanwhile, so
+    their start-up overlaps the walk (the caller stops them if no pool takes them)."""
+    walk = index_scan_begin(settings, meta, listings)
+    try:
+        if walk.shared and not _is_built_for(meta, settings):
+            n_files = max(int(meta.get("n_files") or 0), SCAN_SPLIT_MIN_FILES)
+            _spawn_workers(spare, _parse_processes(settings, n_files) - 1)
+        return walk.finish()
+    finally:
+        walk.close()
+
+
 def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusScan,
-                     progress: ProgressFn | None) -> IndexStats:
+                     progress: ProgressFn | None, spare: list[_Worker]) -> IndexStats:
     """Re-read the files whose stat changed, drop the removed ones; return the counts
-    (inside the caller's transaction, committed every CACHE_COMMIT_EVERY files)."""
+    (inside the caller's transaction, committed every CACHE_COMMIT_EVERY files). The parse
+    pool takes the workers in spare it needs, after those not needed are stopped."""
     entries, stats = scan.entries, IndexStats(notes=scan.notes)
     if _meta_get(conn, "index_params") != _index_params(settings):
         cache_clear_index(conn)
@@ -3194,8 +3256,10 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     def job(number: int) -> tuple:
         return (list(map(tuple, batches[number])), known_shas[number], settings.max_file_bytes,
                 settings.chunk_chars)
-    done = 0
-    with _ParsePool(job, len(batches), _parse_processes(settings, len(todo)) - 1, writer.tokenizer) as pool:
+    done, n_workers = 0, _parse_processes(settings, len(todo)) - 1
+    _stop_workers(spare, keep=n_workers)
+    _spawn_workers(spare, n_workers)
+    with _ParsePool(job, len(batches), spare, writer.tokenizer) as pool:
         for batch, parsed in zip(batches, pool.results()):
             _apply_batch(writer, batch, parsed, known, stats, skipped)
             done += len(batch)
@@ -3351,26 +3415,19 @@ class _ParsePool:
     jobs (its results wait in its outbox while this process writes the index); whenever
     the batch to apply next is not back yet, this process parses the next unassigned one
     itself, so the CPUs stay busy however the work splits between parsing and writing. A
-    worker that cannot start, dies or fails leaves every batch not yet back to this
+    worker that could not start, dies or fails leaves every batch not yet back to this
     process, which then raises whatever the worker hit. With no workers it is the serial
-    loop. close() kills and reaps every worker, also on Ctrl-C and SIGTERM.
+    loop. The pool takes the started workers out of the list it is given; close() kills
+    and reaps every one, also on Ctrl-C and SIGTERM.
     """
 
-    def __init__(self, job: Callable[[int], tuple], n_batches: int, n_workers: int,
+    def __init__(self, job: Callable[[int], tuple], n_batches: int, workers: list[_Worker],
                  tokenizer: Tokenizer) -> None:
         self.job, self.n_batches, self.tokenizer = job, n_batches, tokenizer
         self.next_batch = 0                    # batches below it are given out (or parsed here)
         self.ready: dict[int, ParsedBatch] = {}
         self.owner: dict[int, _Worker] = {}
-        self.workers: list[_Worker] = []
-        try:
-            for _ in range(n_workers):
-                self.workers.append(_spawn_worker())
-        except OSError:                        # no process or pipe left: parse with fewer
-            pass
-        except BaseException:
-            self.close()
-            raise
+        self.workers, workers[:] = workers[:], []
 
     def __enter__(self) -> "_ParsePool":
         return self
@@ -3387,16 +3444,8 @@ class _ParsePool:
 
     def close(self) -> None:
         """Kill and reap every worker and close its pipes (a worker's work is all sent or void)."""
-        import signal
-        workers, self.workers, self.owner = self.workers, [], {}
-        for worker in workers:
-            os.close(worker.link.outgoing)
-            with contextlib.suppress(OSError):
-                os.kill(worker.pid, signal.SIGKILL)
-        for worker in workers:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(worker.pid, 0)
-            os.close(worker.link.incoming)
+        self.owner = {}
+        _stop_workers(self.workers)
 
     def _step(self, number: int) -> None:
         """Give out jobs, then parse a batch here or take one back from a worker."""
@@ -3462,6 +3511,32 @@ def _parse_job(job: tuple, tokenizer: Tokenizer) -> ParsedBatch:
     content hashes, max_bytes, chunk_chars)."""
     entries, known_shas, max_bytes, chunk_chars = job
     return _parse_batch(list(map(_NEW_FILE_ENTRY, entries)), known_shas, max_bytes, chunk_chars, tokenizer)
+
+
+def _spawn_workers(workers: list[_Worker], n: int) -> None:
+    """Start parse workers into the list until it holds n, fewer when the OS has no process
+    or pipe left (whoever holds the list stops them with _stop_workers, also on Ctrl-C)."""
+    try:
+        while len(workers) < n:
+            workers.append(_spawn_worker())
+    except OSError:
+        pass
+
+
+def _stop_workers(workers: list[_Worker], keep: int = 0) -> None:
+    """Kill and reap the workers of the list past the first keep and close their pipes;
+    the list keeps the others."""
+    import signal
+    stopping = workers[keep:]
+    del workers[keep:]
+    for worker in stopping:
+        os.close(worker.link.outgoing)
+        with contextlib.suppress(OSError):
+            os.kill(worker.pid, signal.SIGKILL)
+    for worker in stopping:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(worker.pid, 0)
+        os.close(worker.link.incoming)
 
 
 def _spawn_worker() -> _Worker:

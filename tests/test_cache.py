@@ -3,6 +3,7 @@ rebuild, resumable embeddings. Counts, never wall-clock times."""
 
 from __future__ import annotations
 
+import array
 import contextlib
 import marshal
 import os
@@ -154,6 +155,12 @@ class BulkWriteTest(TempDirTest):
             want = [(h.chunk.label, h.bm25_score) for h in docs_qa.search(question, one).hits]
             self.assertEqual(got, want, question)
 
+    def test_chunk_numbers_are_shifted_without_a_carry_between_them(self):
+        numbers = array.array("I", [0, 1, 255, 65535, 2**32 - 8])
+        self.assertEqual(docs_qa._plus(numbers, 7), array.array("I", [7, 8, 262, 65542, 2**32 - 1]))
+        self.assertEqual(docs_qa._plus(numbers, 0), numbers)
+        self.assertEqual(docs_qa._plus(array.array("I"), 5), array.array("I"))
+
 
     def test_scan_signature_changes_with_a_stat_and_only_then(self):
         write_files(self.docs, TAX_CORPUS)
@@ -181,9 +188,10 @@ class SplitScanTest(TempDirTest):
               "top.txt": "plain\n", "b/skip.bin": "not a document\n", ".hidden/x.md": "hidden\n",
               "b/bad\nname.md": "a newline in its name\n", "c/UPPER.MD": "# Upper\n"}
 
-    def scans(self, parent_idle: bool = False, units: int = 2, patches=()) -> tuple:
+    def scans(self, parent_idle: bool = False, units: int = 2, patches=(), split: bool | None = True) -> tuple:
         """Return (serial scan, split scan, forks); parent_idle: this process takes no unit
-        off the queue, so the child does them all; units: subtrees listed before sharing."""
+        off the queue, so the child does them all; units: subtrees listed before sharing;
+        split: corpus_scan's (None: shared when the first levels show a large folder)."""
         write_files(self.docs, self.FOLDER)
         serial = docs_qa.corpus_scan(self.docs)
         parent, real = os.getpid(), docs_qa._scan_units
@@ -197,7 +205,7 @@ class SplitScanTest(TempDirTest):
             fork = stack.enter_context(mock.patch.object(docs_qa.os, "fork", wraps=os.fork))
             for target, name, value in patches:
                 stack.enter_context(mock.patch.object(target, name, value))
-            split = docs_qa.corpus_scan(self.docs, split=True)
+            split = docs_qa.corpus_scan(self.docs, split=split)
         return serial, split, fork.call_count
 
     def assert_same(self, serial, split) -> None:
@@ -273,14 +281,29 @@ class SplitScanTest(TempDirTest):
             release.set()
             worker.join()
 
-    def test_a_large_folder_is_split_from_its_second_scan(self):
-        write_files(self.docs, self.FOLDER)
-        settings = self.settings(use_embeddings=False)
-        with mock.patch.object(docs_qa, "SCAN_SPLIT_MIN_FILES", 26), \
-                mock.patch.object(docs_qa, "corpus_scan_begin", wraps=docs_qa.corpus_scan_begin) as scan:
-            docs_qa.index_folder(settings)
-            docs_qa.index_folder(settings)
-        self.assertEqual([c.kwargs["split"] for c in scan.call_args_list], [False, True])
+    def test_a_first_walk_is_shared_only_when_its_first_levels_show_a_large_folder(self):
+        # with 2 units the root's four subfolders are left unlisted; with 64 the whole tree
+        # (26 documents) is listed first, and this process stats it alone
+        for units, forks in ((2, 1), (64, 0)):
+            with self.subTest(units=units):
+                serial, split, forked = self.scans(units=units, split=None)
+                self.assertEqual(forked, forks)
+                self.assert_same(serial, split)
+        with mock.patch.object(docs_qa, "SCAN_SPLIT_MIN_FILES", 26):
+            serial, split, forked = self.scans(units=64, split=None)
+        self.assertEqual(forked, 1)
+        self.assert_same(serial, split)
+
+    def test_a_walk_is_shared_by_its_first_levels_then_by_the_count_stored(self):
+        write_files(self.docs, self.FOLDER)                # 26 documents
+        for min_files, second in ((26, True), (27, False)):
+            settings = self.settings(use_embeddings=False, cache_dir=os.path.join(self.tmp, str(min_files)))
+            with self.subTest(min_files=min_files), \
+                    mock.patch.object(docs_qa, "SCAN_SPLIT_MIN_FILES", min_files), \
+                    mock.patch.object(docs_qa, "corpus_scan_begin", wraps=docs_qa.corpus_scan_begin) as scan:
+                docs_qa.index_folder(settings)
+                docs_qa.index_folder(settings)
+            self.assertEqual([c.kwargs["split"] for c in scan.call_args_list], [None, second])
 
 
 class ListingReuseTest(TempDirTest):

@@ -206,9 +206,10 @@ class ConcurrencyTest(CacheCase):
                 "--cache-dir", self.cache]
         proc = subprocess.Popen(args, env=dict(os.environ, EMBED_MOCK="1"),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wal = self.cache_file() + "-wal"
+        journal = self.cache_file() + "-journal"  # a new file's first index writes with a rollback journal
         deadline = time.monotonic() + 20  # a guard against a hung indexer, not a bound
-        while not (os.path.exists(wal) and os.path.getsize(wal) > 0) and time.monotonic() < deadline:
+        while not (os.path.exists(journal) and os.path.exists(self.cache_file())) \
+                and time.monotonic() < deadline:
             time.sleep(0.01)              # until the first transaction has written pages
         proc.send_signal(signal.SIGKILL)
         self.assertEqual(proc.wait(), -signal.SIGKILL, "the indexer was still writing when killed")
@@ -218,6 +219,50 @@ class ConcurrencyTest(CacheCase):
         self.assertEqual(self.labels(result), ["bulk/f2999.md:1-3"])
         self.assertEqual(result.stats.chunks, reference.stats.chunks)
         self.assertEqual(result.index_version, reference.index_version)
+        self.assertEqual(journal_mode(self.cache_file()), "wal")      # the refresh that finished switched it
+
+    def test_a_new_cache_is_indexed_with_a_rollback_journal_then_left_in_wal_mode(self):
+        seen, real_apply = [], docs_qa._apply_batch
+
+        def apply(*args):
+            with open(self.cache_file(), "rb") as fh:
+                seen.append(fh.read(20)[18:20])  # the header's write and read versions: 1 rollback, 2 WAL
+            real_apply(*args)
+        with mock.patch.object(docs_qa, "_apply_batch", apply):
+            self.build()
+        self.assertEqual(seen, [b"\x01\x01"])
+        self.assertEqual(journal_mode(self.cache_file()), "wal")
+        write_files(self.docs, {"extra.md": "# Extra\n\nNowy dokument o akcyzie na paliwa.\n"})
+        self.assertEqual(docs_qa.search(QUESTION, self.settings()).stats.new, 1)
+        self.assertEqual(journal_mode(self.cache_file()), "wal")
+
+    def test_a_new_file_read_past_the_busy_timeout_is_switched_by_the_next_refresh(self):
+        readers, real_use_wal = [], docs_qa.cache_use_wal
+
+        def use_wal_while_read(conn):
+            reader = sqlite3.connect(self.cache_file(), isolation_level=None)
+            reader.execute("BEGIN")                   # another process's read transaction
+            reader.execute("SELECT COUNT(*) FROM files").fetchone()
+            readers.append(reader)
+            real_use_wal(conn)
+        settings = self.settings(use_embeddings=False, cache_busy_timeout_s=0.1)
+        with mock.patch.object(docs_qa, "cache_use_wal", use_wal_while_read):
+            first = docs_qa.search(QUESTION, settings)
+        readers[0].execute("COMMIT")
+        readers[0].close()
+        self.assertEqual((first.stats.new, journal_mode(self.cache_file())), (3, "delete"))
+        again = docs_qa.search(QUESTION, settings)
+        self.assertEqual((again.stats.unchanged, journal_mode(self.cache_file())), (3, "wal"))
+        self.assertEqual(self.labels(again), self.labels(first))
+
+
+def journal_mode(path: str) -> str:
+    """Return the journal mode of the sqlite file at path."""
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("PRAGMA journal_mode").fetchone()[0]
+    finally:
+        conn.close()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Tests of the parse workers (section 10b): an index built with worker processes is the one a
 single process builds, table by table; workers are not started beside another thread; a
 worker that dies or answers garbage leaves its batches to the indexing process, which ends
-with the same index; Ctrl-C and SIGTERM end every process. Each run is a fresh process (a
+with the same index; on a large first walk they start before it ends, and those not needed
+are stopped; Ctrl-C and SIGTERM end every process. Each run is a fresh process (a
 test runner has threads, and the spy on os.posix_spawn must see every start)."""
 
 from __future__ import annotations
@@ -74,6 +75,43 @@ docs_qa._settings_from_args = lambda args, environ: dataclasses.replace(
     real_settings(args, environ), index_workers=3, index_parallel_min_files=1)
 docs_qa.PARSE_BATCH_FILES = 2
 sys.exit(docs_qa.main(sys.argv[3:]))
+'''
+
+# A first index of DOCS into CACHE whose first levels look large (two subfolders are enough),
+# with three parsing processes from MIN_FILES files on; prints the events in order: "spawn
+# PID" for each worker start, "walked" when the walk is done, "apply LIVE" at the first
+# batch applied (LIVE: how many started workers are not yet reaped), and the counts.
+EARLY_SCRIPT = r'''
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import docs_qa
+docs, cache, min_files = sys.argv[2], sys.argv[3], int(sys.argv[4])
+events, pids, real_spawn, real_finish, real_apply = [], [], os.posix_spawn, docs_qa.ScanRun.finish, docs_qa._apply_batch
+def spawn(*args, **kwargs):
+    pids.append(real_spawn(*args, **kwargs))
+    events.append("spawn")
+    return pids[-1]
+def finish(self):
+    scan = real_finish(self)
+    events.append("walked")
+    return scan
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+def apply(*args):
+    if "walked" == events[-1]:
+        events.append(f"apply {sum(map(alive, pids))}")
+    real_apply(*args)
+os.posix_spawn, docs_qa.ScanRun.finish, docs_qa._apply_batch = spawn, finish, apply
+docs_qa._can_fork = lambda: True
+docs_qa.SCAN_SPLIT_UNITS, docs_qa.PARSE_BATCH_FILES, docs_qa.CACHE_COMMIT_EVERY = 2, 3, 6
+settings = docs_qa.Settings(docs_dir=docs, cache_dir=cache, use_embeddings=False, index_workers=3,
+                            index_parallel_min_files=min_files)
+stats = docs_qa.index_folder(settings)
+print(json.dumps({"events": events, "alive": sum(map(alive, pids)), "new": stats.new}))
 '''
 
 
@@ -162,6 +200,28 @@ class IndexWorkersTest(TempDirTest):
         self.assertEqual(self.run_index(parallel, "garbage", fake)["started"], 2)
         self.serial_index(serial)
         self.assertEqual(table_rows(parallel), table_rows(serial))
+
+    def run_early(self, cache: str, min_files: int) -> dict:
+        proc = subprocess.run([sys.executable, "-c", EARLY_SCRIPT, REPO, self.docs, cache, str(min_files)],
+                              capture_output=True, text=True, timeout=WAIT_S)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return json.loads(proc.stdout)
+
+    def test_a_large_first_walk_starts_the_workers_before_it_ends(self):
+        early, serial = os.path.join(self.tmp, "early"), os.path.join(self.tmp, "serial")
+        report = self.run_early(early, min_files=1)
+        self.assertEqual(report["events"], ["spawn", "spawn", "walked", "apply 2"])
+        self.assertEqual(report["alive"], 0)
+        self.assertEqual(report["new"], self.serial_index(serial).new)
+        self.assertEqual(table_rows(early), table_rows(serial))
+
+    def test_workers_started_early_and_not_needed_are_stopped_before_the_first_batch(self):
+        early, serial = os.path.join(self.tmp, "early"), os.path.join(self.tmp, "serial")
+        report = self.run_early(early, min_files=len(corpus(40)) + 1)   # more files than the folder holds
+        self.assertEqual(report["events"], ["spawn", "spawn", "walked", "apply 0"])
+        self.assertEqual(report["alive"], 0)
+        self.serial_index(serial)
+        self.assertEqual(table_rows(early), table_rows(serial))
 
     def test_the_worker_count_comes_from_the_environment(self):
         settings = docs_qa.settings_from_env({"DOCS_QA_INDEX_WORKERS": " 3 "}, docs_dir=self.docs)
