@@ -4352,6 +4352,8 @@ def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: Progr
     model = _model_tag(settings)
     if _cache_is_embedded(conn, model):
         return 0
+    if not settings.embed_mock:
+        _connect_probe(settings.base_url, settings.timeout_s)   # no server: no scan of every chunk
     missing = _cache_missing_vectors(conn, model)
     step = settings.embed_batch
     for start in range(0, len(missing), step):
