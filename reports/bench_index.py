@@ -178,6 +178,21 @@ def docs_qa_env() -> dict[str, str]:
 # === Benchmarks ===
 
 
+def measure_into(rows: dict[str, list], side: str, cmd: list[str], timed: bool,
+                 env: dict[str, str] | None = None) -> tuple[str, str]:
+    """Run cmd once for side ('docs_qa' or 'bm25s'): a timed run adds its wall and CPU time
+    to rows, an untimed one its sampled peak memory; return (stdout, stderr); exit on failure."""
+    wall, mb, out, err, rc = run_measured(cmd, env, sample_memory=not timed)
+    if rc != 0:
+        raise SystemExit(f"{side} run failed: {err[-500:]}")
+    if timed:
+        rows[side].append(wall)
+        rows[f"{side}_cpu"].append(LAST_CPU_S)
+    else:
+        rows[f"{side}_mb"].append(mb)
+    return out, err
+
+
 def bench_build(docs: str, runs: int, anchor: str | None, work: str) -> dict:
     """Goal 1: first index, docs-qa vs bm25s build process, alternately."""
     ours_cmd = lambda cache: [PYTHON, DOCS_QA, "index", "--docs", docs, "--cache-dir", cache]
@@ -188,26 +203,11 @@ def bench_build(docs: str, runs: int, anchor: str | None, work: str) -> dict:
     for i in range(runs + min(MEMORY_RUNS, runs)):        # timed runs, then sampled ones for memory
         timed = i < runs
         cache = os.path.join(work, f"cache-build-{i}")
-        wall, mb, out, err, rc = run_measured(ours_cmd(cache), docs_qa_env(), sample_memory=not timed)
-        if rc != 0:
-            raise SystemExit(f"docs_qa index failed: {err[-500:]}")
-        if timed:
-            rows["docs_qa"].append(wall)
-            rows["docs_qa_cpu"].append(LAST_CPU_S)
-        else:
-            rows["docs_qa_mb"].append(mb)
-        stderr_sample, stdout_sample = err, out
+        stdout_sample, stderr_sample = measure_into(rows, "docs_qa", ours_cmd(cache), timed, docs_qa_env())
         shutil.rmtree(cache, ignore_errors=True)
         if anchor:
             out_dir = os.path.join(work, f"bm25s-build-{i}")
-            wall, mb, _, err, rc = run_measured(anchor_cmd(out_dir), sample_memory=not timed)
-            if rc != 0:
-                raise SystemExit(f"bm25s build failed: {err[-500:]}")
-            if timed:
-                rows["bm25s"].append(wall)
-                rows["bm25s_cpu"].append(LAST_CPU_S)
-            else:
-                rows["bm25s_mb"].append(mb)
+            measure_into(rows, "bm25s", anchor_cmd(out_dir), timed)
             shutil.rmtree(out_dir, ignore_errors=True)
     return {"rows": rows, "stderr": stderr_sample, "stdout": stdout_sample,
             "commands": [shlex.join(ours_cmd("CACHE")), f"{anchor} -c <BM25S_BUILD> {docs} OUT" if anchor else ""]}
@@ -228,23 +228,9 @@ def bench_query(docs: str, runs: int, anchor: str | None, work: str, question: s
                              "docs_qa_cpu": [], "bm25s_cpu": []}
     for i in range(runs + min(MEMORY_RUNS, runs)):        # timed runs, then sampled ones for memory
         timed = i < runs
-        wall, mb, out, err, rc = run_measured(ours, docs_qa_env(), sample_memory=not timed)
-        if rc != 0:
-            raise SystemExit(f"docs_qa question failed: {err[-500:]}")
-        if timed:
-            rows["docs_qa"].append(wall)
-            rows["docs_qa_cpu"].append(LAST_CPU_S)
-        else:
-            rows["docs_qa_mb"].append(mb)
+        measure_into(rows, "docs_qa", ours, timed, docs_qa_env())
         if theirs:
-            wall, mb, _, err, rc = run_measured(theirs, sample_memory=not timed)
-            if rc != 0:
-                raise SystemExit(f"bm25s query failed: {err[-500:]}")
-            if timed:
-                rows["bm25s"].append(wall)
-                rows["bm25s_cpu"].append(LAST_CPU_S)
-            else:
-                rows["bm25s_mb"].append(mb)
+            measure_into(rows, "bm25s", theirs, timed)
         if timed:
             rows["python"].append(run_measured(floor, sample_memory=False)[0])
     return {"rows": rows, "cache": cache,
