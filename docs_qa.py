@@ -947,6 +947,13 @@ class _Lister:
                 [(base + name, prefix + name) for name in subdirs.split("\0")] if subdirs else [])
 
 
+def _listing_cutoff_ns() -> int:
+    """Return the ctime before which a folder's listing is kept: LISTING_SETTLE_NS ago on
+    POSIX; never elsewhere (Windows reports a creation time as st_ctime, which an added
+    entry does not change)."""
+    return time.time_ns() - LISTING_SETTLE_NS if os.name == "posix" else -1
+
+
 def _list_folder(abs_dir: str, rel_dir: str, skip_ids: set[tuple[int, int]],
                  stamp: tuple[int, int, int, int]) -> _Listing:
     """Return the _Listing of a folder whose stat is stamp; raise OSError if it cannot be listed."""
@@ -1167,7 +1174,7 @@ class ScanRun:
                  listings: bytes | None = None, if_large: bool = False) -> None:
         self.root, self.skip_ids = root, skip_ids
         self.known = _listings_load(listings, root, skip_ids)
-        self.lister = _Lister(skip_ids, self.known, time.time_ns() - LISTING_SETTLE_NS)
+        self.lister = _Lister(skip_ids, self.known, _listing_cutoff_ns())
         self.units: list = _job_pieces(_split_units(root, self.lister)) if shared else []
         self.runs, self.queue_r, self.child = [], -1, None
         if self.units:

@@ -366,6 +366,14 @@ class ListingReuseTest(TempDirTest):
         again, listed = self.scan(first.listings)
         self.assertEqual(listed, [".", "a", "b", "b/deep"])
 
+    def test_no_listing_is_kept_where_ctime_is_a_creation_time(self):
+        with mock.patch.object(docs_qa.os, "name", "nt"):
+            self.assertEqual(docs_qa._listing_cutoff_ns(), -1)
+        first, _ = self.scan()
+        with mock.patch.object(docs_qa, "_listing_cutoff_ns", return_value=-1):
+            self.assertIsNone(docs_qa.corpus_scan(self.docs, [os.path.join(self.docs, "cache")]).listings)
+        self.assertIsNotNone(first.listings)
+
     def test_listings_that_do_not_fit_are_ignored(self):
         first, _ = self.scan()
         version, root, skips, kept = marshal.loads(first.listings)
