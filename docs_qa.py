@@ -1172,9 +1172,8 @@ class ScanRun:
 
     def __init__(self, root: str, skip_ids: set[tuple[int, int]], shared: bool,
                  listings: bytes | None = None, if_large: bool = False) -> None:
-        self.root, self.skip_ids = root, skip_ids
-        self.known = _listings_load(listings, root, skip_ids)
-        self.lister = _Lister(skip_ids, self.known, _listing_cutoff_ns())
+        self.root = root
+        self.lister = _Lister(skip_ids, _listings_load(listings, root, skip_ids), _listing_cutoff_ns())
         self.units: list = _job_pieces(_split_units(root, self.lister)) if shared else []
         self.runs, self.queue_r, self.child = [], -1, None
         if self.units:
@@ -1213,10 +1212,10 @@ class ScanRun:
             for code, paths in theirs.get("skipped", {}).items():
                 skipped.setdefault(code, []).extend(paths)
             for rel_dir, listing in theirs.get("listed", {}).items():
-                lister.listed[rel_dir] = self.known[rel_dir] if listing is None else listing
-        changed = lister.listed != self.known
+                lister.listed[rel_dir] = lister.known[rel_dir] if listing is None else listing
+        changed = lister.listed != lister.known
         return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())],
-                          _listings_dump(lister.listed, self.root, self.skip_ids) if changed else None)
+                          _listings_dump(lister.listed, self.root, lister.skip_ids) if changed else None)
 
     def close(self) -> dict:
         """Close the queue and reap the child; return what it wrote ({} when it failed)."""
