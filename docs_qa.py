@@ -1378,19 +1378,23 @@ _AS_DIR = getattr(os, "O_DIRECTORY", 0)
 
 _BOM_CODECS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),   # UTF-32 first:
               (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))               # its LE BOM starts as UTF-16's
+_BOM_FIRST_BYTES = frozenset(bom[:1] for bom, _ in _BOM_CODECS)
 
 
 def _decode(data: bytes) -> str | None:
     """Return data as text (UTF-8, UTF-8 BOM, UTF-16 or UTF-32 with BOM) or None if it is
     not text: undecodable, or holding a NUL character anywhere (binary or NUL-padded)."""
-    codec = next((name for bom, name in _BOM_CODECS if data.startswith(bom)), "utf-8-sig")
-    if codec == "utf-8-sig" and b"\x00" in data:
+    codec = "utf-8" if data[:1] not in _BOM_FIRST_BYTES else \
+        next((name for bom, name in _BOM_CODECS if data.startswith(bom)), "utf-8")
+    if codec == "utf-8" and b"\x00" in data:
         return None
     try:
         text = data.decode(codec)
     except UnicodeDecodeError:
         return None
-    return None if codec != "utf-8-sig" and "\x00" in text else text
+    if codec == "utf-8":           # a UTF-8 BOM is dropped, as the utf-8-sig codec (slower) would
+        return text[1:] if text.startswith("\ufeff") else text
+    return None if "\x00" in text else text
 
 
 def corpus_read(entry: FileEntry, max_bytes: int) -> tuple[str | None, str | None]:
@@ -2154,8 +2158,9 @@ def _headers(lines: list[str], first: int) -> Iterator[tuple[int, int, str]]:
     fence = None
     for i in range(first, len(lines)):
         line = lines[i]
-        if line[:1] not in _MARKUP_STARTS:
-            continue               # neither regex can match: skip them (speed only)
+        first_char = line[:1]
+        if first_char not in _MARKUP_STARTS or first_char in "`~" and not line.startswith(first_char * 3):
+            continue               # neither regex can match (speed only): e.g. a line of `inline code`
         fence_match = _FENCE_RE.match(line)
         if fence is not None:
             if fence_match and fence_match.group(1)[0] == fence[0] \
@@ -2712,6 +2717,8 @@ CACHE_SCHEMA_VERSION = 5          # 2: postings as packed arrays per term; 3: ch
                                   #    sign-bit signatures of all chunk vectors in one row;
                                   # 5: the last walk's folder listings
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
+CACHE_PAGE_SIZE = 16384            # bytes per page of a new file: fewer overflow pages for a frequent
+                                   # term's postings and fewer page splits per row (sqlite's default 4096)
 TOKENIZER_VERSION = "t5"          # t5: format characters (Cf) dropped inside words
 _SQLITE_DAMAGE_NAMES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 _SQLITE_DAMAGE_TEXTS = ("malformed", "not a database", "no such table", "no such column")
@@ -2833,6 +2840,7 @@ def _is_busy(exc: sqlite3.Error) -> bool:
 def _cache_create(conn: sqlite3.Connection) -> None:
     """Create the schema in an empty database, once, even when two processes race. The file
     keeps sqlite's rollback journal until its first index is committed (cache_use_wal)."""
+    conn.execute(f"PRAGMA page_size={CACHE_PAGE_SIZE}")      # only an empty file takes it
     conn.execute("BEGIN IMMEDIATE")
     try:
         if conn.execute("PRAGMA application_id").fetchone()[0] == 0:
@@ -3038,12 +3046,16 @@ def _ints(data: bytes) -> array.array:
 
 # --- 10b. Indexer — walk -> parse -> write what changed (SQL only through §10-§10a)
 
-CACHE_COMMIT_EVERY = 20000         # files per transaction while indexing (resumable)
+CACHE_COMMIT_S = 30.0              # while indexing, what is written is committed at the first batch
+                                   # this long after the last commit: an interrupted run keeps its
+                                   # progress, and each commit's rewrite of every posting list touched
+                                   # costs at most a small share of the run
 PARSE_BATCH_FILES = 500            # files read and parsed between two progress reports
 INDEX_MAX_WORKERS = 4              # auto: at most this many parsing processes (the writer spends about
                                    # 18 ms applying a batch that takes about 43 ms to parse: it keeps up
                                    # with two or three others)
 PARSE_AHEAD = 4                    # batches queued at a worker, so it parses on while this process writes
+WRITE_AHEAD_TERMS = 4096           # posting lists written per step of _IndexWriter.write_ahead()
 PARSE_STASH = 4                    # batches this process may hold parsed ahead of the next one applied
 PARSE_PIPE_BYTES = 1 << 20         # a result pipe holds about two parsed batches (Linux's F_SETPIPE_SZ, its
                                    # default maximum), and reads take up to this much at once
@@ -3100,6 +3112,7 @@ class _IndexWriter:
         self.touched: set[str] = set()
         self.removed: dict[str, set[int]] = {}
         self.all_in_memory = not cache_has_postings(conn)
+        self.ahead: list[str] | None = None            # terms write_ahead() goes through, in order
 
     def drop_file(self, path: str) -> None:
         """Forget a file's chunks (with the next batch) and their postings (terms recomputed
@@ -3130,6 +3143,25 @@ class _IndexWriter:
             start = end
         self.touched.update(batch.terms)
 
+    def write_ahead(self) -> bool:
+        """Write the next WRITE_AHEAD_TERMS posting lists among the terms touched when first
+        called, before flush(), so a process waiting for the last parsed batches has fewer rows
+        left to write after them; return whether it wrote any. One pass, and only when every
+        term is in memory and nothing is removed (a first index: lists only grow); a list
+        that grows after it was written is written again by flush()."""
+        if not self.all_in_memory or self.removed:
+            return False
+        if self.ahead is None:
+            self.ahead = sorted(self.touched, reverse=True)
+        terms = self.ahead[-WRITE_AHEAD_TERMS:]
+        if not terms:
+            return False
+        del self.ahead[-WRITE_AHEAD_TERMS:]
+        terms.reverse()
+        cache_write_postings(self.conn, [(term, self.postings[term]) for term in terms], [])
+        self.touched.difference_update(terms)
+        return True
+
     def _stored(self, term: str) -> array.array:
         """Return the current postings triples of term, loading them once."""
         data = self.postings.get(term)
@@ -3144,6 +3176,13 @@ class _IndexWriter:
         if self.dropped_paths:
             cache_write_batch(self.conn, self.dropped_paths, (), [])
             self.dropped_paths = []
+        if self.ahead is not None:
+            self.ahead = []                            # writing ahead ends with a flush
+        if self.all_in_memory and not self.removed and len(self.touched) == len(self.postings):
+            # every term is in memory and touched (a first index's first flush): the rows in order
+            cache_write_postings(self.conn, sorted(self.postings.items()), [])
+            self.touched = set()
+            return
         puts, empty = [], []
         for term in sorted(self.touched | self.removed.keys()):
             data = self._stored(term)
@@ -3198,8 +3237,8 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings, progress: Progre
 
     Costs one stat per document when nothing changed (the stat signature matches). A
     file whose size and mtime are unchanged is not read; one whose content hash is
-    unchanged is not re-chunked. Changes are committed every CACHE_COMMIT_EVERY files
-    so an interrupted run keeps its progress.
+    unchanged is not re-chunked. Changes are committed every CACHE_COMMIT_S seconds so an
+    interrupted run keeps its progress.
     """
     meta, spare = cache_meta(conn), []              # spare: parse workers started early
     try:
@@ -3239,7 +3278,7 @@ def _scan_starting_workers(settings: Settings, meta: dict[str, str], listings: b
 def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusScan,
                      progress: ProgressFn | None, spare: list[_Worker]) -> IndexStats:
     """Re-read the files whose stat changed, drop the removed ones; return the counts
-    (inside the caller's transaction, committed every CACHE_COMMIT_EVERY files). The parse
+    (inside the caller's transaction, committed every CACHE_COMMIT_S seconds). The parse
     pool takes the workers in spare it needs, after those not needed are stopped."""
     entries, stats = scan.entries, IndexStats(notes=scan.notes)
     if _meta_get(conn, "index_params") != _index_params(settings):
@@ -3248,7 +3287,7 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     known = cache_file_states(conn)
     todo = [e for e in entries if known.get(e.rel_path, _NO_STATE)[:2] != (e.mtime_ns, e.size)]
     stats.unchanged = len(entries) - len(todo)
-    present = {e.rel_path for e in entries}
+    present = {e.rel_path for e in entries} if known else set()
     gone = [p for p in known if p not in present]
     writer = _IndexWriter(conn, Tokenizer())
     for path in gone:
@@ -3265,13 +3304,15 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     done, n_workers = 0, _parse_processes(settings, len(todo)) - 1
     _stop_workers(spare, keep=n_workers)
     _spawn_workers(spare, n_workers)
-    with _ParsePool(job, len(batches), spare, writer.tokenizer) as pool:
+    committed = time.monotonic()
+    with _ParsePool(job, len(batches), spare, writer.tokenizer, writer.write_ahead) as pool:
         for batch, parsed in zip(batches, pool.results()):
             _apply_batch(writer, batch, parsed, known, stats, skipped)
             done += len(batch)
-            if done % CACHE_COMMIT_EVERY < len(batch):
+            if time.monotonic() - committed >= CACHE_COMMIT_S:
                 writer.flush()
                 cache_commit_point(conn)
+                committed = time.monotonic()
             if progress:
                 progress("index", done, len(todo))
     writer.flush()
@@ -3428,8 +3469,9 @@ class _ParsePool:
     """
 
     def __init__(self, job: Callable[[int], tuple], n_batches: int, workers: list[_Worker],
-                 tokenizer: Tokenizer) -> None:
+                 tokenizer: Tokenizer, background: Callable[[], bool] | None = None) -> None:
         self.job, self.n_batches, self.tokenizer = job, n_batches, tokenizer
+        self.background = background            # a step of other work: see _step
         self.next_batch = 0                    # batches below it are given out (or parsed here)
         self.ready: dict[int, ParsedBatch] = {}
         self.owner: dict[int, _Worker] = {}
@@ -3454,13 +3496,21 @@ class _ParsePool:
         _stop_workers(self.workers)
 
     def _step(self, number: int) -> None:
-        """Give out jobs, then parse a batch here or take one back from a worker."""
+        """Give out jobs, then parse a batch here or take one back from a worker. Near the
+        end (at most two rounds of PARSE_AHEAD jobs per worker left to give out), a step
+        of the background work, while it has any, comes before parsing ahead here or
+        waiting: the workers parse the last batches meanwhile."""
         try:
             self._assign()
             worker = self.owner.get(number)
             if worker is None:
                 self._parse_here()
             elif not self._receive(worker, block=False):
+                if self.background is not None and \
+                        self.n_batches - self.next_batch <= 2 * PARSE_AHEAD * len(self.workers):
+                    if self.background():
+                        return
+                    self.background = None
                 if self.next_batch < self.n_batches and len(self.ready) < PARSE_STASH:
                     self._parse_here()
                 else:

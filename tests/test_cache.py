@@ -144,7 +144,7 @@ class BulkWriteTest(TempDirTest):
         many = self.settings(use_embeddings=False, cache_dir=os.path.join(self.tmp, "many"))
         docs_qa.index_folder(one)
         with mock.patch.object(docs_qa, "PARSE_BATCH_FILES", 1), \
-                mock.patch.object(docs_qa, "CACHE_COMMIT_EVERY", 2):
+                mock.patch.object(docs_qa, "CACHE_COMMIT_S", 0):
             stats = docs_qa.index_folder(many)
             os.remove(os.path.join(self.docs, "extra", "3.md"))
             docs_qa.index_folder(many)
@@ -154,6 +154,59 @@ class BulkWriteTest(TempDirTest):
             got = [(h.chunk.label, h.bm25_score) for h in docs_qa.search(question, many).hits]
             want = [(h.chunk.label, h.bm25_score) for h in docs_qa.search(question, one).hits]
             self.assertEqual(got, want, question)
+
+    def test_an_interrupted_first_index_keeps_what_it_committed(self):
+        write_files(self.docs, {f"doc{i:02}.md": f"# Nota {i}\n\nPodatek numer {i}.\n" for i in range(9)})
+        real_apply = docs_qa._apply_batch
+
+        def interrupted_run(commit_s: float, cache: str) -> docs_qa.IndexStats:
+            """Index in batches of three files, interrupted at the third batch; then again."""
+            applied = []
+
+            def apply_two_then_stop(*args):
+                if len(applied) == 2:
+                    raise KeyboardInterrupt
+                applied.append(args[1])
+                real_apply(*args)
+            settings = self.settings(use_embeddings=False, cache_dir=os.path.join(self.tmp, cache))
+            with mock.patch.object(docs_qa, "PARSE_BATCH_FILES", 3), \
+                    mock.patch.object(docs_qa, "CACHE_COMMIT_S", commit_s), \
+                    mock.patch.object(docs_qa, "_apply_batch", apply_two_then_stop):
+                with self.assertRaises(KeyboardInterrupt):
+                    docs_qa.index_folder(settings)
+            return docs_qa.index_folder(settings)
+        stats = interrupted_run(0, "each-batch")       # committed after each batch: two are kept
+        self.assertEqual((stats.new, stats.unchanged), (3, 6))
+        stats = interrupted_run(3600.0, "hourly")      # no commit came: nothing is kept
+        self.assertEqual((stats.new, stats.unchanged), (9, 0))
+
+    def test_posting_lists_written_ahead_end_as_flush_writes_them(self):
+        write_files(self.docs, TAX_CORPUS)
+        write_files(self.docs, {f"extra/{i}.md": f"# Nota {i}\n\nPodatek numer {i} oraz termin JPK {i}.\n"
+                                for i in range(12)})
+        entries, _ = docs_qa.corpus_walk(self.docs)
+        tokenizer = docs_qa.Tokenizer()
+        batches = [entries[i:i + 2] for i in range(0, len(entries), 2)]
+        parsed = [docs_qa._parse_batch(b, [None] * len(b), 10**6, docs_qa.DEFAULT_CHUNK_CHARS, tokenizer)
+                  for b in batches]
+
+        def postings(ahead_from: int) -> tuple[list[tuple], int]:
+            """Index the batches, one step of writing ahead after each from batch ahead_from
+            on (as a waiting indexer does), then flush; return the postings and the steps."""
+            conn = docs_qa.cache_open(None)
+            writer, steps = docs_qa._IndexWriter(conn, tokenizer), 0
+            for number, (batch, batch_parsed) in enumerate(zip(batches, parsed)):
+                writer.add_batch(batch_parsed, batch)
+                steps += number >= ahead_from and writer.write_ahead()
+            writer.flush()
+            return conn.execute("SELECT term, data FROM postings ORDER BY term").fetchall(), steps
+        plain, no_steps = postings(len(batches))
+        with mock.patch.object(docs_qa, "WRITE_AHEAD_TERMS", 2):
+            ahead, steps = postings(len(batches) // 2)
+        self.assertEqual(no_steps, 0)
+        self.assertEqual(steps, len(batches) - len(batches) // 2)    # the pass outlasts the batches
+        self.assertEqual(ahead, plain)          # lists that grew afterwards were written again,
+                                                # those not reached yet by flush()
 
     def test_chunk_numbers_are_shifted_without_a_carry_between_them(self):
         numbers = array.array("I", [0, 1, 255, 65535, 2**32 - 8])

@@ -7,7 +7,9 @@ test runner has threads, and the spy on os.posix_spawn must see every start)."""
 
 from __future__ import annotations
 
+import collections
 import json
+import marshal
 import os
 import signal
 import sqlite3
@@ -16,12 +18,15 @@ import sys
 import time
 import unittest
 
+from unittest import mock
+
 from helpers import REPO, TempDirTest, docs_qa, write_files
 
 WAIT_S = 60                        # a guard against a hang, never a measured time
 
 # Indexes DOCS into CACHE with three parsing processes (two workers) from the first file on,
-# in batches of three files, committing every two batches; prints how many workers were started. MODE: "plain"; "thread"
+# in batches of three files, committing after each batch and writing ahead one posting list per step near the end;
+# prints how many workers were started. MODE: "plain"; "thread"
 # (another thread runs); "die" (each worker is killed as it starts); "garbage" (the worker's
 # interpreter is FAKE, which writes junk and exits).
 INDEX_SCRIPT = r'''
@@ -42,7 +47,7 @@ if mode == "garbage":
 stop = threading.Event()
 if mode == "thread":
     threading.Thread(target=stop.wait, daemon=True).start()
-docs_qa.PARSE_BATCH_FILES, docs_qa.CACHE_COMMIT_EVERY = 3, 6
+docs_qa.PARSE_BATCH_FILES, docs_qa.CACHE_COMMIT_S, docs_qa.WRITE_AHEAD_TERMS = 3, 0, 1
 settings = docs_qa.Settings(docs_dir=docs, cache_dir=cache, use_embeddings=False, index_workers=3,
                             index_parallel_min_files=1)
 stats = docs_qa.index_folder(settings)
@@ -107,7 +112,7 @@ def apply(*args):
     real_apply(*args)
 os.posix_spawn, docs_qa.ScanRun.finish, docs_qa._apply_batch = spawn, finish, apply
 docs_qa._can_fork = lambda: True
-docs_qa.SCAN_SPLIT_UNITS, docs_qa.PARSE_BATCH_FILES, docs_qa.CACHE_COMMIT_EVERY = 2, 3, 6
+docs_qa.SCAN_SPLIT_UNITS, docs_qa.PARSE_BATCH_FILES, docs_qa.CACHE_COMMIT_S = 2, 3, 0
 settings = docs_qa.Settings(docs_dir=docs, cache_dir=cache, use_embeddings=False, index_workers=3,
                             index_parallel_min_files=min_files)
 stats = docs_qa.index_folder(settings)
@@ -281,6 +286,59 @@ class IndexWorkersSignalTest(TempDirTest):
         proc, workers = self.start()
         os.killpg(proc.pid, signal.SIGINT)
         self.assert_ended(proc, workers, 130, "interrupted")
+
+
+class SlowLink:
+    """A stand-in worker's link, in this process: it answers each job it was sent (parsed
+    here) at the polls-th look for it, so the pool sees the batch not back before that."""
+
+    def __init__(self, tokenizer: docs_qa.Tokenizer, polls: int) -> None:
+        self.tokenizer, self.polls, self.looks, self.ended = tokenizer, polls, 0, False
+        self.jobs: collections.deque = collections.deque()
+
+    def send(self, number: int, data: bytes) -> None:
+        self.jobs.append((number, data))
+
+    def receive(self) -> tuple[int, bytes] | None:
+        if not self.jobs:
+            return None
+        self.looks += 1
+        if self.looks < self.polls:
+            return None
+        self.looks = 0
+        number, data = self.jobs.popleft()
+        return number, marshal.dumps(tuple(docs_qa._parse_job(marshal.loads(data), self.tokenizer)))
+
+
+class EndGameTest(TempDirTest):
+    """The parse pool's last batches (section 10b): the background work runs while the batch
+    needed is at a worker, only near the end and until it has none left; the batches come
+    in order and as parsed. A stand-in worker, so the order of events is fixed."""
+
+    def test_background_work_fills_the_wait_for_the_last_batches(self):
+        write_files(self.docs, corpus(36))
+        entries, _ = docs_qa.corpus_walk(self.docs)
+        batches = [entries[i:i + 2] for i in range(0, len(entries), 2)]
+        tokenizer = docs_qa.Tokenizer()
+
+        def job(number: int) -> tuple:
+            return (list(map(tuple, batches[number])), [None] * len(batches[number]), 10**6,
+                    docs_qa.DEFAULT_CHUNK_CHARS)
+        left_at_calls: list[int] = []
+
+        def background() -> bool:
+            left_at_calls.append(pool.n_batches - pool.next_batch)
+            return len(left_at_calls) < 5                   # four steps of work, then none
+        worker = docs_qa._Worker(0, SlowLink(tokenizer, polls=3), collections.deque())
+        with mock.patch.object(docs_qa, "_stop_workers", lambda workers, keep=0: workers.clear()), \
+                mock.patch.object(docs_qa, "_wait_links", lambda links: None):     # waiting: a look again
+            pool = docs_qa._ParsePool(job, len(batches), [worker], tokenizer, background)
+            got = list(pool.results())
+        want = [docs_qa._parse_job(job(n), docs_qa.Tokenizer()) for n in range(len(batches))]
+        self.assertEqual(got, want)
+        self.assertEqual(len(left_at_calls), 5)              # asked again until it had none left
+        self.assertTrue(all(left <= 2 * docs_qa.PARSE_AHEAD for left in left_at_calls), left_at_calls)
+        self.assertIsNone(pool.background)
 
 
 if __name__ == "__main__":
