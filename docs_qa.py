@@ -3057,6 +3057,7 @@ INDEX_MAX_WORKERS = 4              # auto: at most this many parsing processes (
 PARSE_AHEAD = 4                    # batches queued at a worker, so it parses on while this process writes
 WRITE_AHEAD_TERMS = 4096           # posting lists written per step of _IndexWriter.write_ahead()
 PARSE_STASH = 4                    # batches this process may hold parsed ahead of the next one applied
+                                   # (plus those the workers sent back before they were due)
 PARSE_PIPE_BYTES = 1 << 20         # a result pipe holds about two parsed batches (Linux's F_SETPIPE_SZ, its
                                    # default maximum), and reads take up to this much at once
 _NO_STATE = FileState(-1, -1, "")
@@ -3502,6 +3503,8 @@ class _ParsePool:
         waiting: the workers parse the last batches meanwhile."""
         try:
             self._assign()
+            if number in self.ready:
+                return
             worker = self.owner.get(number)
             if worker is None:
                 self._parse_here()
@@ -3511,7 +3514,8 @@ class _ParsePool:
                     if self.background():
                         return
                     self.background = None
-                if self.next_batch < self.n_batches and len(self.ready) < PARSE_STASH:
+                if self.next_batch < self.n_batches and \
+                        len(self.ready) < PARSE_STASH + PARSE_AHEAD * len(self.workers):
                     self._parse_here()
                 else:
                     self._receive(worker, block=True)
@@ -3520,8 +3524,13 @@ class _ParsePool:
             self.next_batch = number
 
     def _assign(self) -> None:
-        """Send the next jobs to every worker with room for one: up to PARSE_AHEAD, and no
-        more than an even share of what is left, so a few batches are split between all."""
+        """Take in every batch the workers have sent back, then send the next jobs to every
+        worker with room for one: up to PARSE_AHEAD not yet back, and no more than an even
+        share of what is left, so a few batches are split between all. (A worker whose
+        batches wait unread while this process parses ahead is not left without work.)"""
+        for worker in self.workers:
+            while worker.queue and self._receive(worker, block=False):
+                pass
         share = (self.n_batches - self.next_batch) // (len(self.workers) + 1)
         ahead = max(1, min(PARSE_AHEAD, share))
         for worker in self.workers:
