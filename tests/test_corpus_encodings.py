@@ -81,6 +81,10 @@ class FormatCharactersTest(TempDirTest):
         self.assertGreater(len(format_chars), 100)
         kept = [f"U+{ord(c):04X}" for c in format_chars if docs_qa.text_fold(f"jp{c}k") != "jpk"]
         self.assertEqual(kept, [])
+        # beside a character beyond U+FFFF (an emoji, kept), which takes text_fold's other class
+        kept = [f"U+{ord(c):04X}" for c in format_chars
+                if docs_qa.text_fold(f"\U0001F600 J\u00e9{c}k") != "\U0001F600 jek"]
+        self.assertEqual(kept, [])
 
     def test_a_zero_width_space_in_the_question_does_not_split_the_word(self):
         write_files(self.docs, {"jpk.md": "# JPK\n\nPlik JPK składa się do 25. dnia miesiąca.\n",
