@@ -3292,10 +3292,13 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
         cache_clear_index(conn)
         cache_meta_put(conn, {"index_params": _index_params(settings)})
     known = cache_file_states(conn)
-    todo = [e for e in entries if known.get(e.rel_path, _NO_STATE)[:2] != (e.mtime_ns, e.size)]
+    if known:
+        todo = [e for e in entries if known.get(e.rel_path, _NO_STATE)[:2] != (e.mtime_ns, e.size)]
+        present = {e.rel_path for e in entries}
+        gone = [p for p in known if p not in present]
+    else:                                       # a first index: every file is new
+        todo, gone = entries, []
     stats.unchanged = len(entries) - len(todo)
-    present = {e.rel_path for e in entries} if known else set()
-    gone = [p for p in known if p not in present]
     writer = _IndexWriter(conn, Tokenizer())
     for path in gone:
         writer.drop_file(path)
@@ -3303,7 +3306,8 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     stats.removed = len(gone)
     skipped: dict[str, list[str]] = {}
     batches = [todo[start:start + PARSE_BATCH_FILES] for start in range(0, len(todo), PARSE_BATCH_FILES)]
-    known_shas = [[known[e.rel_path].sha if e.rel_path in known else None for e in batch] for batch in batches]
+    known_shas = [[known[e.rel_path].sha if e.rel_path in known else None for e in batch] if known
+                  else [None] * len(batch) for batch in batches]
 
     def job(number: int) -> tuple:
         return (list(map(tuple, batches[number])), known_shas[number], settings.max_file_bytes,
