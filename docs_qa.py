@@ -3062,6 +3062,10 @@ INDEX_MAX_WORKERS = 4              # auto: at most this many parsing processes (
                                    # with two or three others)
 PARSE_AHEAD = 4                    # batches queued at a worker, so it parses on while this process writes
 WRITE_AHEAD_TERMS = 4096           # posting lists written per step of _IndexWriter.write_ahead()
+PARSE_GC_PAUSED = True             # with workers (so this process runs one thread), it and they parse
+                                   # with the cyclic garbage collector off: what they make is freed by
+                                   # its reference count, and collections over the growing heap took
+                                   # about 8 % of their CPU on tldr (reports/performance.md)
 PARSE_STASH = 4                    # batches this process may hold parsed ahead of the next one applied
                                    # (plus those the workers sent back before they were due)
 PARSE_PIPE_BYTES = 1 << 20         # a result pipe holds about two parsed batches (Linux's F_SETPIPE_SZ, its
@@ -3489,10 +3493,15 @@ class _ParsePool:
         self.workers, workers[:] = workers[:], []
 
     def __enter__(self) -> "_ParsePool":
+        self.paused_gc = PARSE_GC_PAUSED and bool(self.workers) and gc.isenabled()
+        if self.paused_gc:
+            gc.disable()    # see PARSE_GC_PAUSED
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+        if self.paused_gc:
+            gc.enable()
 
     def results(self) -> Iterator[ParsedBatch]:
         """Yield every batch, parsed, in batch order."""
@@ -3650,6 +3659,8 @@ def _parse_worker_main() -> None:
     """Run a parse worker (see _spawn_worker): parse each job arriving on stdin and send
     the batch back marshalled on stdout, until stdin ends; then end the process."""
     code = 1
+    if PARSE_GC_PAUSED:
+        gc.disable()
     try:
         tokenizer, link = Tokenizer(), _Link(0, 1)
         while True:
