@@ -288,6 +288,25 @@ class IndexWorkersSignalTest(TempDirTest):
         self.assert_ended(proc, workers, 130, "interrupted")
 
 
+class BatchSizeTest(unittest.TestCase):
+    """A refresh of a few thousand files is cut into about PARSE_BATCHES batches, within the
+    bounds; a large one into batches of PARSE_BATCH_FILES."""
+
+    def test_batches_are_finer_for_fewer_files(self):
+        most, least, wanted = docs_qa.PARSE_BATCH_FILES, docs_qa.PARSE_BATCH_MIN_FILES, docs_qa.PARSE_BATCHES
+        for n_files in (1, least * wanted - 1, least * wanted, 6000, most * wanted, 10 * most * wanted):
+            with self.subTest(n_files=n_files):
+                size = docs_qa._batch_files(n_files)
+                self.assertTrue(least <= size <= most, size)
+                batches = -(-n_files // size)
+                if n_files >= most * wanted:
+                    self.assertEqual(size, most)
+                elif n_files >= least * wanted:
+                    self.assertTrue(wanted - 1 <= batches <= wanted, batches)
+                else:
+                    self.assertEqual(size, least)
+
+
 class SlowLink:
     """A stand-in worker's link, in this process: it answers each job it was sent (parsed
     here) at the polls-th look for it, so the pool sees the batch not back before that."""
