@@ -3068,7 +3068,7 @@ WRITE_AHEAD_TERMS = 4096           # posting lists written per step of _IndexWri
 PARSE_GC_PAUSED = True             # with workers (so this process runs one thread), it and they parse
                                    # with the cyclic garbage collector off: what they make is freed by
                                    # its reference count, and collections over the growing heap took
-                                   # about 8 % of their CPU on tldr (reports/performance.md)
+                                   # 5-9 % of the parsing CPU on tldr (reports/performance.md)
 PARSE_STASH = 4                    # batches this process may hold parsed ahead of the next one applied
                                    # (plus those the workers sent back before they were due)
 PARSE_PIPE_BYTES = 1 << 20         # a result pipe holds about two parsed batches (Linux's F_SETPIPE_SZ, its
