@@ -3126,7 +3126,7 @@ class _IndexWriter:
         self.touched: set[str] = set()
         self.removed: dict[str, set[int]] = {}
         self.all_in_memory = not cache_has_postings(conn)
-        self.ahead: list[str] | None = None            # terms write_ahead() goes through, in order
+        self.ahead: Iterator[str] | None = None        # terms write_ahead() goes through, in order
 
     def drop_file(self, path: str) -> None:
         """Forget a file's chunks (with the next batch) and their postings (terms recomputed
@@ -3166,12 +3166,10 @@ class _IndexWriter:
         if not self.all_in_memory or self.removed:
             return False
         if self.ahead is None:
-            self.ahead = sorted(self.touched, reverse=True)
-        terms = self.ahead[-WRITE_AHEAD_TERMS:]
+            self.ahead = iter(sorted(self.touched))
+        terms = list(itertools.islice(self.ahead, WRITE_AHEAD_TERMS))
         if not terms:
             return False
-        del self.ahead[-WRITE_AHEAD_TERMS:]
-        terms.reverse()
         cache_write_postings(self.conn, [(term, self.postings[term]) for term in terms], [])
         self.touched.difference_update(terms)
         return True
@@ -3191,12 +3189,7 @@ class _IndexWriter:
             cache_write_batch(self.conn, self.dropped_paths, (), [])
             self.dropped_paths = []
         if self.ahead is not None:
-            self.ahead = []                            # writing ahead ends with a flush
-        if self.all_in_memory and not self.removed and len(self.touched) == len(self.postings):
-            # every term is in memory and touched (a first index's first flush): the rows in order
-            cache_write_postings(self.conn, sorted(self.postings.items()), [])
-            self.touched = set()
-            return
+            self.ahead = iter(())                      # writing ahead ends with a flush
         puts, empty = [], []
         for term in sorted(self.touched | self.removed.keys()):
             data = self._stored(term)
