@@ -3476,8 +3476,10 @@ class _ParsePool:
     itself, so the CPUs stay busy however the work splits between parsing and writing. A
     worker that could not start, dies or fails leaves every batch not yet back to this
     process, which then raises whatever the worker hit. With no workers it is the serial
-    loop. The pool takes the started workers out of the list it is given; close() kills
-    and reaps every one, also on Ctrl-C and SIGTERM.
+    loop. Near the end, a step of the background work it is given (the writer's
+    write_ahead) takes the place of parsing ahead here (see _step); while it has workers,
+    the cyclic GC is paused (PARSE_GC_PAUSED). The pool takes the started workers out of
+    the list it is given; close() kills and reaps every one, also on Ctrl-C and SIGTERM.
     """
 
     def __init__(self, job: Callable[[int], tuple], n_batches: int, workers: list[_Worker],

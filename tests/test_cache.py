@@ -166,7 +166,7 @@ class BulkWriteTest(TempDirTest):
             def apply_two_then_stop(*args):
                 if len(applied) == 2:
                     raise KeyboardInterrupt
-                applied.append(args[1])
+                applied.append(None)
                 real_apply(*args)
             settings = self.settings(use_embeddings=False, cache_dir=os.path.join(self.tmp, cache))
             with mock.patch.object(docs_qa, "PARSE_BATCH_FILES", 3), \

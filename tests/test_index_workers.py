@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 import unittest
-
 from unittest import mock
 
 from helpers import REPO, TempDirTest, docs_qa, write_files
@@ -25,8 +24,8 @@ from helpers import REPO, TempDirTest, docs_qa, write_files
 WAIT_S = 60                        # a guard against a hang, never a measured time
 
 # Indexes DOCS into CACHE with three parsing processes (two workers) from the first file on,
-# in batches of three files, committing after each batch and writing ahead one posting list per step near the end;
-# prints how many workers were started. MODE: "plain"; "thread"
+# in batches of three files, committing after each batch and writing ahead one posting list
+# per step near the end; prints how many workers were started. MODE: "plain"; "thread"
 # (another thread runs); "die" (each worker is killed as it starts); "garbage" (the worker's
 # interpreter is FAKE, which writes junk and exits).
 INDEX_SCRIPT = r'''
