@@ -3625,7 +3625,9 @@ def _stop_workers(workers: list[_Worker], keep: int = 0) -> None:
 def _spawn_worker() -> _Worker:
     """Start a parse worker: this module imported afresh (from its bytecode cache) by the
     same interpreter, reading jobs on its stdin, answering on its stdout, with SIGINT
-    blocked (Ctrl-C reaches the whole process group; this process ends the workers)."""
+    blocked (Ctrl-C reaches the whole process group; this process ends the workers).
+    Isolated (-I): `-c` would put the working folder first on the path, and a docs folder
+    one indexes from must not lend it an `argparse.py` to run."""
     import collections
     import signal
     path = globals().get("__file__")
@@ -3639,7 +3641,7 @@ def _spawn_worker() -> _Worker:
     results_r, results_w = os.pipe()
     try:
         _widen_pipe(results_w)
-        pid = os.posix_spawn(sys.executable, [sys.executable, "-S", "-c", code,
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-I", "-S", "-c", code,
                                               os.path.dirname(os.path.abspath(path))], os.environ,
                              file_actions=[(os.POSIX_SPAWN_DUP2, jobs_r, 0),
                                            (os.POSIX_SPAWN_DUP2, results_w, 1)],

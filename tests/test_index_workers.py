@@ -118,6 +118,27 @@ stats = docs_qa.index_folder(settings)
 print(json.dumps({"events": events, "alive": sum(map(alive, pids)), "new": stats.new}))
 '''
 
+# Starts one parse worker from the folder CWD, sends it a job of CWD's documents and prints
+# how many files its answer holds; this process imports what it needs before it moves there.
+WORKER_CWD_SCRIPT = r'''
+import json, marshal, os, sys
+sys.path.insert(0, sys.argv[1])
+import docs_qa
+os.chdir(sys.argv[2])
+settings = docs_qa.Settings(docs_dir=".", use_embeddings=False)
+entries = docs_qa.corpus_scan(".").entries
+worker = docs_qa._spawn_worker()
+try:
+    job = ([tuple(e) for e in entries], [None] * len(entries), settings.max_file_bytes, settings.chunk_chars)
+    worker.link.send(0, marshal.dumps(job))
+    while (message := worker.link.receive()) is None and not worker.link.ended:
+        docs_qa._wait_links([worker.link])
+finally:
+    docs_qa._stop_workers([worker])
+answer = docs_qa.ParsedBatch(*marshal.loads(message[1])) if message else None
+print(json.dumps({"files": len(answer.files) if answer else None}))
+'''
+
 
 def corpus(n: int) -> dict[str, str | bytes]:
     """Return n varied documents: Polish, Slovak and English, headings, fences, a title in
@@ -234,6 +255,23 @@ class IndexWorkersTest(TempDirTest):
         for bad in ("-1", "two", "1.5", "²"):
             with self.subTest(value=bad), self.assertRaises(docs_qa.InvalidRequestError):
                 docs_qa.settings_from_env({"DOCS_QA_INDEX_WORKERS": bad}, docs_dir=self.docs)
+
+
+class WorkerPathTest(TempDirTest):
+    """A worker started from inside a docs folder imports nothing from it: `python -c` would
+    put the working folder first on the path, ahead of the standard library."""
+
+    def test_a_worker_imports_no_module_from_its_working_folder(self):
+        marks = os.path.join(self.tmp, "marks")
+        os.mkdir(marks)
+        planted = {f"{name}.py": f"open({os.path.join(marks, name)!r}, 'w').close()\n"
+                   for name in ("argparse", "json", "re", "docs_qa")}
+        write_files(self.docs, {**planted, "a.md": "# A\n\nAlpha text.\n", "b.md": "# B\n\nBeta.\n"})
+        proc = subprocess.run([sys.executable, "-c", WORKER_CWD_SCRIPT, REPO, self.docs],
+                              capture_output=True, text=True, timeout=WAIT_S)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(json.loads(proc.stdout), {"files": 2})     # the worker parsed the job
+        self.assertEqual(os.listdir(marks), [])
 
 
 class IndexWorkersSignalTest(TempDirTest):
