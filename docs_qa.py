@@ -5,7 +5,8 @@ Pipeline: folder -> chunks -> BM25 + embeddings (pool 4*k each, --pool-factor) -
 Standard library only. Every response is a v1 envelope (see retrieval_contract.py).
 
 Sections (in file order)
-     1. Constants        -- defaults, limits, reason tables
+     1. Constants        -- defaults, limits, reason tables (above: a long command run as a
+                            script goes on in an interpreter that imports this module)
      2. Types            -- Chunk, Hit, Note, Settings, SearchResult, IndexStats
      3. Errors           -- typed exceptions from retrieval_contract
      4. Text             -- NFKC, casefold, diacritic folding, words, stop words, light stemmer
@@ -59,6 +60,44 @@ sections share; a table built from a section's functions (OPERATIONS) follows th
 
 from __future__ import annotations
 
+import os
+import sys
+
+SCRIPT_RERUN_COMMANDS = ("index", "serve", "mcp")   # run as a script, these go on imported
+
+
+def _rerun_imported() -> None:
+    """Replace this process (same pid, interpreter options, arguments and path) with a fresh
+    interpreter that imports this module, from its bytecode cache, and runs main(), when this
+    file was started as a script for one of SCRIPT_RERUN_COMMANDS; return when it cannot.
+
+    CPython keeps a script's whole syntax tree until the script ends: 19 MB for this file, on
+    top of the 40-60 MB an index of a few thousand files needs, and for a server's whole
+    life. An imported module's tree is freed once compiled. The second start costs about
+    15 ms, so a question, over in a fraction of a second, stays in this process. This runs
+    before the imports below, so that they run once."""
+    options = len(sys.orig_argv) - len(sys.argv)      # the interpreter's own, before the script
+    name = os.path.splitext(os.path.basename(__file__))[0]
+    if __spec__ is not None or os.name != "posix" or not sys.executable or not name.isidentifier() \
+            or options < 1 or sys.orig_argv[options:] != sys.argv \
+            or sys.argv[1:2] not in [[command] for command in SCRIPT_RERUN_COMMANDS]:
+        return
+    code = ("import sys\n"
+            "here, script = sys.argv.pop(1), sys.argv.pop(1)\n"
+            "sys.path[:1] = [here] if sys.path[:1] == [''] else [here, *sys.path[:1]]  # not the cwd\n"
+            "sys.argv[0] = script\n"
+            f"import {name}\n"
+            f"{name}._script_main()\n")
+    here = os.path.dirname(os.path.realpath(__file__))       # what sys.path[0] is for a script
+    try:
+        os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:options], "-c", code, here, *sys.argv])
+    except OSError:
+        pass                                   # go on here, syntax tree and all
+
+
+if __name__ == "__main__":
+    _rerun_imported()
+
 # traceback, hmac, ipaddress, threading and http.server are imported where they are used:
 # a question in the CLI never needs them, and each costs it start-up time
 import argparse
@@ -75,13 +114,11 @@ import marshal
 import math
 import mmap
 import operator
-import os
 import re
 import socket
 import sqlite3
 import stat
 import struct
-import sys
 import time
 import unicodedata
 import urllib.parse
@@ -8183,8 +8220,13 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
         return _report_error(exc, args.debug, getattr(args, "json", False))
 
 
-if __name__ == "__main__":
+def _script_main() -> None:
+    """Run main() as this process's whole job and exit with its code (see _rerun_imported)."""
     sys.modules.setdefault("docs_qa", sys.modules[__name__])   # graph_store imports it: one copy
     status = main()
     gc.freeze()      # the process ends here: spare its last collection of every object (~8 ms)
     sys.exit(status)
+
+
+if __name__ == "__main__":
+    _script_main()

@@ -1,8 +1,10 @@
 """The CLI as a user runs it: subprocess, stdout/stderr, exit codes, envelopes."""
 import json
 import os
+import subprocess
+import sys
 
-from helpers import TempDirTest, assert_clean_failure_output, run_cli, write_files
+from helpers import REPO, TempDirTest, assert_clean_failure_output, run_cli, write_files
 import retrieval_contract as rc
 
 
@@ -92,6 +94,54 @@ class CliTest(TempDirTest):
 
     def cli_index(self, *args):
         return run_cli("index", "--docs", self.docs, "--cache-dir", self.cache, *args)
+
+
+class ScriptRerunTest(TempDirTest):
+    """`python3 docs_qa.py index|serve|mcp` goes on in an interpreter that imports the module
+    (a script's syntax tree is kept until it ends): with the same interpreter options,
+    arguments and exit codes, the script's folder first on the path and never the working
+    folder. A question stays in the script's process."""
+
+    def run_script(self, *args: str, cwd: str = REPO) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DOCS_QA_")}
+        return subprocess.run([sys.executable, "-X", "importtime", os.path.join(REPO, "docs_qa.py"), *args],
+                              cwd=cwd, env={**env, "EMBED_MOCK": "1"}, capture_output=True, text=True,
+                              timeout=60)
+
+    @staticmethod
+    def imported(proc: subprocess.CompletedProcess) -> set[str]:
+        """Return the modules -X importtime says the process imported."""
+        return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+
+    def test_index_goes_on_imported_with_the_same_options_and_exit_codes(self):
+        write_files(self.docs, {"a.md": "# Alfa\n\nDokument alfa.\n"})
+        proc = self.run_script("index", "--docs", self.docs, "--cache-dir", self.cache, "--json")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(json.loads(proc.stdout)["new"], 1)
+        self.assertIn("docs_qa", self.imported(proc))          # -X importtime was passed on
+        self.assertEqual(self.run_script("index").returncode, 2)                     # no --docs
+        missing = self.run_script("index", "--docs", os.path.join(self.tmp, "nope"), "--no-cache")
+        self.assertEqual(missing.returncode, 1)
+        self.assertIn("usage: docs_qa.py index", self.run_script("index", "--help").stdout)
+
+    def test_a_question_stays_in_the_script(self):
+        write_files(self.docs, {"a.md": "# Alfa\n\nDokument alfa.\n"})
+        proc = self.run_script("alfa", "--docs", self.docs, "--cache-dir", self.cache, "--search", "--json")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(json.loads(proc.stdout)["sources"][0]["document_path"], "a.md")
+        self.assertNotIn("docs_qa", self.imported(proc))
+
+    def test_index_run_from_a_docs_folder_imports_no_module_from_it(self):
+        marks = os.path.join(self.tmp, "marks")
+        os.mkdir(marks)
+        planted = {f"{name}.py": f"open({os.path.join(marks, name)!r}, 'w').close()\n"
+                   for name in ("argparse", "json", "re", "docs_qa", "retrieval_contract")}
+        write_files(self.docs, {**planted, "a.md": "# Alfa\n\nDokument alfa.\n"})
+        proc = self.run_script("index", "--docs", ".", "--cache-dir", self.cache, cwd=self.docs)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("docs_qa", self.imported(proc))
+        self.assertEqual(os.listdir(marks), [])
 
 
 class GraphRoutingTest(TempDirTest):
