@@ -77,10 +77,11 @@ def _rerun_imported() -> None:
     15 ms, so a question, over in a fraction of a second, stays in this process. This runs
     before the imports below, so that they run once."""
     options = len(sys.orig_argv) - len(sys.argv)      # the interpreter's own, before the script
-    name = os.path.splitext(os.path.basename(__file__))[0]
-    if __spec__ is not None or os.name != "posix" or not sys.executable or not name.isidentifier() \
-            or options < 1 or sys.orig_argv[options:] != sys.argv \
-            or sys.argv[1:2] not in [[command] for command in SCRIPT_RERUN_COMMANDS]:
+    path = globals().get("__file__") or ""            # none when read from stdin
+    name = os.path.splitext(os.path.basename(path))[0]
+    if sys.argv[1:2] not in [[command] for command in SCRIPT_RERUN_COMMANDS] or __spec__ is not None \
+            or os.name != "posix" or not sys.executable or not name.isidentifier() \
+            or options < 1 or sys.orig_argv[options:] != sys.argv:
         return
     code = ("import sys\n"
             "here, script = sys.argv.pop(1), sys.argv.pop(1)\n"
@@ -88,7 +89,7 @@ def _rerun_imported() -> None:
             "sys.argv[0] = script\n"
             f"import {name}\n"
             f"{name}._script_main()\n")
-    here = os.path.dirname(os.path.realpath(__file__))       # what sys.path[0] is for a script
+    here = os.path.dirname(os.path.realpath(path))           # what sys.path[0] is for a script
     try:
         os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:options], "-c", code, here, *sys.argv])
     except OSError:
