@@ -168,6 +168,17 @@ def anchor_available(python: str | None, module: str) -> bool:
     return subprocess.run([python, "-c", f"import {module}"], capture_output=True).returncode == 0
 
 
+def anchor_versions(python: str | None) -> str:
+    """Return the anchor's package versions as "bm25s X, numpy Y, scipy Z" ("" when unknown):
+    its load-and-query time moves with numpy's and scipy's import times."""
+    if not python:
+        return ""
+    code = ("from importlib.metadata import version\n"
+            "print(', '.join(f'{p} {version(p)}' for p in ('bm25s', 'numpy', 'scipy')))")
+    proc = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
 def docs_qa_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCS_QA_") and k != "EMBED_MOCK"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)     # cache imported modules' bytecode, as users do
@@ -502,7 +513,8 @@ def report(args, docs: str, n_files: int, build: dict, query: dict, edit: dict, 
         f"- Folder: `{docs}` ({n_files} documents found by docs-qa)",
         f"- Command: `python3 reports/bench_index.py {' '.join(args.raw)}`",
         f"- docs-qa runs under `{PYTHON}`, the anchor under `{args.anchor_python}` (one interpreter"
-        " for both by default, so start-up and site-packages are alike)",
+        " for both by default, so start-up and site-packages are alike)"
+        + (f"; the anchor's packages: {args.anchor_packages}" if args.anchor_packages else ""),
         "- Each pair of processes is run alternately (docs-qa, then the anchor) in one run, so load",
         "  from other work on the machine hits both alike; medians decide, ratios are docs-qa / anchor.",
         f"- Peak memory comes from {MEMORY_RUNS} more alternating runs per side, sampled from /proc (summed",
@@ -576,6 +588,7 @@ def main() -> int:
     args.raw = sys.argv[1:]
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     anchor = args.anchor_python if anchor_available(args.anchor_python, "bm25s") else None
+    args.anchor_packages = anchor_versions(anchor)
     if anchor is None:
         print("bm25s not importable by --anchor-python: anchor skipped", file=sys.stderr)
     global PYTHON
