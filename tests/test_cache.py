@@ -17,6 +17,8 @@ from helpers import TAX_CORPUS, StubModelServer, TempDirTest, run_cli, write_fil
 
 import docs_qa
 
+WAIT_S = 10                        # a guard against a hang, never a measured time
+
 
 def _bump_mtime(path: str) -> None:
     """Move a file's mtime forward so a stat sees it changed, whatever the clock granularity."""
@@ -293,6 +295,32 @@ class SplitScanTest(TempDirTest):
         serial, split, forks = self.scans(parent_idle=True, patches=[(docs_qa.marshal, "dumps", broken)])
         self.assertEqual(forks, 1)
         self.assert_same(serial, split)
+
+    def test_the_childs_answer_is_read_before_the_child_has_ended(self):
+        # The child closes its end once written, so this process loads the answer while the
+        # child is torn down. The child waits, in its exit, until the answer was loaded
+        # (a marker file; at most WAIT_S) and records whether it was.
+        loaded, seen = os.path.join(self.tmp, "loaded"), os.path.join(self.tmp, "seen")
+        real_exit, real_loads = os._exit, docs_qa.marshal.loads
+
+        def exit_after_load(status):
+            deadline = time.monotonic() + WAIT_S
+            while not os.path.exists(loaded) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            with open(seen, "w") as fh:
+                fh.write(str(os.path.exists(loaded)))
+            real_exit(status)
+
+        def loads(data):
+            got = real_loads(data)
+            open(loaded, "w").close()
+            return got
+        serial, split, forks = self.scans(parent_idle=True, patches=[(docs_qa.os, "_exit", exit_after_load),
+                                                                     (docs_qa.marshal, "loads", loads)])
+        self.assertEqual(forks, 1)
+        self.assert_same(serial, split)
+        with open(seen) as fh:
+            self.assertEqual(fh.read(), "True")
 
     def test_a_fork_that_fails_leaves_a_serial_scan(self):
         serial, split, _ = self.scans(patches=[(docs_qa.os, "fork", mock.Mock(side_effect=OSError("EAGAIN")))])
