@@ -79,7 +79,8 @@ def _rerun_imported() -> None:
     options = len(sys.orig_argv) - len(sys.argv)      # the interpreter's own, before the script
     path = globals().get("__file__") or ""            # none when read from stdin
     name = os.path.splitext(os.path.basename(path))[0]
-    if sys.argv[1:2] not in [[command] for command in SCRIPT_RERUN_COMMANDS] or __spec__ is not None \
+    run_by_python = sys._getframe(1).f_back is None    # not by runpy (-m), pdb, trace or coverage
+    if sys.argv[1:2] not in [[command] for command in SCRIPT_RERUN_COMMANDS] or not run_by_python \
             or os.name != "posix" or not sys.executable or not name.isidentifier() \
             or options < 1 or sys.orig_argv[options:] != sys.argv:
         return

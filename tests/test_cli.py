@@ -132,6 +132,28 @@ class ScriptRerunTest(TempDirTest):
         self.assertEqual(json.loads(proc.stdout)["sources"][0]["document_path"], "a.md")
         self.assertNotIn("docs_qa", self.imported(proc))
 
+    def test_a_script_run_by_another_program_stays_in_its_process(self):
+        # a runner in the manner of pdb, trace or coverage (python -m RUNNER SCRIPT ARGS)
+        # executes the script itself, and keeps control after it
+        runner = ("import os, sys\n"
+                  "path = sys.argv[1]\n"
+                  "sys.path.insert(0, os.path.dirname(path))\n"
+                  "sys.argv = sys.argv[1:]\n"
+                  "try:\n"
+                  "    exec(compile(open(path).read(), path, 'exec'), {'__name__': '__main__', '__file__': path})\n"
+                  "except SystemExit as exc:\n"
+                  "    print('runner still here', exc.code)\n")
+        folder = os.path.join(self.tmp, "runner")
+        write_files(folder, {"run_script.py": runner})
+        write_files(self.docs, {"a.md": "# Alfa\n\nDokument alfa.\n"})
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DOCS_QA_")}
+        proc = subprocess.run([sys.executable, "-m", "run_script", os.path.join(REPO, "docs_qa.py"), "index",
+                               "--docs", self.docs, "--no-cache"], cwd=folder, env={**env, "EMBED_MOCK": "1"},
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("indexed: 1 new", proc.stdout)
+        self.assertEqual(proc.stdout.splitlines()[-1], "runner still here 0")
+
     def test_index_run_from_a_docs_folder_imports_no_module_from_it(self):
         marks = os.path.join(self.tmp, "marks")
         os.mkdir(marks)
