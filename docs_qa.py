@@ -1263,6 +1263,10 @@ class ScanRun:
         return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())],
                           _listings_dump(lister.listed, self.root, lister.skip_ids) if changed else None)
 
+    def listed_documents(self) -> int:
+        """Return how many documents the folders listed before sharing hold (0 unshared)."""
+        return sum(len(unit[2]) for unit in self.units if len(unit) == 3)
+
     def close(self) -> dict:
         """Close the queue and reap the child; return what it wrote ({} when it failed)."""
         if self.queue_r >= 0:
@@ -3320,13 +3324,15 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings, progress: Progre
 
 def _scan_starting_workers(settings: Settings, meta: dict[str, str], listings: bytes | None,
                            spare: list[_Worker]) -> CorpusScan:
-    """Return the walk of the docs folder (see index_scan_begin); when it is shared (a large
-    folder) and the index is not built yet, parse workers start into spare meanwhile, so
+    """Return the walk of the docs folder (see index_scan_begin); when the index is not built
+    yet and the walk is shared (a large folder), or its first levels or the last walk's count
+    show files enough to parse in parallel, parse workers start into spare meanwhile, so
     their start-up overlaps the walk (the caller stops them if no pool takes them)."""
     walk = index_scan_begin(settings, meta, listings)
     try:
-        if walk.shared and not _is_built_for(meta, settings):
-            n_files = max(int(meta.get("n_files") or 0), SCAN_SPLIT_MIN_FILES)
+        if not _is_built_for(meta, settings):
+            seen = SCAN_SPLIT_MIN_FILES if walk.shared else walk.listed_documents()
+            n_files = max(int(meta.get("n_files") or 0), seen)
             _spawn_workers(spare, _parse_processes(settings, n_files) - 1)
         return walk.finish()
     finally:

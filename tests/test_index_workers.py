@@ -81,10 +81,11 @@ docs_qa.PARSE_BATCH_FILES = 2
 sys.exit(docs_qa.main(sys.argv[3:]))
 '''
 
-# A first index of DOCS into CACHE whose first levels look large (two subfolders are enough),
-# with three parsing processes from MIN_FILES files on; prints the events in order: "spawn
-# PID" for each worker start, "walked" when the walk is done, "apply LIVE" at the first
-# batch applied (LIVE: how many started workers are not yet reaped), and the counts.
+# A first index of DOCS into CACHE whose first levels look large (UNITS subtrees listed first,
+# default 2: two subfolders are enough; 64: the whole tree is listed and not shared), with
+# three parsing processes from MIN_FILES files on; prints the events in order: "spawn" for
+# each worker start, "walked" when the walk is done, "apply LIVE" at the first batch applied
+# (LIVE: how many started workers are not yet reaped), and the counts.
 EARLY_SCRIPT = r'''
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
@@ -111,7 +112,8 @@ def apply(*args):
     real_apply(*args)
 os.posix_spawn, docs_qa.ScanRun.finish, docs_qa._apply_batch = spawn, finish, apply
 docs_qa._can_fork = lambda: True
-docs_qa.SCAN_SPLIT_UNITS, docs_qa.PARSE_BATCH_FILES, docs_qa.CACHE_COMMIT_S = 2, 3, 0
+docs_qa.SCAN_SPLIT_UNITS = int(sys.argv[5]) if len(sys.argv) > 5 else 2
+docs_qa.PARSE_BATCH_FILES, docs_qa.CACHE_COMMIT_S = 3, 0
 settings = docs_qa.Settings(docs_dir=docs, cache_dir=cache, use_embeddings=False, index_workers=3,
                             index_parallel_min_files=min_files)
 stats = docs_qa.index_folder(settings)
@@ -226,8 +228,9 @@ class IndexWorkersTest(TempDirTest):
         self.serial_index(serial)
         self.assertEqual(table_rows(parallel), table_rows(serial))
 
-    def run_early(self, cache: str, min_files: int) -> dict:
-        proc = subprocess.run([sys.executable, "-c", EARLY_SCRIPT, REPO, self.docs, cache, str(min_files)],
+    def run_early(self, cache: str, min_files: int, units: int = 2) -> dict:
+        proc = subprocess.run([sys.executable, "-c", EARLY_SCRIPT, REPO, self.docs, cache, str(min_files),
+                               str(units)],
                               capture_output=True, text=True, timeout=WAIT_S)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         return json.loads(proc.stdout)
@@ -247,6 +250,18 @@ class IndexWorkersTest(TempDirTest):
         self.assertEqual(report["alive"], 0)
         self.serial_index(serial)
         self.assertEqual(table_rows(early), table_rows(serial))
+
+    def test_a_walk_not_shared_starts_the_workers_when_its_first_levels_list_enough_files(self):
+        # 64 units: the whole tree (42 documents) is listed first, too few to share the walk
+        for min_files, events in ((1, ["spawn", "spawn", "walked", "apply 2"]),
+                                  (len(corpus(40)) + 1, ["walked", "apply 0"])):
+            with self.subTest(min_files=min_files):
+                early, serial = os.path.join(self.tmp, f"early{min_files}"), os.path.join(self.tmp, f"serial{min_files}")
+                report = self.run_early(early, min_files=min_files, units=64)
+                self.assertEqual(report["events"], events)
+                self.assertEqual(report["alive"], 0)
+                self.serial_index(serial)
+                self.assertEqual(table_rows(early), table_rows(serial))
 
     def test_the_worker_count_comes_from_the_environment(self):
         settings = docs_qa.settings_from_env({"DOCS_QA_INDEX_WORKERS": " 3 "}, docs_dir=self.docs)
