@@ -35,6 +35,12 @@ def write_files(root: str, files: dict[str, str | bytes]) -> str:
     return root
 
 
+def marking_modules(marks: str, names: tuple[str, ...]) -> dict[str, str]:
+    """Return write_files' files for modules named like names (argparse.py, ...) that, when
+    imported, leave an empty file of their name in the folder marks."""
+    return {f"{name}.py": f"open({os.path.join(marks, name)!r}, 'w').close()\n" for name in names}
+
+
 TAX_CORPUS = {
     "jpk.md": "# JPK\n\n## Termin\n\nPlik JPK_V7M składa się do 25. dnia miesiąca następującego "
               "po okresie rozliczeniowym.\n\n## Kara\n\nZa spóźnienie grozi kara z kodeksu karnego "

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from helpers import REPO, TempDirTest, assert_clean_failure_output, run_cli, write_files
+from helpers import REPO, TempDirTest, assert_clean_failure_output, marking_modules, run_cli, write_files
 import retrieval_contract as rc
 
 
@@ -157,8 +157,7 @@ class ScriptRerunTest(TempDirTest):
     def test_index_run_from_a_docs_folder_imports_no_module_from_it(self):
         marks = os.path.join(self.tmp, "marks")
         os.mkdir(marks)
-        planted = {f"{name}.py": f"open({os.path.join(marks, name)!r}, 'w').close()\n"
-                   for name in ("argparse", "json", "re", "docs_qa", "retrieval_contract")}
+        planted = marking_modules(marks, ("argparse", "json", "re", "docs_qa", "retrieval_contract"))
         write_files(self.docs, {**planted, "a.md": "# Alfa\n\nDokument alfa.\n"})
         proc = self.run_script("index", "--docs", ".", "--cache-dir", self.cache, cwd=self.docs)
         self.assertEqual(proc.returncode, 0, proc.stderr)

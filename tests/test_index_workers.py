@@ -19,7 +19,7 @@ import time
 import unittest
 from unittest import mock
 
-from helpers import REPO, TempDirTest, docs_qa, write_files
+from helpers import REPO, TempDirTest, docs_qa, marking_modules, write_files
 
 WAIT_S = 60                        # a guard against a hang, never a measured time
 
@@ -279,8 +279,7 @@ class WorkerPathTest(TempDirTest):
     def test_a_worker_imports_no_module_from_its_working_folder(self):
         marks = os.path.join(self.tmp, "marks")
         os.mkdir(marks)
-        planted = {f"{name}.py": f"open({os.path.join(marks, name)!r}, 'w').close()\n"
-                   for name in ("argparse", "json", "re", "docs_qa")}
+        planted = marking_modules(marks, ("argparse", "json", "re", "docs_qa"))
         write_files(self.docs, {**planted, "a.md": "# A\n\nAlpha text.\n", "b.md": "# B\n\nBeta.\n"})
         proc = subprocess.run([sys.executable, "-c", WORKER_CWD_SCRIPT, REPO, self.docs],
                               capture_output=True, text=True, timeout=WAIT_S)
