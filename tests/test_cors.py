@@ -123,11 +123,13 @@ class OpenApiClientTest(unittest.TestCase):
         settings = docs_qa.Settings(docs_dir=self.tmp, cache_dir=None, embed_mock=True)
         self.ctx = docs_qa.ServerContext(docs_qa.OperationContext(settings))
 
-    def test_health_is_no_tool_and_needs_no_token(self):
+    def test_health_and_the_page_are_no_tools_and_need_no_token(self):
         spec = docs_qa.http_openapi(with_auth=True)
         health = spec["paths"]["/health"]["get"]
         self.assertNotIn("operationId", health)
         self.assertEqual(health["security"], [])
+        self.assertEqual(spec["paths"]["/"]["get"]["security"], [])       # the page needs none either
+        self.assertNotIn("security", spec["paths"]["/source"]["get"])     # its data calls do
         tools = [op["operationId"] for path in spec["paths"].values() for op in path.values()
                  if "operationId" in op]
         self.assertEqual(tools, ["search_docs", "ask_docs", "query_graph"])
