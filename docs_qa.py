@@ -1263,10 +1263,6 @@ class ScanRun:
         return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())],
                           _listings_dump(lister.listed, self.root, lister.skip_ids) if changed else None)
 
-    def listed_documents(self) -> int:
-        """Return how many documents the folders listed before sharing hold (0 unshared)."""
-        return sum(len(unit[2]) for unit in self.units if len(unit) == 3)
-
     def close(self) -> dict:
         """Close the queue and reap the child; return what it wrote ({} when it failed)."""
         if self.queue_r >= 0:
@@ -1327,8 +1323,12 @@ def _lists_large(units: list) -> bool:
     """Return whether _split_units' units show a large folder: subtrees are left unlisted
     (it stops early only on SCAN_SPLIT_UNITS of them or SCAN_SPLIT_LISTED entries), or the
     listed folders hold SCAN_SPLIT_MIN_FILES documents."""
-    return (any(len(u) == 2 for u in units)
-            or sum(len(u[2]) for u in units if len(u) == 3) >= SCAN_SPLIT_MIN_FILES)
+    return any(len(u) == 2 for u in units) or _listed_documents(units) >= SCAN_SPLIT_MIN_FILES
+
+
+def _listed_documents(units: list) -> int:
+    """Return how many documents the folders among _split_units' units hold."""
+    return sum(len(unit[2]) for unit in units if len(unit) == 3)
 
 
 def _scan_unit(unit: tuple, lister: _Lister) -> list[_Folder]:
@@ -3331,7 +3331,7 @@ def _scan_starting_workers(settings: Settings, meta: dict[str, str], listings: b
     walk = index_scan_begin(settings, meta, listings)
     try:
         if not _is_built_for(meta, settings):
-            seen = SCAN_SPLIT_MIN_FILES if walk.shared else walk.listed_documents()
+            seen = SCAN_SPLIT_MIN_FILES if walk.shared else _listed_documents(walk.units)
             n_files = max(int(meta.get("n_files") or 0), seen)
             _spawn_workers(spare, _parse_processes(settings, n_files) - 1)
         return walk.finish()
