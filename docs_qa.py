@@ -2474,9 +2474,22 @@ def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None
     return counts, sum(counts.values())
 
 
-def _top(scores: dict[int, float], n: int) -> list[tuple[int, float]]:
-    """Return the n best (id, score) pairs, best first, ties by id."""
-    return heapq.nsmallest(n, scores.items(), key=lambda kv: (-kv[1], kv[0]))
+def _top(scores: dict[int, float], n: int,
+         places: Callable[[list[int]], dict[int, tuple[str, int]]] | None = None) -> list[tuple[int, float]]:
+    """Return the n best (id, score) pairs, best first. Equal scores go in the order of
+    places(ids), each fragment's (path, first line), which an index's history cannot change
+    (its id can: a cache numbers a file added later after the others); then by id."""
+    ranked = heapq.nsmallest(n + 1, scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    if places is None or n < 1:
+        return ranked[:n]
+    if len(ranked) > n and ranked[n][1] == ranked[n - 1][1]:      # the cut falls inside a tie
+        last = ranked[n - 1][1]
+        ranked = [kv for kv in ranked if kv[1] > last] + [kv for kv in scores.items() if kv[1] == last]
+    shared = {score for score, count in Counter(score for _, score in ranked).items() if count > 1}
+    if not shared:
+        return ranked[:n]
+    place = places([cid for cid, score in ranked if score in shared])
+    return sorted(ranked, key=lambda kv: (-kv[1], place.get(kv[0], ("", 0)), kv[0]))[:n]
 
 
 # === 8. HTTP client — the one helper for model servers; raises RetrievalUnavailableError ===
@@ -3821,6 +3834,16 @@ def _cache_postings(conn: sqlite3.Connection, terms: list[str]) -> dict[str, lis
     return out
 
 
+def _cache_places(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[str, int]]:
+    """Return chunk id -> (path, first line) for the given ids: where each fragment is."""
+    out = {}
+    for start in range(0, len(ids), SQL_IN_BATCH):
+        part = ids[start:start + SQL_IN_BATCH]
+        out.update((cid, (path, line)) for cid, path, line in conn.execute(
+            f"SELECT id, path, start_line FROM chunks WHERE id IN ({','.join('?' * len(part))})", part))
+    return out
+
+
 def _cache_chunks(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[Chunk, str | None, str | None]]:
     """Return chunk id -> (Chunk, document title, document url) for the given ids."""
     out = {}
@@ -4020,16 +4043,19 @@ def rrf_fuse(rankings: dict[str, list[int]], rrf_k: int = DEFAULT_RRF_K,
     method's weight (1 unless weights names it).
 
     Ranks are 1-based positions in each method's list. Ties go to the id with the
-    better best rank, then the smaller id, so the order never depends on dict order.
+    better best rank, then to the better rank in each method by name: positions, never
+    ids or dict order, decide, so ids an index's history gave cannot change the order.
     """
     scores: dict[int, float] = {}
-    best_rank: dict[int, int] = {}
-    for method, ranked in rankings.items():
+    names = sorted(rankings)
+    ranks: dict[int, list[float]] = {}
+    for column, method in enumerate(names):
         weight = 1.0 if weights is None else weights.get(method, 1.0)
-        for rank, item in enumerate(ranked, 1):
+        for rank, item in enumerate(rankings[method], 1):
             scores[item] = scores.get(item, 0.0) + weight / (rrf_k + rank)
-            best_rank[item] = min(best_rank.get(item, rank), rank)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], best_rank[kv[0]], kv[0]))
+            positions = ranks.setdefault(item, [math.inf] * len(names))
+            positions[column] = min(positions[column], rank)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], min(ranks[kv[0]]), ranks[kv[0]], kv[0]))
 
 
 def rrf_floor(fused: list[tuple[int, float]], rankings: dict[str, list[int]],
@@ -4361,12 +4387,13 @@ def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,
     scores = bm25_scores(postings, n_chunks, mean_length, settings.k1, settings.b, weights, TF_UNITS)
     if not scores:
         return [], 0
-    best, matches = _top(scores, 1)[0][0], len(scores)
+    places = functools.partial(_cache_places, conn)
+    best, matches = _top(scores, 1, places)[0][0], len(scores)
     if search_feedback_wanted(question, weights, {t for t, rows in postings.items()
                                                   if any(row[0] == best for row in rows)}, settings):
         scores = _feedback_pass(conn, weights, scores, settings, max(FEEDBACK_RERANK, pool + 1),
                                 n_chunks, mean_length)
-    return _top(scores, pool + 1), matches
+    return _top(scores, pool + 1, places), matches
 
 
 def _feedback_pass(conn: sqlite3.Connection, weights: dict[str, float], first: dict[int, float],
@@ -4376,7 +4403,7 @@ def _feedback_pass(conn: sqlite3.Connection, weights: dict[str, float], first: d
     own term counts stand in for the postings (the borrowed words are often common, and a large
     folder's postings of them long); each word keeps the folder's IDF, carried in its weight
     because bm25_scores reads document frequencies off the rows it is given."""
-    top = _top(first, depth)
+    top = _top(first, depth, functools.partial(_cache_places, conn))
     chunks, tokenizer = _cache_chunks(conn, [cid for cid, _ in top]), Tokenizer()
     counted = {cid: bm25_term_counts(chunks[cid][0].text, tokenizer) for cid, _ in top}
     expanded = search_feedback_weights(weights, [(score, *counted[cid]) for cid, score in top[:FEEDBACK_DOCS]])
@@ -4454,7 +4481,7 @@ def search_dense(conn: sqlite3.Connection, question: str, settings: Settings, po
         if len(vec) != len(query):
             raise BackendError("inconsistent_dimensions")
         scores[chunk_id] = dot(vec)
-    return _top(scores, pool + 1)
+    return _top(scores, pool + 1, functools.partial(_cache_places, conn))
 
 
 def _nearest_signatures(query: array.array, ids: array.array, bits: bytes, width: int,

@@ -34,9 +34,13 @@ class RrfTest(unittest.TestCase):
         self.assertAlmostEqual(fused[1][1], 1 / 63 + 1 / 61)
         self.assertAlmostEqual(fused[2][1], 1 / 62)
 
-    def test_ties_are_deterministic(self):
-        self.assertEqual([i for i, _ in docs_qa.rrf_fuse({"a": [2, 1], "b": [1, 2]})], [1, 2])
+    def test_ties_go_by_positions_never_by_id_or_dict_order(self):
+        # 1 and 2 tie on score and best rank: the better rank in the method named first wins
+        self.assertEqual([i for i, _ in docs_qa.rrf_fuse({"a": [2, 1], "b": [1, 2]})], [2, 1])
+        self.assertEqual([i for i, _ in docs_qa.rrf_fuse({"b": [1, 2], "a": [2, 1]})], [2, 1])
         self.assertEqual([i for i, _ in docs_qa.rrf_fuse({"a": [1, 2], "b": [2, 1]})], [1, 2])
+        # 4 is in both lists; 9 and 5 tie, each first in one list: a is named first
+        self.assertEqual([i for i, _ in docs_qa.rrf_fuse({"b": [5, 4], "a": [9, 4]})], [4, 9, 5])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Ranking (issue 15): BM25 with query-term frequency and title weight, fusion that keeps
 BM25's sure hits, and the IDF-weighted no-answer gate, through public functions and the CLI."""
 import math
+import os
 import unittest
 
 from helpers import TempDirTest, docs_qa, run_cli, write_files
@@ -111,6 +112,30 @@ BEES = {
     "wax.md": "# Wax\n\nWorker bees make wax from glands on their abdomen to build the comb.\n",
     "swarm.md": "# Swarming\n\nIn spring a colony of bees may swarm when the hive gets crowded.\n",
 }
+
+
+class TieOrderTest(TempDirTest):
+    """Equal scores are listed by path and line, never by the ids an index's history gave."""
+    TEXT = "# Quokka\n\nThe quokka sleeps in the shade of the scrub.\n"
+
+    def labels(self, **overrides) -> list[str]:
+        result = docs_qa.search("quokka shade", self.settings(**overrides))
+        return [h.chunk.label for h in result.hits]
+
+    def test_a_file_added_to_a_cache_takes_its_place_among_equals_by_path(self):
+        write_files(self.docs, {"m.md": self.TEXT, "y.md": self.TEXT, "z.md": self.TEXT,
+                                "other.md": "# Other\n\nNothing about marsupials here.\n"})
+        for embeddings in (False, True):
+            with self.subTest(embeddings=embeddings):
+                self.labels(use_embeddings=embeddings)              # the cache numbers m, y, z first
+                write_files(self.docs, {"a.md": self.TEXT})          # and a.md after them
+                cached = self.labels(use_embeddings=embeddings)
+                self.assertEqual(cached[:4], ["a.md:1-3", "m.md:1-3", "y.md:1-3", "z.md:1-3"])
+                self.assertEqual(cached, self.labels(use_embeddings=embeddings, cache_dir=None))
+                # a cut inside the tie (a pool of one) still takes the first by path
+                self.assertEqual(self.labels(use_embeddings=embeddings, limit=1, pool_factor=1),
+                                 ["a.md:1-3"])
+                os.remove(os.path.join(self.docs, "a.md"))
 
 
 class GateTest(TempDirTest):
