@@ -228,6 +228,7 @@ DEFAULT_INDEX_WORKERS = 0          # processes that parse a big refresh: 0 one p
 INDEX_PARALLEL_MIN_FILES = 2000    # fewer files to parse stay in this process: starting a worker costs
                                    # about 60 ms; measured on tldr subsets, 1000 files index 4 % slower
                                    # with one, 2000 files 11 % faster, 8000 files 25 % faster
+INDEX_PARALLEL_MIN_BYTES = 2 << 20 # ... unless they hold this many bytes (a folder of a few large files)
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
 
@@ -304,6 +305,7 @@ class Settings:
     feedback_min_share: float = FEEDBACK_MIN_SHARE      # RM3 second pass of BM25 (above 1: never)
     index_workers: int = DEFAULT_INDEX_WORKERS          # processes parsing a refresh of at least
     index_parallel_min_files: int = INDEX_PARALLEL_MIN_FILES   # this many files (see §10b)
+    index_parallel_min_bytes: int = INDEX_PARALLEL_MIN_BYTES   # or this many bytes
     memory_index: str | None = None   # with cache_dir None: a shared in-memory sqlite URI a
                                       # server keeps open for its lifetime (None: throw-away)
     index_lock: Any = field(default=None, compare=False, repr=False)   # serialises uses of a
@@ -2371,7 +2373,8 @@ def chunk_parse(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> P
     else:
         title, url = _title_of(lines, headers)
     known = {first} | {i for i, _, _ in headers}   # fence state is known to be closed there
-    heads = [" ".join(lines[i] for i, level, _ in headers if level == 1 and p.start <= i < p.end)
+    tops = [i for i, level, _ in headers if level == 1]   # in line order: a piece's are a slice
+    heads = [" ".join(lines[i] for i in tops[bisect.bisect_left(tops, p.start):bisect.bisect_left(tops, p.end)])
              if p.start in known else None for p in pieces]
     return ParsedText([_chunk_of(path, lines, p) for p in pieces], title, url, heads)
 
@@ -3128,6 +3131,8 @@ PARSE_BATCH_FILES = 500            # files read and parsed between two progress 
 PARSE_BATCHES = 48                 # a refresh of fewer than PARSE_BATCHES * PARSE_BATCH_FILES files is cut
 PARSE_BATCH_MIN_FILES = 50         # into about this many batches (of this many files or more), so the
                                    # processes share it in fine steps (see _batch_files)
+PARSE_BATCH_BYTES = 1 << 20        # a batch is closed at this many bytes too, or at fewer, down to
+PARSE_BATCH_MIN_BYTES = 64 << 10   # this many, so a folder of large files makes about PARSE_BATCHES too
 INDEX_MAX_WORKERS = 4              # auto: at most this many parsing processes (the writer spends about
                                    # 18 ms applying a batch that takes about 43 ms to parse: it keeps up
                                    # with two or three others)
@@ -3346,7 +3351,7 @@ def _scan_starting_workers(settings: Settings, meta: dict[str, str], listings: b
         if not _is_built_for(meta, settings):
             seen = SCAN_SPLIT_MIN_FILES if walk.shared else _listed_documents(walk.units)
             n_files = max(int(meta.get("n_files") or 0), seen)
-            _spawn_workers(spare, _parse_processes(settings, n_files) - 1)
+            _spawn_workers(spare, _parse_processes(settings, n_files) - 1)     # by count: sizes come later
         return walk.finish()
     finally:
         walk.close()
@@ -3375,15 +3380,14 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     cache_delete_files(conn, gone)
     stats.removed = len(gone)
     skipped: dict[str, list[str]] = {}
-    size = _batch_files(len(todo))
-    batches = [todo[start:start + size] for start in range(0, len(todo), size)]
+    batches = _parse_batches(todo)
     known_shas = [[known[e.rel_path].sha if e.rel_path in known else None for e in batch] if known
                   else [None] * len(batch) for batch in batches]
 
     def job(number: int) -> tuple:
         return (list(map(tuple, batches[number])), known_shas[number], settings.max_file_bytes,
                 settings.chunk_chars)
-    done, n_workers = 0, _parse_processes(settings, len(todo)) - 1
+    done, n_workers = 0, _parse_processes(settings, len(todo), sum(e.size for e in todo), len(batches)) - 1
     _stop_workers(spare, keep=n_workers)
     _spawn_workers(spare, n_workers)
     committed = time.monotonic()
@@ -3757,19 +3761,42 @@ def _batch_files(n_files: int) -> int:
     return min(PARSE_BATCH_FILES, max(PARSE_BATCH_MIN_FILES, -(-n_files // PARSE_BATCHES)))
 
 
-def _parse_processes(settings: Settings, n_files: int) -> int:
-    """Return how many processes parse a refresh of n_files files: this one alone below
-    settings.index_parallel_min_files, without posix_spawn, or when another thread runs (a
-    server's background index); else settings.index_workers, 0 meaning one per CPU this
-    process may use, at most INDEX_MAX_WORKERS; never more than there are batches."""
-    if settings.index_workers == 1 or n_files < settings.index_parallel_min_files \
-            or not hasattr(os, "posix_spawn"):
+def _parse_batches(todo: list[FileEntry]) -> list[list[FileEntry]]:
+    """Return a refresh's files cut into parse batches, in order: each batch holds at most
+    _batch_files(len(todo)) files and is closed once it holds _batch_bytes() of their bytes,
+    so the processes share a folder of a few large files as evenly as one of many small ones."""
+    most_files, most_bytes = _batch_files(len(todo)), _batch_bytes(sum(e.size for e in todo))
+    batches, batch, held = [], [], 0
+    for entry in todo:
+        batch.append(entry)
+        held += entry.size
+        if len(batch) >= most_files or held >= most_bytes:
+            batches.append(batch)
+            batch, held = [], 0
+    return batches + [batch] if batch else batches
+
+
+def _batch_bytes(n_bytes: int) -> int:
+    """Return the bytes at which a parse batch of a refresh of n_bytes bytes is closed:
+    PARSE_BATCH_BYTES, or fewer, down to PARSE_BATCH_MIN_BYTES, for about PARSE_BATCHES."""
+    return min(PARSE_BATCH_BYTES, max(PARSE_BATCH_MIN_BYTES, -(-n_bytes // PARSE_BATCHES)))
+
+
+def _parse_processes(settings: Settings, n_files: int, n_bytes: int = 0, n_batches: int | None = None) -> int:
+    """Return how many processes parse a refresh of n_files files of n_bytes bytes cut into
+    n_batches (by default, of _batch_files): this one alone below both
+    settings.index_parallel_min_files and settings.index_parallel_min_bytes, without
+    posix_spawn, or when another thread runs (a server's background index); else
+    settings.index_workers, 0 meaning one per CPU this process may use, at most
+    INDEX_MAX_WORKERS; never more than there are batches."""
+    if settings.index_workers == 1 or not hasattr(os, "posix_spawn") or (
+            n_files < settings.index_parallel_min_files and n_bytes < settings.index_parallel_min_bytes):
         return 1
     if settings.index_workers:
         wanted = settings.index_workers
     else:
         wanted = min(_usable_cpus(), INDEX_MAX_WORKERS)
-    wanted = min(wanted, -(-n_files // _batch_files(n_files)))
+    wanted = min(wanted, -(-n_files // _batch_files(n_files)) if n_batches is None else n_batches)
     return wanted if wanted > 1 and _runs_one_thread() else 1
 
 

@@ -27,7 +27,8 @@ WAIT_S = 60                        # a guard against a hang, never a measured ti
 # in batches of three files, committing after each batch and writing ahead one posting list
 # per step near the end; prints how many workers were started. MODE: "plain"; "thread"
 # (another thread runs); "die" (each worker is killed as it starts); "garbage" (the worker's
-# interpreter is FAKE, which writes junk and exits).
+# interpreter is FAKE, which writes junk and exits); "bytes" (too few files for workers, but
+# bytes enough: batches are closed at 2 KB instead of 3 files).
 INDEX_SCRIPT = r'''
 import json, os, sys, threading
 sys.path.insert(0, sys.argv[1])
@@ -47,8 +48,11 @@ stop = threading.Event()
 if mode == "thread":
     threading.Thread(target=stop.wait, daemon=True).start()
 docs_qa.PARSE_BATCH_FILES, docs_qa.CACHE_COMMIT_S, docs_qa.WRITE_AHEAD_TERMS = 3, 0, 1
+if mode == "bytes":
+    docs_qa.PARSE_BATCH_FILES, docs_qa.PARSE_BATCH_BYTES, docs_qa.PARSE_BATCH_MIN_BYTES = 1000, 2048, 2048
 settings = docs_qa.Settings(docs_dir=docs, cache_dir=cache, use_embeddings=False, index_workers=3,
-                            index_parallel_min_files=1)
+                            index_parallel_min_files=10**9 if mode == "bytes" else 1,
+                            index_parallel_min_bytes=1 if mode == "bytes" else 10**12)
 stats = docs_qa.index_folder(settings)
 stop.set()
 print(json.dumps({"started": len(started), "new": stats.new, "updated": stats.updated,
@@ -206,6 +210,12 @@ class IndexWorkersTest(TempDirTest):
                          [stats.new, stats.updated, stats.removed, stats.unchanged])
         self.assertEqual(table_rows(parallel), table_rows(serial))
 
+    def test_a_folder_of_few_files_but_many_bytes_is_parsed_by_workers_in_batches_cut_by_size(self):
+        parallel, serial = os.path.join(self.tmp, "parallel"), os.path.join(self.tmp, "serial")
+        self.assertEqual(self.run_index(parallel, "bytes")["started"], 2)
+        self.serial_index(serial)
+        self.assertEqual(table_rows(parallel), table_rows(serial))
+
     def test_no_worker_starts_beside_another_thread(self):
         parallel, serial = os.path.join(self.tmp, "parallel"), os.path.join(self.tmp, "serial")
         self.assertEqual(self.run_index(parallel, "thread")["started"], 0)
@@ -341,7 +351,18 @@ class IndexWorkersSignalTest(TempDirTest):
 
 class BatchSizeTest(unittest.TestCase):
     """A refresh of a few thousand files is cut into about PARSE_BATCHES batches, within the
-    bounds; a large one into batches of PARSE_BATCH_FILES."""
+    bounds; a large one into batches of PARSE_BATCH_FILES; a folder of large files by size too."""
+
+    def test_a_few_large_files_are_cut_by_size_in_order(self):
+        mb = 1 << 20
+        sizes = [3 * mb, 10, 10, mb // 2, mb // 2, mb // 2, 10] + [100] * 20     # 27 files, 4.5 MB
+        todo = [docs_qa.FileEntry(f"f{i}.md", f"/d/f{i}.md", 0, size) for i, size in enumerate(sizes)]
+        # 27 files are under one batch's PARSE_BATCH_MIN_FILES; the bytes close each batch, at
+        # 4.5 MB / PARSE_BATCHES, about 98 KB: the first file alone, then 10 + 10 + 512 KB, ...
+        self.assertEqual(docs_qa._batch_bytes(sum(sizes)), -(-sum(sizes) // docs_qa.PARSE_BATCHES))
+        batches = docs_qa._parse_batches(todo)
+        self.assertEqual([[int(e.rel_path[1:-3]) for e in batch] for batch in batches],
+                         [[0], [1, 2, 3], [4], [5], list(range(6, 27))])
 
     def test_batches_are_finer_for_fewer_files(self):
         most, least, wanted = docs_qa.PARSE_BATCH_FILES, docs_qa.PARSE_BATCH_MIN_FILES, docs_qa.PARSE_BATCHES
