@@ -512,7 +512,6 @@ _SENTENCE_END = _lazy_re(
     r"(?P<stop>\.{3}|…|[.!?]+)(?P<tail>[\"'”’»)\]]*(?:[ \t]*\[[^\[\]\n]{1,400}\])*)"
     r"(?P<gap>[ \t]+)(?=[\"'„“«(]?[^\W\d_])|\n+")
 _TOKEN_BEFORE = _lazy_re(r"[^\s(\"'„“«\[]+$")
-_ENUMERATOR = _lazy_re(r"\s*(?:[-*+]\s+)?\d{1,3}")      # "1. Stop the service." is one sentence
 
 
 def _is_abbreviation(token: str) -> bool:
@@ -538,9 +537,9 @@ def text_sentences(text: str) -> list[tuple[int, int]]:
             if match.group("stop") in ("...", "…") and not nxt[1:2].islower():
                 continue           # GTU_01... GTU_13: a range, not an end
             if match.group("stop") == ".":
-                before = _TOKEN_BEFORE.search(text, 0, match.start())
-                if before is not None and (_is_abbreviation(before.group(0)) or _ENUMERATOR.fullmatch(
-                        text[text.rfind("\n", 0, before.start()) + 1:match.start()])):
+                before = _token_before(text, match.start())
+                if before and (_is_abbreviation(before)
+                               or _is_enumerator(text, match.start() - len(before), before)):
                     continue
             end = match.start("gap")
         else:
@@ -551,6 +550,34 @@ def text_sentences(text: str) -> list[tuple[int, int]]:
     if text[start:].strip():
         spans.append(_strip_span(text, start, len(text)))
     return spans
+
+
+def _token_before(text: str, end: int) -> str:
+    """Return the word before end (_TOKEN_BEFORE: back to a space, bracket or quote; '' for
+    none), reading back only as far as it goes, so a long line is not read again per stop."""
+    window = 64
+    while True:
+        start = max(0, end - window)
+        found = _TOKEN_BEFORE.search(text, start, end)
+        if found is None or found.start() > start or start == 0:
+            return found.group(0) if found else ""
+        window *= 4
+
+
+def _is_enumerator(text: str, start: int, token: str) -> bool:
+    """Return True when token, at start, numbers a list item: 1-3 digits with nothing before
+    them on their line but blanks and at most one bullet ("1. Stop the service." and
+    "- 2. Restart it." are one sentence each)."""
+    if len(token) > 3 or not token.isdecimal():
+        return False
+    lead = start
+    while lead > 0 and text[lead - 1] != "\n" and text[lead - 1].isspace():
+        lead -= 1
+    if start > lead > 0 and text[lead - 1] in "-*+":               # a bullet, then blanks
+        lead -= 1
+        while lead > 0 and text[lead - 1] != "\n" and text[lead - 1].isspace():
+            lead -= 1
+    return lead == 0 or text[lead - 1] == "\n"
 
 
 def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
@@ -5078,8 +5105,9 @@ def _recheck_notes(citations: list[Citation]) -> list[Note]:
                  f"sentences are not presented as verified ({', '.join(changed)})")] if changed else []
 
 
-def citation_support(sentence: str, cited_text: str) -> float:
-    """Return the share of the sentence's terms that occur in the cited text (0..1).
+def citation_support(sentence: str, cited_text: str, cited_terms: set[str] | None = None) -> float:
+    """Return the share of the sentence's terms that occur in the cited text (0..1);
+    cited_terms: the cited text's terms (set(text_tokens(cited_text))) when known.
 
     A lexical check: it catches a sentence citing lines about something else, not a
     subtle misreading of the right lines.
@@ -5087,7 +5115,7 @@ def citation_support(sentence: str, cited_text: str) -> float:
     terms = set(text_tokens(sentence))
     if not terms:
         return 1.0
-    return len(terms & set(text_tokens(cited_text))) / len(terms)
+    return len(terms & (set(text_tokens(cited_text)) if cited_terms is None else cited_terms)) / len(terms)
 
 
 # === 14. Answer — prompt, chat call, refusal; the reply check, the extractive quote, answer() ===
@@ -5389,17 +5417,39 @@ def _block_code(block: str) -> str:
     return "\n".join(inner)
 
 
-def _check_part(part: _Part, reply: str, chunks: list[Chunk], complete: bool | None
-                ) -> dict[str, Any] | None:
-    """Check one part; set part.kept and part.text; return its unsupported entry or None."""
+class _Cited:
+    """The lines a part cites, and the forms the checks compare with, each made on first use:
+    one per reply for each cited text, since a fragment can be a long line many sentences cite."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    @functools.cached_property
+    def code(self) -> str:
+        return _normalise_code(self.text)
+
+    @functools.cached_property
+    def folded(self) -> str:
+        return self.code.casefold()
+
+    @functools.cached_property
+    def terms(self) -> set[str]:
+        return set(text_tokens(self.text))
+
+
+def _check_part(part: _Part, reply: str, chunks: list[Chunk], complete: bool | None,
+                seen: dict[str, _Cited]) -> dict[str, Any] | None:
+    """Check one part; set part.kept and part.text; return its unsupported entry or None.
+    seen: the cited texts of the reply's parts checked so far."""
     valid = [c for c in part.citations if c.valid]
-    cited = "\n".join(_cited_text(c, chunks) for c in valid)
+    text = "\n".join(_cited_text(c, chunks) for c in valid)
+    cited = seen.setdefault(text, _Cited(text))
     if part.kind == "block":
         part.text = reply[part.start:part.end]
         code = _block_code(part.text)
         entry = {"sentence": code, "problem": _refusal_problem(part.citations), "code": code} \
             if not valid else None
-        if valid and _normalise_code(code) not in _normalise_code(cited):
+        if valid and _normalise_code(code) not in cited.code:
             entry = {"sentence": code, "problem": "code_not_in_cited_lines", "code": code,
                      "citations": [_cite_label(c) for c in valid]}
         part.kept = entry is None
@@ -5418,8 +5468,7 @@ def _check_part(part: _Part, reply: str, chunks: list[Chunk], complete: bool | N
     if support < SUPPORT_THRESHOLD:
         return {"sentence": sentence, "problem": "not_supported_by_cited_lines",
                 "support": round(support, 2)}
-    wrong = [code for code in _INLINE_CODE.findall(sentence)
-             if _normalise_code(code) not in _normalise_code(cited)]
+    wrong = [code for code in _INLINE_CODE.findall(sentence) if _normalise_code(code) not in cited.code]
     if wrong:
         return {"sentence": sentence, "problem": "code_not_in_cited_lines", "code": wrong[0],
                 "citations": [_cite_label(c) for c in valid]}
@@ -5429,13 +5478,13 @@ def _check_part(part: _Part, reply: str, chunks: list[Chunk], complete: bool | N
     return None
 
 
-def _support(sentence: str, cited: str) -> float:
+def _support(sentence: str, cited: _Cited) -> float:
     """Return 1.0 for a verbatim quote of the cited lines (whitespace aside), else
     citation_support (a quote mixing a sentence and a command can stem differently)."""
     quote = _normalise_code(_LIST_MARK.sub("", sentence)).casefold()
-    if quote and quote in _normalise_code(cited).casefold():
+    if quote and quote in cited.folded:
         return 1.0
-    return citation_support(sentence, cited)
+    return citation_support(sentence, cited.text, cited.terms)
 
 
 def _refusal_problem(citations: list[Citation]) -> str:
@@ -5511,6 +5560,7 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None,
     if current is not None:
         citation_recheck(citations, chunks, current)
     kept_lines, unsupported, caveat = [], [], False
+    seen: dict[str, _Cited] = {}
     for group in _reply_groups(reply, citations):
         _inherit_citations(group, citations)
         for n, part in enumerate(group):
@@ -5518,7 +5568,7 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None,
                 part.text = reply[part.start:part.end].strip()
                 part.kept = n > 0 and group[n - 1].kept
                 continue
-            entry = _check_part(part, reply, chunks, complete)
+            entry = _check_part(part, reply, chunks, complete, seen)
             if entry is not None:
                 unsupported.append(entry)
                 caveat = caveat or entry["problem"] == "exhaustive_claim"
@@ -5814,11 +5864,13 @@ def _paragraph_sentences(para: list[tuple[int, str]]) -> list[tuple[int, int, st
             for start, end in text_sentences(text)]
 
 
-def _contains_equal(unit: _Unit, overlap: int, others: list[tuple[int, _Unit]]) -> bool:
-    """Return True when a prose unit holds a smaller unit that matches as well."""
+def _contains_equal(unit: _Unit, overlap: int, others: dict[int, list[_Unit]]) -> bool:
+    """Return True when a prose unit holds a smaller unit that matches as well (others: the
+    fragment's units by overlap). A unit of one line holds none: the sentences of one long
+    line are not compared with each other."""
     first, last = unit.span
-    return any(o_overlap == overlap and o is not unit and first <= o.span[0] and o.span[1] <= last
-               and (o.span[1] - o.span[0]) < (last - first) for o_overlap, o in others)
+    return last > first and any(o is not unit and first <= o.span[0] and o.span[1] <= last
+                                and (o.span[1] - o.span[0]) < (last - first) for o in others[overlap])
 
 
 def answer_extractive(question: str, result: SearchResult) -> str:
@@ -5834,9 +5886,9 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     """
     terms = set(text_query_terms(question))
     wants_date = bool(_WHEN_WORDS & set(_folded_words(question)))
-    scored = []
+    scored, tokenizer = [], Tokenizer()          # one, so each word is stemmed once
     for chunk, pieces in _joined_fragments(result.hits):
-        scored.extend(_scored_units(terms, wants_date, chunk, pieces))
+        scored.extend(_scored_units(terms, wants_date, chunk, pieces, tokenizer))
     scored.sort(key=lambda s: s[:5])
     chosen: list[tuple] = []
     for entry in [s for s in scored if s[0] < 0] or scored[:1]:
@@ -5848,20 +5900,23 @@ def answer_extractive(question: str, result: SearchResult) -> str:
 
 
 def _scored_units(terms: set[str], wants_date: bool, chunk: Chunk,
-                  pieces: tuple[tuple[int, int, int], ...]) -> list[tuple]:
+                  pieces: tuple[tuple[int, int, int], ...], tokenizer: Tokenizer) -> list[tuple]:
     """Return (-score, rank, prefer, span, path, unit) for each unit of a fragment worth
     quoting: its citations split where the fragment's pieces meet, its rank the best of
     the pieces it quotes from (see _joined_fragments)."""
     mine = []
     for unit in _units(chunk):
-        if unit.needs_match and not terms & set(text_tokens(unit.needs_match)):
+        if unit.needs_match and not terms & set(tokenizer.tokens(unit.needs_match)):
             continue
-        overlap = len(terms & set(text_tokens(unit.text)))
+        overlap = len(terms & set(tokenizer.tokens(unit.text)))
         if overlap and wants_date and _STANDALONE_NUMBER.search(unit.text):
             overlap += 1
         mine.append((overlap, replace(unit, ranges=_split_ranges(unit.ranges, pieces))))
+    by_overlap: dict[int, list[_Unit]] = {}
+    for overlap, unit in mine:
+        by_overlap.setdefault(overlap, []).append(unit)
     return [(-overlap, _unit_rank(unit, pieces), unit.prefer, unit.span, chunk.path, unit)
-            for overlap, unit in mine if not (unit.prefer and _contains_equal(unit, overlap, mine))]
+            for overlap, unit in mine if not (unit.prefer and _contains_equal(unit, overlap, by_overlap))]
 
 
 def _unit_rank(unit: _Unit, pieces: tuple[tuple[int, int, int], ...]) -> int:

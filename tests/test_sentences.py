@@ -109,6 +109,21 @@ class SplitTest(unittest.TestCase):
         self.assertEqual(self.split("Czekaj... Potem zapisz."), ["Czekaj...", "Potem zapisz."])
         self.assertEqual(self.split("first line\nsecond line"), ["first line", "second line"])
 
+    def test_a_list_number_is_no_sentence_end_only_at_the_start_of_its_line(self):
+        self.assertEqual(self.split("1. Stop the service."), ["1. Stop the service."])
+        self.assertEqual(self.split("  - 2. Restart it."), ["- 2. Restart it."])
+        self.assertEqual(self.split("Intro\n3. Check it."), ["Intro", "3. Check it."])
+        # mid-line, or 4 digits, or a bullet with no blank after it: a sentence ends
+        self.assertEqual(self.split("Run step 1. Then stop."), ["Run step 1.", "Then stop."])
+        self.assertEqual(self.split("2026. Then stop."), ["2026.", "Then stop."])
+        self.assertEqual(self.split("-2. Then stop."), ["-2.", "Then stop."])
+
+    def test_the_word_before_a_stop_is_read_whole_however_long(self):
+        # the last 64 characters alone would look like dotted initials (a.b.c.), the word does not
+        long_word = "abcdefgh" + "a.b." * 20 + "c"
+        self.assertEqual(self.split(f"See {long_word}. Next one."), [f"See {long_word}.", "Next one."])
+        self.assertEqual(self.split("See " + "a.b." * 20 + "c. Next one."), ["See " + "a.b." * 20 + "c. Next one."])
+
     def test_closing_quotes_and_brackets_stay_with_the_sentence(self):
         self.assertEqual(self.split('Napisał: "Koniec." Potem wyszedł.'), ['Napisał: "Koniec."', "Potem wyszedł."])
         self.assertEqual(self.split("(To jest uwaga.) Dalej tekst."), ["(To jest uwaga.)", "Dalej tekst."])
