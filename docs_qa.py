@@ -916,9 +916,10 @@ class CorpusScan:
     given still hold."""
 
     def __init__(self, folders: list[tuple[str, str, list[str], array.array, array.array]],
-                 notes: list[Note], listings: bytes | None = None) -> None:
+                 notes: list[Note], listings: bytes | None = None, n_folders: int = 0) -> None:
         self._folders, self.notes = folders, notes    # (abs dir, rel prefix, names, mtimes, sizes)
         self.listings = listings
+        self.n_folders = n_folders                    # folders walked, with documents or not
         self._entries: list[FileEntry] | None = None
 
     @functools.cached_property
@@ -1000,6 +1001,7 @@ class _Lister:
         self.skip_ids, self.known, self.settled_ns = skip_ids, known, settled_ns
         self.skipped: dict[str, list[str]] = {}
         self.listed: dict[str, _Listing] = {}
+        self.walked = 0                                # folders stat'ed
 
     def folder(self, abs_dir: str, rel_dir: str) -> tuple[_Job | None, list[tuple[str, str]]]:
         """Return a folder's _Job (None without documents) and its subfolders to walk, in
@@ -1013,6 +1015,7 @@ class _Lister:
         except OSError:
             self.skipped.setdefault("unreadable_folder", []).append(rel_dir or ".")
             return None, []
+        self.walked += 1
         if stamp[3] < self.settled_ns:
             self.listed[rel_dir] = listing
         names, subdirs, notes = listing[4:]
@@ -1232,7 +1235,9 @@ def _summarise_skips(code: str, paths: list[str]) -> Note:
 # together (a system call per file is most of a question's cost); the same folders, notes
 # and order as one process finds
 
-SCAN_SPLIT_MIN_FILES = 4000        # documents (in the last scan) from which a forked child shares the walk
+SCAN_SPLIT_MIN_FILES = 4000        # stats (the last scan's documents and folders) from which a forked
+                                   # child shares the walk (a repository of 11,000 folders and 723
+                                   # documents: a question 0.234 s instead of 0.250 s)
 SCAN_SPLIT_UNITS = 64              # subtrees listed first, for the two processes to share
 SCAN_SPLIT_LISTED = 4000           # ... unless that many entries were listed to find them
 SCAN_SPLIT_RUNS = 512              # the units are queued as at most this many runs
@@ -1292,9 +1297,11 @@ class ScanRun:
                 skipped.setdefault(code, []).extend(paths)
             for rel_dir, listing in theirs.get("listed", {}).items():
                 lister.listed[rel_dir] = lister.known[rel_dir] if listing is None else listing
+            lister.walked += theirs.get("walked", 0)
         changed = lister.listed != lister.known
         return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())],
-                          _listings_dump(lister.listed, self.root, lister.skip_ids) if changed else None)
+                          _listings_dump(lister.listed, self.root, lister.skip_ids) if changed else None,
+                          lister.walked)
 
     def close(self) -> dict:
         """Close the queue and reap the child; return what it wrote ({} when it failed)."""
@@ -1409,7 +1416,7 @@ def _scan_child(units: list, runs: list[range], queue_r: int, lister: _Lister) -
         lister = _Lister(lister.skip_ids, lister.known, lister.settled_ns)
         done: dict = {i: [(a, p, "\0".join(n), m.tobytes(), z.tobytes()) for a, p, n, m, z in folders]
                       for i, folders in _scan_units(units, runs, queue_r, lister).items()}
-        done["skipped"] = lister.skipped
+        done["skipped"], done["walked"] = lister.skipped, lister.walked
         done["listed"] = {rel_dir: None if listing is lister.known.get(rel_dir) else listing
                           for rel_dir, listing in lister.listed.items()}     # None: the known one
         data = memoryview(marshal.dumps(done))
@@ -3327,12 +3334,14 @@ def _with_id(chunk_id: int, row: tuple) -> tuple:
 
 def index_scan_begin(settings: Settings, meta: dict[str, str], listings: bytes | None = None) -> ScanRun:
     """Begin the walk of the docs folder (the cache folder left out), shared with a forked
-    child when the index's meta says the last walk found SCAN_SPLIT_MIN_FILES documents, or,
-    before a walk's count was stored (a first index), when its first levels show a large
-    folder; the listings the last walk kept (cache_listings) serve the folders left as they were."""
+    child when the index's meta says the last walk stat'ed SCAN_SPLIT_MIN_FILES documents and
+    folders, or, before a walk's count was stored (a first index), when its first levels show
+    a large folder; the listings the last walk kept (cache_listings) serve the folders left as
+    they were."""
     n_files = meta.get("n_files")
+    stats = None if n_files is None else int(n_files) + int(meta.get("n_folders") or 0)
     return corpus_scan_begin(settings.docs_dir, [settings.cache_dir] if settings.cache_dir else [],
-                             split=None if n_files is None else int(n_files) >= SCAN_SPLIT_MIN_FILES,
+                             split=None if stats is None else stats >= SCAN_SPLIT_MIN_FILES,
                              listings=listings)
 
 
@@ -3437,7 +3446,7 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     stats.notes += file_notes
     if todo or gone or _meta_get(conn, "generation") is None:
         cache_update_generation(conn)
-    cache_meta_put(conn, {"stat_sig": scan.signature,
+    cache_meta_put(conn, {"stat_sig": scan.signature, "n_folders": str(scan.n_folders),
                           "file_notes": json.dumps([[n.code, n.message] for n in file_notes])})
     if scan.listings is not None:
         cache_put_listings(conn, scan.listings)

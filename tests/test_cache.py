@@ -267,6 +267,7 @@ class SplitScanTest(TempDirTest):
         self.assertEqual(split.signature, serial.signature)
         self.assertEqual(split.entries, serial.entries)
         self.assertEqual(split.notes, serial.notes)
+        self.assertEqual((split.n_folders, serial.n_folders), (8, 8))   # the root, a-d, 3 below
 
     def test_split_scan_finds_what_the_serial_scan_finds(self):
         for parent_idle in (False, True):
@@ -376,11 +377,25 @@ class SplitScanTest(TempDirTest):
         self.assert_same(serial, split)
 
     def test_a_walk_is_shared_by_its_first_levels_then_by_the_count_stored(self):
-        write_files(self.docs, self.FOLDER)                # 26 documents
-        for min_files, second in ((26, True), (27, False)):
+        write_files(self.docs, self.FOLDER)        # 26 documents in 8 folders (the root, a-d, 3 below)
+        for min_files, second in ((34, True), (35, False)):
             settings = self.settings(use_embeddings=False, cache_dir=os.path.join(self.tmp, str(min_files)))
             with self.subTest(min_files=min_files), \
                     mock.patch.object(docs_qa, "SCAN_SPLIT_MIN_FILES", min_files), \
+                    mock.patch.object(docs_qa, "corpus_scan_begin", wraps=docs_qa.corpus_scan_begin) as scan:
+                docs_qa.index_folder(settings)
+                docs_qa.index_folder(settings)
+            self.assertEqual([c.kwargs["split"] for c in scan.call_args_list], [None, second])
+
+
+    def test_a_walk_of_many_folders_and_few_documents_is_shared_by_its_folder_count(self):
+        # 2 documents and 31 folders (the root, 30 holding only a non-document): 33 stats
+        write_files(self.docs, {"a.md": "# A\n", "b.md": "# B\n",
+                                **{f"f{i}/x.bin": "not a document\n" for i in range(30)}})
+        for min_stats, second in ((33, True), (34, False)):
+            settings = self.settings(use_embeddings=False, cache_dir=os.path.join(self.tmp, str(min_stats)))
+            with self.subTest(min_stats=min_stats), \
+                    mock.patch.object(docs_qa, "SCAN_SPLIT_MIN_FILES", min_stats), \
                     mock.patch.object(docs_qa, "corpus_scan_begin", wraps=docs_qa.corpus_scan_begin) as scan:
                 docs_qa.index_folder(settings)
                 docs_qa.index_folder(settings)
