@@ -376,23 +376,10 @@ class SplitScanTest(TempDirTest):
         self.assertEqual(forked, 1)
         self.assert_same(serial, split)
 
-    def test_a_walk_is_shared_by_its_first_levels_then_by_the_count_stored(self):
-        write_files(self.docs, self.FOLDER)        # 26 documents in 8 folders (the root, a-d, 3 below)
-        for min_files, second in ((34, True), (35, False)):
-            settings = self.settings(use_embeddings=False, cache_dir=os.path.join(self.tmp, str(min_files)))
-            with self.subTest(min_files=min_files), \
-                    mock.patch.object(docs_qa, "SCAN_SPLIT_MIN_FILES", min_files), \
-                    mock.patch.object(docs_qa, "corpus_scan_begin", wraps=docs_qa.corpus_scan_begin) as scan:
-                docs_qa.index_folder(settings)
-                docs_qa.index_folder(settings)
-            self.assertEqual([c.kwargs["split"] for c in scan.call_args_list], [None, second])
-
-
-    def test_a_walk_of_many_folders_and_few_documents_is_shared_by_its_folder_count(self):
-        # 2 documents and 31 folders (the root, 30 holding only a non-document): 33 stats
-        write_files(self.docs, {"a.md": "# A\n", "b.md": "# B\n",
-                                **{f"f{i}/x.bin": "not a document\n" for i in range(30)}})
-        for min_stats, second in ((33, True), (34, False)):
+    def assert_shared_from(self, stats: int) -> None:
+        """Index the folder twice with the walk shared from stats and from stats + 1 stats on:
+        the first walk decides by its first levels, the second by the count the first stored."""
+        for min_stats, second in ((stats, True), (stats + 1, False)):
             settings = self.settings(use_embeddings=False, cache_dir=os.path.join(self.tmp, str(min_stats)))
             with self.subTest(min_stats=min_stats), \
                     mock.patch.object(docs_qa, "SCAN_SPLIT_MIN_FILES", min_stats), \
@@ -400,6 +387,15 @@ class SplitScanTest(TempDirTest):
                 docs_qa.index_folder(settings)
                 docs_qa.index_folder(settings)
             self.assertEqual([c.kwargs["split"] for c in scan.call_args_list], [None, second])
+
+    def test_a_walk_is_shared_by_its_first_levels_then_by_the_count_stored(self):
+        write_files(self.docs, self.FOLDER)
+        self.assert_shared_from(26 + 8)          # 26 documents in 8 folders (the root, a-d, 3 below)
+
+    def test_a_walk_of_many_folders_and_few_documents_is_shared_by_its_folder_count(self):
+        write_files(self.docs, {"a.md": "# A\n", "b.md": "# B\n",
+                                **{f"f{i}/x.bin": "not a document\n" for i in range(30)}})
+        self.assert_shared_from(2 + 31)          # 2 documents; the root and 30 folders of a non-document
 
 
 class ListingReuseTest(TempDirTest):
