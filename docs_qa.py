@@ -2893,6 +2893,8 @@ def cache_open(path: str | None, memory_uri: str | None = None,
             raise _CacheCorrupt("foreign")
         elif version != CACHE_SCHEMA_VERSION:
             raise _CacheOutdated(version)
+        elif not _meta_numbers_ok(conn):
+            raise _CacheCorrupt("damaged")
         conn.execute("PRAGMA synchronous=NORMAL")
         return conn
     except _CacheUnusable:
@@ -2903,6 +2905,23 @@ def cache_open(path: str | None, memory_uri: str | None = None,
         if _cache_fault(exc) != "damaged":
             raise
         raise _CacheCorrupt("damaged") from None
+
+
+_META_COUNTS = ("n_files", "n_folders", "n_chunks")   # whole numbers in the meta table
+
+
+def _meta_numbers_ok(conn: sqlite3.Connection) -> bool:
+    """Return whether the counts and the mean chunk length in the index's meta read as such
+    (a value damaged or edited by hand makes a cache to rebuild, not a failing run)."""
+    for key, value in conn.execute(f"SELECT key, value FROM meta WHERE key IN ({','.join('?' * len(_META_COUNTS))})"
+                                   " OR key = 'avg_terms' OR key LIKE 'vectors_rev|%'", _META_COUNTS):
+        try:
+            number = float(value) if key == "avg_terms" else int(value)
+        except (TypeError, ValueError):
+            return False
+        if not (math.isfinite(number) and number >= 0):
+            return False
+    return True
 
 
 def _cache_fault(exc: sqlite3.Error) -> str:
@@ -2935,7 +2954,7 @@ def cache_snapshot(path: str, busy_timeout_s: float = CACHE_BUSY_TIMEOUT_S) -> s
                 source.close()
             app_id = memory.execute("PRAGMA application_id").fetchone()[0]
             version = memory.execute("PRAGMA user_version").fetchone()[0]
-            if app_id == CACHE_APPLICATION_ID and version == CACHE_SCHEMA_VERSION:
+            if app_id == CACHE_APPLICATION_ID and version == CACHE_SCHEMA_VERSION and _meta_numbers_ok(memory):
                 return memory
             break
         except sqlite3.Error:

@@ -51,6 +51,19 @@ class DamagedCacheTest(CacheCase):
         self.assertNotIn("cache_rebuilt", [n.code for n in again.notes])
         self.assertEqual(again.stats.new, 0, "the rebuilt cache is used by the next run")
 
+    def test_a_count_in_the_meta_that_is_no_number_is_rebuilt(self):
+        self.build()
+        for key, value in (("n_files", "x"), ("n_folders", "1.5"), ("n_chunks", "-1"), ("avg_terms", "nan")):
+            with self.subTest(key=key, value=value):
+                conn = sqlite3.connect(self.cache_file())
+                with conn:
+                    self.assertEqual(conn.execute("UPDATE meta SET value=? WHERE key=?", (value, key)).rowcount, 1)
+                conn.close()
+                snapshot = docs_qa.cache_snapshot(self.cache_file())   # what a run that cannot write reads
+                self.assertEqual(snapshot.execute("SELECT COUNT(*) FROM chunks").fetchone()[0], 0)
+                snapshot.close()
+                self.assert_rebuilt()
+
     def test_truncated_cache_file_is_rebuilt(self):
         self.build()
         with open(self.cache_file(), "rb") as fh:
