@@ -977,6 +977,7 @@ def corpus_scan_begin(root: str, skip_dirs: Iterable[str] = (), split: bool | No
 
 
 _NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
+_ENTRY_SIZE = operator.attrgetter("size")
 
 _Job = tuple[str, str, list]       # (abs dir, rel prefix, its document names): lstats to do
 _Folder = tuple[str, str, list, array.array, array.array]    # a _Job with mtimes and sizes
@@ -3446,7 +3447,7 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     def job(number: int) -> tuple:
         return (list(map(tuple, batches[number])), known_shas[number], settings.max_file_bytes,
                 settings.chunk_chars)
-    done, n_workers = 0, _parse_processes(settings, len(todo), sum(e.size for e in todo), len(batches)) - 1
+    done, n_workers = 0, _parse_processes(settings, len(todo), sum(map(_ENTRY_SIZE, todo)), len(batches)) - 1
     _stop_workers(spare, keep=n_workers)
     _spawn_workers(spare, n_workers)
     committed = time.monotonic()
@@ -3824,15 +3825,15 @@ def _parse_batches(todo: list[FileEntry]) -> list[list[FileEntry]]:
     """Return a refresh's files cut into parse batches, in order: each batch holds at most
     _batch_files(len(todo)) files and is closed once it holds _batch_bytes() of their bytes,
     so the processes share a folder of a few large files as evenly as one of many small ones."""
-    most_files, most_bytes = _batch_files(len(todo)), _batch_bytes(sum(e.size for e in todo))
-    batches, batch, held = [], [], 0
-    for entry in todo:
-        batch.append(entry)
-        held += entry.size
-        if len(batch) >= most_files or held >= most_bytes:
-            batches.append(batch)
-            batch, held = [], 0
-    return batches + [batch] if batch else batches
+    ends = list(itertools.accumulate(map(_ENTRY_SIZE, todo)))    # the bytes up to each file
+    most_files, most_bytes = _batch_files(len(todo)), _batch_bytes(ends[-1] if ends else 0)
+    batches, start, before = [], 0, 0
+    while start < len(todo):
+        end = min(start + most_files, len(todo))
+        end = min(end, bisect.bisect_left(ends, before + most_bytes, start, end) + 1)
+        batches.append(todo[start:end])
+        start, before = end, ends[end - 1]
+    return batches
 
 
 def _batch_bytes(n_bytes: int) -> int:
