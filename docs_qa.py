@@ -3921,28 +3921,26 @@ def _cache_postings(conn: sqlite3.Connection, terms: list[str]) -> dict[str, lis
     return out
 
 
-def _cache_places(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[str, int]]:
-    """Return chunk id -> (path, first line) for the given ids: where each fragment is."""
-    out = {}
+def _rows_by_ids(conn: sqlite3.Connection, sql: str, ids: list[int], before: tuple = ()) -> Iterator[tuple]:
+    """Yield the rows of sql, whose `{ids}` is an IN list, for the given ids, SQL_IN_BATCH at
+    a time; before: the parameters ahead of the ids."""
     for start in range(0, len(ids), SQL_IN_BATCH):
         part = ids[start:start + SQL_IN_BATCH]
-        out.update((cid, (path, line)) for cid, path, line in conn.execute(
-            f"SELECT id, path, start_line FROM chunks WHERE id IN ({','.join('?' * len(part))})", part))
-    return out
+        yield from conn.execute(sql.format(ids=",".join("?" * len(part))), (*before, *part))
+
+
+def _cache_places(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[str, int]]:
+    """Return chunk id -> (path, first line) for the given ids: where each fragment is."""
+    return {cid: (path, line) for cid, path, line in _rows_by_ids(
+        conn, "SELECT id, path, start_line FROM chunks WHERE id IN ({ids})", ids)}
 
 
 def _cache_chunks(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[Chunk, str | None, str | None]]:
     """Return chunk id -> (Chunk, document title, document url) for the given ids."""
-    out = {}
-    for start in range(0, len(ids), SQL_IN_BATCH):
-        part = ids[start:start + SQL_IN_BATCH]
-        marks = ",".join("?" * len(part))
-        for row in conn.execute(
-                "SELECT c.id, c.path, c.start_line, c.end_line, c.sections, c.text, f.title, f.url"
-                f" FROM chunks c LEFT JOIN files f ON f.path = c.path WHERE c.id IN ({marks})", part):
-            out[row[0]] = (Chunk(row[1], row[2], row[3], tuple(json.loads(row[4])), row[5]),
-                           row[6], row[7])
-    return out
+    return {row[0]: (Chunk(row[1], row[2], row[3], tuple(json.loads(row[4])), row[5]), row[6], row[7])
+            for row in _rows_by_ids(conn, "SELECT c.id, c.path, c.start_line, c.end_line, c.sections,"
+                                    " c.text, f.title, f.url FROM chunks c LEFT JOIN files f"
+                                    " ON f.path = c.path WHERE c.id IN ({ids})", ids)}
 
 
 def _pack(vec: list[float]) -> bytes:
@@ -3980,12 +3978,8 @@ class _MissingVectors:
 def _cache_chunk_texts(conn: sqlite3.Connection, ids: list[int]
                        ) -> list[tuple[int, tuple[tuple[str, ...], str]]]:
     """Return (chunk id, (sections, text)) for the given ids."""
-    out = []
-    for start in range(0, len(ids), SQL_IN_BATCH):
-        part = ids[start:start + SQL_IN_BATCH]
-        out += [(chunk_id, (tuple(json.loads(sections)), text)) for chunk_id, sections, text in conn.execute(
-            f"SELECT id, sections, text FROM chunks WHERE id IN ({','.join('?' * len(part))})", part)]
-    return out
+    return [(chunk_id, (tuple(json.loads(sections)), text)) for chunk_id, sections, text in _rows_by_ids(
+        conn, "SELECT id, sections, text FROM chunks WHERE id IN ({ids})", ids)]
 
 
 def _cache_missing_vectors(conn: sqlite3.Connection, model: str) -> _MissingVectors:
@@ -4037,12 +4031,8 @@ def _cache_vectors(conn: sqlite3.Connection, model: str,
     sql = _CHUNK_VECTORS_SQL
     if chunk_ids is None:
         return [(cid, _unpack(data)) for cid, data in conn.execute(sql, (model,))]
-    out = []
-    for start in range(0, len(chunk_ids), SQL_IN_BATCH):
-        part = chunk_ids[start:start + SQL_IN_BATCH]
-        out += [(cid, _unpack(data)) for cid, data in conn.execute(
-            sql + f" WHERE c.id IN ({','.join('?' * len(part))})", (model, *part))]
-    return out
+    return [(cid, _unpack(data)) for cid, data in _rows_by_ids(conn, sql + " WHERE c.id IN ({ids})",
+                                                               chunk_ids, (model,))]
 
 
 def _cache_vectors_state(conn: sqlite3.Connection, model: str) -> str:
