@@ -899,6 +899,10 @@ STAT_AT_MIN_NAMES = 8              # ... when it holds this many: opening and cl
                                    # descriptor, 3.6 by path; of 8: 3.3 and 3.2; of 16: 3.0 and 3.1)
 
 
+_Job = tuple[str, str, list]       # (abs dir, rel prefix, its document names): lstats to do
+_Folder = tuple[str, str, list, array.array, array.array]    # a _Job with mtimes and sizes
+
+
 class FileEntry(NamedTuple):
     """A document found by the walk: relative path, absolute path and its stat."""
 
@@ -915,9 +919,10 @@ class CorpusScan:
     listings to keep for the next walk (corpus_scan's listings), None when those it was
     given still hold."""
 
-    def __init__(self, folders: list[tuple[str, str, list[str], array.array, array.array]],
-                 notes: list[Note], listings: bytes | None = None, n_folders: int = 0) -> None:
-        self._folders, self.notes = folders, notes    # (abs dir, rel prefix, names, mtimes, sizes)
+    def __init__(self, root: str, folders: list[_Folder | bytes], notes: list[Note],
+                 listings: bytes | None = None, n_folders: int = 0) -> None:
+        self.root, self.notes = root, notes
+        self._folders = folders    # in walk order; bytes: whole folders a forked child sent as records
         self.listings = listings
         self.n_folders = n_folders                    # folders walked, with documents or not
         self._entries: list[FileEntry] | None = None
@@ -927,10 +932,8 @@ class CorpusScan:
         """Return a hash of every document's (path, mtime_ns, size) in walk order: equal
         means nothing to re-read (a folder listed in another order only costs a comparison)."""
         digest = hashlib.blake2b(digest_size=16)
-        for _, prefix, names, mtimes, sizes in self._folders:
-            digest.update(f"{prefix}\0{len(names)}\0{'/'.join(names)}\0".encode("utf-8", "surrogatepass"))
-            digest.update(mtimes.tobytes())
-            digest.update(sizes.tobytes())
+        for folder in self._folders:
+            digest.update(folder if type(folder) is bytes else _folder_record(folder))
         return digest.hexdigest()
 
     @property
@@ -938,13 +941,44 @@ class CorpusScan:
         """Return the documents, sorted by relative path."""
         if self._entries is None:
             files: list[FileEntry] = []
-            for abs_dir, prefix, names, mtimes, sizes in self._folders:
-                base = abs_dir if abs_dir.endswith(os.sep) else abs_dir + os.sep
-                files += map(_NEW_FILE_ENTRY, zip(map(prefix.__add__, names), map(base.__add__, names),
-                                                  mtimes, sizes))
+            for item in self._folders:
+                for abs_dir, prefix, names, mtimes, sizes in \
+                        _folders_of_records(item, self.root) if type(item) is bytes else (item,):
+                    base = abs_dir if abs_dir.endswith(os.sep) else abs_dir + os.sep
+                    files += map(_NEW_FILE_ENTRY, zip(map(prefix.__add__, names), map(base.__add__, names),
+                                                      mtimes, sizes))
             files.sort()
             self._entries = files
         return self._entries
+
+
+def _folder_record(folder: _Folder) -> bytes:
+    """Return what the signature hashes of a folder: its prefix, names, mtimes and sizes;
+    a forked walk sends its folders as these records (_folders_of_records reads them)."""
+    _, prefix, names, mtimes, sizes = folder
+    return b"".join((f"{prefix}\0{len(names)}\0{'/'.join(names)}\0".encode("utf-8", "surrogatepass"),
+                     mtimes.tobytes(), sizes.tobytes()))
+
+
+def _folders_of_records(data: bytes, root: str) -> list[_Folder]:
+    """Return the folders whose _folder_record()s under root are joined in data."""
+    base = root if root.endswith(os.sep) else root + os.sep
+    folders, pos = [], 0
+    while pos < len(data):
+        prefix_end = data.index(b"\0", pos)
+        count_end = data.index(b"\0", prefix_end + 1)
+        names_end = data.index(b"\0", count_end + 1)
+        prefix = data[pos:prefix_end].decode("utf-8", "surrogatepass")
+        n = int(data[prefix_end + 1:count_end])
+        names = data[count_end + 1:names_end].decode("utf-8", "surrogatepass").split("/") if n else []
+        mtimes, sizes = array.array("q"), array.array("q")
+        pos = names_end + 1 + 8 * n
+        mtimes.frombytes(data[names_end + 1:pos])
+        sizes.frombytes(data[pos:pos + 8 * n])
+        pos += 8 * n
+        abs_dir = base + prefix[:-1].replace("/", os.sep) if prefix else root
+        folders.append((abs_dir, prefix, names, mtimes, sizes))
+    return folders
 
 
 def corpus_walk(root: str, skip_dirs: Iterable[str] = ()) -> tuple[list[FileEntry], list[Note]]:
@@ -979,9 +1013,6 @@ def corpus_scan_begin(root: str, skip_dirs: Iterable[str] = (), split: bool | No
 _NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
 _ENTRY_SIZE = operator.attrgetter("size")
 
-_Job = tuple[str, str, list]       # (abs dir, rel prefix, its document names): lstats to do
-_Folder = tuple[str, str, list, array.array, array.array]    # a _Job with mtimes and sizes
-
 
 _Listing = tuple[int, int, int, int, str, str, tuple]
 # a folder as a walk listed it: (st_dev, st_ino, mtime_ns, ctime_ns, its document names, its
@@ -1011,7 +1042,7 @@ class _Lister:
             st = os.stat(abs_dir)
             stamp = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
             listing = self.known.get(rel_dir)
-            if listing is None or listing[:4] != stamp:
+            if listing is None or not _is_listing(listing) or listing[:4] != stamp:
                 listing = _list_folder(abs_dir, rel_dir, self.skip_ids, stamp)
         except OSError:
             self.skipped.setdefault("unreadable_folder", []).append(rel_dir or ".")
@@ -1068,21 +1099,22 @@ def _listings_dump(listed: dict[str, _Listing], root: str, skip_ids: set[tuple[i
 
 def _listings_load(data: bytes | None, root: str, skip_ids: set[tuple[int, int]]) -> dict[str, _Listing]:
     """Return the listings _listings_dump stored for a walk of root with skip_ids, {} when
-    there are none, they are for another walk, or any is malformed (none is trusted then)."""
+    there are none or they are for another walk. Each listing is checked when the walk
+    would use it (_is_listing; a malformed one is listed again), so the checks are shared
+    by the processes of a shared walk."""
     try:
         version, stored_root, stored_skips, listed = marshal.loads(data) if data else (0, "", [], {})
     except (EOFError, ValueError, TypeError):
         return {}
     if version != LISTINGS_VERSION or stored_root != root or stored_skips != sorted(skip_ids) \
-            or not isinstance(listed, dict) or not all(map(_is_listing, listed.items())):
+            or not isinstance(listed, dict):
         return {}
     return listed
 
 
-def _is_listing(item: tuple[Any, Any]) -> bool:
-    """Return whether (rel dir, listing) is well formed: no name that could leave its folder."""
-    rel_dir, listing = item
-    if type(rel_dir) is not str or type(listing) is not tuple or len(listing) != 7:
+def _is_listing(listing: Any) -> bool:
+    """Return whether a kept listing is well formed: no name that could leave its folder."""
+    if type(listing) is not tuple or len(listing) != 7:
         return False
     dev, ino, mtime_ns, ctime_ns, names, subdirs, notes = listing
     if type(names) is not str or type(subdirs) is not str or type(notes) is not tuple \
@@ -1288,9 +1320,8 @@ class ScanRun:
             for i, unit in enumerate(self.units):
                 if i in mine:
                     folders += mine[i]
-                elif i in theirs:
-                    folders += [(a, p, n.split("\0") if n else [], array.array("q", m), array.array("q", z))
-                                for a, p, n, m, z in theirs[i]]
+                elif i in theirs:                      # a subtree's records stay packed (see CorpusScan)
+                    folders += _folders_of_records(theirs[i], self.root) if len(unit) == 3 else [theirs[i]]
                 else:                                  # the child took it and failed: again, here
                     folders += _scan_unit(unit, lister)
             folders = _join_pieces(folders)
@@ -1300,7 +1331,7 @@ class ScanRun:
                 lister.listed[rel_dir] = lister.known[rel_dir] if listing is None else listing
             lister.walked += theirs.get("walked", 0)
         changed = lister.listed != lister.known
-        return CorpusScan(folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())],
+        return CorpusScan(self.root, folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())],
                           _listings_dump(lister.listed, self.root, lister.skip_ids) if changed else None,
                           lister.walked)
 
@@ -1347,12 +1378,13 @@ def _job_pieces(units: list) -> list:
     return out
 
 
-def _join_pieces(folders: list[_Folder]) -> list[_Folder]:
+def _join_pieces(folders: list[_Folder | bytes]) -> list[_Folder | bytes]:
     """Return folders with the consecutive pieces of one folder (a walk meets each folder
-    once, so one absolute path) joined again, as one process stats it."""
-    out: list[_Folder] = []
+    once, so one absolute path) joined again, as one process stats it; records (bytes: a
+    subtree's, never a piece) are left as they are."""
+    out: list[_Folder | bytes] = []
     for folder in folders:
-        if out and out[-1][0] == folder[0]:
+        if out and type(folder) is tuple and type(out[-1]) is tuple and out[-1][0] == folder[0]:
             abs_dir, prefix, names, mtimes, sizes = out[-1]
             out[-1] = (abs_dir, prefix, names + folder[2], mtimes + folder[3], sizes + folder[4])
         else:
@@ -1377,12 +1409,16 @@ def _scan_unit(unit: tuple, lister: _Lister) -> list[_Folder]:
     return _stat_jobs([unit] if len(unit) == 3 else _walk([unit], lister), lister.skipped)
 
 
-def _scan_units(units: list, runs: list[range], queue_r: int, lister: _Lister) -> dict[int, list[_Folder]]:
-    """Return {unit number: its folders} for the runs of units this process takes off the queue."""
-    out = {}
+def _scan_units(units: list, runs: list[range], queue_r: int, lister: _Lister,
+                as_records: bool = False) -> dict[int, Any]:
+    """Return {unit number: its folders} for the runs of units this process takes off the
+    queue; as_records: each unit's folders as their joined _folder_record()s (a forked
+    child's answer, packed as it goes, so that the queue shares that work too)."""
+    out: dict[int, Any] = {}
     while len(data := os.read(queue_r, 4)) == 4:
         for i in runs[struct.unpack("<I", data)[0]]:
-            out[i] = _scan_unit(units[i], lister)
+            folders = _scan_unit(units[i], lister)
+            out[i] = b"".join(map(_folder_record, folders)) if as_records else folders
     return out
 
 
@@ -1397,8 +1433,8 @@ def _widen_pipe(fd: int, size: int) -> None:
 
 def _scan_child(units: list, runs: list[range], queue_r: int, lister: _Lister) -> tuple[int, int] | None:
     """Fork a child that scans units off the queue and writes them, marshalled, to a pipe
-    as {unit number: [(abs dir, prefix, names joined by NULs, mtimes bytes, sizes bytes)], "skipped":
-    notes, "listed": {rel dir: its listing, None when the known one}}; return (pid, read
+    as {unit number: its folders' joined _folder_record()s, "skipped": notes, "walked": folders
+    stat'ed, "listed": {rel dir: its listing, None when the known one}}; return (pid, read
     end), or None when the fork failed."""
     read_fd, write_fd = os.pipe()
     _widen_pipe(write_fd, SCAN_PIPE_BYTES)
@@ -1415,8 +1451,7 @@ def _scan_child(units: list, runs: list[range], queue_r: int, lister: _Lister) -
     try:                                          # the child: scan, write, leave without cleanup
         os.close(read_fd)
         lister = _Lister(lister.skip_ids, lister.known, lister.settled_ns)
-        done: dict = {i: [(a, p, "\0".join(n), m.tobytes(), z.tobytes()) for a, p, n, m, z in folders]
-                      for i, folders in _scan_units(units, runs, queue_r, lister).items()}
+        done: dict = _scan_units(units, runs, queue_r, lister, as_records=True)
         done["skipped"], done["walked"] = lister.skipped, lister.walked
         done["listed"] = {rel_dir: None if listing is lister.known.get(rel_dir) else listing
                           for rel_dir, listing in lister.listed.items()}     # None: the known one

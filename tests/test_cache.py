@@ -240,27 +240,38 @@ class SplitScanTest(TempDirTest):
 
     FOLDER = {**{f"{part}/{i}.md": f"# Page {i}\n\nText {i} of {part}.\n" for part in "abcd" for i in range(5)},
               **{f"b/deep/er/{i}.md": f"# Deep {i}\n" for i in range(3)}, "d/inner/x.txt": "inner\n",
-              "top.txt": "plain\n", "b/skip.bin": "not a document\n", ".hidden/x.md": "hidden\n",
+              "d/inner/žltý kôň.md": "# Kôň\n", "top.txt": "plain\n", "b/skip.bin": "not a document\n", ".hidden/x.md": "hidden\n",
               "b/bad\nname.md": "a newline in its name\n", "c/UPPER.MD": "# Upper\n"}
 
-    def scans(self, parent_idle: bool = False, units: int = 2, patches=(), split: bool | None = True) -> tuple:
+    def scans(self, parent_idle: bool = False, units: int = 2, patches=(), split: bool | None = True,
+              child_fails: bool = False) -> tuple:
         """Return (serial scan, split scan, forks); parent_idle: this process takes no unit
-        off the queue, so the child does them all; units: subtrees listed before sharing;
-        split: corpus_scan's (None: shared when the first levels show a large folder)."""
+        off the queue, so the child does them all (and none is done again here unless
+        child_fails); units: subtrees listed before sharing; split: corpus_scan's (None:
+        shared when the first levels show a large folder)."""
         write_files(self.docs, self.FOLDER)
         serial = docs_qa.corpus_scan(self.docs)
-        parent, real = os.getpid(), docs_qa._scan_units
+        parent, real, real_unit = os.getpid(), docs_qa._scan_units, docs_qa._scan_unit
+        redone = []
 
-        def scan_units(*args):
-            return {} if parent_idle and os.getpid() == parent else real(*args)
+        def scan_units(*args, **kwargs):
+            return {} if parent_idle and os.getpid() == parent else real(*args, **kwargs)
+
+        def scan_unit(unit, lister):
+            if parent_idle and os.getpid() == parent:
+                redone.append(unit)
+            return real_unit(unit, lister)
         with contextlib.ExitStack() as stack:
             stack.enter_context(mock.patch.object(docs_qa, "_can_fork", return_value=True))
             stack.enter_context(mock.patch.object(docs_qa, "SCAN_SPLIT_UNITS", units))
             stack.enter_context(mock.patch.object(docs_qa, "_scan_units", scan_units))
+            stack.enter_context(mock.patch.object(docs_qa, "_scan_unit", scan_unit))
             fork = stack.enter_context(mock.patch.object(docs_qa.os, "fork", wraps=os.fork))
             for target, name, value in patches:
                 stack.enter_context(mock.patch.object(target, name, value))
             split = docs_qa.corpus_scan(self.docs, split=split)
+        if parent_idle and fork.call_count:
+            self.assertEqual(bool(redone), child_fails)      # the child's answer was used, or not
         return serial, split, fork.call_count
 
     def assert_same(self, serial, split) -> None:
@@ -276,7 +287,7 @@ class SplitScanTest(TempDirTest):
                     serial, split, forks = self.scans(parent_idle, units)
                     self.assertEqual(forks, 1)
                     self.assert_same(serial, split)
-        self.assertEqual(len(serial.entries), 26)            # 20 pages, 3 deep, inner/x.txt, top.txt, UPPER.MD
+        self.assertEqual(len(serial.entries), 27)            # 20 pages, 3 deep, 2 inner, top.txt, UPPER.MD
         self.assertEqual([n.code for n in serial.notes], ["bad_name"])
 
     def test_a_large_folder_is_shared_in_pieces(self):
@@ -293,7 +304,8 @@ class SplitScanTest(TempDirTest):
     def test_a_failing_child_costs_only_its_units_again(self):
         def broken(_):
             raise ValueError("marshal failed in the child")
-        serial, split, forks = self.scans(parent_idle=True, patches=[(docs_qa.marshal, "dumps", broken)])
+        serial, split, forks = self.scans(parent_idle=True, patches=[(docs_qa.marshal, "dumps", broken)],
+                                          child_fails=True)
         self.assertEqual(forks, 1)
         self.assert_same(serial, split)
 
@@ -365,13 +377,13 @@ class SplitScanTest(TempDirTest):
 
     def test_a_first_walk_is_shared_only_when_its_first_levels_show_a_large_folder(self):
         # with 2 units the root's four subfolders are left unlisted; with 64 the whole tree
-        # (26 documents) is listed first, and this process stats it alone
+        # (27 documents) is listed first, and this process stats it alone
         for units, forks in ((2, 1), (64, 0)):
             with self.subTest(units=units):
                 serial, split, forked = self.scans(units=units, split=None)
                 self.assertEqual(forked, forks)
                 self.assert_same(serial, split)
-        with mock.patch.object(docs_qa, "SCAN_SPLIT_MIN_FILES", 26):
+        with mock.patch.object(docs_qa, "SCAN_SPLIT_MIN_FILES", 27):
             serial, split, forked = self.scans(units=64, split=None)
         self.assertEqual(forked, 1)
         self.assert_same(serial, split)
@@ -390,7 +402,7 @@ class SplitScanTest(TempDirTest):
 
     def test_a_walk_is_shared_by_its_first_levels_then_by_the_count_stored(self):
         write_files(self.docs, self.FOLDER)
-        self.assert_shared_from(26 + 8)          # 26 documents in 8 folders (the root, a-d, 3 below)
+        self.assert_shared_from(27 + 8)          # 27 documents in 8 folders (the root, a-d, 3 below)
 
     def test_a_walk_of_many_folders_and_few_documents_is_shared_by_its_folder_count(self):
         write_files(self.docs, {"a.md": "# A\n", "b.md": "# B\n",
@@ -469,15 +481,23 @@ class ListingReuseTest(TempDirTest):
     def test_listings_that_do_not_fit_are_ignored(self):
         first, _ = self.scan()
         version, root, skips, kept = marshal.loads(first.listings)
-        outside = {**kept, "a": kept["a"][:4] + ("../../secret.md",) + kept["a"][5:]}
         for listings in (b"garbage", marshal.dumps((version + 1, root, skips, kept)),
                          marshal.dumps((version, root + "x", skips, kept)),
-                         marshal.dumps((version, root, [], kept)),
-                         marshal.dumps((version, root, skips, outside))):
+                         marshal.dumps((version, root, [], kept)), marshal.dumps((version, root, skips, []))):
             with self.subTest(listings=listings[:20]):
                 again, listed = self.scan(listings)
                 self.assertEqual(listed, [".", "a", "b", "b/deep"])
                 self.assert_same(again, first)
+
+    def test_a_malformed_listing_is_listed_again_and_the_others_are_used(self):
+        first, _ = self.scan()
+        version, root, skips, kept = marshal.loads(first.listings)
+        damaged = {**kept, "a": kept["a"][:4] + ("../../secret.md",) + kept["a"][5:],   # a name leaving "a"
+                   "b": kept["b"][:6], "b/deep": 7}
+        again, listed = self.scan(marshal.dumps((version, root, skips, damaged)))
+        self.assertEqual(listed, ["a", "b", "b/deep"])
+        self.assert_same(again, first)
+        self.assertEqual(marshal.loads(again.listings)[3], kept)     # the damaged ones are replaced
 
     def test_a_kept_listing_is_what_the_walk_uses(self):
         first, _ = self.scan()
