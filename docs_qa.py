@@ -1121,9 +1121,9 @@ def _is_listing(listing: Any) -> bool:
             or not type(dev) is type(ino) is type(mtime_ns) is type(ctime_ns) is int:
         return False
     joined = f"{names}\0{subdirs}"
-    return "/" not in joined and "\0." not in joined and not joined.startswith(".") and all(
+    return "/" not in joined and "\0." not in joined and not joined.startswith(".") and (not notes or all(
         type(note) is tuple and len(note) == 2 and note[0] in _SKIP_MESSAGES and type(note[1]) is str
-        for note in notes)
+        for note in notes))
 
 
 def _walk(stack: list[tuple[str, str]], lister: _Lister) -> list[_Job]:
@@ -1200,6 +1200,9 @@ def _folder_stats(abs_dir: str, names: list[str], prefix: str, skipped: dict[str
     each); unstattable ones are noted and left out."""
     base = abs_dir if abs_dir.endswith(os.sep) else abs_dir + os.sep
     try:
+        if len(names) == 1:       # a folder per page: 1.1 of 5.8 us a folder without maps or a list
+            st = os.lstat(base + names[0])
+            return (abs_dir, prefix, names, array.array("q", (st.st_mtime_ns,)), array.array("q", (st.st_size,)))
         stats = _lstat_in(abs_dir, names) if _STAT_AT and len(names) >= STAT_AT_MIN_NAMES \
             else list(map(os.lstat, map(base.__add__, names)))
     except OSError:
