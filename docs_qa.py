@@ -100,8 +100,8 @@ def _rerun_imported() -> None:
 if __name__ == "__main__":
     _rerun_imported()
 
-# traceback, hmac, ipaddress, threading and http.server are imported where they are used:
-# a question in the CLI never needs them, and each costs it start-up time
+# traceback, hmac, ipaddress, socket, threading and http.server are imported where they are
+# used: a question in the CLI never needs them, and each costs it start-up time
 import argparse
 import array
 import bisect
@@ -117,7 +117,6 @@ import math
 import mmap
 import operator
 import re
-import socket
 import sqlite3
 import stat
 import struct
@@ -128,7 +127,10 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from http import HTTPStatus
-from typing import Any, Callable, Iterable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple
+
+if TYPE_CHECKING:                  # annotations only; the HTTP server imports it when it starts
+    import socket
 
 import retrieval_contract as rc
 from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequestError,
@@ -7114,6 +7116,7 @@ def _http_classes() -> tuple[type, type]:
     docs_qa (every CLI question) does not load http.server, about 20 ms."""
     import collections
     import io
+    import socket
     import threading
     import traceback
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
