@@ -301,6 +301,21 @@ class SplitScanTest(TempDirTest):
             self.assertEqual(docs_qa._job_pieces([("/d", "", list("abcde")), ("/e", "e")]),
                              [("/d", "", ["a", "b"]), ("/d", "", ["c", "d"]), ("/d", "", ["e"]), ("/e", "e")])
 
+    def test_a_child_s_records_read_back_as_the_folders_they_were_made_of(self):
+        root = os.path.join(self.tmp, "root")
+        mtimes = array.array("q", [1, -2, 2**62])
+        folders = [(root, "", ["a.md", "b c.md", "žltý.md"], mtimes, array.array("q", [0, 5, 7])),
+                   (os.path.join(root, "x", "\udcff"), "x/\udcff/", [], array.array("q"), array.array("q")),
+                   (os.path.join(root, "x"), "x/", ["only.txt"], array.array("q", [9]), array.array("q", [10]))]
+        data = b"".join(map(docs_qa._folder_record, folders))
+        self.assertEqual(docs_qa._folders_of_records(data, root), folders)
+        self.assertEqual([folder[0] for folder in docs_qa._folders_of_records(data, root + os.sep)],
+                         [root + os.sep] + [folder[0] for folder in folders[1:]])   # as the walk names them
+        self.assertEqual(docs_qa._folders_of_records(b"", root), [])
+        scan = docs_qa.CorpusScan(root, [data], [])                   # hashed as sent, read when asked
+        self.assertEqual(scan.signature, docs_qa.CorpusScan(root, folders, []).signature)
+        self.assertEqual([e.rel_path for e in scan.entries], ["a.md", "b c.md", "x/only.txt", "žltý.md"])
+
     def test_a_failing_child_costs_only_its_units_again(self):
         def broken(_):
             raise ValueError("marshal failed in the child")
