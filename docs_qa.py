@@ -1202,7 +1202,7 @@ def _folder_stats(abs_dir: str, names: list[str], prefix: str, skipped: dict[str
     each); unstattable ones are noted and left out."""
     base = abs_dir if abs_dir.endswith(os.sep) else abs_dir + os.sep
     try:
-        if len(names) == 1:       # a folder per page: 1.1 of 5.8 us a folder without maps or a list
+        if len(names) == 1:       # a folder per page: no map or list, 1.1 us of 5.8 a folder
             st = os.lstat(base + names[0])
             return (abs_dir, prefix, names, array.array("q", (st.st_mtime_ns,)), array.array("q", (st.st_size,)))
         stats = _lstat_in(abs_dir, names) if _STAT_AT and len(names) >= STAT_AT_MIN_NAMES \
