@@ -1115,7 +1115,8 @@ def _listings_load(data: bytes | None, root: str, skip_ids: set[tuple[int, int]]
 
 
 def _is_listing(listing: Any) -> bool:
-    """Return whether a kept listing is well formed: no name that could leave its folder."""
+    """Return whether a kept listing is well formed: no name that could leave its folder or
+    name the folder itself (an empty subfolder name would walk the same folder forever)."""
     if type(listing) is not tuple or len(listing) != 7:
         return False
     dev, ino, mtime_ns, ctime_ns, names, subdirs, notes = listing
@@ -1123,9 +1124,15 @@ def _is_listing(listing: Any) -> bool:
             or not type(dev) is type(ino) is type(mtime_ns) is type(ctime_ns) is int:
         return False
     joined = f"{names}\0{subdirs}"
-    return "/" not in joined and "\0." not in joined and not joined.startswith(".") and (not notes or all(
-        type(note) is tuple and len(note) == 2 and note[0] in _SKIP_MESSAGES and type(note[1]) is str
-        for note in notes))
+    return "/" not in joined and "\0." not in joined and not joined.startswith(".") \
+        and not _has_empty_name(names) and not _has_empty_name(subdirs) and (not notes or all(
+            type(note) is tuple and len(note) == 2 and note[0] in _SKIP_MESSAGES and type(note[1]) is str
+            for note in notes))
+
+
+def _has_empty_name(joined: str) -> bool:
+    """Return whether NUL-joined names (none when empty) hold an empty one."""
+    return bool(joined) and "\0\0" in f"\0{joined}\0"
 
 
 def _walk(stack: list[tuple[str, str]], lister: _Lister) -> list[_Job]:

@@ -514,6 +514,25 @@ class ListingReuseTest(TempDirTest):
         self.assert_same(again, first)
         self.assertEqual(marshal.loads(again.listings)[3], kept)     # the damaged ones are replaced
 
+    def test_a_listing_with_an_empty_name_is_listed_again_not_walked_forever(self):
+        # an empty subfolder name is the folder itself: once walked in a loop (a guard on
+        # os.stat ends that loop here, so the test fails instead of hanging)
+        first, _ = self.scan()
+        version, root, skips, kept = marshal.loads(first.listings)
+        damaged = {**kept, "": kept[""][:5] + (kept[""][5] + "\0",) + kept[""][6:],
+                   "a": kept["a"][:4] + ("\0" + kept["a"][4],) + kept["a"][5:]}
+        real_stat, calls = os.stat, []
+
+        def bounded_stat(*args, **kwargs):
+            calls.append(args[0])
+            if len(calls) > 1000:
+                raise OSError("too many stats: the walk loops")
+            return real_stat(*args, **kwargs)
+        with mock.patch.object(docs_qa.os, "stat", bounded_stat):
+            again, listed = self.scan(marshal.dumps((version, root, skips, damaged)))
+        self.assertEqual(listed, [".", "a"])
+        self.assert_same(again, first)
+
     def test_a_kept_listing_is_what_the_walk_uses(self):
         first, _ = self.scan()
         version, root, skips, kept = marshal.loads(first.listings)
