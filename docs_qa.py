@@ -974,10 +974,11 @@ def _folders_of_records(data: bytes, root: str) -> list[_Folder]:
         n = int(data[prefix_end + 1:count_end])
         names = data[count_end + 1:names_end].decode("utf-8", "surrogatepass").split("/") if n else []
         mtimes, sizes = array.array("q"), array.array("q")
-        pos = names_end + 1 + 8 * n
+        width = n * mtimes.itemsize
+        pos = names_end + 1 + width
         mtimes.frombytes(data[names_end + 1:pos])
-        sizes.frombytes(data[pos:pos + 8 * n])
-        pos += 8 * n
+        sizes.frombytes(data[pos:pos + width])
+        pos += width
         abs_dir = base + prefix[:-1].replace("/", os.sep) if prefix else root
         folders.append((abs_dir, prefix, names, mtimes, sizes))
     return folders
