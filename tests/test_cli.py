@@ -165,6 +165,51 @@ class ScriptRerunTest(TempDirTest):
         self.assertEqual(os.listdir(marks), [])
 
 
+class ModuleRunTest(TempDirTest):
+    """`python3 -m docs_qa`, run from the project folder (the README's form for many
+    questions: a module runs from its bytecode cache, a script is compiled each time), is
+    the same program as the script: the same envelope, exit codes and usage, and the same
+    index."""
+
+    def start(self, form: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("DOCS_QA_")}
+        start = [sys.executable, "-m", "docs_qa"] if form == "module" else \
+            [sys.executable, os.path.join(REPO, "docs_qa.py")]
+        return subprocess.run([*start, *args], cwd=REPO, env={**base, "EMBED_MOCK": "1", **(env or {})},
+                              capture_output=True, text=True, timeout=120)
+
+    def test_a_question_gives_the_scripts_envelope_and_exit_codes(self):
+        write_files(self.docs, {"a.md": "# Alfa\n\nDokument alfa mówi o podatku.\n",
+                                "b.md": "# Beta\n\nDokument beta mówi o lesie.\n"})
+        ask = ("podatek alfa", "--docs", self.docs, "--cache-dir", self.cache, "--extractive", "--json")
+        script, module = self.start("script", *ask), self.start("module", *ask)
+        self.assertEqual((script.returncode, module.returncode), (0, 0), module.stderr)
+        self.assertEqual(module.stdout, script.stdout)
+        self.assertEqual(json.loads(module.stdout)["sources"][0]["document_path"], "a.md")
+        usage = self.start("module", "alfa")                                     # no --docs
+        self.assertEqual(usage.returncode, 2)
+        self.assertIn("usage: docs_qa.py", usage.stderr)
+        missing = self.start("module", "alfa", "--docs", os.path.join(self.tmp, "nope"), "--no-cache")
+        self.assertEqual((missing.returncode, missing.stderr), (1, self.start("script", "alfa", "--docs", os.path.join(
+            self.tmp, "nope"), "--no-cache").stderr))
+
+    def test_index_writes_the_index_the_script_writes(self):
+        # two files of 1.2 MB pass INDEX_PARALLEL_MIN_BYTES: parse workers are started (the
+        # module's own file is what they import, as for the script)
+        para = "Zdanie o podatku od nieruchomości numer {} i o lesie.\n\n"
+        write_files(self.docs, {f"{name}.md": "".join(para.format(i) for i in range(24000))
+                                for name in ("a", "b")})
+        runs = {}
+        for form in ("module", "script"):
+            runs[form] = self.start(form, "index", "--docs", self.docs, "--cache-dir",
+                                  os.path.join(self.tmp, form), "--no-embed", "--json",
+                                  env={"DOCS_QA_INDEX_WORKERS": "2"})
+            self.assertEqual(runs[form].returncode, 0, runs[form].stderr)
+        module, script = (json.loads(runs[form].stdout) for form in ("module", "script"))
+        self.assertEqual(module["new"], 2)
+        self.assertEqual((module["chunks"], module["index_version"]), (script["chunks"], script["index_version"]))
+
+
 class GraphRoutingTest(TempDirTest):
     """docs_qa.py --graph: questions the graph understands are answered from it."""
 
