@@ -239,7 +239,7 @@ def bench_query(docs: str, runs: int, anchor: str | None, work: str, question: s
     script_out = run_measured(ours, docs_qa_env(), sample_memory=False)[2]
     module_out = run_measured(ours_module, docs_qa_env(), sample_memory=False)[2]  # writes the cache
     if module_out != script_out:
-        raise SystemExit("python -m docs_qa printed something else than docs_qa.py")
+        raise SystemExit("python -m docs_qa printed something other than docs_qa.py")
     theirs = [anchor, "-c", BM25S_QUERY, out_dir, question] if anchor else None
     floor = [PYTHON, "-c", "pass"]
     rows: dict[str, list] = {side + suffix: [] for side in ("docs_qa", "docs_qa_module", "bm25s")
