@@ -189,13 +189,13 @@ class ModuleRunTest(TempDirTest):
         usage = self.start("module", "alfa")                                     # no --docs
         self.assertEqual(usage.returncode, 2)
         self.assertIn("usage: docs_qa.py", usage.stderr)
-        missing = self.start("module", "alfa", "--docs", os.path.join(self.tmp, "nope"), "--no-cache")
-        self.assertEqual((missing.returncode, missing.stderr), (1, self.start("script", "alfa", "--docs", os.path.join(
-            self.tmp, "nope"), "--no-cache").stderr))
+        nowhere = ("alfa", "--docs", os.path.join(self.tmp, "nope"), "--no-cache")
+        missing = self.start("module", *nowhere)
+        self.assertEqual((missing.returncode, missing.stderr), (1, self.start("script", *nowhere).stderr))
 
     def test_index_writes_the_index_the_script_writes(self):
-        # two files of 1.2 MB pass INDEX_PARALLEL_MIN_BYTES: parse workers are started (the
-        # module's own file is what they import, as for the script)
+        # two files of 1.2 MB pass INDEX_PARALLEL_MIN_BYTES, so both runs take the parallel
+        # path, whose workers import the file __file__ names (under -m too)
         para = "Zdanie o podatku od nieruchomości numer {} i o lesie.\n\n"
         write_files(self.docs, {f"{name}.md": "".join(para.format(i) for i in range(24000))
                                 for name in ("a", "b")})
