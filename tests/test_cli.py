@@ -173,9 +173,9 @@ class ModuleRunTest(TempDirTest):
 
     def start(self, form: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         base = {k: v for k, v in os.environ.items() if not k.startswith("DOCS_QA_")}
-        start = [sys.executable, "-m", "docs_qa"] if form == "module" else \
+        command = [sys.executable, "-m", "docs_qa"] if form == "module" else \
             [sys.executable, os.path.join(REPO, "docs_qa.py")]
-        return subprocess.run([*start, *args], cwd=REPO, env={**base, "EMBED_MOCK": "1", **(env or {})},
+        return subprocess.run([*command, *args], cwd=REPO, env={**base, "EMBED_MOCK": "1", **(env or {})},
                               capture_output=True, text=True, timeout=120)
 
     def test_a_question_gives_the_scripts_envelope_and_exit_codes(self):
