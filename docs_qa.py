@@ -490,8 +490,11 @@ def text_stem(token: str) -> str:
 
 def text_words(text: str, keep_case: bool = False) -> list[str]:
     """Return the words of text in NFKC with their diacritics, casefolded unless keep_case
-    (the forms name morphology reads; text_fold of a word is what the tokenizer sees)."""
+    (the forms name morphology reads; text_fold of a word is what the tokenizer sees);
+    a format character (Ko\u200bľko, ro\u00adku) joins a word as in text_fold, never splits it."""
     text = unicodedata.normalize("NFKC", text)
+    if not text.isascii():
+        text = _FORMAT_CHARS.sub("", text)
     return _TOKEN_RE.findall(text if keep_case else text.casefold())
 
 
@@ -625,7 +628,7 @@ def _stop_word_language(words: list[str] | dict[str, int]) -> str:
 def text_detect_language(text: str, default: str = "en") -> str:
     """Return 'pl', 'sk' or 'en' for a question or text, with or without diacritics;
     default when nothing tells (a code such as GTU_12)."""
-    raw_words = _TOKEN_RE.findall(text)
+    raw_words = _TOKEN_RE.findall(text if text.isascii() else _FORMAT_CHARS.sub("", text))
     words = [text_fold(w) for w in raw_words]
     coarse = _stop_word_language(words)
     if coarse == "en":
