@@ -2605,6 +2605,14 @@ class BackendError(RetrievalUnavailableError):
 RetryPolicy = Callable[[str], bool]   # fault kind -> may the request be sent again?
 
 
+@dataclass(frozen=True)
+class _Streamed:
+    """What _request_json returns for a reply of server-sent events (passed to on_event):
+    whether the stream ended with its [DONE] line rather than just stopping."""
+
+    has_done: bool
+
+
 def _retry_transient(kind: str) -> bool:
     """Return whether a fault kind is worth another attempt for an idempotent request
     (embeddings): transient HTTP statuses and network faults, never refused or bad_url."""
@@ -2624,7 +2632,7 @@ def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int
     within deadline_s on clock() (default timeout_s * (retries + 1)); raise BackendError
     when it cannot.
     With on_event, a reply of server-sent events is passed to it event by event (each
-    silent gap bounded by timeout_s) and None is returned; a plain JSON reply is returned."""
+    silent gap bounded by timeout_s) and a _Streamed is returned; a plain JSON reply is returned."""
     import http.client
     import urllib.error
     import urllib.request
@@ -2644,8 +2652,8 @@ def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int
                                              method="GET" if body is None else "POST")
             with urllib.request.urlopen(request, timeout=min(timeout_s, max(remaining, 0.1))) as resp:
                 if on_event is not None and resp.headers.get_content_type() == "text/event-stream":
-                    _read_events(resp, on_event, timeout_s, deadline, max_bytes, clock)
-                    return None
+                    return _Streamed(_read_events(resp, on_event, timeout_s, deadline,
+                                                  max_bytes, clock))
                 raw = resp.read(max_bytes + 1)
             if len(raw) > max_bytes:
                 raise BackendError("reply_too_large")
@@ -2667,10 +2675,11 @@ def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int
 
 
 def _read_events(resp: Any, on_event: Callable[[Any], None], timeout_s: float, deadline: float,
-                 max_bytes: int, clock: Callable[[], float] = time.monotonic) -> None:
+                 max_bytes: int, clock: Callable[[], float] = time.monotonic) -> bool:
     """Pass each `data:` event of a server-sent event stream to on_event until [DONE] or
-    the end; raise BackendError('deadline') past the deadline on clock(), TimeoutError
-    after timeout_s of silence."""
+    the end; return True at [DONE], False when the stream just stopped; raise
+    BackendError('deadline') past the deadline on clock(), TimeoutError after timeout_s
+    of silence."""
     received = 0
     while True:
         remaining = deadline - clock()
@@ -2684,7 +2693,7 @@ def _read_events(resp: Any, on_event: Callable[[Any], None], timeout_s: float, d
                 raise BackendError("deadline") from None
             raise
         if not line:
-            return
+            return False
         received += len(line)
         if received > max_bytes or len(line) > MAX_EVENT_LINE_BYTES:
             raise BackendError("reply_too_large")
@@ -2692,7 +2701,7 @@ def _read_events(resp: Any, on_event: Callable[[Any], None], timeout_s: float, d
             continue                    # blank separators, comments, event: and id: fields
         data = line[5:].strip()
         if data == b"[DONE]":
-            return
+            return True
         try:
             event = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
@@ -5284,7 +5293,9 @@ def _chat(prompt: dict[str, str], settings: Settings, chat_model: str, timeout_s
     """Return the model's reply text, streamed when the server streams: each silent gap
     is bounded by settings.timeout_s, the whole call (retries included) by timeout_s;
     progress gets ('waiting for MODEL', tokens, 0) as tokens arrive. Raise BackendError
-    on any fault, with kind 'length' when the reply was cut at the model's limit."""
+    on any fault, with kind 'length' when the reply was cut at the model's limit and
+    'stream_cut' when the stream stopped with neither [DONE] nor a finish_reason (a
+    server that died mid-reply; either marker alone ends a reply, as servers differ)."""
     stage = f"waiting for {chat_model}"
     parts: list[str] = []
     finish: list[str] = []
@@ -5310,8 +5321,10 @@ def _chat(prompt: dict[str, str], settings: Settings, chat_model: str, timeout_s
                           settings.timeout_s, settings.retries, settings.api_key,
                           clock=settings.clock, sleep=settings.sleep, deadline_s=timeout_s,
                           may_retry=_retry_unreached, on_event=on_event)
-    if reply is None:                      # streamed
+    if isinstance(reply, _Streamed):
         content, reason = "".join(parts), (finish[-1] if finish else None)
+        if reason is None and not reply.has_done:
+            raise BackendError("stream_cut")
     else:                                  # the server ignored "stream": one plain reply
         choice = _first_choice(reply)
         message = choice.get("message")
@@ -5321,7 +5334,8 @@ def _chat(prompt: dict[str, str], settings: Settings, chat_model: str, timeout_s
     if reason == "length":
         raise BackendError("length")
     if not isinstance(content, str) or not content.strip():
-        raise BackendError("empty_reply" if reply is None or isinstance(content, str) else "empty_choices")
+        raise BackendError("empty_reply" if isinstance(reply, _Streamed) or isinstance(content, str)
+                           else "empty_choices")
     return content
 
 
