@@ -4895,10 +4895,12 @@ def citation_parse(text: str, paths: Iterable[str] = ()) -> list[Citation]:
     or in brackets `[..]` / parentheses `(..)` that may hold several separated by `;` or
     `,` (each optionally after `S1:`). A path may be quoted, "my notes.md":3-5 or
     `my notes.md`:3-5, and must be when it holds spaces, brackets, commas, semicolons or
-    colons. `paths` are the returned fragments' paths: an unquoted path is matched only
-    as a WHOLE known path (in NFC or NFD), ending right at the `:` and starting right after
-    the opening bracket, a separator, whitespace or the start of the text, so
-    `old notes.md:3` never cites `notes.md`. A path that was not returned must be quoted
+    colons; one wrapped whole in quotes, `my notes.md:3-5`, names all the text inside
+    them (see _cite_wrapped). `paths` are the returned fragments' paths: an unquoted
+    path is matched only as a WHOLE known path (in NFC or NFD), ending right at the `:`
+    and starting right after the opening bracket, a separator, whitespace or the start
+    of the text, so `old notes.md:3` never cites `notes.md`, and after a word holding no
+    '/' (sub/my fees.md:3 is refused). A path that was not returned must be quoted
     or free of those characters (and, bare, end in .md/.markdown/.txt) to be read; it is
     returned for the validator to report. When the text can be read in two ways (two known
     paths end at the same `:`, or a bracket holds text before the path other than a label
@@ -5056,6 +5058,9 @@ def _cite_bare(scan: _CiteScan, ref: int) -> Citation | None:
     """Return the citation whose line reference is at ref, written without brackets, or None."""
     text, match = scan.text, scan.ranges[ref]
     start, end = _cite_range(match)
+    wrapped = _cite_wrapped(scan, ref)
+    if wrapped is not None:
+        return wrapped[0]
     known: dict[str, int] = {}
     unknown: list[tuple[str, int]] = []
     if ref >= 2 and text[ref - 1] in _CITE_QUOTES:
@@ -5080,13 +5085,60 @@ def _cite_bare(scan: _CiteScan, ref: int) -> Citation | None:
             unknown.append((token.group(), ref - len(token.group())))
     if known:
         begin = min(known.values())
-        problem = "ambiguous" if len(known) > 1 or _inside_open_bracket(text, begin, match.end()) else None
+        problem = "ambiguous" if (len(known) > 1 or _inside_open_bracket(text, begin, match.end())
+                                  or _path_word_before(text, begin)) else None
         path = next(iter(known)) if len(known) == 1 else text[begin:ref]
         return Citation(path, start, end, (begin, match.end()), False, problem)
     if unknown:
         written, begin = unknown[0]
         return Citation(written, start, end, (begin, match.end()), False, None)
     return None
+
+
+def _cite_wrapped(scan: _CiteScan, ref: int) -> tuple[Citation | None] | None:
+    """Return (citation or None,) when the line reference at ref ends a citation wrapped
+    whole in quotes or backticks, `sub/my fees.md:3`: the text between the opening quote
+    and ':' is the name, whole, and no tail of it (fees.md) is read as another; a known
+    name is a citation, an unknown one only when it is a document's name (`host:8080`
+    stays text). The opening quote is the nearest one not inside a word; an odd number
+    of such quotes before it on its line means the quotes do not pair: refused as
+    'ambiguous'. The span takes the quotes, and a bracket right around them. None when
+    the reference is not so wrapped."""
+    text, match = scan.text, scan.ranges[ref]
+    after = match.end()
+    if after >= len(text) or text[after] not in _CITE_QUOTES or text[ref - 1:ref] in _CITE_QUOTES:
+        return None
+    line_start, quote = text.rfind("\n", 0, ref) + 1, text[after]
+    begin = text.rfind(quote, line_start, ref)
+    while begin > 0 and text[begin - 1].isalnum():    # a quote inside a word opens nothing
+        begin = text.rfind(quote, line_start, begin)
+    if begin < 0:
+        return None
+    written, (start, end) = text[begin + 1:ref], _cite_range(match)
+    span = (begin, after + 1)
+    if text[begin - 1:begin] + text[after + 1:after + 2] in ("[]", "()"):
+        span = (begin - 1, after + 2)
+    known = scan.index.resolve(written)
+    unpaired = text.count(quote, line_start, begin) % 2 == 1
+    if len(known) == 1 and not unpaired:
+        return (Citation(known[0], start, end, span),)
+    if known or unpaired or _DOCUMENT_NAME.match(written.rsplit("/", 1)[-1]):
+        return (Citation(written, start, end, span, False, "ambiguous" if known or unpaired else None),)
+    return (None,)
+
+
+def _path_word_before(text: str, begin: int) -> bool:
+    """Return whether the word before a bare name, across one run of spaces, may begin
+    that name: it holds a '/' or '\\' and ends in a letter or digit, not in a line
+    reference ("sub/my fees.md:3" may name a file other than fees.md; "a/b.md:1, c.md:3"
+    lists two)."""
+    gap = begin
+    while gap > 0 and text[gap - 1] in " \t":
+        gap -= 1
+    if gap == begin or gap == 0 or not text[gap - 1].isalnum():
+        return False
+    word = text[max(text.rfind(ch, 0, gap) for ch in " \t\n([") + 1:gap]
+    return ("/" in word or "\\" in word) and not _CITE_RANGE.search(word)
 
 
 def _inside_open_bracket(text: str, begin: int, after: int) -> bool:
