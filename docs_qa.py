@@ -168,6 +168,7 @@ __all__ = [
     "default_cache_dir", "cache_path", "cache_open", "cache_snapshot",
     "FileState", "ParsedBatch", "cache_meta", "cache_meta_put", "cache_transaction", "cache_use_wal",
     "cache_commit_point", "cache_clear_index", "cache_file_states", "cache_file_state", "cache_delete_files",
+    "cache_mark_stale",
     "cache_next_chunk_id", "cache_has_postings", "cache_path_chunks", "cache_term_postings",
     "cache_write_batch", "cache_write_postings", "cache_update_generation",
     "cache_chunk_count", "cache_mean_length", "cache_query_vector", "cache_forget_vector",
@@ -3180,6 +3181,14 @@ def cache_delete_files(conn: sqlite3.Connection, paths: list[str]) -> None:
     conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in paths])
 
 
+def cache_mark_stale(conn: sqlite3.Connection, paths: list[str]) -> None:
+    """Make the next refresh read paths again whatever their stat says (their text changed
+    under an unchanged size and mtime): their stored mtime becomes one no file has, and the
+    stat signature that lets a refresh skip comparing stats is dropped."""
+    conn.executemany("UPDATE files SET mtime_ns=-1 WHERE path=?", [(p,) for p in paths])
+    conn.execute("DELETE FROM meta WHERE key='stat_sig'")
+
+
 def cache_next_chunk_id(conn: sqlite3.Connection) -> int:
     """Return an id above every stored chunk's (postings keep ids ascending)."""
     return conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM chunks").fetchone()[0]
@@ -4441,6 +4450,14 @@ def search_rankings(question: str, settings: Settings, depth: int,
     return _with_index(settings, work)
 
 
+def _index_mark_stale(settings: Settings, paths: list[str]) -> None:
+    """Make the next refresh read paths again (see cache_mark_stale)."""
+    def work(conn: sqlite3.Connection, notes: list[Note]) -> None:
+        with cache_transaction(conn):
+            cache_mark_stale(conn, paths)
+    _with_index(settings, work)
+
+
 def index_folder(settings: Settings, progress: ProgressFn | None = None) -> IndexStats:
     """Index (or refresh) settings.docs_dir and, when embeddings are on, embed new chunks."""
     def work(conn: sqlite3.Connection, notes: list[Note]) -> IndexStats:
@@ -5258,6 +5275,11 @@ REFUSALS = {
     "en": "I did not find the answer in the documents.",
     "pl": "Nie znalazłem odpowiedzi w dokumentach.",
     "sk": "Odpoveď som v dokumentoch nenašiel.",
+}
+SOURCES_CHANGED = {               # shown instead of the refusal when cited lines changed meanwhile
+    "en": "The documents changed while I was answering; please ask again.",
+    "pl": "Dokumenty zmieniły się w trakcie odpowiadania; zapytaj ponownie.",
+    "sk": "Dokumenty sa počas odpovedania zmenili; opýtajte sa znova.",
 }
 CAVEATS = {
     "en": "Note: the evidence shown may be partial; a list in this answer may not be complete.",
@@ -6103,50 +6125,84 @@ def _unit_render(unit: _Unit, path: str) -> str:
 
 # --- 14e. answer() — search, then the model's reply or the extractive quote, checked
 
+@dataclass
+class _ChatState:
+    """The chat call that answer()'s passes share: its deadline (None: answer
+    extractively), the model once chosen, and the notes its choice or failure made."""
+
+    deadline: float | None
+    model: str | None
+    notes: list[Note] = field(default_factory=list)
+
+
 def answer(question: str, settings: Settings, progress: ProgressFn | None = None) -> AnswerResult:
     """Return an answer to question whose every citation was checked against the
     retrieved fragments; the refusal when none survives; no_answer when nothing matched.
     The model's reply unless settings.extractive; settings.chat_model None: the first chat
-    model the server lists (see _pick_chat_model)."""
+    model the server lists (see _pick_chat_model). Cited lines that differ from the file
+    now (a rewrite that kept its size and mtime hides from the refresh) have their files
+    indexed again and the question answered once more from their current text, noted
+    `source_changed`: never the refusal for that reason."""
     result = search(question, settings, progress)
+    chat = _ChatState(None if settings.extractive else settings.clock() + settings.chat_timeout_s,
+                      settings.chat_model)
+    outcome = _answer_over(result, settings, chat, progress)
+    changed = sorted({c.path for c in outcome.citations if c.problem == "source_changed"})
+    if changed:
+        _index_mark_stale(settings, changed)
+        outcome = _answer_over(search(question, settings, progress), settings, chat, progress)
+        outcome.notes.append(Note("source_changed", f"the cited lines of {', '.join(changed)} "
+                                  "differed from the indexed text (a rewrite that kept the size and "
+                                  "modification time); indexed again, and answered from the current text"))
+    return outcome
+
+
+def _answer_over(result: SearchResult, settings: Settings, chat: _ChatState,
+                 progress: ProgressFn | None) -> AnswerResult:
+    """Return the checked answer over a search result (see answer()); when no sentence
+    survives, the refusal, or the sources-changed sentence when cited lines changed."""
     prompt = _prompt(result.query, result)
     language = text_detect_language(result.query)
-    notes = list(result.notes)
     if not result.hits:
         return AnswerResult(result, "no_answer", "no_matching_sources", REFUSALS[language],
-                            "none", [], [], prompt, notes)
-    mode, reply = "extractive", None
-    if not settings.extractive:
-        chat_deadline = settings.clock() + settings.chat_timeout_s
-        chat_model = settings.chat_model
-        try:
-            if chat_model is None:
-                chat_model = _pick_chat_model(settings, notes)
-            reply = _chat(prompt, settings, chat_model, chat_deadline - settings.clock(), progress)
-            mode = "assistant"
-            if len(reply) > MAX_ANSWER_CHARS:
-                reply = _cut_answer(reply, MAX_ANSWER_CHARS)
-                notes.append(Note("answer_truncated", f"the model's reply was longer than "
-                                  f"{MAX_ANSWER_CHARS} characters and was cut"))
-        except BackendError as exc:
-            notes.append(Note("llm_truncated", "the model's reply was cut at its length limit; "
-                              "answered extractively") if exc.kind == "length" else
-                         Note("llm_unavailable",
-                              f"the chat model is unavailable ({exc.kind}); answered extractively"))
-    if reply is None:
-        reply = answer_extractive(result.query, result)
+                            "none", [], [], prompt, list(result.notes))
+    mode, reply, reply_notes = _reply(prompt, result, settings, chat, progress)
     # Exhaustiveness is a claim of the model's; a verbatim quote (extractive) makes none.
     complete = False if result.truncated and mode == "assistant" else None
     current = functools.lru_cache(maxsize=None)(
         functools.partial(corpus_reread, settings.docs_dir, max_bytes=settings.max_file_bytes))
     text, citations, unsupported, caveat = answer_check(reply, result, complete, current)
     readable = _without_unreadable(result, settings)
-    notes += readable.notes[len(result.notes):] + _recheck_notes(citations)
+    notes = result.notes + reply_notes + readable.notes[len(result.notes):] + _recheck_notes(citations)
     if not text:
-        text = REFUSALS[language]
+        changed = any(c.problem == "source_changed" for c in citations)
+        text = (SOURCES_CHANGED if changed else REFUSALS)[language]
     elif caveat:
         text += "\n\n" + CAVEATS[language]
     return AnswerResult(readable, "ok", None, text, mode, citations, unsupported, prompt, notes)
+
+
+def _reply(prompt: dict[str, str], result: SearchResult, settings: Settings, chat: _ChatState,
+           progress: ProgressFn | None) -> tuple[str, str, list[Note]]:
+    """Return (mode, reply, notes): the model's reply, or the extractive quote when
+    chat.deadline is None or the model fails (which ends chat for a second pass)."""
+    if chat.deadline is not None:
+        try:
+            if chat.model is None:
+                chat.model = _pick_chat_model(settings, chat.notes)
+            reply = _chat(prompt, settings, chat.model, chat.deadline - settings.clock(), progress)
+            if len(reply) <= MAX_ANSWER_CHARS:
+                return "assistant", reply, list(chat.notes)
+            return "assistant", _cut_answer(reply, MAX_ANSWER_CHARS), chat.notes + [
+                Note("answer_truncated", f"the model's reply was longer than "
+                                         f"{MAX_ANSWER_CHARS} characters and was cut")]
+        except BackendError as exc:
+            chat.deadline = None
+            chat.notes.append(Note("llm_truncated", "the model's reply was cut at its length limit; "
+                                   "answered extractively") if exc.kind == "length" else
+                              Note("llm_unavailable",
+                                   f"the chat model is unavailable ({exc.kind}); answered extractively"))
+    return "extractive", answer_extractive(result.query, result), list(chat.notes)
 
 
 # === 15. Envelope — map library results onto the v1 contract; errors onto the error envelope ===
