@@ -150,25 +150,25 @@ class StreamEndTest(ChatStreamCase):
     (issue 30, item 5): the extractive answer with an llm_unavailable note naming the cut;
     either end marker alone completes a reply."""
 
+    def ask_ending(self, fault: str) -> dict:
+        """Return the envelope of the question answered by a stream that ends as fault says."""
+        self.stub.reset()
+        self.stub.chat_reply, self.stub.chat_fault = REPLY, fault
+        return self.ask()
+
     def test_a_stream_cut_without_done_or_finish_reason_falls_back_with_a_note(self):
         for fault in ("cut", "cut_close"):
             with self.subTest(fault=fault):
-                self.stub.reset()
-                self.stub.chat_reply = REPLY
-                self.stub.chat_fault = fault
-                envelope = self.ask()
+                envelope = self.ask_ending(fault)
                 self.assertEqual((envelope["status"], envelope["answer_mode"]), ("ok", "extractive"))
-                self.assertIn("llm_unavailable", self.notes(envelope))
+                self.assertIn("(stream_cut)", self.notes(envelope).get("llm_unavailable", ""))
                 self.assertIn("[jpk.md:5-5]", envelope["answer"])
                 self.assertEqual(self.stub.chat_requests, 1)
 
     def test_a_stream_that_ends_with_only_a_finish_reason_or_only_done_is_complete(self):
         for fault in ("stop_no_done", "done_only"):
             with self.subTest(fault=fault):
-                self.stub.reset()
-                self.stub.chat_reply = REPLY
-                self.stub.chat_fault = fault
-                envelope = self.ask()
+                envelope = self.ask_ending(fault)
                 self.assertEqual(envelope["answer_mode"], "assistant", envelope["notes"])
                 self.assertIn("25. dnia", envelope["answer"])
 
