@@ -168,6 +168,7 @@ __all__ = [
     "default_cache_dir", "cache_path", "cache_open", "cache_snapshot",
     "FileState", "ParsedBatch", "cache_meta", "cache_meta_put", "cache_transaction", "cache_use_wal",
     "cache_commit_point", "cache_clear_index", "cache_file_states", "cache_file_state", "cache_delete_files",
+    "cache_mark_stale",
     "cache_next_chunk_id", "cache_has_postings", "cache_path_chunks", "cache_term_postings",
     "cache_write_batch", "cache_write_postings", "cache_update_generation",
     "cache_chunk_count", "cache_mean_length", "cache_query_vector", "cache_forget_vector",
@@ -490,8 +491,11 @@ def text_stem(token: str) -> str:
 
 def text_words(text: str, keep_case: bool = False) -> list[str]:
     """Return the words of text in NFKC with their diacritics, casefolded unless keep_case
-    (the forms name morphology reads; text_fold of a word is what the tokenizer sees)."""
+    (the forms name morphology reads; text_fold of a word is what the tokenizer sees);
+    a format character (Ko\u200bľko, ro\u00adku) joins a word as in text_fold, never splits it."""
     text = unicodedata.normalize("NFKC", text)
+    if not text.isascii():
+        text = _FORMAT_CHARS.sub("", text)
     return _TOKEN_RE.findall(text if keep_case else text.casefold())
 
 
@@ -625,7 +629,7 @@ def _stop_word_language(words: list[str] | dict[str, int]) -> str:
 def text_detect_language(text: str, default: str = "en") -> str:
     """Return 'pl', 'sk' or 'en' for a question or text, with or without diacritics;
     default when nothing tells (a code such as GTU_12)."""
-    raw_words = _TOKEN_RE.findall(text)
+    raw_words = _TOKEN_RE.findall(text if text.isascii() else _FORMAT_CHARS.sub("", text))
     words = [text_fold(w) for w in raw_words]
     coarse = _stop_word_language(words)
     if coarse == "en":
@@ -2602,6 +2606,14 @@ class BackendError(RetrievalUnavailableError):
 RetryPolicy = Callable[[str], bool]   # fault kind -> may the request be sent again?
 
 
+@dataclass(frozen=True)
+class _Streamed:
+    """What _request_json returns for a reply of server-sent events (passed to on_event):
+    whether the stream ended with its [DONE] line rather than just stopping."""
+
+    has_done: bool
+
+
 def _retry_transient(kind: str) -> bool:
     """Return whether a fault kind is worth another attempt for an idempotent request
     (embeddings): transient HTTP statuses and network faults, never refused or bad_url."""
@@ -2621,7 +2633,7 @@ def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int
     within deadline_s on clock() (default timeout_s * (retries + 1)); raise BackendError
     when it cannot.
     With on_event, a reply of server-sent events is passed to it event by event (each
-    silent gap bounded by timeout_s) and None is returned; a plain JSON reply is returned."""
+    silent gap bounded by timeout_s) and a _Streamed is returned; a plain JSON reply is returned."""
     import http.client
     import urllib.error
     import urllib.request
@@ -2641,8 +2653,8 @@ def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int
                                              method="GET" if body is None else "POST")
             with urllib.request.urlopen(request, timeout=min(timeout_s, max(remaining, 0.1))) as resp:
                 if on_event is not None and resp.headers.get_content_type() == "text/event-stream":
-                    _read_events(resp, on_event, timeout_s, deadline, max_bytes, clock)
-                    return None
+                    return _Streamed(_read_events(resp, on_event, timeout_s, deadline,
+                                                  max_bytes, clock))
                 raw = resp.read(max_bytes + 1)
             if len(raw) > max_bytes:
                 raise BackendError("reply_too_large")
@@ -2664,10 +2676,11 @@ def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int
 
 
 def _read_events(resp: Any, on_event: Callable[[Any], None], timeout_s: float, deadline: float,
-                 max_bytes: int, clock: Callable[[], float] = time.monotonic) -> None:
+                 max_bytes: int, clock: Callable[[], float] = time.monotonic) -> bool:
     """Pass each `data:` event of a server-sent event stream to on_event until [DONE] or
-    the end; raise BackendError('deadline') past the deadline on clock(), TimeoutError
-    after timeout_s of silence."""
+    the end; return True at [DONE], False when the stream just stopped; raise
+    BackendError('deadline') past the deadline on clock(), TimeoutError after timeout_s
+    of silence."""
     received = 0
     while True:
         remaining = deadline - clock()
@@ -2681,7 +2694,7 @@ def _read_events(resp: Any, on_event: Callable[[Any], None], timeout_s: float, d
                 raise BackendError("deadline") from None
             raise
         if not line:
-            return
+            return False
         received += len(line)
         if received > max_bytes or len(line) > MAX_EVENT_LINE_BYTES:
             raise BackendError("reply_too_large")
@@ -2689,7 +2702,7 @@ def _read_events(resp: Any, on_event: Callable[[Any], None], timeout_s: float, d
             continue                    # blank separators, comments, event: and id: fields
         data = line[5:].strip()
         if data == b"[DONE]":
-            return
+            return True
         try:
             event = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
@@ -3166,6 +3179,14 @@ def cache_file_state(conn: sqlite3.Connection, path: str) -> FileState | None:
 def cache_delete_files(conn: sqlite3.Connection, paths: list[str]) -> None:
     """Delete the files rows of paths (their chunks go with cache_write_batch's dropped_paths)."""
     conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in paths])
+
+
+def cache_mark_stale(conn: sqlite3.Connection, paths: list[str]) -> None:
+    """Make the next refresh read paths again whatever their stat says (their text changed
+    under an unchanged size and mtime): their stored mtime becomes one no file has, and the
+    stat signature that lets a refresh skip comparing stats is dropped."""
+    conn.executemany("UPDATE files SET mtime_ns=-1 WHERE path=?", [(p,) for p in paths])
+    conn.execute("DELETE FROM meta WHERE key='stat_sig'")
 
 
 def cache_next_chunk_id(conn: sqlite3.Connection) -> int:
@@ -4429,6 +4450,14 @@ def search_rankings(question: str, settings: Settings, depth: int,
     return _with_index(settings, work)
 
 
+def _index_mark_stale(settings: Settings, paths: list[str]) -> None:
+    """Make the next refresh read paths again (see cache_mark_stale)."""
+    def work(conn: sqlite3.Connection, notes: list[Note]) -> None:
+        with cache_transaction(conn):
+            cache_mark_stale(conn, paths)
+    _with_index(settings, work)
+
+
 def index_folder(settings: Settings, progress: ProgressFn | None = None) -> IndexStats:
     """Index (or refresh) settings.docs_dir and, when embeddings are on, embed new chunks."""
     def work(conn: sqlite3.Connection, notes: list[Note]) -> IndexStats:
@@ -4883,10 +4912,12 @@ def citation_parse(text: str, paths: Iterable[str] = ()) -> list[Citation]:
     or in brackets `[..]` / parentheses `(..)` that may hold several separated by `;` or
     `,` (each optionally after `S1:`). A path may be quoted, "my notes.md":3-5 or
     `my notes.md`:3-5, and must be when it holds spaces, brackets, commas, semicolons or
-    colons. `paths` are the returned fragments' paths: an unquoted path is matched only
-    as a WHOLE known path (in NFC or NFD), ending right at the `:` and starting right after
-    the opening bracket, a separator, whitespace or the start of the text, so
-    `old notes.md:3` never cites `notes.md`. A path that was not returned must be quoted
+    colons; one wrapped whole in quotes, `my notes.md:3-5`, names all the text inside
+    them (see _cite_wrapped). `paths` are the returned fragments' paths: an unquoted
+    path is matched only as a WHOLE known path (in NFC or NFD), ending right at the `:`
+    and starting right after the opening bracket, a separator, whitespace or the start
+    of the text, so `old notes.md:3` never cites `notes.md`, and after a word holding no
+    '/' (sub/my fees.md:3 is refused). A path that was not returned must be quoted
     or free of those characters (and, bare, end in .md/.markdown/.txt) to be read; it is
     returned for the validator to report. When the text can be read in two ways (two known
     paths end at the same `:`, or a bracket holds text before the path other than a label
@@ -5044,6 +5075,9 @@ def _cite_bare(scan: _CiteScan, ref: int) -> Citation | None:
     """Return the citation whose line reference is at ref, written without brackets, or None."""
     text, match = scan.text, scan.ranges[ref]
     start, end = _cite_range(match)
+    wrapped = _cite_wrapped(scan, ref)
+    if wrapped is not None:
+        return wrapped[0]
     known: dict[str, int] = {}
     unknown: list[tuple[str, int]] = []
     if ref >= 2 and text[ref - 1] in _CITE_QUOTES:
@@ -5068,13 +5102,60 @@ def _cite_bare(scan: _CiteScan, ref: int) -> Citation | None:
             unknown.append((token.group(), ref - len(token.group())))
     if known:
         begin = min(known.values())
-        problem = "ambiguous" if len(known) > 1 or _inside_open_bracket(text, begin, match.end()) else None
+        problem = "ambiguous" if (len(known) > 1 or _inside_open_bracket(text, begin, match.end())
+                                  or _path_word_before(text, begin)) else None
         path = next(iter(known)) if len(known) == 1 else text[begin:ref]
         return Citation(path, start, end, (begin, match.end()), False, problem)
     if unknown:
         written, begin = unknown[0]
         return Citation(written, start, end, (begin, match.end()), False, None)
     return None
+
+
+def _cite_wrapped(scan: _CiteScan, ref: int) -> tuple[Citation | None] | None:
+    """Return (citation or None,) when the line reference at ref ends a citation wrapped
+    whole in quotes or backticks, `sub/my fees.md:3`: the text between the opening quote
+    and ':' is the name, whole, and no tail of it (fees.md) is read as another; a known
+    name is a citation, an unknown one only when it is a document's name (`host:8080`
+    stays text). The opening quote is the nearest one not inside a word; an odd number
+    of such quotes before it on its line means the quotes do not pair: refused as
+    'ambiguous'. The span takes the quotes, and a bracket right around them. None when
+    the reference is not so wrapped."""
+    text, match = scan.text, scan.ranges[ref]
+    after = match.end()
+    if after >= len(text) or text[after] not in _CITE_QUOTES or text[ref - 1:ref] in _CITE_QUOTES:
+        return None
+    line_start, quote = text.rfind("\n", 0, ref) + 1, text[after]
+    begin = text.rfind(quote, line_start, ref)
+    while begin > 0 and text[begin - 1].isalnum():    # a quote inside a word opens nothing
+        begin = text.rfind(quote, line_start, begin)
+    if begin < 0:
+        return None
+    written, (start, end) = text[begin + 1:ref], _cite_range(match)
+    span = (begin, after + 1)
+    if text[begin - 1:begin] + text[after + 1:after + 2] in ("[]", "()"):
+        span = (begin - 1, after + 2)
+    known = scan.index.resolve(written)
+    unpaired = text.count(quote, line_start, begin) % 2 == 1
+    if len(known) == 1 and not unpaired:
+        return (Citation(known[0], start, end, span),)
+    if known or unpaired or _DOCUMENT_NAME.match(written.rsplit("/", 1)[-1]):
+        return (Citation(written, start, end, span, False, "ambiguous" if known or unpaired else None),)
+    return (None,)
+
+
+def _path_word_before(text: str, begin: int) -> bool:
+    """Return whether the word before a bare name, across one run of spaces, may begin
+    that name: it holds a '/' or '\\' and ends in a letter or digit, not in a line
+    reference ("sub/my fees.md:3" may name a file other than fees.md; "a/b.md:1, c.md:3"
+    lists two)."""
+    gap = begin
+    while gap > 0 and text[gap - 1] in " \t":
+        gap -= 1
+    if gap == begin or gap == 0 or not text[gap - 1].isalnum():
+        return False
+    word = text[max(text.rfind(ch, 0, gap) for ch in " \t\n([") + 1:gap]
+    return ("/" in word or "\\" in word) and not _CITE_RANGE.search(word)
 
 
 def _inside_open_bracket(text: str, begin: int, after: int) -> bool:
@@ -5195,6 +5276,11 @@ REFUSALS = {
     "pl": "Nie znalazłem odpowiedzi w dokumentach.",
     "sk": "Odpoveď som v dokumentoch nenašiel.",
 }
+SOURCES_CHANGED = {               # shown instead of the refusal when cited lines changed meanwhile
+    "en": "The documents changed while I was answering; please ask again.",
+    "pl": "Dokumenty zmieniły się w trakcie odpowiadania; zapytaj ponownie.",
+    "sk": "Dokumenty sa počas odpovedania zmenili; opýtajte sa znova.",
+}
 CAVEATS = {
     "en": "Note: the evidence shown may be partial; a list in this answer may not be complete.",
     "pl": "Uwaga: pokazane fragmenty mogą być niepełne; wyliczenie w tej odpowiedzi może nie być kompletne.",
@@ -5281,7 +5367,9 @@ def _chat(prompt: dict[str, str], settings: Settings, chat_model: str, timeout_s
     """Return the model's reply text, streamed when the server streams: each silent gap
     is bounded by settings.timeout_s, the whole call (retries included) by timeout_s;
     progress gets ('waiting for MODEL', tokens, 0) as tokens arrive. Raise BackendError
-    on any fault, with kind 'length' when the reply was cut at the model's limit."""
+    on any fault, with kind 'length' when the reply was cut at the model's limit and
+    'stream_cut' when the stream stopped with neither [DONE] nor a finish_reason (a
+    server that died mid-reply; either marker alone ends a reply, as servers differ)."""
     stage = f"waiting for {chat_model}"
     parts: list[str] = []
     finish: list[str] = []
@@ -5307,8 +5395,10 @@ def _chat(prompt: dict[str, str], settings: Settings, chat_model: str, timeout_s
                           settings.timeout_s, settings.retries, settings.api_key,
                           clock=settings.clock, sleep=settings.sleep, deadline_s=timeout_s,
                           may_retry=_retry_unreached, on_event=on_event)
-    if reply is None:                      # streamed
+    if isinstance(reply, _Streamed):
         content, reason = "".join(parts), (finish[-1] if finish else None)
+        if reason is None and not reply.has_done:
+            raise BackendError("stream_cut")
     else:                                  # the server ignored "stream": one plain reply
         choice = _first_choice(reply)
         message = choice.get("message")
@@ -5318,7 +5408,8 @@ def _chat(prompt: dict[str, str], settings: Settings, chat_model: str, timeout_s
     if reason == "length":
         raise BackendError("length")
     if not isinstance(content, str) or not content.strip():
-        raise BackendError("empty_reply" if reply is None or isinstance(content, str) else "empty_choices")
+        raise BackendError("empty_reply" if isinstance(reply, _Streamed) or isinstance(content, str)
+                           else "empty_choices")
     return content
 
 
@@ -6034,50 +6125,84 @@ def _unit_render(unit: _Unit, path: str) -> str:
 
 # --- 14e. answer() — search, then the model's reply or the extractive quote, checked
 
+@dataclass
+class _ChatState:
+    """The chat call that answer()'s passes share: its deadline (None: answer
+    extractively), the model once chosen, and the notes its choice or failure made."""
+
+    deadline: float | None
+    model: str | None
+    notes: list[Note] = field(default_factory=list)
+
+
 def answer(question: str, settings: Settings, progress: ProgressFn | None = None) -> AnswerResult:
     """Return an answer to question whose every citation was checked against the
     retrieved fragments; the refusal when none survives; no_answer when nothing matched.
     The model's reply unless settings.extractive; settings.chat_model None: the first chat
-    model the server lists (see _pick_chat_model)."""
+    model the server lists (see _pick_chat_model). Cited lines that differ from the file
+    now (a rewrite that kept its size and mtime hides from the refresh) have their files
+    indexed again and the question answered once more from their current text, noted
+    `source_changed`: never the refusal for that reason."""
     result = search(question, settings, progress)
+    chat = _ChatState(None if settings.extractive else settings.clock() + settings.chat_timeout_s,
+                      settings.chat_model)
+    outcome = _answer_over(result, settings, chat, progress)
+    changed = sorted({c.path for c in outcome.citations if c.problem == "source_changed"})
+    if changed:
+        _index_mark_stale(settings, changed)
+        outcome = _answer_over(search(question, settings, progress), settings, chat, progress)
+        outcome.notes.append(Note("source_changed", f"the cited lines of {', '.join(changed)} "
+                                  "differed from the indexed text (a rewrite that kept the size and "
+                                  "modification time); indexed again, and answered from the current text"))
+    return outcome
+
+
+def _answer_over(result: SearchResult, settings: Settings, chat: _ChatState,
+                 progress: ProgressFn | None) -> AnswerResult:
+    """Return the checked answer over a search result (see answer()); when no sentence
+    survives, the refusal, or the sources-changed sentence when cited lines changed."""
     prompt = _prompt(result.query, result)
     language = text_detect_language(result.query)
-    notes = list(result.notes)
     if not result.hits:
         return AnswerResult(result, "no_answer", "no_matching_sources", REFUSALS[language],
-                            "none", [], [], prompt, notes)
-    mode, reply = "extractive", None
-    if not settings.extractive:
-        chat_deadline = settings.clock() + settings.chat_timeout_s
-        chat_model = settings.chat_model
-        try:
-            if chat_model is None:
-                chat_model = _pick_chat_model(settings, notes)
-            reply = _chat(prompt, settings, chat_model, chat_deadline - settings.clock(), progress)
-            mode = "assistant"
-            if len(reply) > MAX_ANSWER_CHARS:
-                reply = _cut_answer(reply, MAX_ANSWER_CHARS)
-                notes.append(Note("answer_truncated", f"the model's reply was longer than "
-                                  f"{MAX_ANSWER_CHARS} characters and was cut"))
-        except BackendError as exc:
-            notes.append(Note("llm_truncated", "the model's reply was cut at its length limit; "
-                              "answered extractively") if exc.kind == "length" else
-                         Note("llm_unavailable",
-                              f"the chat model is unavailable ({exc.kind}); answered extractively"))
-    if reply is None:
-        reply = answer_extractive(result.query, result)
+                            "none", [], [], prompt, list(result.notes))
+    mode, reply, reply_notes = _reply(prompt, result, settings, chat, progress)
     # Exhaustiveness is a claim of the model's; a verbatim quote (extractive) makes none.
     complete = False if result.truncated and mode == "assistant" else None
     current = functools.lru_cache(maxsize=None)(
         functools.partial(corpus_reread, settings.docs_dir, max_bytes=settings.max_file_bytes))
     text, citations, unsupported, caveat = answer_check(reply, result, complete, current)
     readable = _without_unreadable(result, settings)
-    notes += readable.notes[len(result.notes):] + _recheck_notes(citations)
+    notes = result.notes + reply_notes + readable.notes[len(result.notes):] + _recheck_notes(citations)
     if not text:
-        text = REFUSALS[language]
+        changed = any(c.problem == "source_changed" for c in citations)
+        text = (SOURCES_CHANGED if changed else REFUSALS)[language]
     elif caveat:
         text += "\n\n" + CAVEATS[language]
     return AnswerResult(readable, "ok", None, text, mode, citations, unsupported, prompt, notes)
+
+
+def _reply(prompt: dict[str, str], result: SearchResult, settings: Settings, chat: _ChatState,
+           progress: ProgressFn | None) -> tuple[str, str, list[Note]]:
+    """Return (mode, reply, notes): the model's reply, or the extractive quote when
+    chat.deadline is None or the model fails (which ends chat for a second pass)."""
+    if chat.deadline is not None:
+        try:
+            if chat.model is None:
+                chat.model = _pick_chat_model(settings, chat.notes)
+            reply = _chat(prompt, settings, chat.model, chat.deadline - settings.clock(), progress)
+            if len(reply) <= MAX_ANSWER_CHARS:
+                return "assistant", reply, list(chat.notes)
+            return "assistant", _cut_answer(reply, MAX_ANSWER_CHARS), chat.notes + [
+                Note("answer_truncated", f"the model's reply was longer than "
+                                         f"{MAX_ANSWER_CHARS} characters and was cut")]
+        except BackendError as exc:
+            chat.deadline = None
+            chat.notes.append(Note("llm_truncated", "the model's reply was cut at its length limit; "
+                                   "answered extractively") if exc.kind == "length" else
+                              Note("llm_unavailable",
+                                   f"the chat model is unavailable ({exc.kind}); answered extractively"))
+    return "extractive", answer_extractive(result.query, result), list(chat.notes)
 
 
 # === 15. Envelope — map library results onto the v1 contract; errors onto the error envelope ===

@@ -176,7 +176,8 @@ class StubModelServer:
               "html", "truncated_json", "wrong_count", "wrong_dim", "changing_dim", "nan",
               "empty_choices", "huge", "no_content",
               # chat only: how a streamed reply misbehaves (see _chat_stream)
-              "hang_mid", "slow", "length", "no_stream", "refuse_then_ok")
+              "hang_mid", "slow", "length", "no_stream", "refuse_then_ok",
+              "cut", "cut_close", "stop_no_done", "done_only")
     MAX_EVENTS = 256         # a streamed reply is sent in at most this many events
 
     def __init__(self) -> None:
@@ -364,7 +365,11 @@ class StubModelServer:
     def _chat_stream(self, handler, fault: str | None, model: str | None) -> None:
         """Send chat_reply as server-sent events, one word per event, chunked like
         llama.cpp and vLLM; hang_mid stops after two words, slow spaces every word by
-        token_gap_s, length ends with finish_reason 'length'."""
+        token_gap_s, length ends with finish_reason 'length'. How the stream ends: cut
+        ends the body cleanly after half the words, with neither a finish_reason nor [DONE]
+        (a server that died mid-reply); cut_close drops the connection there without the
+        last chunk; stop_no_done sends finish_reason 'stop' but no [DONE] (some servers
+        omit it); done_only sends [DONE] without any finish_reason."""
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")
         handler.send_header("Transfer-Encoding", "chunked")
@@ -390,14 +395,21 @@ class StubModelServer:
                 if fault == "hang_mid" and i == 2:
                     self.release.wait(self.hang_s)
                     return
+                if fault in ("cut", "cut_close") and i == max(len(words) // 2, 1):
+                    if fault == "cut":
+                        chunk(b"")
+                    handler.close_connection = True
+                    return
                 if fault == "slow":
                     time.sleep(self.token_gap_s)
                 event({"content": word if i == 0 else " " + word})
                 with self._lock:
                     self.streamed_tokens += 1
                     self._lock.notify_all()
-            event({}, "length" if fault == "length" else "stop")
-            chunk(b"data: [DONE]\n\n")
+            if fault != "done_only":
+                event({}, "length" if fault == "length" else "stop")
+            if fault != "stop_no_done":
+                chunk(b"data: [DONE]\n\n")
             chunk(b"")
         except (BrokenPipeError, ConnectionResetError):
             pass

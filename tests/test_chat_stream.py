@@ -4,7 +4,8 @@ every fault (a length cut included) ends in the extractive answer with a note.
 
 The stand-in (tests/helpers.StubModelServer) streams server-sent events, hangs before the
 first byte (`hang`) or mid-stream (`hang_mid`), sends slowly but steadily (`slow`), cuts
-for length (`length`), or ignores "stream" (`chat_stream = False`). No assertion reads a
+for length (`length`), stops mid-reply with no end marker (`cut`, `cut_close`), ends with
+only one of them (`stop_no_done`, `done_only`), or ignores "stream" (`chat_stream = False`). No assertion reads a
 clock: a hang the client waited out would end after `hang_s` = 60 s with an empty reply,
 whose note names another kind than the `timeout` or `deadline` each test asserts.
 """
@@ -142,6 +143,34 @@ class LengthCutTest(ChatStreamCase):
                 self.assertNotIn("llm_unavailable", notes)
                 self.assertIn("[jpk.md:5-5]", envelope["answer"])
                 self.assertEqual(self.stub.chat_requests, 1)
+
+
+class StreamEndTest(ChatStreamCase):
+    """A stream that stops with neither [DONE] nor a finish_reason is an interrupted reply
+    (issue 30, item 5): the extractive answer with an llm_unavailable note naming the cut;
+    either end marker alone completes a reply."""
+
+    def ask_ending(self, fault: str) -> dict:
+        """Return the envelope of the question answered by a stream that ends as fault says."""
+        self.stub.reset()
+        self.stub.chat_reply, self.stub.chat_fault = REPLY, fault
+        return self.ask()
+
+    def test_a_stream_cut_without_done_or_finish_reason_falls_back_with_a_note(self):
+        for fault in ("cut", "cut_close"):
+            with self.subTest(fault=fault):
+                envelope = self.ask_ending(fault)
+                self.assertEqual((envelope["status"], envelope["answer_mode"]), ("ok", "extractive"))
+                self.assertIn("(stream_cut)", self.notes(envelope).get("llm_unavailable", ""))
+                self.assertIn("[jpk.md:5-5]", envelope["answer"])
+                self.assertEqual(self.stub.chat_requests, 1)
+
+    def test_a_stream_that_ends_with_only_a_finish_reason_or_only_done_is_complete(self):
+        for fault in ("stop_no_done", "done_only"):
+            with self.subTest(fault=fault):
+                envelope = self.ask_ending(fault)
+                self.assertEqual(envelope["answer_mode"], "assistant", envelope["notes"])
+                self.assertIn("25. dnia", envelope["answer"])
 
 
 class HttpRagBoundTest(ChatStreamCase):

@@ -63,6 +63,22 @@ class ParseNamesTest(unittest.TestCase):
         self.assertEqual(parsed("x [old notes.md:3]", ["notes.md"]),
                          [("notes.md", 3, 3, "ambiguous")])
 
+    def test_a_citation_wrapped_whole_in_quotes_names_the_whole_text_never_a_tail(self):
+        # issue 30, item 6: `sub/my fees.md:3` cites sub/my fees.md, never fees.md
+        for paths in (["sub/my fees.md", "fees.md"], ["fees.md"], []):
+            for form in ("`sub/my fees.md:3`", '"sub/my fees.md:3"', "[`sub/my fees.md:3`]"):
+                with self.subTest(paths=paths, form=form):
+                    got = docs_qa.citation_parse(f"Durian fee {form}.", paths)
+                    self.assertEqual([(c.path, c.start_line, c.problem) for c in got],
+                                     [("sub/my fees.md", 3, None)])
+                    self.assertEqual(got[0].span, (11, 11 + len(form)))      # the quotes go too
+        # bare, the word before holding a '/' may be part of the name: refused, not read as fees.md
+        self.assertEqual(parsed("Durian fee sub/my fees.md:3.", ["fees.md"]), [("fees.md", 3, 3, "ambiguous")])
+
+    def test_quoted_text_that_names_no_document_stays_text(self):
+        self.assertEqual(parsed("Port `:8080`, `host:8080` and \"host:8080\" [notes.md:3]."),
+                         [("notes.md", 3, 3, None)])
+
     def test_an_ambiguous_bare_citation_is_refused_not_guessed(self):
         cites = docs_qa.citation_validate(docs_qa.citation_parse("see old notes.md:3", NAMES), [
             docs_qa.Chunk("old notes.md", 1, 3, (), CORPUS["old notes.md"].rstrip("\n")),
@@ -109,7 +125,10 @@ class NameFuzzTest(unittest.TestCase):
             both_quotes = '"' in name and "`" in name
             for text, must_read_back in ((f"Claim [{docs_qa.citation_format(name, 1, 2)}].", not both_quotes),
                                          (f"x {docs_qa.citation_format(name, 1, 2)} y", not both_quotes),
-                                         (f"Claim [{name}:1-2].", False)):
+                                         (f"Claim [{name}:1-2].", False),
+                                         (f"x {name}:1-2 y", False)) + tuple(
+                    # wrapped whole in a quote the name does not hold (one it holds cannot wrap it)
+                    (f"x {q}{name}:1-2{q} y", True) for q in docs_qa._CITE_QUOTES if q not in name):
                 got = parsed(text, known)
                 where = f"name={name!r} text={text!r} got={got}"
                 self.assertFalse([g for g in got if g[3] is None and g[0] != name and g[0] in known], where)
@@ -200,6 +219,39 @@ class AssistantNamesTest(StubServerCase):
         context = self.stub.bodies[-1][1]["messages"][1]["content"]
         self.assertIn('["my notes.md":1-1]\nKumquat fee is 41 euros.', context)
         self.assertIn('["my notes.md":3-5]', self.stub.bodies[-1][1]["messages"][0]["content"])
+
+
+class WrappedCitationCliTest(StubServerCase):
+    """Issue 30, item 6, through the CLI: a model reply citing `sub/my fees.md:1` in
+    backticks is a citation of sub/my fees.md, never of fees.md beside it."""
+
+    corpus = {"sub/my fees.md": "Durian fee is 48 euros.\n",
+              "fees.md": "Durian fee is 48 euros, the shop says on `host:8080`.\n"}
+
+    def ask(self, reply: str) -> dict:
+        self.stub.chat_reply = reply
+        proc = run_cli("durian fee euros", "--docs", self.docs, "--cache-dir", self.cache,
+                       "--no-embed", "--chat-model", "stub-chat-7b", "--json",
+                       env={"DOCS_QA_BASE_URL": self.stub.base_url, "EMBED_MOCK": "0"})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        envelope = json.loads(proc.stdout)
+        self.assertEqual(envelope["answer_mode"], "assistant")
+        self.assertEqual(sorted(s["document_path"] for s in envelope["sources"]), ["fees.md", "sub/my fees.md"])
+        return envelope
+
+    def test_a_backticked_or_quoted_citation_names_the_whole_path(self):
+        for cite in ("`sub/my fees.md:1`", '"sub/my fees.md:1"'):
+            with self.subTest(cite=cite):
+                envelope = self.ask(f"Durian fee is 48 euros {cite}.")
+                self.assertEqual([(c["path"], c["valid"]) for c in envelope["citations"]],
+                                 [("sub/my fees.md", True)])
+                self.assertEqual(envelope["answer"], 'Durian fee is 48 euros. ["sub/my fees.md":1-1]')
+
+    def test_backticked_text_that_is_no_citation_stays_in_the_answer(self):
+        envelope = self.ask("Durian fee is 48 euros, the shop says on `host:8080` [fees.md:1].")
+        self.assertEqual([(c["path"], c["valid"]) for c in envelope["citations"]], [("fees.md", True)])
+        self.assertEqual(envelope["answer"],
+                         "Durian fee is 48 euros, the shop says on `host:8080`. [fees.md:1-1]")
 
 
 if __name__ == "__main__":

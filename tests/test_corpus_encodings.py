@@ -103,5 +103,52 @@ class FormatCharactersTest(TempDirTest):
                 self.assertEqual(envelope["sources"][0]["document_path"], "a.md")
 
 
+# Invisible characters a copied question may carry inside a word (issue 30, item 8).
+INVISIBLE = ("\u200b", "\u00ad", "\u200c", "\u200d", "\u2060", "\ufeff")
+
+
+def envelope_without_query(proc) -> dict:
+    """Return a CLI run's --json envelope without the echoed question."""
+    envelope = json.loads(proc.stdout)
+    envelope.pop("query", None)
+    return envelope
+
+
+class InvisibleCharactersInQuestionsTest(TempDirTest):
+    """The same question with a zero-width space or a soft hyphen inside a word gets the
+    same envelope (answer, sources, notes) from the CLI, for documents and for the graph."""
+
+    def test_a_documents_answer_is_the_same_with_a_format_character_inside_a_word(self):
+        write_files(self.docs, {"jpk.md": "# JPK\n\nPlik JPK składa się do 25. dnia miesiąca.\n",
+                                "kasy.md": "# Kasy\n\nKasa fiskalna online wysyła dane do CRK.\n"})
+
+        def ask(question: str) -> dict:
+            proc = run_cli(question, "--docs", self.docs, "--cache-dir", self.cache,
+                           "--extractive", "--json")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            return envelope_without_query(proc)
+        plain = ask("do kiedy składam plik JPK")
+        self.assertEqual(plain["sources"][0]["document_path"], "jpk.md")
+        for char in INVISIBLE:
+            with self.subTest(char=ascii(char)):
+                self.assertEqual(ask(f"do kie{char}dy skła{char}dam plik JPK"), plain)
+
+    def test_a_graph_answer_is_the_same_with_a_format_character_inside_a_word(self):
+        graph = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "corpus", "graph.json")
+
+        def ask(question: str) -> dict:
+            proc = run_cli("graph_store.py", question, "--graph", graph, "--json")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            return envelope_without_query(proc)
+        for question, split in (("Koľko osôb má prácu v roku 2024?", ("Ko", "ľko")),
+                                ("Aký názov práce má Ján Holp?", ("Ho", "lp"))):
+            plain = ask(question)
+            self.assertEqual(plain["status"], "ok")
+            for char in INVISIBLE:
+                with self.subTest(question=question, char=ascii(char)):
+                    self.assertEqual(ask(question.replace("".join(split), char.join(split))), plain)
+
+
 if __name__ == "__main__":
     unittest.main()
