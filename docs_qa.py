@@ -160,7 +160,7 @@ __all__ = [
     "text_query_terms", "text_query_counts", "text_sentences", "text_detect_language", "text_case_tells",
     "Tokenizer",
     "FileEntry", "CorpusScan", "ScanRun", "corpus_scan", "corpus_scan_begin", "corpus_walk", "corpus_read",
-    "corpus_readable", "corpus_reread",
+    "corpus_readable", "corpus_reread", "corpus_other_files", "corpus_no_documents_note",
     "chunk_text", "chunk_parse", "ParsedText", "front_matter_fields",
     "bm25_idf", "bm25_scores", "bm25_query_weight", "bm25_term_counts",
     "BackendError", "RetryPolicy",
