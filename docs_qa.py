@@ -160,7 +160,7 @@ __all__ = [
     "text_query_terms", "text_query_counts", "text_sentences", "text_detect_language", "text_case_tells",
     "Tokenizer",
     "FileEntry", "CorpusScan", "ScanRun", "corpus_scan", "corpus_scan_begin", "corpus_walk", "corpus_read",
-    "corpus_readable", "corpus_reread",
+    "corpus_readable", "corpus_reread", "corpus_other_files", "corpus_no_documents_note",
     "chunk_text", "chunk_parse", "ParsedText", "front_matter_fields",
     "bm25_idf", "bm25_scores", "bm25_query_weight", "bm25_term_counts",
     "BackendError", "RetryPolicy",
@@ -1279,6 +1279,57 @@ def _summarise_skips(code: str, paths: list[str]) -> Note:
     """Return one note for all files skipped for the same reason, naming a few."""
     shown = ", ".join(sorted(paths)[:3]) + (", ..." if len(paths) > 3 else "")
     return Note(code, _SKIP_MESSAGES[code].format(n=len(paths)) + f" ({shown})")
+
+
+OTHER_FILES_MAX_ENTRIES = 20000    # entries corpus_other_files looks at, at most
+OTHER_TYPES_SHOWN = 6              # file types a no_documents note names, then "..."
+_SHOWN_EXTENSION = _lazy_re(r"\.[a-z0-9][a-z0-9_+-]{0,9}\Z")   # a type a note names; others: "other"
+
+
+def corpus_other_files(root: str, skip_dirs: Iterable[str] = ()) -> tuple[Counter, bool]:
+    """Return how many files under root, by lower-cased extension, the walk leaves out
+    because they are not documents (.pdf, .docx, .html), and whether the count stopped at
+    OTHER_FILES_MAX_ENTRIES. The walk's rules: hidden entries, symlinks and the skip_dirs
+    are not entered; unreadable folders are passed over. Asked only when a folder yields no
+    document, so the walk itself never lists them."""
+    types: Counter = Counter()
+    skip_ids, stack, seen = _dir_ids(skip_dirs), [root], 0
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                entries = list(itertools.islice(it, OTHER_FILES_MAX_ENTRIES - seen + 1))
+        except OSError:
+            continue
+        seen += len(entries)
+        if seen > OTHER_FILES_MAX_ENTRIES:
+            return types, True
+        for entry in entries:
+            try:
+                if entry.name[0] == ".":
+                    continue
+                if _IS_DIR(entry):
+                    if not (skip_ids and _is_skipped_dir(entry, skip_ids)):
+                        stack.append(entry.path)
+                elif _IS_FILE(entry) and not _DOCUMENT_NAME.match(entry.name):
+                    ext = os.path.splitext(entry.name)[1].lower()
+                    types["no extension" if not ext else ext if _SHOWN_EXTENSION.match(ext) else "other"] += 1
+            except OSError:
+                continue
+    return types, False
+
+
+def corpus_no_documents_note(root: str, skip_dirs: Iterable[str] = ()) -> Note:
+    """Return the no_documents note of a folder that yields no document: the types read
+    and how many files of other types were skipped, by type (corpus_other_files)."""
+    types, capped = corpus_other_files(root, skip_dirs)
+    head = f"the folder holds no readable document of the supported types ({', '.join(DOC_EXTENSIONS)})"
+    if not types:
+        return Note("no_documents", head + ("; it holds no other file either" if not capped else ""))
+    ranked = sorted(types.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"{n} {ext}" for ext, n in ranked[:OTHER_TYPES_SHOWN]) + (
+        ", ..." if len(ranked) > OTHER_TYPES_SHOWN else "")
+    return Note("no_documents", f"{head}; skipped {'at least ' if capped else ''}"
+                                f"{sum(types.values())} file(s) of other types: {shown}")
 
 
 # --- 5a. Shared walk — on a large folder a forked child and this process list and stat it
@@ -4389,8 +4440,9 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
     else:
         ranked = _rank(conn, question, settings, pool, progress, notes)
     truncation = ["candidate_limit"] if ranked.bm25_matches > pool and ranked.gate is None else []
-    if ranked.gate is not None:
-        notes.append(ranked.gate)
+    verdict = _no_documents_note(stats, settings) or ranked.gate     # no document: the gate's shares mean nothing
+    if verdict is not None:
+        notes.append(verdict)
     hits, limit_reasons = _apply_limits(conn, ranked.fused, ranked.rankings, ranked.scores, settings)
     return SearchResult(
         query=question, hits=hits, mode=ranked.mode, index_version=stats.index_version,
@@ -4458,11 +4510,19 @@ def _index_mark_stale(settings: Settings, paths: list[str]) -> None:
     _with_index(settings, work)
 
 
+def _no_documents_note(stats: IndexStats, settings: Settings) -> Note | None:
+    """Return the no_documents note (corpus_no_documents_note) when a refresh's stats hold no
+    document, else None."""
+    if stats.new or stats.updated or stats.unchanged:
+        return None
+    return corpus_no_documents_note(settings.docs_dir, [settings.cache_dir] if settings.cache_dir else [])
+
+
 def index_folder(settings: Settings, progress: ProgressFn | None = None) -> IndexStats:
     """Index (or refresh) settings.docs_dir and, when embeddings are on, embed new chunks."""
     def work(conn: sqlite3.Connection, notes: list[Note]) -> IndexStats:
         stats = index_refresh(conn, settings, progress)
-        stats.notes = notes + stats.notes
+        stats.notes = notes + stats.notes + [n for n in (_no_documents_note(stats, settings),) if n]
         if settings.use_embeddings:
             try:
                 _embed_missing(conn, settings, progress, notes=stats.notes)
@@ -4716,6 +4776,8 @@ def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, 
     question, and words spread over unrelated chunks do not add up (the folder's share
     counts every word found anywhere, so a long question is not refused for that)."""
     n_chunks = cache_chunk_count(conn)
+    if not n_chunks:
+        return 0.0, 0.0, None           # an IDF over no chunks is negative: it would print -0%
     case_tells = text_case_tells(question)
     total, found, earned, named = 0.0, 0.0, Counter(), None
     for word in _QUESTION_WORD.findall(question):

@@ -11,7 +11,7 @@ import time
 import unittest
 from unittest import mock
 
-from helpers import TempDirTest, assert_clean_failure_output, docs_qa, run_cli, write_files
+from helpers import LiveDocsServer, TempDirTest, assert_clean_failure_output, docs_qa, run_cli, write_files
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -213,6 +213,52 @@ class DocsFolderTest(CliCase):
         chunks = docs_qa.chunk_text("c.md", text)
         self.assertEqual([c.sections for c in chunks], [("Real",), ("Real", "Second")])
         self.assertEqual((chunks[0].start_line, chunks[0].end_line), (1, 11))
+
+
+class NoSupportedDocumentTest(CliCase):
+    """A folder of files docs-qa does not read says so, with the skipped files by type."""
+
+    OTHERS = {"a.pdf": b"%PDF-1.4 stawka VAT", "b.PDF": b"%PDF-1.4", "report.docx": b"PK\x03\x04",
+              "sub/page.html": "<p>stawka VAT 23%</p>", "sub/LICENSE": "text", ".hidden.pdf": b"%PDF"}
+    EXPECTED = ("the folder holds no readable document of the supported types (.md, .markdown, .txt); "
+                "skipped 5 file(s) of other types: 2 .pdf, 1 .docx, 1 .html, 1 no extension")
+
+    def setUp(self):
+        super().setUp()
+        write_files(self.docs, self.OTHERS)
+
+    def test_json_names_the_skipped_types_instead_of_a_coverage_share(self):
+        env = self.ask("Jaka jest stawka VAT?")
+        self.assertEqual((env["status"], env["reason"]), ("no_answer", "no_matching_sources"))
+        self.assertEqual(self.notes(env)["no_documents"], self.EXPECTED)
+        self.assertNotIn("no_plausible_match", self.notes(env))
+
+    def test_text_output_of_a_real_process_says_so(self):
+        proc = run_cli("Jaka jest stawka VAT?", "--docs", self.docs, "--cache-dir", self.cache,
+                       "--no-embed", in_process=False)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(f"! no_documents: {self.EXPECTED}", proc.stdout)
+        self.assertNotIn("%", proc.stdout)
+
+    def test_index_command_says_so_too(self):
+        proc = run_cli("index", "--docs", self.docs, "--cache-dir", self.cache, "--no-embed")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(f"! no_documents: {self.EXPECTED}", proc.stdout + proc.stderr)
+
+    def test_http_search_carries_the_same_note(self):
+        live = LiveDocsServer(self.OTHERS)
+        self.addCleanup(live.close)
+        status, _, body = live.request("POST", "/search", json.dumps({"query": "stawka VAT"}).encode(),
+                                       {"Content-Type": "application/json"})
+        env = json.loads(body)
+        self.assertEqual((status, env["status"], env["sources"]), (200, "no_answer", []))
+        self.assertEqual(self.notes(env)["no_documents"], self.EXPECTED)
+
+    def test_a_folder_of_empty_documents_reports_zero_not_minus_zero_percent(self):
+        write_files(self.docs, {"empty.md": "", "blank.txt": "\n\n"})
+        message = self.notes(self.ask("Jaka jest stawka VAT?"))["no_plausible_match"]
+        self.assertIn("holds only 0% of the question's words", message)
+        self.assertIn("the folder 0%", message)
 
 
 class QuestionTest(CliCase):
