@@ -6198,7 +6198,6 @@ def _error_boundary(exc: Exception, debug: bool, log: Callable[[str], None] | No
 _LIMIT_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
 _QUESTION_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS,
                     "pattern": r"[^\s\x00-\x1f\x7f-\x9f]"}   # something besides spaces and controls
-_QUESTION_CONTENT = _lazy_re(_QUESTION_SCHEMA["pattern"])
 
 
 def _is_finite_number(value: Any) -> bool:
@@ -6322,15 +6321,15 @@ def operation_validate(operation: Operation, request: Any) -> dict[str, Any]:
     value = request.get(text_field)
     if value is None:
         raise InvalidQueryError("the question is missing", (text_field,))
-    if isinstance(value, str) and not _QUESTION_CONTENT.search(value):
-        raise InvalidQueryError("the question is empty", (text_field,))
-    if isinstance(value, str) and len(value) > MAX_QUESTION_CHARS:
-        raise InvalidQueryError(f"the question is longer than {MAX_QUESTION_CHARS} characters",
-                                (text_field,))
+    if isinstance(value, str):
+        try:                         # the library's own check (format characters count as none)
+            _validate_question(value)
+        except InvalidQueryError as exc:
+            raise InvalidQueryError(exc.message, (text_field,)) from None
     request = _integral_floats_as_ints(request, operation.request_schema)
-    problems = rc.schema_errors(request, operation.request_schema)
-    if problems:
-        names = sorted({p.split(".")[1].split("[")[0] for p in problems if "." in p})
+    if rc.schema_errors(request, operation.request_schema):
+        each = {**operation.request_schema, "required": []}   # one key at a time: a key may hold '.' or '['
+        names = sorted(key for key, item in request.items() if rc.schema_errors({key: item}, each))
         raise InvalidRequestError("invalid fields: " + ", ".join(names), names)
     return request
 
@@ -6861,6 +6860,8 @@ HTTP_REQUEST_DEADLINE_S = 30.0     # request line + headers + body, so dripped h
 HTTP_MAX_CONNECTIONS = 64          # connections served at once; more are answered 503 at once
 HTTP_MAX_LENGTH_DIGITS = 18        # a longer Content-Length is over any limit (no huge int parsing)
 _JSON_TYPE = "application/json; charset=utf-8"
+_JSON_HEADERS = {"Content-Type": _JSON_TYPE, "Cache-Control": "no-store",   # every JSON reply's;
+                 "X-Content-Type-Options": "nosniff"}    # nosniff: never run or shown as a page
 _OPEN_PATHS = ("/health", "/")     # answered without a token (the page holds no data)
 CORS_ALLOW_HEADERS = "Authorization, Content-Type"
 CORS_MAX_AGE_S = 600               # how long a browser may reuse a preflight answer
@@ -6907,9 +6908,10 @@ def _http_routes() -> dict[str, tuple[str, str]]:
     return routes
 
 
-def http_openapi(with_auth: bool = False) -> dict:
+def http_openapi(with_auth: bool = False, with_graph: bool = True) -> dict:
     """Return the OpenAPI 3.1 document: every route and schema comes from OPERATIONS and
-    the contract; every error status answers with the error envelope."""
+    the contract (/graph only with_graph, as mcp_tools lists query_graph); every error
+    status answers with the error envelope."""
     error_ref = {"$ref": "#/components/schemas/Error"}
 
     def reply(description: str, schema: dict) -> dict:
@@ -6927,6 +6929,8 @@ def http_openapi(with_auth: bool = False) -> dict:
     schemas: dict[str, dict] = {"Error": rc.error_schema(), "Health": _HEALTH_SCHEMA}
     paths: dict[str, dict] = {}
     for name, op in OPERATIONS.items():
+        if name == "graph" and not with_graph:
+            continue
         schemas[f"{name.capitalize()}Envelope"] = op.response_schema
         paths[f"/{name}"] = {"post": {
             "operationId": op.tool or name, "summary": op.summary, "description": op.summary,
@@ -6997,7 +7001,7 @@ def _error_reply(status: HTTPStatus, error: ContractError | None = None) -> tupl
     request line): the error envelope, and the connection closed after it."""
     error = error or _HTTP_ERROR_TYPES.get(status, InvalidQueryError)()
     body = json.dumps(rc.error_result(error).to_dict(), ensure_ascii=False).encode("utf-8")
-    return status, {"Content-Type": _JSON_TYPE, "Cache-Control": "no-store", "Connection": "close"}, body
+    return status, {**_JSON_HEADERS, "Connection": "close"}, body
 
 
 def _is_authorized(headers: dict[str, str], token: str) -> bool:
@@ -7040,7 +7044,7 @@ def _http_dispatch(method: str, path: str, headers: dict[str, str], body: bytes,
         return HTTPStatus.OK, {"status": "ok", "contract_version": rc.CONTRACT_VERSION,
                      "operations": list(OPERATIONS), "graph_loaded": ctx.ops.graph is not None}
     if target == "openapi":
-        return HTTPStatus.OK, http_openapi(ctx.token is not None)
+        return HTTPStatus.OK, http_openapi(ctx.token is not None, ctx.ops.graph is not None)
     if target == "page":
         return HTTPStatus.OK, page_reply(query, headers, ctx)
     if target == "source":
@@ -7101,8 +7105,7 @@ def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
         status = exc.http_status if isinstance(exc, ContractError) else HTTPStatus.INTERNAL_SERVER_ERROR
     if isinstance(payload, PageReply):
         return status, payload.headers, payload.body
-    reply_headers = {"Content-Type": _JSON_TYPE, "Cache-Control": "no-store",
-                     **_cors_headers(headers, ctx)}
+    reply_headers = {**_JSON_HEADERS, **_cors_headers(headers, ctx)}
     if status == HTTPStatus.UNAUTHORIZED:
         reply_headers["WWW-Authenticate"] = 'Bearer realm="docs-qa"'
     if status == HTTPStatus.METHOD_NOT_ALLOWED:
@@ -7712,10 +7715,12 @@ _PAGE_JS = r"""
     }
   }
 
+  function errorText(env) { return T.error + ": " + env.reason + (env.detail ? " — " + env.detail : ""); }
+
   function render(env) {
     const box = $("answer");
     if (env.status === "error") {
-      box.appendChild(el("p", T.error + ": " + env.reason + (env.detail ? " — " + env.detail : ""), "warn"));
+      box.appendChild(el("p", errorText(env), "warn"));
     } else {
       const text = el("p", null, "answer");
       if (env.tool === "graph") text.textContent = env.answer || "";
@@ -7736,7 +7741,7 @@ _PAGE_JS = r"""
     const body = graph ? {question: question} : {question: question, extractive: mode === "extractive"};
     const reply = await call("POST", graph ? "graph" : "rag", body);
     render(reply.data);
-    say(T.done);
+    say(reply.data.status === "error" ? errorText(reply.data) : T.done);
     const n = parseInt(params.get("cite") || "", 10);
     const links = $("answer").querySelectorAll("a.cite");
     if (n >= 1 && n <= links.length) links[n - 1].click();

@@ -124,6 +124,15 @@ class FramingAndErrorPagesTest(unittest.TestCase):
         }
         self.assert_closing_json_errors(cases)
 
+    def test_every_json_reply_says_nosniff(self):
+        # a browser must never take a reply for HTML or script, whatever its text holds
+        for data in (HEALTH, post("/search", b'{"query": "JPK"}'), b"GET /nope HTTP/1.1\r\n\r\n",
+                     b"garbage\r\n\r\n", post("/search", b"x", "Transfer-Encoding: chunked")):
+            with self.subTest(data=data[:30]):
+                headers = http_parse_reply(http_exchange(self.live.port, data))[1]
+                self.assertTrue(headers["content-type"].startswith("application/json"))
+                self.assertEqual(headers.get("x-content-type-options"), "nosniff")
+
     def test_an_unknown_method_is_a_json_405_naming_the_allowed_ones(self):
         # its request is framed like any other (headers, Content-Length), so unlike the
         # errors above the connection need not close

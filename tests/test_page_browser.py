@@ -186,6 +186,13 @@ class PageInBrowserTest(unittest.TestCase):
         self.assertIn("Token dostępu", dom.text["token-box"])
         self.assertEqual(dom.cites, [])
 
+    def test_a_failed_request_is_said_in_the_status_line_not_answer_ready(self):
+        too_long = "podatek " * 600                                     # over 4,000 characters: 400
+        dom = self.dom(self.url(self.live, q=too_long, mode="extractive"))
+        self.assertIn("The request failed: invalid_query", dom.text["status"])
+        self.assertNotIn("Answer ready", dom.text["status"])
+        self.assertIn("invalid_query", dom.text["answer"])
+
     def test_a_screenshot_of_the_answered_page_is_saved(self):
         target = os.environ.get("DOCS_QA_PAGE_SCREENSHOT") or os.path.join(self.tmp, "page.png")
         proc = run_browser(self.browser, self.url(self.live, q=QUESTION, mode="extractive", cite="1"),
