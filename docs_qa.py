@@ -6561,8 +6561,36 @@ def _server_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                             help="a browser origin allowed to call the server, e.g. "
                                  "http://localhost:3000 for OpenWebUI tool servers (repeatable; env "
-                                 "DOCS_QA_CORS_ORIGINS, comma-separated; '*' any, refused with a token)")
+                                 "DOCS_QA_CORS_ORIGINS, comma-separated; '*' any, refused with a "
+                                 "token). A request whose Origin is neither listed nor the "
+                                 "server's own page gets 403 forbidden_host")
+        parser.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                            type=_allowed_host,
+                            help="on a loopback address (the default) only a request whose Host "
+                                 "header is 127.0.0.1, localhost or [::1] (any port) is answered, "
+                                 "others get 403 forbidden_host: a web page cannot reach the "
+                                 "server by pointing its own name at 127.0.0.1 (DNS rebinding). "
+                                 "Add a NAME the server is also reached by, e.g. docs.example.org "
+                                 "behind a reverse proxy that keeps the Host (repeatable). Bound "
+                                 "to any other address, every Host is answered and DOCS_QA_TOKEN "
+                                 "guards it")
     return parser
+
+
+def _allowed_host(value: str) -> str:
+    """Return an --allowed-host name lower-cased (an IPv6 address in brackets, as a Host
+    header spells it); raise ArgumentTypeError for anything but a bare name or address."""
+    import ipaddress
+    name = value.strip().lower()
+    try:
+        address = ipaddress.ip_address(name[1:-1] if name.startswith("[") and name.endswith("]") else name)
+        return f"[{address}]" if address.version == 6 else str(address)
+    except ValueError:
+        pass
+    if not _HOST_NAME.fullmatch(name):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a host name: give it bare, as in "
+                                         "docs.example.org (no scheme, port, path or '*')")
+    return name
 
 
 def _check_cache_dir_arg(path: str | None) -> None:
@@ -6865,6 +6893,7 @@ _JSON_HEADERS = {"Content-Type": _JSON_TYPE, "Cache-Control": "no-store",   # ev
 _OPEN_PATHS = ("/health", "/")     # answered without a token (the page holds no data)
 CORS_ALLOW_HEADERS = "Authorization, Content-Type"
 CORS_MAX_AGE_S = 600               # how long a browser may reuse a preflight answer
+HTTP_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")   # the Host names a loopback server answers
 
 _HEALTH_SCHEMA = {"type": "object", "properties": {
     "status": {"const": "ok"}, "contract_version": {"type": "string"},
@@ -6874,6 +6903,8 @@ _HEALTH_SCHEMA = {"type": "object", "properties": {
     "additionalProperties": False}
 
 _ASCII_DIGITS = _lazy_re(r"[0-9]+")
+_HOST_AND_PORT = _lazy_re(r"(\[[0-9A-Fa-f:.]+\]|[^\s:/?#@\[\]]+)(?::[0-9]*)?")   # a Host header's value
+_HOST_NAME = _lazy_re(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")                          # what --allowed-host takes
 
 _HTTP_ERROR_TYPES = {HTTPStatus.NOT_IMPLEMENTED: rc.MethodNotAllowedError,   # a method http.server has no do_ for
                      HTTPStatus.SERVICE_UNAVAILABLE: RetrievalUnavailableError}   # any other: invalid_query
@@ -6894,6 +6925,9 @@ class ServerContext:
     startup: Any = None                  # _StartupIndex while the MCP start-up index runs
     index_keeper: Any = None             # the connection keeping a --no-cache index alive
     socket_timeout_s: float = HTTP_TIMEOUT_S   # per socket operation of an HTTP connection
+    allowed_hosts: tuple[str, ...] = ()  # Host names accepted beside loopback's own (--allowed-host)
+    host_names: frozenset[str] | None = None   # set by http_server on a loopback address: the
+                                         # Host names it answers (None: any, a token guards it)
 
     def log_line(self, text: str) -> None:
         if self.log is not None:     # a request line or a file name may hold terminal escapes
@@ -6920,6 +6954,8 @@ def http_openapi(with_auth: bool = False, with_graph: bool = True) -> dict:
     errors = {_status_key(code): reply(f"error envelope ({reason})", error_ref)
               for code, reason in ((HTTPStatus.BAD_REQUEST, "invalid_query"),
                                    (HTTPStatus.UNAUTHORIZED, "unauthorized"),
+                                   (HTTPStatus.FORBIDDEN, "forbidden_host: a Host or Origin not "
+                                                          "the server's own"),
                                    (HTTPStatus.LENGTH_REQUIRED, "invalid_query: a body needs Content-Length"),
                                    (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_query: body over 1 MiB"),
                                    (HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_request"),
@@ -7055,6 +7091,36 @@ def _http_dispatch(method: str, path: str, headers: dict[str, str], body: bytes,
     return HTTPStatus.OK, operation_run(target, _json_request(body), ctx.ops).to_dict()
 
 
+def _host_name(value: str) -> str | None:
+    """Return the name of a Host header's value, lower-cased and without its port
+    ('LOCALHOST:8000' -> 'localhost', '[::1]:8000' -> '[::1]'); None when it is no host[:port]."""
+    match = _HOST_AND_PORT.fullmatch(value.strip())
+    return match.group(1).lower() if match else None
+
+
+def _http_check_host(headers: dict[str, str], ctx: ServerContext) -> None:
+    """Raise ForbiddenHostError when a loopback-bound server is sent a Host it is not named
+    by: a web page whose own name an attacker re-pointed at 127.0.0.1 (DNS rebinding) is sent
+    with that name. The port is not compared (the rebound page must use the server's port
+    anyway, and a tunnel or port mapping changes it); a request without Host (HTTP/1.0, never
+    a browser) is answered."""
+    host = _header(headers, "Host")
+    if ctx.host_names is not None and host is not None and _host_name(host) not in ctx.host_names:
+        raise rc.ForbiddenHostError()
+
+
+def _http_check_origin(headers: dict[str, str], ctx: ServerContext) -> None:
+    """Raise ForbiddenHostError when a browser's Origin is neither this server's own (the
+    request's Host, over http or https) nor listed with --cors-origin; no Origin (not a
+    browser, or a same-origin GET) passes."""
+    origin = _header(headers, "Origin")
+    if origin is None or "*" in ctx.cors_origins or origin in ctx.cors_origins:
+        return
+    host = (_header(headers, "Host") or "").strip().lower()
+    if not host or origin.strip().lower() not in (f"http://{host}", f"https://{host}"):
+        raise rc.ForbiddenHostError()
+
+
 def _cors_headers(headers: dict[str, str], ctx: ServerContext) -> dict[str, str]:
     """Return the CORS headers of a reply: Access-Control-Allow-Origin echoing a listed
     Origin (or '*' when any is allowed), and Vary: Origin whenever CORS is on."""
@@ -7094,11 +7160,13 @@ def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
         path, query = urllib.parse.urlsplit(path)[2:4]
     except ValueError:               # e.g. '//[': left as given, so it is a 404
         query = ""
-    if method == "OPTIONS":
-        preflight = _cors_preflight(path, headers, ctx)
-        if preflight is not None:
-            return preflight
     try:
+        _http_check_host(headers, ctx)
+        if method == "OPTIONS":
+            preflight = _cors_preflight(path, headers, ctx)
+            if preflight is not None:
+                return preflight
+        _http_check_origin(headers, ctx)
         status, payload = _http_dispatch(method, path, headers, body, ctx, query)
     except Exception as exc:  # the HTTP transport's one boundary
         payload = _error_boundary(exc, ctx.debug, ctx.log_line).to_dict()
@@ -7337,8 +7405,14 @@ def _drain_and_close(sock: socket.socket) -> None:
 
 
 def http_server(ctx: ServerContext, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> ThreadingHTTPServer:
-    """Return a bound, not yet serving, threaded HTTP server (port 0: any free port)."""
-    return _http_classes()[1]((host, port), ctx)
+    """Return a bound, not yet serving, threaded HTTP server (port 0: any free port); on a
+    loopback address it answers only a Host naming it (ctx.host_names: HTTP_LOOPBACK_NAMES,
+    the address itself and ctx.allowed_hosts)."""
+    server = _http_classes()[1]((host, port), ctx)
+    if http_is_loopback(host):
+        own = f"[{host}]" if ":" in host else host
+        ctx.host_names = frozenset(name.lower() for name in (*HTTP_LOOPBACK_NAMES, own, *ctx.allowed_hosts))
+    return server
 
 
 def http_is_loopback(host: str) -> bool:
@@ -7964,8 +8038,8 @@ def page_openapi_paths(reply: Callable[[str, dict], dict], errors: dict[str, dic
         ("start", line, "first cited line (1-based)"), ("end", line, "last cited line (default: start)"),
         ("context", line, f"lines around them (default {PAGE_CONTEXT_LINES}, at most {MAX_SOURCE_CONTEXT})"))]
     source_errors = {k: v for k, v in errors.items() if k in map(_status_key, (
-        HTTPStatus.UNAUTHORIZED, HTTPStatus.UNPROCESSABLE_ENTITY, HTTPStatus.INTERNAL_SERVER_ERROR,
-        HTTPStatus.SERVICE_UNAVAILABLE))}
+        HTTPStatus.UNAUTHORIZED, HTTPStatus.FORBIDDEN, HTTPStatus.UNPROCESSABLE_ENTITY,
+        HTTPStatus.INTERNAL_SERVER_ERROR, HTTPStatus.SERVICE_UNAVAILABLE))}
     source_errors[_status_key(HTTPStatus.NOT_FOUND)] = reply("error envelope (not_found): the path is not an indexed document",
                                  {"$ref": "#/components/schemas/Error"})
     return {
@@ -8388,6 +8462,11 @@ def _main_server(command: str | None, argv: list[str], environ: dict[str, str]) 
         except Exception as exc:  # start-up failures (no such folder, ...): a message, exit 1
             return _report_error(exc, args.debug, False)
         ctx.cors_origins = origins
+        if command == "serve":
+            ctx.allowed_hosts = tuple(args.allowed_host)
+            if args.allowed_host and not http_is_loopback(args.host):
+                ctx.log_line(f"docs_qa: note: --allowed-host changes nothing on {args.host}: any "
+                             "Host is answered there, and the token guards the server")
         if command == "mcp":
             protocol_out, sys.stdout = sys.stdout.buffer, sys.stderr   # a stray print() must not corrupt the protocol
             try:

@@ -201,7 +201,7 @@ class HttpServerTest(unittest.TestCase):
     def test_body_over_one_mib_is_refused_with_413_before_it_is_read(self):
         # Only the headers are sent: a server that tried to read the body would hang here.
         with socket.create_connection(("127.0.0.1", self.open.port), timeout=10) as sock:
-            sock.sendall(b"POST /rag HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            sock.sendall(b"POST /rag HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                          b"Content-Length: %d\r\n\r\n" % (docs_qa.HTTP_MAX_BODY_BYTES + 1))
             data = _read_until_closed(sock)
         head, _, body = data.partition(b"\r\n\r\n")
@@ -341,7 +341,7 @@ class HttpServerTest(unittest.TestCase):
             self.assertEqual(post["operationId"], op.tool)
             self.assertEqual(post["requestBody"]["content"]["application/json"]["schema"],
                              op.request_schema)
-            for code in ("400", "401", "413", "422", "500", "503", "default"):
+            for code in ("400", "401", "403", "413", "422", "500", "503", "default"):
                 schema = _resolve(self.spec, post["responses"][code]["content"]["application/json"]["schema"])
                 self.assertEqual(schema, rc.error_schema())
         self.assertNotIn("security", self.spec)   # no token: nothing to declare
@@ -364,7 +364,7 @@ class HttpServerTest(unittest.TestCase):
         with mock.patch.object(self.open.ctx, "socket_timeout_s", 0.5), \
                 mock.patch.object(docs_qa, "HTTP_BODY_DEADLINE_S", 1.0):
             with socket.create_connection(("127.0.0.1", self.open.port), timeout=10) as sock:
-                sock.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n")
+                sock.sendall(b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 40\r\n\r\n")
                 closed = False
                 for _ in range(40):
                     try:
@@ -381,7 +381,7 @@ class HttpServerTest(unittest.TestCase):
         with mock.patch.object(self.open.ctx, "socket_timeout_s", 0.5):
             # the client's own 10 s timeout would raise if the server kept the connection
             with socket.create_connection(("127.0.0.1", self.open.port), timeout=10) as sock:
-                sock.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n{\"qu")
+                sock.sendall(b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 40\r\n\r\n{\"qu")
                 data = _read_until_closed(sock)
         self.assertEqual(data, b"")   # closed without a reply, the thread freed
 

@@ -21,12 +21,12 @@ from helpers import (TAX_CORPUS, LiveDocsServer, ServeProcess, http_exchange, ht
 import docs_qa
 import retrieval_contract as rc
 
-HEALTH = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+HEALTH = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 
 
 def post(path: str, body: bytes, *headers: str) -> bytes:
     """Return the raw bytes of a POST with the given body and extra header lines."""
-    head = [f"POST {path} HTTP/1.1", "Host: x", *headers]
+    head = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", *headers]
     if not any(h.lower().startswith(("content-length", "transfer-encoding")) for h in headers):
         head.append(f"Content-Length: {len(body)}")
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
@@ -72,7 +72,7 @@ class ServeSubprocessTest(unittest.TestCase):
         # headers are read as Latin-1: b"\xb2" is "²", which str.isdigit() takes for a digit
         for length in (b"\xb2", b"\xc2\xb2", "\u0661".encode(), b"1_0", b"+5", b"9" * 5000):
             with self.subTest(length=length[:20]):
-                data = b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: " + length + b"\r\n\r\n{}"
+                data = b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + length + b"\r\n\r\n{}"
                 status, _, envelope = self.exchange(data)
                 self.assertIn(status, (400, 413))
                 self.assertEqual(envelope["status"], "error")
@@ -254,6 +254,106 @@ class SlowAndManyClientsTest(unittest.TestCase):
         finally:
             for sock in held:
                 sock.close()
+
+
+class RebindingTest(unittest.TestCase):
+    """A server on 127.0.0.1 answers only Host names that are its own (issue 30, item 1):
+    a page whose name an attacker re-points at 127.0.0.1 is sent with that name."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.live = LiveServer()
+        cls.live.ctx.cors_origins = ("http://localhost:3000",)
+        cls.addClassCleanup(cls.live.close)
+
+    def search(self, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        return self.live.request("POST", "/search", json.dumps({"query": "termin JPK"}).encode(),
+                                 {"Content-Type": "application/json", **headers})
+
+    def assert_forbidden(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        envelope = json.loads(body)
+        self.assertEqual((status, envelope["reason"]), (403, "forbidden_host"))
+        self.assertEqual(rc.schema_errors(envelope, rc.error_schema()), [])
+        self.assertEqual(headers["x-content-type-options"], "nosniff")
+        self.assertNotIn("JPK", body.decode())            # no document text
+
+    def test_a_rebound_name_gets_403_and_no_document(self):
+        # the issue's curl: Host and Origin both name the attacker's page, now at 127.0.0.1
+        port = self.live.port
+        self.assert_forbidden(*self.search({"Host": f"rebind.attacker.example:{port}",
+                                            "Origin": f"http://rebind.attacker.example:{port}"}))
+        for host in ("rebind.attacker.example", f"127.0.0.1.nip.io:{port}", "localhost.", "[::2]",
+                     f"localhost@evil:{port}", "", "127.0.0.1:80:80"):
+            with self.subTest(host=host):
+                self.assert_forbidden(*self.search({"Host": host}))
+        for method, target in (("GET", "/"), ("GET", "/source?path=jpk.md&start=1&end=2"),
+                               ("GET", "/openapi.json"), ("POST", "/rag"), ("OPTIONS", "/search")):
+            with self.subTest(target=target):
+                self.assert_forbidden(*self.live.request(method, target, b"{}", {
+                    "Host": f"rebind.attacker.example:{port}", "Origin": "http://localhost:3000",
+                    "Access-Control-Request-Method": "POST"}))
+
+    def test_its_own_names_are_answered_with_or_without_a_port(self):
+        port = self.live.port
+        for host in ("127.0.0.1", f"127.0.0.1:{port}", "localhost", f"LocalHost:{port}", "[::1]",
+                     f"[::1]:{port}", "localhost:9000"):      # 9000: an ssh tunnel's port
+            with self.subTest(host=host):
+                status, _, body = self.search({"Host": host})
+                self.assertEqual((status, json.loads(body)["status"]), (200, "ok"))
+        # HTTP/1.0 without Host: never a browser, so never a rebound page
+        raw = http_exchange(port, b"GET /health HTTP/1.0\r\n\r\n")
+        self.assertEqual(http_parse_reply(raw)[0], 200)
+
+    def test_an_origin_neither_its_own_nor_listed_gets_403(self):
+        port = self.live.port
+        for host, origin in ((f"127.0.0.1:{port}", f"http://127.0.0.1:{port}"),    # the page's own
+                             (f"localhost:{port}", f"http://localhost:{port}"),
+                             (f"[::1]:{port}", f"http://[::1]:{port}"),
+                             (f"127.0.0.1:{port}", "http://localhost:3000")):        # --cors-origin
+            with self.subTest(origin=origin):
+                self.assertEqual(self.search({"Host": host, "Origin": origin})[0], 200)
+        for origin in ("http://evil.example", "null", f"http://localhost:{port}", "http://localhost:3000.evil"):
+            with self.subTest(origin=origin):
+                self.assert_forbidden(*self.search({"Host": f"127.0.0.1:{port}", "Origin": origin}))
+
+    def test_bound_elsewhere_any_host_is_answered_and_the_token_guards(self):
+        # the README's OpenWebUI-in-Docker set-up: --host 0.0.0.0, a token, Host host.docker.internal
+        # (handle_request with the context http_server leaves for a non-loopback address)
+        ctx = docs_qa.ServerContext(docs_qa.OperationContext(self.live.settings), token="s3cret")
+        self.assertIsNone(ctx.host_names)
+        body = json.dumps({"query": "termin JPK"}).encode()
+        host = {"Host": "host.docker.internal:8000"}
+        status, _, _ = docs_qa.handle_request("POST", "/search", host, body, ctx)
+        self.assertEqual(status, 401)
+        status, _, _ = docs_qa.handle_request("POST", "/search", {**host, "Authorization": "Bearer s3cret"},
+                                              body, ctx)
+        self.assertEqual(status, 200)
+
+
+class AllowedHostTest(unittest.TestCase):
+    def test_serve_answers_a_host_named_with_allowed_host(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            docs = write_files(os.path.join(tmp, "docs"), TAX_CORPUS)
+            server = ServeProcess(docs, "--no-cache", "--allowed-host", "Docs.Example.ORG",
+                                  "--allowed-host", "::1")
+            try:
+                def status(host: str) -> int:
+                    request = post("/search", b'{"query": "JPK"}').replace(b"Host: 127.0.0.1", b"Host: " + host)
+                    return http_parse_reply(http_exchange(server.port, request))[0]
+                self.assertEqual(status(b"docs.example.org:%d" % server.port), 200)
+                self.assertEqual(status(b"docs.example.org"), 200)
+                self.assertEqual(status(b"other.example.org"), 403)
+            finally:
+                server.close()
+
+    def test_allowed_host_takes_a_bare_name_only(self):
+        for value in ("http://docs.example.org", "docs.example.org:8000", "*", "a/b", ""):
+            with self.subTest(value=value):
+                proc = run_cli("serve", "--docs", "corpus", "--no-cache", "--port", "0",
+                               "--allowed-host", value, timeout=30)
+                self.assertEqual(proc.returncode, 2)
+                self.assertIn("--allowed-host", proc.stderr)
+                self.assertNotIn("Traceback", proc.stderr)
 
 
 class TokenTest(unittest.TestCase):
