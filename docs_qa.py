@@ -6539,9 +6539,11 @@ def _server_parser(command: str) -> argparse.ArgumentParser:
     what = {"serve": "Serve /rag, /search, /graph, /health and /openapi.json over HTTP, and a "
                      "web page at / where each citation opens its lines (its URL is printed). "
                      "Set DOCS_QA_TOKEN to require 'Authorization: Bearer <token>'. "
-                     f"At most {HTTP_MAX_CONNECTIONS} connections are served at once (more get 503 "
-                     f"with Retry-After); a request must arrive whole within "
-                     f"{HTTP_REQUEST_DEADLINE_S:g} s, with a Content-Length body of at most 1 MiB.",
+                     f"At most {HTTP_MAX_CONNECTIONS} requests are answered at once (more get 503 "
+                     f"with Retry-After); a request's line and headers must arrive within "
+                     f"{HTTP_HEADER_DEADLINE_S:g} s in all and its body (Content-Length, at most 1 MiB) "
+                     f"within {HTTP_BODY_DEADLINE_S:g} s; past {HTTP_MAX_READING} connections still "
+                     "sending, the one sending longest is closed.",
             "mcp": "Serve the tools search_docs, ask_docs and (with --graph) query_graph to an "
                    "MCP client over stdio (JSON-RPC 2.0, one message per line; logs go to stderr). "
                    "initialize is answered at once while the index is built in the background; "
@@ -6884,8 +6886,12 @@ DEFAULT_PORT = 8000
 HTTP_MAX_BODY_BYTES = 1024 * 1024  # larger bodies: 413 invalid_query, never read
 HTTP_TIMEOUT_S = 10.0              # per socket operation (ServerContext.socket_timeout_s), so a
                                    # stuck client frees its thread
-HTTP_REQUEST_DEADLINE_S = 30.0     # request line + headers + body, so dripped headers free it too
-HTTP_MAX_CONNECTIONS = 64          # connections served at once; more are answered 503 at once
+HTTP_HEADER_DEADLINE_S = 5.0       # request line + headers in all (not per byte), so a client
+                                   # dripping them, or idle between requests, is cut by then
+HTTP_MAX_CONNECTIONS = 64          # requests answered at once (read whole); more get 503
+HTTP_MAX_READING = 256             # connections still sending a request (or idle) at once; past
+                                   # that the one waiting longest is closed, so drippers never
+                                   # keep a client whose request is ready from being answered
 HTTP_MAX_LENGTH_DIGITS = 18        # a longer Content-Length is over any limit (no huge int parsing)
 _JSON_TYPE = "application/json; charset=utf-8"
 _JSON_HEADERS = {"Content-Type": _JSON_TYPE, "Cache-Control": "no-store",   # every JSON reply's;
@@ -6961,7 +6967,7 @@ def http_openapi(with_auth: bool = False, with_graph: bool = True) -> dict:
                                    (HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_request"),
                                    (HTTPStatus.INTERNAL_SERVER_ERROR, "internal_error"),
                                    (HTTPStatus.SERVICE_UNAVAILABLE, "retrieval_unavailable; or too many "
-                                                                    "connections, with Retry-After"))}
+                                                                    "requests at once, with Retry-After"))}
     schemas: dict[str, dict] = {"Error": rc.error_schema(), "Health": _HEALTH_SCHEMA}
     paths: dict[str, dict] = {}
     for name, op in OPERATIONS.items():
@@ -7184,11 +7190,8 @@ def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
 # --- 18a. HTTP handler — the thin ThreadingHTTPServer around handle_request: deadlines, a cap
 
 HTTP_BODY_DEADLINE_S = 30.0        # for the whole body, so a client dripping bytes frees it too
-HTTP_BUSY_RETRY_AFTER_S = 1        # the Retry-After of that 503
-HTTP_LINGER_S = 1.0                # a refused socket stays half-closed this long before it is drained
-HTTP_MAX_LINGERING = 256           # and at most this many wait so; older ones are closed at once
+HTTP_BUSY_RETRY_AFTER_S = 1        # the Retry-After of the 503 past HTTP_MAX_CONNECTIONS
 HTTP_READ_BYTES = 64 * 1024        # one socket read at most
-HTTP_DRAIN_READS = 16              # reads of HTTP_READ_BYTES at most when draining a refused socket
 HTTP_LISTEN_BACKLOG = 128
 
 
@@ -7196,7 +7199,6 @@ HTTP_LISTEN_BACKLOG = 128
 def _http_classes() -> tuple[type, type]:
     """Return (handler class, server class), defined on first use so that importing
     docs_qa (every CLI question) does not load http.server, about 20 ms."""
-    import collections
     import io
     import socket
     import threading
@@ -7236,7 +7238,7 @@ def _http_classes() -> tuple[type, type]:
             self.rfile = io.BufferedReader(self._reader)
 
         def handle_one_request(self) -> None:
-            self._reader.deadline = time.monotonic() + HTTP_REQUEST_DEADLINE_S
+            self._reader.deadline = time.monotonic() + HTTP_HEADER_DEADLINE_S
             super().handle_one_request()
 
         def parse_request(self) -> bool:
@@ -7260,15 +7262,25 @@ def _http_classes() -> tuple[type, type]:
             length = _content_length(headers)
             readable = length is not None and 0 <= length <= HTTP_MAX_BODY_BYTES
             body = self._read_body(length) if readable and length else b""
-            if body is None:                 # too slow or cut short: no request to answer
-                self.close_connection = True
+            if body is None or not self.server.reading_end(self.connection):
+                self.close_connection = True     # too slow, cut short or closed as the oldest reader
                 return
-            status, reply_headers, data = handle_request(self.command, self.path, headers, body,
-                                                         self.server.ctx)
-            if not readable and (length is not None or _header(headers, "Transfer-Encoding")):
-                reply_headers["Connection"] = "close"    # the unread body must not become a request
+            if not self.server.slots.acquire(blocking=False):
                 self.close_connection = True
-            self._write_reply(status, reply_headers, data)
+                status, reply_headers, data = _error_reply(HTTPStatus.SERVICE_UNAVAILABLE)
+                self._write_reply(status, {**reply_headers, "Retry-After": str(HTTP_BUSY_RETRY_AFTER_S)}, data)
+                return
+            try:
+                status, reply_headers, data = handle_request(self.command, self.path, headers, body,
+                                                             self.server.ctx)
+                if not readable and (length is not None or _header(headers, "Transfer-Encoding")):
+                    reply_headers["Connection"] = "close"    # the unread body must not become a request
+                    self.close_connection = True
+                self._write_reply(status, reply_headers, data)
+            finally:
+                self.server.slots.release()
+            if not self.close_connection:    # waiting for the next request is reading again
+                self.server.reading_begin(self.connection)
 
         do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _serve
 
@@ -7282,7 +7294,7 @@ def _http_classes() -> tuple[type, type]:
         def _read_body(self, length: int) -> bytes | None:
             """Return the body, or None when it ends early or takes longer than
             HTTP_BODY_DEADLINE_S in all (each read also obeys the socket timeout)."""
-            deadline = time.monotonic() + HTTP_BODY_DEADLINE_S
+            deadline = self._reader.deadline = time.monotonic() + HTTP_BODY_DEADLINE_S
             parts, received = [], 0
             while received < length:
                 if time.monotonic() > deadline:
@@ -7320,6 +7332,12 @@ def _http_classes() -> tuple[type, type]:
 
 
     class _HttpServer(ThreadingHTTPServer):
+        """Every connection gets a thread. One that is still sending its request (or idle
+        between two) is a reader, at most HTTP_MAX_READING (a new one closes the oldest);
+        a request read whole takes one of HTTP_MAX_CONNECTIONS slots while it is answered,
+        or is answered 503 when none is free. So clients dripping bytes cost only reader
+        places, never the slots of requests that are ready."""
+
         daemon_threads = True
         request_queue_size = HTTP_LISTEN_BACKLOG   # the default 5 drops SYNs under a burst: 1 s retries
 
@@ -7327,59 +7345,42 @@ def _http_classes() -> tuple[type, type]:
             if ":" in address[0]:
                 self.address_family = socket.AF_INET6
             self.ctx = ctx
-            self._slots = threading.BoundedSemaphore(HTTP_MAX_CONNECTIONS)
-            self._lingering: collections.deque = collections.deque()   # (close at, socket)
+            self.slots = threading.BoundedSemaphore(HTTP_MAX_CONNECTIONS)
+            self._readers: dict[socket.socket, None] = {}   # in the order they began reading
+            self._readers_lock = threading.Lock()
             super().__init__(address, _HttpHandler)
 
+        def reading_begin(self, sock: socket.socket) -> None:
+            """Count sock as reading a request; past HTTP_MAX_READING, shut the socket that
+            has waited longest (its thread then sees the end of its input and ends)."""
+            with self._readers_lock:
+                while len(self._readers) >= HTTP_MAX_READING:
+                    oldest = next(iter(self._readers))
+                    del self._readers[oldest]
+                    try:
+                        oldest.shutdown(socket.SHUT_RDWR)
+                    except OSError:          # already closed by its own thread
+                        pass
+                self._readers[sock] = None
+
+        def reading_end(self, sock: socket.socket) -> bool:
+            """Stop counting sock as reading; return False when it had been shut as the oldest."""
+            with self._readers_lock:
+                return self._readers.pop(sock, False) is None
+
         def process_request(self, request: socket.socket, client_address: Any) -> None:
-            """Serve the connection in a thread while fewer than HTTP_MAX_CONNECTIONS are
-            served; past that, answer 503 from this thread and start none."""
-            if not self._slots.acquire(blocking=False):
-                self._refuse_busy(request)
-                return
+            self.reading_begin(request)
             try:
                 super().process_request(request, client_address)
-            except Exception:    # no thread took the slot; Ctrl-C/SIGTERM may land after one did
-                self._slots.release()
+            except Exception:    # no thread was started for it
+                self.reading_end(request)
                 raise
 
         def process_request_thread(self, request: socket.socket, client_address: Any) -> None:
             try:
                 super().process_request_thread(request, client_address)
             finally:
-                self._slots.release()
-
-        def _refuse_busy(self, request: socket.socket) -> None:
-            """Send 503 + Retry-After without reading the request or blocking, half-close,
-            and keep the socket to drain before closing (an unread request would make the
-            close a reset, which can destroy the 503 before the client reads it)."""
-            status, headers, data = _error_reply(HTTPStatus.SERVICE_UNAVAILABLE)
-            headers["Retry-After"] = str(HTTP_BUSY_RETRY_AFTER_S)
-            headers["Content-Length"] = str(len(data))
-            head = f"HTTP/1.1 {status.value} {status.phrase}\r\n" + "".join(
-                f"{key}: {value}\r\n" for key, value in headers.items()) + "\r\n"
-            try:
-                request.setblocking(False)
-                request.send(head.encode("ascii") + data)
-                request.shutdown(socket.SHUT_WR)
-            except OSError:
-                request.close()
-                return
-            self._lingering.append((time.monotonic() + HTTP_LINGER_S, request))
-            while len(self._lingering) > HTTP_MAX_LINGERING:
-                self._lingering.popleft()[1].close()
-
-        def service_actions(self) -> None:
-            """Drain and close the refused sockets whose linger time is over (serve_forever
-            calls this between requests and at least every poll interval)."""
-            now = time.monotonic()
-            while self._lingering and self._lingering[0][0] <= now:
-                _drain_and_close(self._lingering.popleft()[1])
-
-        def server_close(self) -> None:
-            while self._lingering:
-                _drain_and_close(self._lingering.popleft()[1])
-            super().server_close()
+                self.reading_end(request)
 
         def handle_error(self, request: Any, client_address: Any) -> None:
             """Log a client that went away as one line; anything else is a bug: traceback."""
@@ -7390,18 +7391,6 @@ def _http_classes() -> tuple[type, type]:
                 self.ctx.log_line(traceback.format_exc())
 
     return _HttpHandler, _HttpServer
-
-
-def _drain_and_close(sock: socket.socket) -> None:
-    """Read what a refused client already sent (so the close is not a reset), then close;
-    the socket is non-blocking and the reads are bounded, so this never stalls the server."""
-    try:
-        for _ in range(HTTP_DRAIN_READS):
-            if not sock.recv(HTTP_READ_BYTES):
-                break
-    except OSError:                  # BlockingIOError: nothing more is waiting
-        pass
-    sock.close()
 
 
 def http_server(ctx: ServerContext, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> ThreadingHTTPServer:

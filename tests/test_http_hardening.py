@@ -183,24 +183,44 @@ class FramingAndErrorPagesTest(unittest.TestCase):
         self.assertEqual((status, json.loads(body)["reason"]), (404, "not_found"))
 
 
+def hold_connections(port: int, count: int, data: bytes = b"GET /health HTTP/1.1\r\n") -> list[socket.socket]:
+    """Return count connections to port, each having sent data: a request whose headers never end."""
+    held = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        sock.sendall(data)
+        held.append(sock)
+    return held
+
+
+def is_closed_by_server(sock: socket.socket, wait_s: float) -> bool:
+    """Return whether the server closed sock (end of input or a reset) within wait_s."""
+    sock.settimeout(wait_s)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
 class SlowAndManyClientsTest(unittest.TestCase):
+    """Three answer slots; held connections are cut only by what a test is about (the
+    header deadline and socket timeout are long unless a test shortens them)."""
+
     def setUp(self) -> None:
-        self.patches = [mock.patch.object(docs_qa, "HTTP_MAX_CONNECTIONS", 3),
-                        mock.patch.object(docs_qa, "HTTP_REQUEST_DEADLINE_S", 1.0)]
-        for patch in self.patches:
-            patch.start()
+        patch = mock.patch.object(docs_qa, "HTTP_MAX_CONNECTIONS", 3)
+        patch.start()
+        self.addCleanup(patch.stop)
         self.live = LiveServer()
-        self.live.ctx.socket_timeout_s = 0.5
+        self.addCleanup(self.live.close)
 
-    def tearDown(self) -> None:
-        self.live.close()
-        for patch in reversed(self.patches):
-            patch.stop()
-
-    def test_dripped_headers_are_cut_by_the_whole_request_deadline(self):
+    def test_dripped_headers_are_cut_by_the_whole_header_deadline(self):
         # each byte comes well within the 0.5 s socket timeout; the headers would take ~8 s
         header = b"GET /health HTTP/1.1\r\nX-Slow: " + b"a" * 40 + b"\r\n\r\n"
-        with socket.create_connection(("127.0.0.1", self.live.port), timeout=30) as sock:
+        with mock.patch.object(docs_qa, "HTTP_HEADER_DEADLINE_S", 1.0), \
+                mock.patch.object(self.live.ctx, "socket_timeout_s", 0.5), \
+                socket.create_connection(("127.0.0.1", self.live.port), timeout=30) as sock:
             def drip() -> None:
                 try:
                     for byte in header:
@@ -218,42 +238,91 @@ class SlowAndManyClientsTest(unittest.TestCase):
         self.assertTrue(dripper.is_alive())  # cut while the client was still dripping
         dripper.join()
 
-    def test_past_the_connection_cap_a_client_gets_503_with_retry_after(self):
-        held = [socket.create_connection(("127.0.0.1", self.live.port), timeout=30) for _ in range(3)]
+    def test_past_the_answer_slots_a_ready_request_gets_503_with_retry_after(self):
+        entered, release = threading.Semaphore(0), threading.Event()
+        real = docs_qa.handle_request
+
+        def held_answer(method, target, *args):
+            if target == "/health?hold":
+                entered.release()
+                release.wait(30)
+            return real(method, target, *args)
+
+        with mock.patch.object(docs_qa, "handle_request", held_answer):
+            held = hold_connections(self.live.port, 3, b"GET /health?hold HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            try:
+                for _ in held:               # all three slots are answering
+                    self.assertTrue(entered.acquire(timeout=30))
+                status, headers, body = http_parse_reply(http_exchange(self.live.port, HEALTH))
+                self.assertEqual(status, 503)
+                self.assertEqual(headers.get("retry-after"), str(docs_qa.HTTP_BUSY_RETRY_AFTER_S))
+                self.assertEqual(json.loads(body)["reason"], "retrieval_unavailable")
+                release.set()
+                for sock in held:            # the held ones are answered, and the slots come back
+                    self.assertEqual(http_parse_reply(sock.recv(65536))[0], 200)
+            finally:
+                release.set()
+                for sock in held:
+                    sock.close()
+        self.assertEqual(http_parse_reply(http_exchange(self.live.port, HEALTH))[0], 200)
+
+    def test_clients_still_sending_headers_take_no_answer_slot(self):
+        held = hold_connections(self.live.port, 8)       # more than the 3 answer slots
         try:
-            for sock in held:
-                sock.sendall(b"GET /health HTTP/1.1\r\n")      # headers never end
-            status, headers, body = http_parse_reply(http_exchange(self.live.port, HEALTH))
-            self.assertEqual(status, 503)
-            self.assertEqual(headers.get("retry-after"), str(docs_qa.HTTP_BUSY_RETRY_AFTER_S))
-            self.assertEqual(json.loads(body)["reason"], "retrieval_unavailable")
+            status = http_parse_reply(http_exchange(self.live.port, HEALTH))[0]
         finally:
             for sock in held:
                 sock.close()
-        for _ in range(100):                 # the held connections end; slots come back
-            status = http_parse_reply(http_exchange(self.live.port, HEALTH))[0]
-            if status == 200:
-                break
-            time.sleep(0.05)
         self.assertEqual(status, 200)
 
-    def test_refused_clients_start_no_threads(self):
-        held = [socket.create_connection(("127.0.0.1", self.live.port), timeout=30) for _ in range(3)]
+    def test_past_the_reader_cap_the_connection_waiting_longest_is_closed(self):
+        with mock.patch.object(docs_qa, "HTTP_MAX_READING", 4), \
+                mock.patch.object(docs_qa, "HTTP_HEADER_DEADLINE_S", 60.0):   # only eviction closes
+            held = hold_connections(self.live.port, 4)
+            try:
+                time.sleep(0.1)              # the four are counted, in the order they came
+                self.assertEqual(http_parse_reply(http_exchange(self.live.port, HEALTH))[0], 200)
+                self.assertTrue(is_closed_by_server(held[0], 0.5))    # the oldest made room for it
+                self.assertFalse(is_closed_by_server(held[1], 0.05))  # the others wait on
+                before = threading.active_count()
+                held += hold_connections(self.live.port, 20)
+                for _ in range(200):         # each new one closes an older one: threads stay bounded
+                    if threading.active_count() <= before + 1:
+                        break
+                    time.sleep(0.05)
+                self.assertLessEqual(threading.active_count(), before + 1)
+            finally:
+                for sock in held:
+                    sock.close()
+
+
+class DripFloodTest(unittest.TestCase):
+    """Issue 30's lock-out at the real limits: more slow clients than answer slots."""
+
+    def test_a_ready_client_is_answered_while_70_connections_drip_their_headers(self):
+        live = LiveServer()
+        self.addCleanup(live.close)
+        held = hold_connections(live.port, docs_qa.HTTP_MAX_CONNECTIONS + 6)
+        stop = threading.Event()
+
+        def drip() -> None:                  # one byte per connection every 0.2 s, as the attack
+            while not stop.wait(0.2):
+                for sock in held:
+                    try:
+                        sock.sendall(b"a")
+                    except OSError:
+                        pass
+        dripper = threading.Thread(target=drip, daemon=True)
+        dripper.start()
         try:
-            for sock in held:
-                sock.sendall(b"GET /health HTTP/1.1\r\n")
-            for _ in range(3000):            # until the three take every slot (each slot's
-                if self.live.server._slots._value == 0:   # thread has started by then)
-                    break
-                time.sleep(0.01)
-            self.assertEqual(self.live.server._slots._value, 0)
-            before = threading.active_count()
-            statuses = [http_parse_reply(http_exchange(self.live.port, HEALTH))[0] for _ in range(20)]
-            self.assertEqual(set(statuses), {503})
-            self.assertLessEqual(threading.active_count(), before)
+            time.sleep(0.5)
+            replies = [http_parse_reply(http_exchange(live.port, HEALTH, timeout=10))[0] for _ in range(3)]
         finally:
+            stop.set()
+            dripper.join()
             for sock in held:
                 sock.close()
+        self.assertEqual(replies, [200, 200, 200])
 
 
 class RebindingTest(unittest.TestCase):
