@@ -6385,7 +6385,6 @@ def _error_boundary(exc: Exception, debug: bool, log: Callable[[str], None] | No
 _LIMIT_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
 _QUESTION_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS,
                     "pattern": r"[^\s\x00-\x1f\x7f-\x9f]"}   # something besides spaces and controls
-_QUESTION_CONTENT = _lazy_re(_QUESTION_SCHEMA["pattern"])
 
 
 def _is_finite_number(value: Any) -> bool:
@@ -6509,15 +6508,15 @@ def operation_validate(operation: Operation, request: Any) -> dict[str, Any]:
     value = request.get(text_field)
     if value is None:
         raise InvalidQueryError("the question is missing", (text_field,))
-    if isinstance(value, str) and not _QUESTION_CONTENT.search(value):
-        raise InvalidQueryError("the question is empty", (text_field,))
-    if isinstance(value, str) and len(value) > MAX_QUESTION_CHARS:
-        raise InvalidQueryError(f"the question is longer than {MAX_QUESTION_CHARS} characters",
-                                (text_field,))
+    if isinstance(value, str):
+        try:                         # the library's own check (format characters count as none)
+            _validate_question(value)
+        except InvalidQueryError as exc:
+            raise InvalidQueryError(exc.message, (text_field,)) from None
     request = _integral_floats_as_ints(request, operation.request_schema)
-    problems = rc.schema_errors(request, operation.request_schema)
-    if problems:
-        names = sorted({p.split(".")[1].split("[")[0] for p in problems if "." in p})
+    if rc.schema_errors(request, operation.request_schema):
+        each = {**operation.request_schema, "required": []}   # one key at a time: a key may hold '.' or '['
+        names = sorted(key for key, item in request.items() if rc.schema_errors({key: item}, each))
         raise InvalidRequestError("invalid fields: " + ", ".join(names), names)
     return request
 
@@ -6727,9 +6726,11 @@ def _server_parser(command: str) -> argparse.ArgumentParser:
     what = {"serve": "Serve /rag, /search, /graph, /health and /openapi.json over HTTP, and a "
                      "web page at / where each citation opens its lines (its URL is printed). "
                      "Set DOCS_QA_TOKEN to require 'Authorization: Bearer <token>'. "
-                     f"At most {HTTP_MAX_CONNECTIONS} connections are served at once (more get 503 "
-                     f"with Retry-After); a request must arrive whole within "
-                     f"{HTTP_REQUEST_DEADLINE_S:g} s, with a Content-Length body of at most 1 MiB.",
+                     f"At most {HTTP_MAX_CONNECTIONS} requests are answered at once (more get 503 "
+                     f"with Retry-After); a request's line and headers must arrive within "
+                     f"{HTTP_HEADER_DEADLINE_S:g} s in all and its body (Content-Length, at most 1 MiB) "
+                     f"within {HTTP_BODY_DEADLINE_S:g} s; past {HTTP_MAX_READING} connections still "
+                     "sending, the one sending longest is closed.",
             "mcp": "Serve the tools search_docs, ask_docs and (with --graph) query_graph to an "
                    "MCP client over stdio (JSON-RPC 2.0, one message per line; logs go to stderr). "
                    "initialize is answered at once while the index is built in the background; "
@@ -6749,8 +6750,36 @@ def _server_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                             help="a browser origin allowed to call the server, e.g. "
                                  "http://localhost:3000 for OpenWebUI tool servers (repeatable; env "
-                                 "DOCS_QA_CORS_ORIGINS, comma-separated; '*' any, refused with a token)")
+                                 "DOCS_QA_CORS_ORIGINS, comma-separated; '*' any, refused with a "
+                                 "token). A request whose Origin is neither listed nor the "
+                                 "server's own page gets 403 forbidden_host")
+        parser.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                            type=_allowed_host,
+                            help="on a loopback address (the default) only a request whose Host "
+                                 "header is 127.0.0.1, localhost or [::1] (any port) is answered, "
+                                 "others get 403 forbidden_host: a web page cannot reach the "
+                                 "server by pointing its own name at 127.0.0.1 (DNS rebinding). "
+                                 "Add a NAME the server is also reached by, e.g. docs.example.org "
+                                 "behind a reverse proxy that keeps the Host (repeatable). Bound "
+                                 "to any other address, every Host is answered and DOCS_QA_TOKEN "
+                                 "guards it")
     return parser
+
+
+def _allowed_host(value: str) -> str:
+    """Return an --allowed-host name lower-cased (an IPv6 address in brackets, as a Host
+    header spells it); raise ArgumentTypeError for anything but a bare name or address."""
+    import ipaddress
+    name = value.strip().lower()
+    try:
+        address = ipaddress.ip_address(name[1:-1] if name.startswith("[") and name.endswith("]") else name)
+        return f"[{address}]" if address.version == 6 else str(address)
+    except ValueError:
+        pass
+    if not _HOST_NAME.fullmatch(name):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a host name: give it bare, as in "
+                                         "docs.example.org (no scheme, port, path or '*')")
+    return name
 
 
 def _check_cache_dir_arg(path: str | None) -> None:
@@ -7044,13 +7073,20 @@ DEFAULT_PORT = 8000
 HTTP_MAX_BODY_BYTES = 1024 * 1024  # larger bodies: 413 invalid_query, never read
 HTTP_TIMEOUT_S = 10.0              # per socket operation (ServerContext.socket_timeout_s), so a
                                    # stuck client frees its thread
-HTTP_REQUEST_DEADLINE_S = 30.0     # request line + headers + body, so dripped headers free it too
-HTTP_MAX_CONNECTIONS = 64          # connections served at once; more are answered 503 at once
+HTTP_HEADER_DEADLINE_S = 5.0       # request line + headers in all (not per byte), so a client
+                                   # dripping them, or idle between requests, is cut by then
+HTTP_MAX_CONNECTIONS = 64          # requests answered at once (read whole); more get 503
+HTTP_MAX_READING = 256             # connections still sending a request (or idle) at once; past
+                                   # that the one waiting longest is closed, so drippers never
+                                   # keep a client whose request is ready from being answered
 HTTP_MAX_LENGTH_DIGITS = 18        # a longer Content-Length is over any limit (no huge int parsing)
 _JSON_TYPE = "application/json; charset=utf-8"
+_JSON_HEADERS = {"Content-Type": _JSON_TYPE, "Cache-Control": "no-store",   # every JSON reply's;
+                 "X-Content-Type-Options": "nosniff"}    # nosniff: never run or shown as a page
 _OPEN_PATHS = ("/health", "/")     # answered without a token (the page holds no data)
 CORS_ALLOW_HEADERS = "Authorization, Content-Type"
 CORS_MAX_AGE_S = 600               # how long a browser may reuse a preflight answer
+HTTP_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")   # the Host names a loopback server answers
 
 _HEALTH_SCHEMA = {"type": "object", "properties": {
     "status": {"const": "ok"}, "contract_version": {"type": "string"},
@@ -7060,6 +7096,8 @@ _HEALTH_SCHEMA = {"type": "object", "properties": {
     "additionalProperties": False}
 
 _ASCII_DIGITS = _lazy_re(r"[0-9]+")
+_HOST_AND_PORT = _lazy_re(r"(\[[0-9A-Fa-f:.]+\]|[^\s:/?#@\[\]]+)(?::[0-9]*)?")   # a Host header's value
+_HOST_NAME = _lazy_re(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")                          # what --allowed-host takes
 
 _HTTP_ERROR_TYPES = {HTTPStatus.NOT_IMPLEMENTED: rc.MethodNotAllowedError,   # a method http.server has no do_ for
                      HTTPStatus.SERVICE_UNAVAILABLE: RetrievalUnavailableError}   # any other: invalid_query
@@ -7080,6 +7118,9 @@ class ServerContext:
     startup: Any = None                  # _StartupIndex while the MCP start-up index runs
     index_keeper: Any = None             # the connection keeping a --no-cache index alive
     socket_timeout_s: float = HTTP_TIMEOUT_S   # per socket operation of an HTTP connection
+    allowed_hosts: tuple[str, ...] = ()  # Host names accepted beside loopback's own (--allowed-host)
+    host_names: frozenset[str] | None = None   # set by http_server on a loopback address: the
+                                         # Host names it answers (None: any, a token guards it)
 
     def log_line(self, text: str) -> None:
         if self.log is not None:     # a request line or a file name may hold terminal escapes
@@ -7094,9 +7135,10 @@ def _http_routes() -> dict[str, tuple[str, str]]:
     return routes
 
 
-def http_openapi(with_auth: bool = False) -> dict:
+def http_openapi(with_auth: bool = False, with_graph: bool = True) -> dict:
     """Return the OpenAPI 3.1 document: every route and schema comes from OPERATIONS and
-    the contract; every error status answers with the error envelope."""
+    the contract (/graph only with_graph, as mcp_tools lists query_graph); every error
+    status answers with the error envelope."""
     error_ref = {"$ref": "#/components/schemas/Error"}
 
     def reply(description: str, schema: dict) -> dict:
@@ -7105,15 +7147,19 @@ def http_openapi(with_auth: bool = False) -> dict:
     errors = {_status_key(code): reply(f"error envelope ({reason})", error_ref)
               for code, reason in ((HTTPStatus.BAD_REQUEST, "invalid_query"),
                                    (HTTPStatus.UNAUTHORIZED, "unauthorized"),
+                                   (HTTPStatus.FORBIDDEN, "forbidden_host: a Host or Origin not "
+                                                          "the server's own"),
                                    (HTTPStatus.LENGTH_REQUIRED, "invalid_query: a body needs Content-Length"),
                                    (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_query: body over 1 MiB"),
                                    (HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_request"),
                                    (HTTPStatus.INTERNAL_SERVER_ERROR, "internal_error"),
                                    (HTTPStatus.SERVICE_UNAVAILABLE, "retrieval_unavailable; or too many "
-                                                                    "connections, with Retry-After"))}
+                                                                    "requests at once, with Retry-After"))}
     schemas: dict[str, dict] = {"Error": rc.error_schema(), "Health": _HEALTH_SCHEMA}
     paths: dict[str, dict] = {}
     for name, op in OPERATIONS.items():
+        if name == "graph" and not with_graph:
+            continue
         schemas[f"{name.capitalize()}Envelope"] = op.response_schema
         paths[f"/{name}"] = {"post": {
             "operationId": op.tool or name, "summary": op.summary, "description": op.summary,
@@ -7184,7 +7230,7 @@ def _error_reply(status: HTTPStatus, error: ContractError | None = None) -> tupl
     request line): the error envelope, and the connection closed after it."""
     error = error or _HTTP_ERROR_TYPES.get(status, InvalidQueryError)()
     body = json.dumps(rc.error_result(error).to_dict(), ensure_ascii=False).encode("utf-8")
-    return status, {"Content-Type": _JSON_TYPE, "Cache-Control": "no-store", "Connection": "close"}, body
+    return status, {**_JSON_HEADERS, "Connection": "close"}, body
 
 
 def _is_authorized(headers: dict[str, str], token: str) -> bool:
@@ -7227,7 +7273,7 @@ def _http_dispatch(method: str, path: str, headers: dict[str, str], body: bytes,
         return HTTPStatus.OK, {"status": "ok", "contract_version": rc.CONTRACT_VERSION,
                      "operations": list(OPERATIONS), "graph_loaded": ctx.ops.graph is not None}
     if target == "openapi":
-        return HTTPStatus.OK, http_openapi(ctx.token is not None)
+        return HTTPStatus.OK, http_openapi(ctx.token is not None, ctx.ops.graph is not None)
     if target == "page":
         return HTTPStatus.OK, page_reply(query, headers, ctx)
     if target == "source":
@@ -7236,6 +7282,36 @@ def _http_dispatch(method: str, path: str, headers: dict[str, str], body: bytes,
     if length is not None and length > HTTP_MAX_BODY_BYTES:
         return HTTPStatus.REQUEST_ENTITY_TOO_LARGE, rc.error_result(InvalidQueryError()).to_dict()
     return HTTPStatus.OK, operation_run(target, _json_request(body), ctx.ops).to_dict()
+
+
+def _host_name(value: str) -> str | None:
+    """Return the name of a Host header's value, lower-cased and without its port
+    ('LOCALHOST:8000' -> 'localhost', '[::1]:8000' -> '[::1]'); None when it is no host[:port]."""
+    match = _HOST_AND_PORT.fullmatch(value.strip())
+    return match.group(1).lower() if match else None
+
+
+def _http_check_host(headers: dict[str, str], ctx: ServerContext) -> None:
+    """Raise ForbiddenHostError when a loopback-bound server is sent a Host it is not named
+    by: a web page whose own name an attacker re-pointed at 127.0.0.1 (DNS rebinding) is sent
+    with that name. The port is not compared (the rebound page must use the server's port
+    anyway, and a tunnel or port mapping changes it); a request without Host (HTTP/1.0, never
+    a browser) is answered."""
+    host = _header(headers, "Host")
+    if ctx.host_names is not None and host is not None and _host_name(host) not in ctx.host_names:
+        raise rc.ForbiddenHostError()
+
+
+def _http_check_origin(headers: dict[str, str], ctx: ServerContext) -> None:
+    """Raise ForbiddenHostError when a browser's Origin is neither this server's own (the
+    request's Host, over http or https) nor listed with --cors-origin; no Origin (not a
+    browser, or a same-origin GET) passes."""
+    origin = _header(headers, "Origin")
+    if origin is None or "*" in ctx.cors_origins or origin in ctx.cors_origins:
+        return
+    host = (_header(headers, "Host") or "").strip().lower()
+    if not host or origin.strip().lower() not in (f"http://{host}", f"https://{host}"):
+        raise rc.ForbiddenHostError()
 
 
 def _cors_headers(headers: dict[str, str], ctx: ServerContext) -> dict[str, str]:
@@ -7277,19 +7353,20 @@ def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
         path, query = urllib.parse.urlsplit(path)[2:4]
     except ValueError:               # e.g. '//[': left as given, so it is a 404
         query = ""
-    if method == "OPTIONS":
-        preflight = _cors_preflight(path, headers, ctx)
-        if preflight is not None:
-            return preflight
     try:
+        _http_check_host(headers, ctx)
+        if method == "OPTIONS":
+            preflight = _cors_preflight(path, headers, ctx)
+            if preflight is not None:
+                return preflight
+        _http_check_origin(headers, ctx)
         status, payload = _http_dispatch(method, path, headers, body, ctx, query)
     except Exception as exc:  # the HTTP transport's one boundary
         payload = _error_boundary(exc, ctx.debug, ctx.log_line).to_dict()
         status = exc.http_status if isinstance(exc, ContractError) else HTTPStatus.INTERNAL_SERVER_ERROR
     if isinstance(payload, PageReply):
         return status, payload.headers, payload.body
-    reply_headers = {"Content-Type": _JSON_TYPE, "Cache-Control": "no-store",
-                     **_cors_headers(headers, ctx)}
+    reply_headers = {**_JSON_HEADERS, **_cors_headers(headers, ctx)}
     if status == HTTPStatus.UNAUTHORIZED:
         reply_headers["WWW-Authenticate"] = 'Bearer realm="docs-qa"'
     if status == HTTPStatus.METHOD_NOT_ALLOWED:
@@ -7300,11 +7377,8 @@ def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
 # --- 18a. HTTP handler — the thin ThreadingHTTPServer around handle_request: deadlines, a cap
 
 HTTP_BODY_DEADLINE_S = 30.0        # for the whole body, so a client dripping bytes frees it too
-HTTP_BUSY_RETRY_AFTER_S = 1        # the Retry-After of that 503
-HTTP_LINGER_S = 1.0                # a refused socket stays half-closed this long before it is drained
-HTTP_MAX_LINGERING = 256           # and at most this many wait so; older ones are closed at once
+HTTP_BUSY_RETRY_AFTER_S = 1        # the Retry-After of the 503 past HTTP_MAX_CONNECTIONS
 HTTP_READ_BYTES = 64 * 1024        # one socket read at most
-HTTP_DRAIN_READS = 16              # reads of HTTP_READ_BYTES at most when draining a refused socket
 HTTP_LISTEN_BACKLOG = 128
 
 
@@ -7312,7 +7386,6 @@ HTTP_LISTEN_BACKLOG = 128
 def _http_classes() -> tuple[type, type]:
     """Return (handler class, server class), defined on first use so that importing
     docs_qa (every CLI question) does not load http.server, about 20 ms."""
-    import collections
     import io
     import socket
     import threading
@@ -7352,7 +7425,7 @@ def _http_classes() -> tuple[type, type]:
             self.rfile = io.BufferedReader(self._reader)
 
         def handle_one_request(self) -> None:
-            self._reader.deadline = time.monotonic() + HTTP_REQUEST_DEADLINE_S
+            self._reader.deadline = time.monotonic() + HTTP_HEADER_DEADLINE_S
             super().handle_one_request()
 
         def parse_request(self) -> bool:
@@ -7376,15 +7449,25 @@ def _http_classes() -> tuple[type, type]:
             length = _content_length(headers)
             readable = length is not None and 0 <= length <= HTTP_MAX_BODY_BYTES
             body = self._read_body(length) if readable and length else b""
-            if body is None:                 # too slow or cut short: no request to answer
-                self.close_connection = True
+            if body is None or not self.server.reading_end(self.connection):
+                self.close_connection = True     # too slow, cut short or closed as the oldest reader
                 return
-            status, reply_headers, data = handle_request(self.command, self.path, headers, body,
-                                                         self.server.ctx)
-            if not readable and (length is not None or _header(headers, "Transfer-Encoding")):
-                reply_headers["Connection"] = "close"    # the unread body must not become a request
+            if not self.server.slots.acquire(blocking=False):
                 self.close_connection = True
-            self._write_reply(status, reply_headers, data)
+                status, reply_headers, data = _error_reply(HTTPStatus.SERVICE_UNAVAILABLE)
+                self._write_reply(status, {**reply_headers, "Retry-After": str(HTTP_BUSY_RETRY_AFTER_S)}, data)
+                return
+            try:
+                status, reply_headers, data = handle_request(self.command, self.path, headers, body,
+                                                             self.server.ctx)
+                if not readable and (length is not None or _header(headers, "Transfer-Encoding")):
+                    reply_headers["Connection"] = "close"    # the unread body must not become a request
+                    self.close_connection = True
+                self._write_reply(status, reply_headers, data)
+            finally:
+                self.server.slots.release()
+            if not self.close_connection:    # waiting for the next request is reading again
+                self.server.reading_begin(self.connection)
 
         do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _serve
 
@@ -7398,7 +7481,7 @@ def _http_classes() -> tuple[type, type]:
         def _read_body(self, length: int) -> bytes | None:
             """Return the body, or None when it ends early or takes longer than
             HTTP_BODY_DEADLINE_S in all (each read also obeys the socket timeout)."""
-            deadline = time.monotonic() + HTTP_BODY_DEADLINE_S
+            deadline = self._reader.deadline = time.monotonic() + HTTP_BODY_DEADLINE_S
             parts, received = [], 0
             while received < length:
                 if time.monotonic() > deadline:
@@ -7436,6 +7519,12 @@ def _http_classes() -> tuple[type, type]:
 
 
     class _HttpServer(ThreadingHTTPServer):
+        """Every connection gets a thread. One that is still sending its request (or idle
+        between two) is a reader, at most HTTP_MAX_READING (a new one closes the oldest);
+        a request read whole takes one of HTTP_MAX_CONNECTIONS slots while it is answered,
+        or is answered 503 when none is free. So clients dripping bytes cost only reader
+        places, never the slots of requests that are ready."""
+
         daemon_threads = True
         request_queue_size = HTTP_LISTEN_BACKLOG   # the default 5 drops SYNs under a burst: 1 s retries
 
@@ -7443,59 +7532,42 @@ def _http_classes() -> tuple[type, type]:
             if ":" in address[0]:
                 self.address_family = socket.AF_INET6
             self.ctx = ctx
-            self._slots = threading.BoundedSemaphore(HTTP_MAX_CONNECTIONS)
-            self._lingering: collections.deque = collections.deque()   # (close at, socket)
+            self.slots = threading.BoundedSemaphore(HTTP_MAX_CONNECTIONS)
+            self._readers: dict[socket.socket, None] = {}   # in the order they began reading
+            self._readers_lock = threading.Lock()
             super().__init__(address, _HttpHandler)
 
+        def reading_begin(self, sock: socket.socket) -> None:
+            """Count sock as reading a request; past HTTP_MAX_READING, shut the socket that
+            has waited longest (its thread then sees the end of its input and ends)."""
+            with self._readers_lock:
+                while len(self._readers) >= HTTP_MAX_READING:
+                    oldest = next(iter(self._readers))
+                    del self._readers[oldest]
+                    try:
+                        oldest.shutdown(socket.SHUT_RDWR)
+                    except OSError:          # already closed by its own thread
+                        pass
+                self._readers[sock] = None
+
+        def reading_end(self, sock: socket.socket) -> bool:
+            """Stop counting sock as reading; return False when it had been shut as the oldest."""
+            with self._readers_lock:
+                return self._readers.pop(sock, False) is None
+
         def process_request(self, request: socket.socket, client_address: Any) -> None:
-            """Serve the connection in a thread while fewer than HTTP_MAX_CONNECTIONS are
-            served; past that, answer 503 from this thread and start none."""
-            if not self._slots.acquire(blocking=False):
-                self._refuse_busy(request)
-                return
+            self.reading_begin(request)
             try:
                 super().process_request(request, client_address)
-            except Exception:    # no thread took the slot; Ctrl-C/SIGTERM may land after one did
-                self._slots.release()
+            except Exception:    # no thread was started for it
+                self.reading_end(request)
                 raise
 
         def process_request_thread(self, request: socket.socket, client_address: Any) -> None:
             try:
                 super().process_request_thread(request, client_address)
             finally:
-                self._slots.release()
-
-        def _refuse_busy(self, request: socket.socket) -> None:
-            """Send 503 + Retry-After without reading the request or blocking, half-close,
-            and keep the socket to drain before closing (an unread request would make the
-            close a reset, which can destroy the 503 before the client reads it)."""
-            status, headers, data = _error_reply(HTTPStatus.SERVICE_UNAVAILABLE)
-            headers["Retry-After"] = str(HTTP_BUSY_RETRY_AFTER_S)
-            headers["Content-Length"] = str(len(data))
-            head = f"HTTP/1.1 {status.value} {status.phrase}\r\n" + "".join(
-                f"{key}: {value}\r\n" for key, value in headers.items()) + "\r\n"
-            try:
-                request.setblocking(False)
-                request.send(head.encode("ascii") + data)
-                request.shutdown(socket.SHUT_WR)
-            except OSError:
-                request.close()
-                return
-            self._lingering.append((time.monotonic() + HTTP_LINGER_S, request))
-            while len(self._lingering) > HTTP_MAX_LINGERING:
-                self._lingering.popleft()[1].close()
-
-        def service_actions(self) -> None:
-            """Drain and close the refused sockets whose linger time is over (serve_forever
-            calls this between requests and at least every poll interval)."""
-            now = time.monotonic()
-            while self._lingering and self._lingering[0][0] <= now:
-                _drain_and_close(self._lingering.popleft()[1])
-
-        def server_close(self) -> None:
-            while self._lingering:
-                _drain_and_close(self._lingering.popleft()[1])
-            super().server_close()
+                self.reading_end(request)
 
         def handle_error(self, request: Any, client_address: Any) -> None:
             """Log a client that went away as one line; anything else is a bug: traceback."""
@@ -7508,21 +7580,15 @@ def _http_classes() -> tuple[type, type]:
     return _HttpHandler, _HttpServer
 
 
-def _drain_and_close(sock: socket.socket) -> None:
-    """Read what a refused client already sent (so the close is not a reset), then close;
-    the socket is non-blocking and the reads are bounded, so this never stalls the server."""
-    try:
-        for _ in range(HTTP_DRAIN_READS):
-            if not sock.recv(HTTP_READ_BYTES):
-                break
-    except OSError:                  # BlockingIOError: nothing more is waiting
-        pass
-    sock.close()
-
-
 def http_server(ctx: ServerContext, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> ThreadingHTTPServer:
-    """Return a bound, not yet serving, threaded HTTP server (port 0: any free port)."""
-    return _http_classes()[1]((host, port), ctx)
+    """Return a bound, not yet serving, threaded HTTP server (port 0: any free port); on a
+    loopback address it answers only a Host naming it (ctx.host_names: HTTP_LOOPBACK_NAMES,
+    the address itself and ctx.allowed_hosts)."""
+    server = _http_classes()[1]((host, port), ctx)
+    if http_is_loopback(host):
+        own = f"[{host}]" if ":" in host else host
+        ctx.host_names = frozenset(name.lower() for name in (*HTTP_LOOPBACK_NAMES, own, *ctx.allowed_hosts))
+    return server
 
 
 def http_is_loopback(host: str) -> bool:
@@ -7899,10 +7965,12 @@ _PAGE_JS = r"""
     }
   }
 
+  function errorText(env) { return T.error + ": " + env.reason + (env.detail ? " — " + env.detail : ""); }
+
   function render(env) {
     const box = $("answer");
     if (env.status === "error") {
-      box.appendChild(el("p", T.error + ": " + env.reason + (env.detail ? " — " + env.detail : ""), "warn"));
+      box.appendChild(el("p", errorText(env), "warn"));
     } else {
       const text = el("p", null, "answer");
       if (env.tool === "graph") text.textContent = env.answer || "";
@@ -7923,7 +7991,7 @@ _PAGE_JS = r"""
     const body = graph ? {question: question} : {question: question, extractive: mode === "extractive"};
     const reply = await call("POST", graph ? "graph" : "rag", body);
     render(reply.data);
-    say(T.done);
+    say(reply.data.status === "error" ? errorText(reply.data) : T.done);
     const n = parseInt(params.get("cite") || "", 10);
     const links = $("answer").querySelectorAll("a.cite");
     if (n >= 1 && n <= links.length) links[n - 1].click();
@@ -8146,8 +8214,8 @@ def page_openapi_paths(reply: Callable[[str, dict], dict], errors: dict[str, dic
         ("start", line, "first cited line (1-based)"), ("end", line, "last cited line (default: start)"),
         ("context", line, f"lines around them (default {PAGE_CONTEXT_LINES}, at most {MAX_SOURCE_CONTEXT})"))]
     source_errors = {k: v for k, v in errors.items() if k in map(_status_key, (
-        HTTPStatus.UNAUTHORIZED, HTTPStatus.UNPROCESSABLE_ENTITY, HTTPStatus.INTERNAL_SERVER_ERROR,
-        HTTPStatus.SERVICE_UNAVAILABLE))}
+        HTTPStatus.UNAUTHORIZED, HTTPStatus.FORBIDDEN, HTTPStatus.UNPROCESSABLE_ENTITY,
+        HTTPStatus.INTERNAL_SERVER_ERROR, HTTPStatus.SERVICE_UNAVAILABLE))}
     source_errors[_status_key(HTTPStatus.NOT_FOUND)] = reply("error envelope (not_found): the path is not an indexed document",
                                  {"$ref": "#/components/schemas/Error"})
     return {
@@ -8570,6 +8638,11 @@ def _main_server(command: str | None, argv: list[str], environ: dict[str, str]) 
         except Exception as exc:  # start-up failures (no such folder, ...): a message, exit 1
             return _report_error(exc, args.debug, False)
         ctx.cors_origins = origins
+        if command == "serve":
+            ctx.allowed_hosts = tuple(args.allowed_host)
+            if args.allowed_host and not http_is_loopback(args.host):
+                ctx.log_line(f"docs_qa: note: --allowed-host changes nothing on {args.host}: any "
+                             "Host is answered there, and the token guards the server")
         if command == "mcp":
             protocol_out, sys.stdout = sys.stdout.buffer, sys.stderr   # a stray print() must not corrupt the protocol
             try:

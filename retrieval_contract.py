@@ -10,8 +10,8 @@ Public API
     Source                   -- one cited document: source_id S1.., path, url, title (+ tool fields)
     Envelope                 -- the response: common fields + tool-specific `extra`
     ContractError            -- root of the typed exceptions; each carries reason + http_status
-      InvalidQueryError (400), UnauthorizedError (401), NotFoundError (404),
-      MethodNotAllowedError (405), InvalidRequestError (422),
+      InvalidQueryError (400), UnauthorizedError (401), ForbiddenHostError (403),
+      NotFoundError (404), MethodNotAllowedError (405), InvalidRequestError (422),
       RetrievalUnavailableError (503), InternalError (500)
     error_result(exc)        -- the one place any exception becomes an error envelope
     envelope_schema(extra)   -- JSON Schema of an envelope (common fields + given extras)
@@ -49,7 +49,7 @@ from typing import Any
 __all__ = [
     "CONTRACT_VERSION", "STATUSES", "REASONS", "ERROR_DETAILS",
     "Source", "Envelope",
-    "ContractError", "InvalidQueryError", "UnauthorizedError", "NotFoundError",
+    "ContractError", "InvalidQueryError", "UnauthorizedError", "ForbiddenHostError", "NotFoundError",
     "MethodNotAllowedError", "InvalidRequestError", "RetrievalUnavailableError",
     "InternalError",
     "error_result", "envelope_schema", "error_schema", "source_schema", "schema_errors",
@@ -71,6 +71,7 @@ REASONS: dict[str, HTTPStatus] = {
     "ambiguous_keyword": HTTPStatus.OK,      # ambiguous_person, so `ambiguous` never comes without a reason
     "invalid_query": HTTPStatus.BAD_REQUEST,
     "unauthorized": HTTPStatus.UNAUTHORIZED,
+    "forbidden_host": HTTPStatus.FORBIDDEN,  # a Host or Origin that is not the server's (DNS rebinding)
     "not_found": HTTPStatus.NOT_FOUND,
     "method_not_allowed": HTTPStatus.METHOD_NOT_ALLOWED,
     "invalid_request": HTTPStatus.UNPROCESSABLE_ENTITY,
@@ -82,6 +83,8 @@ REASONS: dict[str, HTTPStatus] = {
 ERROR_DETAILS: dict[str, str] = {
     "invalid_query": "The question is missing, empty, too long or not valid JSON.",
     "unauthorized": "A valid bearer token is required.",
+    "forbidden_host": "This server answers only requests addressed to its own host names "
+                      "and origins.",
     "not_found": "No such endpoint.",
     "method_not_allowed": "This endpoint does not accept that method.",
     "invalid_request": "The request has invalid, missing or unknown fields.",
@@ -146,6 +149,10 @@ class InvalidQueryError(ContractError):
 
 class UnauthorizedError(ContractError):
     reason = "unauthorized"
+
+
+class ForbiddenHostError(ContractError):
+    reason = "forbidden_host"
 
 
 class NotFoundError(ContractError):

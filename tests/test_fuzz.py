@@ -164,7 +164,7 @@ HTTP_TARGETS = [b"/health", b"/search", b"/graph", b"/rag", b"/openapi.json", b"
                 b"/search?x=1#f", b"http://h/search", b"/%00", b"/" + b"a" * 300, b"", b"/\xc3\x28"]
 HTTP_VERSIONS = [b"HTTP/1.1", b"HTTP/1.0", b"HTTP/2.0", b"HTTP/0.9", b"HTTP/1.1x", b"", b"HTTP/1.10"]
 HTTP_HEADERS = [
-    b"Host: x", b"Content-Length: 0", b"Content-Length: 16", b"Content-Length: 5", b"Content-Length: \xb2",
+    b"Host: localhost", b"Host: evil.example", b"Content-Length: 0", b"Content-Length: 16", b"Content-Length: 5", b"Content-Length: \xb2",
     b"Content-Length: -1", b"Content-Length: 99999999999999999999999", b"Content-Length: 5, 6",
     b"Content-Length: 0x10", b"Content-Length: 1048577", b"Transfer-Encoding: chunked",
     b"Transfer-Encoding: gzip", b"Expect: 100-continue", b"Connection: close", b"Connection: keep-alive",

@@ -63,7 +63,11 @@ class HttpServerTest(unittest.TestCase):
     def setUpClass(cls) -> None:
         cls.open = _LiveServer()
         cls.locked = _LiveServer(token=TOKEN)
-        status, _, body = cls._raw(cls.open.port, "GET", "/openapi.json")
+        cls.open.ctx.ops.graph = object()    # the spec lists /graph only with a graph loaded
+        try:
+            status, _, body = cls._raw(cls.open.port, "GET", "/openapi.json")
+        finally:
+            cls.open.ctx.ops.graph = None
         assert status == 200, status
         cls.spec = json.loads(body)
 
@@ -187,10 +191,17 @@ class HttpServerTest(unittest.TestCase):
                 self.assertEqual((status, env["reason"]), (400, "invalid_query"))
                 self.assertEqual(env["detail"], rc.ERROR_DETAILS["invalid_query"])
 
+    def test_a_question_of_format_characters_only_is_400_naming_its_own_field(self):
+        # zero-width space, word joiner, soft hyphen: invisible, so no question at all
+        for path, field in (("/search", "query"), ("/rag", "question")):
+            with self.subTest(path=path):
+                status, _, env = self.call("POST", path, {field: "\u200b\u2060\u00ad"})
+                self.assertEqual((status, env["reason"], env["fields"]), (400, "invalid_query", [field]))
+
     def test_body_over_one_mib_is_refused_with_413_before_it_is_read(self):
         # Only the headers are sent: a server that tried to read the body would hang here.
         with socket.create_connection(("127.0.0.1", self.open.port), timeout=10) as sock:
-            sock.sendall(b"POST /rag HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            sock.sendall(b"POST /rag HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                          b"Content-Length: %d\r\n\r\n" % (docs_qa.HTTP_MAX_BODY_BYTES + 1))
             data = _read_until_closed(sock)
         head, _, body = data.partition(b"\r\n\r\n")
@@ -215,6 +226,8 @@ class HttpServerTest(unittest.TestCase):
             ({"query": "JPK", "limit": True}, ["limit"]),
             ({"query": "JPK", "zz_unknown": "SECRET-VALUE-771"}, ["zz_unknown"]),
             ({"query": ["SECRET-LIST-552"]}, ["query"]),
+            ({"query": "JPK", "x.y[0]": 1}, ["x.y[0]"]),      # a key is named whole, dots and all
+            ({"query": "JPK", "x": {"y": [1]}, "limit[0]": 1}, ["limit[0]", "x"]),
         ]
         for payload, fields in cases:
             with self.subTest(payload=payload):
@@ -328,10 +341,22 @@ class HttpServerTest(unittest.TestCase):
             self.assertEqual(post["operationId"], op.tool)
             self.assertEqual(post["requestBody"]["content"]["application/json"]["schema"],
                              op.request_schema)
-            for code in ("400", "401", "413", "422", "500", "503", "default"):
+            for code in ("400", "401", "403", "413", "422", "500", "503", "default"):
                 schema = _resolve(self.spec, post["responses"][code]["content"]["application/json"]["schema"])
                 self.assertEqual(schema, rc.error_schema())
         self.assertNotIn("security", self.spec)   # no token: nothing to declare
+
+    def test_openapi_lists_the_graph_tool_only_with_a_graph(self):
+        # as MCP's tools/list: without a graph every /graph call is 503, so it is no tool
+        status, _, body = self._raw(self.open.port, "GET", "/openapi.json")
+        spec = json.loads(body)
+        self.assertEqual(status, 200)
+        self.assertNotIn("/graph", spec["paths"])
+        self.assertNotIn("GraphEnvelope", spec["components"]["schemas"])
+        self.assertEqual({p["post"]["operationId"] for p in spec["paths"].values() if "post" in p},
+                         {"search_docs", "ask_docs"})
+        self.assertIn("/graph", self.spec["paths"])       # fetched with a graph loaded
+        self.assertEqual(self.spec["paths"]["/graph"]["post"]["operationId"], "query_graph")
 
     # -- slow clients ----------------------------------------------------------------
     def test_a_client_dripping_its_body_is_disconnected_by_the_body_deadline(self):
@@ -339,7 +364,7 @@ class HttpServerTest(unittest.TestCase):
         with mock.patch.object(self.open.ctx, "socket_timeout_s", 0.5), \
                 mock.patch.object(docs_qa, "HTTP_BODY_DEADLINE_S", 1.0):
             with socket.create_connection(("127.0.0.1", self.open.port), timeout=10) as sock:
-                sock.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n")
+                sock.sendall(b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 40\r\n\r\n")
                 closed = False
                 for _ in range(40):
                     try:
@@ -356,7 +381,7 @@ class HttpServerTest(unittest.TestCase):
         with mock.patch.object(self.open.ctx, "socket_timeout_s", 0.5):
             # the client's own 10 s timeout would raise if the server kept the connection
             with socket.create_connection(("127.0.0.1", self.open.port), timeout=10) as sock:
-                sock.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n{\"qu")
+                sock.sendall(b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 40\r\n\r\n{\"qu")
                 data = _read_until_closed(sock)
         self.assertEqual(data, b"")   # closed without a reply, the thread freed
 

@@ -21,12 +21,12 @@ from helpers import (TAX_CORPUS, LiveDocsServer, ServeProcess, http_exchange, ht
 import docs_qa
 import retrieval_contract as rc
 
-HEALTH = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+HEALTH = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 
 
 def post(path: str, body: bytes, *headers: str) -> bytes:
     """Return the raw bytes of a POST with the given body and extra header lines."""
-    head = [f"POST {path} HTTP/1.1", "Host: x", *headers]
+    head = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", *headers]
     if not any(h.lower().startswith(("content-length", "transfer-encoding")) for h in headers):
         head.append(f"Content-Length: {len(body)}")
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
@@ -72,7 +72,7 @@ class ServeSubprocessTest(unittest.TestCase):
         # headers are read as Latin-1: b"\xb2" is "²", which str.isdigit() takes for a digit
         for length in (b"\xb2", b"\xc2\xb2", "\u0661".encode(), b"1_0", b"+5", b"9" * 5000):
             with self.subTest(length=length[:20]):
-                data = b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: " + length + b"\r\n\r\n{}"
+                data = b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + length + b"\r\n\r\n{}"
                 status, _, envelope = self.exchange(data)
                 self.assertIn(status, (400, 413))
                 self.assertEqual(envelope["status"], "error")
@@ -124,6 +124,15 @@ class FramingAndErrorPagesTest(unittest.TestCase):
         }
         self.assert_closing_json_errors(cases)
 
+    def test_every_json_reply_says_nosniff(self):
+        # a browser must never take a reply for HTML or script, whatever its text holds
+        for data in (HEALTH, post("/search", b'{"query": "JPK"}'), b"GET /nope HTTP/1.1\r\n\r\n",
+                     b"garbage\r\n\r\n", post("/search", b"x", "Transfer-Encoding: chunked")):
+            with self.subTest(data=data[:30]):
+                headers = http_parse_reply(http_exchange(self.live.port, data))[1]
+                self.assertTrue(headers["content-type"].startswith("application/json"))
+                self.assertEqual(headers.get("x-content-type-options"), "nosniff")
+
     def test_an_unknown_method_is_a_json_405_naming_the_allowed_ones(self):
         # its request is framed like any other (headers, Content-Length), so unlike the
         # errors above the connection need not close
@@ -174,24 +183,44 @@ class FramingAndErrorPagesTest(unittest.TestCase):
         self.assertEqual((status, json.loads(body)["reason"]), (404, "not_found"))
 
 
+def hold_connections(port: int, count: int, data: bytes = b"GET /health HTTP/1.1\r\n") -> list[socket.socket]:
+    """Return count connections to port, each having sent data: a request whose headers never end."""
+    held = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        sock.sendall(data)
+        held.append(sock)
+    return held
+
+
+def is_closed_by_server(sock: socket.socket, wait_s: float) -> bool:
+    """Return whether the server closed sock (end of input or a reset) within wait_s."""
+    sock.settimeout(wait_s)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
 class SlowAndManyClientsTest(unittest.TestCase):
+    """Three answer slots; held connections are cut only by what a test is about (the
+    header deadline and socket timeout are long unless a test shortens them)."""
+
     def setUp(self) -> None:
-        self.patches = [mock.patch.object(docs_qa, "HTTP_MAX_CONNECTIONS", 3),
-                        mock.patch.object(docs_qa, "HTTP_REQUEST_DEADLINE_S", 1.0)]
-        for patch in self.patches:
-            patch.start()
+        patch = mock.patch.object(docs_qa, "HTTP_MAX_CONNECTIONS", 3)
+        patch.start()
+        self.addCleanup(patch.stop)
         self.live = LiveServer()
-        self.live.ctx.socket_timeout_s = 0.5
+        self.addCleanup(self.live.close)
 
-    def tearDown(self) -> None:
-        self.live.close()
-        for patch in reversed(self.patches):
-            patch.stop()
-
-    def test_dripped_headers_are_cut_by_the_whole_request_deadline(self):
+    def test_dripped_headers_are_cut_by_the_whole_header_deadline(self):
         # each byte comes well within the 0.5 s socket timeout; the headers would take ~8 s
         header = b"GET /health HTTP/1.1\r\nX-Slow: " + b"a" * 40 + b"\r\n\r\n"
-        with socket.create_connection(("127.0.0.1", self.live.port), timeout=30) as sock:
+        with mock.patch.object(docs_qa, "HTTP_HEADER_DEADLINE_S", 1.0), \
+                mock.patch.object(self.live.ctx, "socket_timeout_s", 0.5), \
+                socket.create_connection(("127.0.0.1", self.live.port), timeout=30) as sock:
             def drip() -> None:
                 try:
                     for byte in header:
@@ -209,42 +238,191 @@ class SlowAndManyClientsTest(unittest.TestCase):
         self.assertTrue(dripper.is_alive())  # cut while the client was still dripping
         dripper.join()
 
-    def test_past_the_connection_cap_a_client_gets_503_with_retry_after(self):
-        held = [socket.create_connection(("127.0.0.1", self.live.port), timeout=30) for _ in range(3)]
+    def test_past_the_answer_slots_a_ready_request_gets_503_with_retry_after(self):
+        entered, release = threading.Semaphore(0), threading.Event()
+        real = docs_qa.handle_request
+
+        def held_answer(method, target, *args):
+            if target == "/health?hold":
+                entered.release()
+                release.wait(30)
+            return real(method, target, *args)
+
+        with mock.patch.object(docs_qa, "handle_request", held_answer):
+            held = hold_connections(self.live.port, 3, b"GET /health?hold HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            try:
+                for _ in held:               # all three slots are answering
+                    self.assertTrue(entered.acquire(timeout=30))
+                status, headers, body = http_parse_reply(http_exchange(self.live.port, HEALTH))
+                self.assertEqual(status, 503)
+                self.assertEqual(headers.get("retry-after"), str(docs_qa.HTTP_BUSY_RETRY_AFTER_S))
+                self.assertEqual(json.loads(body)["reason"], "retrieval_unavailable")
+                release.set()
+                for sock in held:            # the held ones are answered, and the slots come back
+                    self.assertEqual(http_parse_reply(sock.recv(65536))[0], 200)
+            finally:
+                release.set()
+                for sock in held:
+                    sock.close()
+        self.assertEqual(http_parse_reply(http_exchange(self.live.port, HEALTH))[0], 200)
+
+    def test_clients_still_sending_headers_take_no_answer_slot(self):
+        held = hold_connections(self.live.port, 8)       # more than the 3 answer slots
         try:
-            for sock in held:
-                sock.sendall(b"GET /health HTTP/1.1\r\n")      # headers never end
-            status, headers, body = http_parse_reply(http_exchange(self.live.port, HEALTH))
-            self.assertEqual(status, 503)
-            self.assertEqual(headers.get("retry-after"), str(docs_qa.HTTP_BUSY_RETRY_AFTER_S))
-            self.assertEqual(json.loads(body)["reason"], "retrieval_unavailable")
+            status = http_parse_reply(http_exchange(self.live.port, HEALTH))[0]
         finally:
             for sock in held:
                 sock.close()
-        for _ in range(100):                 # the held connections end; slots come back
-            status = http_parse_reply(http_exchange(self.live.port, HEALTH))[0]
-            if status == 200:
-                break
-            time.sleep(0.05)
         self.assertEqual(status, 200)
 
-    def test_refused_clients_start_no_threads(self):
-        held = [socket.create_connection(("127.0.0.1", self.live.port), timeout=30) for _ in range(3)]
+    def test_past_the_reader_cap_the_connection_waiting_longest_is_closed(self):
+        with mock.patch.object(docs_qa, "HTTP_MAX_READING", 4), \
+                mock.patch.object(docs_qa, "HTTP_HEADER_DEADLINE_S", 60.0):   # only eviction closes
+            held = hold_connections(self.live.port, 4)
+            try:
+                time.sleep(0.1)              # the four are counted, in the order they came
+                self.assertEqual(http_parse_reply(http_exchange(self.live.port, HEALTH))[0], 200)
+                self.assertTrue(is_closed_by_server(held[0], 0.5))    # the oldest made room for it
+                self.assertFalse(is_closed_by_server(held[1], 0.05))  # the others wait on
+                before = threading.active_count()
+                held += hold_connections(self.live.port, 20)
+                for _ in range(200):         # each new one closes an older one: threads stay bounded
+                    if threading.active_count() <= before + 1:
+                        break
+                    time.sleep(0.05)
+                self.assertLessEqual(threading.active_count(), before + 1)
+            finally:
+                for sock in held:
+                    sock.close()
+
+
+class DripFloodTest(unittest.TestCase):
+    """Issue 30's lock-out at the real limits: more slow clients than answer slots."""
+
+    def test_a_ready_client_is_answered_while_70_connections_drip_their_headers(self):
+        live = LiveServer()
+        self.addCleanup(live.close)
+        held = hold_connections(live.port, docs_qa.HTTP_MAX_CONNECTIONS + 6)
+        stop = threading.Event()
+
+        def drip() -> None:                  # one byte per connection every 0.2 s, as the attack
+            while not stop.wait(0.2):
+                for sock in held:
+                    try:
+                        sock.sendall(b"a")
+                    except OSError:
+                        pass
+        dripper = threading.Thread(target=drip, daemon=True)
+        dripper.start()
         try:
-            for sock in held:
-                sock.sendall(b"GET /health HTTP/1.1\r\n")
-            for _ in range(3000):            # until the three take every slot (each slot's
-                if self.live.server._slots._value == 0:   # thread has started by then)
-                    break
-                time.sleep(0.01)
-            self.assertEqual(self.live.server._slots._value, 0)
-            before = threading.active_count()
-            statuses = [http_parse_reply(http_exchange(self.live.port, HEALTH))[0] for _ in range(20)]
-            self.assertEqual(set(statuses), {503})
-            self.assertLessEqual(threading.active_count(), before)
+            time.sleep(0.5)
+            replies = [http_parse_reply(http_exchange(live.port, HEALTH, timeout=10))[0] for _ in range(3)]
         finally:
+            stop.set()
+            dripper.join()
             for sock in held:
                 sock.close()
+        self.assertEqual(replies, [200, 200, 200])
+
+
+class RebindingTest(unittest.TestCase):
+    """A server on 127.0.0.1 answers only Host names that are its own (issue 30, item 1):
+    a page whose name an attacker re-points at 127.0.0.1 is sent with that name."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.live = LiveServer()
+        cls.live.ctx.cors_origins = ("http://localhost:3000",)
+        cls.addClassCleanup(cls.live.close)
+
+    def search(self, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        return self.live.request("POST", "/search", json.dumps({"query": "termin JPK"}).encode(),
+                                 {"Content-Type": "application/json", **headers})
+
+    def assert_forbidden(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        envelope = json.loads(body)
+        self.assertEqual((status, envelope["reason"]), (403, "forbidden_host"))
+        self.assertEqual(rc.schema_errors(envelope, rc.error_schema()), [])
+        self.assertEqual(headers["x-content-type-options"], "nosniff")
+        self.assertNotIn("JPK", body.decode())            # no document text
+
+    def test_a_rebound_name_gets_403_and_no_document(self):
+        # the issue's curl: Host and Origin both name the attacker's page, now at 127.0.0.1
+        port = self.live.port
+        self.assert_forbidden(*self.search({"Host": f"rebind.attacker.example:{port}",
+                                            "Origin": f"http://rebind.attacker.example:{port}"}))
+        for host in ("rebind.attacker.example", f"127.0.0.1.nip.io:{port}", "localhost.", "[::2]",
+                     f"localhost@evil:{port}", "", "127.0.0.1:80:80"):
+            with self.subTest(host=host):
+                self.assert_forbidden(*self.search({"Host": host}))
+        for method, target in (("GET", "/"), ("GET", "/source?path=jpk.md&start=1&end=2"),
+                               ("GET", "/openapi.json"), ("POST", "/rag"), ("OPTIONS", "/search")):
+            with self.subTest(target=target):
+                self.assert_forbidden(*self.live.request(method, target, b"{}", {
+                    "Host": f"rebind.attacker.example:{port}", "Origin": "http://localhost:3000",
+                    "Access-Control-Request-Method": "POST"}))
+
+    def test_its_own_names_are_answered_with_or_without_a_port(self):
+        port = self.live.port
+        for host in ("127.0.0.1", f"127.0.0.1:{port}", "localhost", f"LocalHost:{port}", "[::1]",
+                     f"[::1]:{port}", "localhost:9000"):      # 9000: an ssh tunnel's port
+            with self.subTest(host=host):
+                status, _, body = self.search({"Host": host})
+                self.assertEqual((status, json.loads(body)["status"]), (200, "ok"))
+        # HTTP/1.0 without Host: never a browser, so never a rebound page
+        raw = http_exchange(port, b"GET /health HTTP/1.0\r\n\r\n")
+        self.assertEqual(http_parse_reply(raw)[0], 200)
+
+    def test_an_origin_neither_its_own_nor_listed_gets_403(self):
+        port = self.live.port
+        for host, origin in ((f"127.0.0.1:{port}", f"http://127.0.0.1:{port}"),    # the page's own
+                             (f"localhost:{port}", f"http://localhost:{port}"),
+                             (f"[::1]:{port}", f"http://[::1]:{port}"),
+                             (f"127.0.0.1:{port}", "http://localhost:3000")):        # --cors-origin
+            with self.subTest(origin=origin):
+                self.assertEqual(self.search({"Host": host, "Origin": origin})[0], 200)
+        for origin in ("http://evil.example", "null", f"http://localhost:{port}", "http://localhost:3000.evil"):
+            with self.subTest(origin=origin):
+                self.assert_forbidden(*self.search({"Host": f"127.0.0.1:{port}", "Origin": origin}))
+
+    def test_bound_elsewhere_any_host_is_answered_and_the_token_guards(self):
+        # the README's OpenWebUI-in-Docker set-up: --host 0.0.0.0, a token, Host host.docker.internal
+        # (handle_request with the context http_server leaves for a non-loopback address)
+        ctx = docs_qa.ServerContext(docs_qa.OperationContext(self.live.settings), token="s3cret")
+        self.assertIsNone(ctx.host_names)
+        body = json.dumps({"query": "termin JPK"}).encode()
+        host = {"Host": "host.docker.internal:8000"}
+        status, _, _ = docs_qa.handle_request("POST", "/search", host, body, ctx)
+        self.assertEqual(status, 401)
+        status, _, _ = docs_qa.handle_request("POST", "/search", {**host, "Authorization": "Bearer s3cret"},
+                                              body, ctx)
+        self.assertEqual(status, 200)
+
+
+class AllowedHostTest(unittest.TestCase):
+    def test_serve_answers_a_host_named_with_allowed_host(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            docs = write_files(os.path.join(tmp, "docs"), TAX_CORPUS)
+            server = ServeProcess(docs, "--no-cache", "--allowed-host", "Docs.Example.ORG",
+                                  "--allowed-host", "::1")
+            try:
+                def status(host: str) -> int:
+                    request = post("/search", b'{"query": "JPK"}').replace(b"Host: 127.0.0.1", b"Host: " + host)
+                    return http_parse_reply(http_exchange(server.port, request))[0]
+                self.assertEqual(status(b"docs.example.org:%d" % server.port), 200)
+                self.assertEqual(status(b"docs.example.org"), 200)
+                self.assertEqual(status(b"other.example.org"), 403)
+            finally:
+                server.close()
+
+    def test_allowed_host_takes_a_bare_name_only(self):
+        for value in ("http://docs.example.org", "docs.example.org:8000", "*", "a/b", ""):
+            with self.subTest(value=value):
+                proc = run_cli("serve", "--docs", "corpus", "--no-cache", "--port", "0",
+                               "--allowed-host", value, timeout=30)
+                self.assertEqual(proc.returncode, 2)
+                self.assertIn("--allowed-host", proc.stderr)
+                self.assertNotIn("Traceback", proc.stderr)
 
 
 class TokenTest(unittest.TestCase):

@@ -186,6 +186,26 @@ class PageInBrowserTest(unittest.TestCase):
         self.assertIn("Token dostępu", dom.text["token-box"])
         self.assertEqual(dom.cites, [])
 
+    def test_a_failed_request_is_said_in_the_status_line_not_answer_ready(self):
+        too_long = "podatek " * 600                                     # over 4,000 characters: 400
+        dom = self.dom(self.url(self.live, q=too_long, mode="extractive"))
+        self.assertIn("The request failed: invalid_query", dom.text["status"])
+        self.assertNotIn("Answer ready", dom.text["status"])
+        self.assertIn("invalid_query", dom.text["answer"])
+
+    def test_a_page_whose_name_was_rebound_to_the_server_gets_no_page_and_no_answer(self):
+        # DNS rebinding in a real browser: the attacker's name resolves to 127.0.0.1
+        port = self.live.port
+        url = f"http://rebind.attacker.example:{port}/?" + urllib.parse.urlencode(
+            {"q": QUESTION, "mode": "extractive"})
+        proc = run_browser(self.browser, url, os.path.join(self.tmp, "profile"),
+                           "--host-resolver-rules=MAP rebind.attacker.example 127.0.0.1", "--dump-dom")
+        self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+        self.assertIn("forbidden_host", proc.stdout)
+        self.assertNotIn("JPK_V7M", proc.stdout)
+        self.assertTrue(any("GET /?q=" in line and " 403 " in line for line in self.live.log),
+                        self.live.log[-5:])
+
     def test_a_screenshot_of_the_answered_page_is_saved(self):
         target = os.environ.get("DOCS_QA_PAGE_SCREENSHOT") or os.path.join(self.tmp, "page.png")
         proc = run_browser(self.browser, self.url(self.live, q=QUESTION, mode="extractive", cite="1"),
