@@ -8389,10 +8389,12 @@ def _server_token(raw: str | None) -> str | None:
 def _server_index(ctx: ServerContext) -> None:
     """Build the server's index and log the outcome; mark ctx.startup ready when done."""
     startup = ctx.startup
-    stderr_progress = _Progress(sys.stderr)
+    # redrawn with \r on a terminal only; elsewhere (a client's log, a file) the lines below say it
+    stderr_progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
 
     def progress(stage: str, done: int, total: int) -> None:
-        stderr_progress(stage, done, total)
+        if stderr_progress is not None:
+            stderr_progress(stage, done, total)
         if startup is not None:
             startup.progress(stage, done, total)
     try:

@@ -168,9 +168,10 @@ class StubModelServer:
 
     Set `embed_fault` / `chat_fault` to one of FAULTS to make it misbehave, `chat_reply`
     to the text the chat model answers, `chat_hook` to a function run (with the request
-    body) before it answers, `dim` for vector size. Counts requests, embedded texts and the
-    connections a client closed while the server kept silent (`chat_closed`), and keeps
-    the request bodies; wait_for() waits on those counts without polling.
+    body) before it answers, `embed_delay_s` to slow every embedding reply, `dim` for
+    vector size. Counts requests, embedded texts and the connections a client closed while
+    the server kept silent (`chat_closed`), and keeps the request bodies; wait_for() waits
+    on those counts without polling.
     """
 
     FAULTS = ("refuse_body", "hang", "http_400", "http_404", "http_429", "http_500", "http_503",
@@ -225,6 +226,7 @@ class StubModelServer:
         self.dim = 8
         self.centered = False    # subtract each vector's mean: dense, signed, like real embeddings
         self.hang_s = 3.0
+        self.embed_delay_s = 0.0  # each embedding reply waits this long (release ends it)
         previous = getattr(self, "release", None)
         if previous is not None:
             previous.set()           # free any handler still hanging from the last test
@@ -315,6 +317,7 @@ class StubModelServer:
         fault = self.embed_fault
         if self._common_fault(handler, fault):
             return
+        self.release.wait(self.embed_delay_s)
         vectors = [docs_qa.embed_mock_vector(t, self.dim) for t in texts]
         if self.centered:
             vectors = [[x - sum(v) / len(v) for x in v] for v in vectors]

@@ -2,7 +2,8 @@
 at once and indexes in the background, a tool call waits for the index (with progress
 notifications), a hanging ask_docs does not block ping, notifications/cancelled drops the
 call it names and closes its model connection, the end of stdin ends the process while a
-call hangs, query_graph is listed only with a graph, and `serve --no-cache` keeps one
+call hangs, the start-up index draws no carriage-return progress on a stderr that is not a
+terminal, query_graph is listed only with a graph, and `serve --no-cache` keeps one
 in-memory index for its lifetime.
 
 The model stand-in hangs until released (StubModelServer.release), so the order of events
@@ -186,6 +187,20 @@ class McpConcurrencyTest(StubServerCase):
             self.fail("the process outlived its stdin while a call waited for the model")
         self.assertEqual(mcp.proc.returncode, 0)
         self.assertTrue(self.stub.wait_for(lambda: self.stub.chat_closed >= 1, PROMPT_S))
+
+    def test_the_start_up_index_draws_no_carriage_returns_on_a_stderr_that_is_no_terminal(self):
+        write_files(self.docs, {f"extra/{i:02}.md": f"# Note {i}\n\nRejestr numer {i} prowadzi urząd.\n"
+                                for i in range(80)})           # three batches of embeddings
+        self.stub.embed_delay_s = 0.6               # the index runs past the 1 s progress shows after
+        mcp = self.start(env={"EMBED_MOCK": "0", "DOCS_QA_EMBED_MODEL": "stub-embed"})
+        mcp.recv_reply(mcp.send("initialize", INIT))
+        reply = mcp.recv_reply(mcp.send("tools/call", {"name": "search_docs", "arguments": {"query": "rejestr"}}))
+        self.assertIs(reply["result"]["isError"], False)       # answered once the index was built
+        self.assertGreaterEqual(self.stub.embed_requests, 3)
+        self.assertEqual(mcp.close()[0], 0)
+        stderr = mcp.proc.stderr.read().decode()
+        self.assertIn("indexed", stderr)
+        self.assertNotIn("\r", stderr)
 
     def test_ask_docs_honours_the_gap_timeout(self):
         self.stub.chat_fault = "hang"
