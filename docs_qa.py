@@ -8081,6 +8081,10 @@ _RPC_PARSE_ERROR, _RPC_INVALID_REQUEST, _RPC_NO_METHOD, _RPC_INVALID_PARAMS, _RP
     -32700, -32600, -32601, -32602, -32603)
 MCP_WORKERS = 4                    # tool calls served at once; more wait in a queue
 MCP_PROGRESS_EVERY_S = 1.0         # at most one progress notification per call this often
+# every operation only reads the documents (or the graph) it was started on: a client may call
+# one without asking its user, and the hints say so (MCP ToolAnnotations; the defaults assume
+# a tool that changes and reaches out into the world)
+MCP_TOOL_ANNOTATIONS = {"readOnlyHint": True, "openWorldHint": False}
 MCP_EOF_GRACE_S = 0.5              # at stdin's end, calls still running get this long to be
                                    # answered; then they are cancelled and the process ends
 
@@ -8090,7 +8094,7 @@ def mcp_tools(ctx: ServerContext | None = None) -> list[dict]:
     (the output is the operation's envelope, or the error envelope on isError);
     with ctx, query_graph only when a graph is loaded."""
     return [{"name": op.tool, "title": op.tool.replace("_", " "), "description": op.summary,
-             "inputSchema": op.request_schema,
+             "annotations": dict(MCP_TOOL_ANNOTATIONS), "inputSchema": op.request_schema,
              "outputSchema": {"type": "object", "anyOf": [op.response_schema, rc.error_schema()]}}
             for op in OPERATIONS.values()
             if ctx is None or op.name != "graph" or ctx.ops.graph is not None]

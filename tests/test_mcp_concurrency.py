@@ -229,6 +229,7 @@ class McpConcurrencyTest(StubServerCase):
                 self.assertEqual("query_graph" in tools, listed)
                 for tool in tools.values():
                     self.assertNotIn("not declared", tool["description"])
+                    self.assertIs(tool["annotations"]["readOnlyHint"], True)
                 if listed:
                     self.assertIn("thesis", tools["query_graph"]["description"])
                     reply = mcp.recv_reply(mcp.send("tools/call", {"name": "query_graph", "arguments": {
