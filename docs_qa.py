@@ -163,7 +163,7 @@ __all__ = [
     "corpus_readable", "corpus_reread",
     "chunk_text", "chunk_parse", "ParsedText", "front_matter_fields",
     "bm25_idf", "bm25_scores", "bm25_query_weight", "bm25_term_counts",
-    "BackendError", "RetryPolicy",
+    "BackendError", "RetryPolicy", "Cancellation",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
     "default_cache_dir", "cache_path", "cache_open", "cache_snapshot",
     "FileState", "ParsedBatch", "cache_meta", "cache_meta_put", "cache_transaction", "cache_use_wal",
