@@ -163,7 +163,7 @@ __all__ = [
     "corpus_readable", "corpus_reread", "corpus_other_files", "corpus_no_documents_note",
     "chunk_text", "chunk_parse", "ParsedText", "front_matter_fields",
     "bm25_idf", "bm25_scores", "bm25_query_weight", "bm25_term_counts",
-    "BackendError", "RetryPolicy",
+    "BackendError", "RetryPolicy", "Cancellation",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
     "default_cache_dir", "cache_path", "cache_open", "cache_snapshot",
     "FileState", "ParsedBatch", "cache_meta", "cache_meta_put", "cache_transaction", "cache_use_wal",
@@ -323,6 +323,8 @@ class Settings:
     # (tests pass a fake pair, so a backoff or a deadline costs no real time)
     clock: Callable[[], float] = field(default=time.monotonic, compare=False, repr=False)
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False, repr=False)
+    cancel: Cancellation | None = field(default=None, compare=False, repr=False)   # (§8) set by
+                                      # another thread, it ends this call's model requests at once
 
     @property
     def candidate_limit(self) -> int:
@@ -2665,6 +2667,91 @@ class _Streamed:
     has_done: bool
 
 
+class _CallCancelledError(Exception):
+    """The call was cancelled by its caller (Cancellation.set()): it ends with no result."""
+
+
+class Cancellation:
+    """A call's way to be stopped from another thread: set() marks it cancelled and shuts
+    down every model connection it has open, so a read blocked on a silent server ends at
+    once (_request_json then raises _CallCancelledError, never a fault to retry or degrade on)."""
+
+    def __init__(self) -> None:
+        import threading
+        self._lock = threading.Lock()
+        self._event = threading.Event()
+        self._sockets: set[Any] = set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait up to timeout_s; return whether the call was cancelled."""
+        return self._event.wait(timeout_s)
+
+    def set(self) -> None:
+        with self._lock:
+            self._event.set()
+            sockets, self._sockets = self._sockets, set()
+        for sock in sockets:
+            _socket_shut(sock)
+
+    def watch(self, sock: Any) -> None:
+        """Shut sock down when the call is cancelled (at once if it already is)."""
+        with self._lock:
+            if not self._event.is_set():
+                self._sockets.add(sock)
+                return
+        _socket_shut(sock)
+
+    @contextlib.contextmanager
+    def guard(self) -> Iterator[None]:
+        """Within the block, raise _CallCancelledError instead of whatever the block raised or
+        returned once the call is cancelled: a cut connection is the cancel, not a fault."""
+        try:
+            yield
+        except Exception:            # re-raised unless the cancel caused it
+            if self.is_set():
+                raise _CallCancelledError() from None
+            raise
+        if self.is_set():
+            raise _CallCancelledError()
+
+
+def _socket_shut(sock: Any) -> None:
+    """Shut both directions of sock: a recv blocked on it in another thread returns at once
+    (close() alone would not wake it). The plain socket's method, so TLS state is left alone."""
+    import socket
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+def _cancellable_open(cancel: Cancellation) -> Callable[..., Any]:
+    """Return urlopen's equivalent whose connections `cancel` shuts down when it is set."""
+    import http.client
+    import urllib.request
+
+    def watched(base: type) -> type:
+        class Watched(base):  # type: ignore[valid-type, misc]
+            def connect(self) -> None:   # watched once open (with TLS, once the handshake is
+                super().connect()        # done: until then only the timeout bounds it)
+                cancel.watch(self.sock)
+        return Watched
+
+    class Handler(urllib.request.HTTPHandler):
+        def http_open(self, req: Any) -> Any:
+            return self.do_open(watched(http.client.HTTPConnection), req)
+
+    handlers: list[Any] = [Handler]
+    if hasattr(urllib.request, "HTTPSHandler"):              # Python built without ssl: no https
+        class SecureHandler(urllib.request.HTTPSHandler):
+            def https_open(self, req: Any) -> Any:
+                return self.do_open(watched(http.client.HTTPSConnection), req,
+                                    context=self._context)
+        handlers.append(SecureHandler)
+    return urllib.request.build_opener(*handlers).open
+
+
 def _retry_transient(kind: str) -> bool:
     """Return whether a fault kind is worth another attempt for an idempotent request
     (embeddings): transient HTTP statuses and network faults, never refused or bad_url."""
@@ -2678,11 +2765,12 @@ def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int
                   *, clock: Callable[[], float] = time.monotonic,
                   sleep: Callable[[float], None] = time.sleep, deadline_s: float | None = None,
                   may_retry: RetryPolicy = _retry_transient,
-                  on_event: Callable[[Any], None] | None = None) -> Any:
+                  on_event: Callable[[Any], None] | None = None,
+                  cancel: Cancellation | None = None) -> Any:
     """Return the decoded JSON reply of POST url with payload (GET when payload is None);
     retry the faults may_retry allows, at most `retries` times with sleep() between, all
     within deadline_s on clock() (default timeout_s * (retries + 1)); raise BackendError
-    when it cannot.
+    when it cannot, _CallCancelledError as soon as `cancel` is set.
     With on_event, a reply of server-sent events is passed to it event by event (each
     silent gap bounded by timeout_s) and a _Streamed is returned; a plain JSON reply is returned."""
     import http.client
@@ -2694,6 +2782,7 @@ def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     deadline = clock() + (timeout_s * (retries + 1) if deadline_s is None else deadline_s)
+    open_url = urllib.request.urlopen if cancel is None else _cancellable_open(cancel)
     attempt = 0
     while True:
         attempt += 1
@@ -2702,7 +2791,8 @@ def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int
         try:
             request = urllib.request.Request(url, data=body, headers=headers,
                                              method="GET" if body is None else "POST")
-            with urllib.request.urlopen(request, timeout=min(timeout_s, max(remaining, 0.1))) as resp:
+            with cancel.guard() if cancel is not None else contextlib.nullcontext(), \
+                    open_url(request, timeout=min(timeout_s, max(remaining, 0.1))) as resp:
                 if on_event is not None and resp.headers.get_content_type() == "text/event-stream":
                     return _Streamed(_read_events(resp, on_event, timeout_s, deadline,
                                                   max_bytes, clock))
@@ -2723,7 +2813,10 @@ def _request_json(url: str, payload: dict | None, timeout_s: float, retries: int
             kind, wait_s = _network_fault_kind(exc), RETRY_BACKOFF_S * attempt
         if not may_retry(kind) or attempt > retries or clock() + wait_s >= deadline:
             raise BackendError(kind)
-        sleep(wait_s)
+        if cancel is None:
+            sleep(wait_s)
+        elif cancel.wait(wait_s):
+            raise _CallCancelledError()
 
 
 def _read_events(resp: Any, on_event: Callable[[Any], None], timeout_s: float, deadline: float,
@@ -2906,7 +2999,7 @@ def embed_texts(texts: list[str], settings: Settings, kind: str = "document",
         batch = [prefix + t[:MAX_EMBED_CHARS] for t in texts[start:start + settings.embed_batch]]
         reply = _request_json(url, {"model": settings.embed_model, "input": batch},
                               settings.timeout_s, settings.retries, settings.api_key,
-                              clock=settings.clock, sleep=settings.sleep)
+                              clock=settings.clock, sleep=settings.sleep, cancel=settings.cancel)
         out.extend(_normalise([float(x) for x in v]) for v in _check_vectors(reply, len(batch)))
         if progress:
             progress("embed", len(out), len(texts))
@@ -5402,7 +5495,7 @@ def _pick_chat_model(settings: Settings, notes: list[Note]) -> str:
     try:
         reply = _request_json(settings.base_url.rstrip("/") + "/models", None,
                               min(settings.timeout_s, CHAT_MODELS_TIMEOUT_S), 0, settings.api_key,
-                              clock=settings.clock, sleep=settings.sleep)
+                              clock=settings.clock, sleep=settings.sleep, cancel=settings.cancel)
     except BackendError as exc:
         if exc.kind in ("refused", "bad_url", "timeout"):
             raise
@@ -5456,7 +5549,7 @@ def _chat(prompt: dict[str, str], settings: Settings, chat_model: str, timeout_s
                                         {"role": "user", "content": prompt["context"]}]},
                           settings.timeout_s, settings.retries, settings.api_key,
                           clock=settings.clock, sleep=settings.sleep, deadline_s=timeout_s,
-                          may_retry=_retry_unreached, on_event=on_event)
+                          may_retry=_retry_unreached, on_event=on_event, cancel=settings.cancel)
     if isinstance(reply, _Streamed):
         content, reason = "".join(parts), (finish[-1] if finish else None)
         if reason is None and not reply.has_done:
@@ -6735,7 +6828,9 @@ def _server_parser(command: str) -> argparse.ArgumentParser:
                    "MCP client over stdio (JSON-RPC 2.0, one message per line; logs go to stderr). "
                    "initialize is answered at once while the index is built in the background; "
                    "a tool call waits for it, with progress notifications when asked. Tool calls "
-                   "run concurrently; notifications/cancelled drops the call it names."}[command]
+                   "run concurrently; notifications/cancelled ends the call it names and closes its "
+                   "model connection. At the end of stdin, calls still running get "
+                   f"{MCP_EOF_GRACE_S:g} s to be answered; then the process exits."}[command]
     parser = argparse.ArgumentParser(prog=f"docs_qa.py {command}", description=what)
     _add_common_flags(parser)
     parser.add_argument("--graph", metavar="FILE", help="JSON knowledge graph for /graph (query_graph)")
@@ -8241,6 +8336,12 @@ _RPC_PARSE_ERROR, _RPC_INVALID_REQUEST, _RPC_NO_METHOD, _RPC_INVALID_PARAMS, _RP
     -32700, -32600, -32601, -32602, -32603)
 MCP_WORKERS = 4                    # tool calls served at once; more wait in a queue
 MCP_PROGRESS_EVERY_S = 1.0         # at most one progress notification per call this often
+# every operation only reads the documents (or the graph) it was started on: a client may call
+# one without asking its user, and the hints say so (MCP ToolAnnotations; the defaults assume
+# a tool that changes and reaches out into the world)
+MCP_TOOL_ANNOTATIONS = {"readOnlyHint": True, "openWorldHint": False}
+MCP_EOF_GRACE_S = 0.5              # at stdin's end, calls still running get this long to be
+                                   # answered; then they are cancelled and the process ends
 
 
 def mcp_tools(ctx: ServerContext | None = None) -> list[dict]:
@@ -8248,7 +8349,7 @@ def mcp_tools(ctx: ServerContext | None = None) -> list[dict]:
     (the output is the operation's envelope, or the error envelope on isError);
     with ctx, query_graph only when a graph is loaded."""
     return [{"name": op.tool, "title": op.tool.replace("_", " "), "description": op.summary,
-             "inputSchema": op.request_schema,
+             "annotations": dict(MCP_TOOL_ANNOTATIONS), "inputSchema": op.request_schema,
              "outputSchema": {"type": "object", "anyOf": [op.response_schema, rc.error_schema()]}}
             for op in OPERATIONS.values()
             if ctx is None or op.name != "graph" or ctx.ops.graph is not None]
@@ -8258,17 +8359,13 @@ def _rpc_error(msg_id: Any, code: int, message: str) -> dict:
     return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
 
 
-class _McpCancelled(Exception):
-    """The client cancelled this tool call (notifications/cancelled)."""
-
-
 def _mcp_call_tool(params: dict, ctx: ServerContext) -> dict:
     """Return the tools/call result: the envelope as structuredContent plus its text;
     a failed operation is a result with isError, never a protocol error."""
     operation = next(op for op in OPERATIONS.values() if op.tool == params["name"])
     try:
         envelope = operation_run(operation.name, params.get("arguments") or {}, ctx.ops).to_dict()
-    except _McpCancelled:
+    except _CallCancelledError:
         raise
     except Exception as exc:  # the MCP transport's one boundary for tool failures
         envelope = _error_boundary(exc, ctx.debug, ctx.log_line).to_dict()
@@ -8348,77 +8445,91 @@ class _StartupIndex:
 class _McpSession:
     """One stdio session: the reader hands tool calls to MCP_WORKERS daemon threads and
     answers everything else itself, so a long call never blocks ping; every message
-    goes out under one lock, so lines never interleave."""
+    goes out under one lock, so lines never interleave. Each call has a Cancellation:
+    notifications/cancelled and the end of stdin set it, which shuts its model connection."""
 
     def __init__(self, ctx: ServerContext, stdout: Any) -> None:
         import queue
         import threading
         self.ctx, self.out = ctx, stdout
         self.lock = threading.Lock()
+        self.idle = threading.Condition(self.lock)   # notified whenever a call ends
         self.jobs: Any = queue.Queue()
-        self.calls: dict[str, Any] = {}            # request id (as JSON) -> its cancel Event
+        self.calls: dict[str, Cancellation] = {}   # request id (as JSON) -> its cancellation
+        self.is_closed = False                     # set by close(): nothing more is written
         for _ in range(MCP_WORKERS):
             threading.Thread(target=self._work, daemon=True).start()
 
     def write(self, message: dict) -> None:
         with self.lock:
-            _mcp_write(self.out, message)
+            if not self.is_closed:
+                _mcp_write(self.out, message)
 
     def submit(self, message: dict) -> None:
         """Queue a tools/call request; its reply is written when it is done."""
-        import threading
-        cancelled = threading.Event()
+        cancel = Cancellation()
         with self.lock:
-            self.calls[json.dumps(message["id"])] = cancelled
-        self.jobs.put((message, cancelled))
+            self.calls[json.dumps(message["id"])] = cancel
+        self.jobs.put((message, cancel))
 
     def cancel(self, params: Any) -> None:
         """Stop the call notifications/cancelled names; its reply is never sent."""
         request_id = params.get("requestId") if isinstance(params, dict) else None
         with self.lock:
-            cancelled = self.calls.get(json.dumps(request_id))
-        if cancelled is not None:
-            cancelled.set()
+            cancel = self.calls.get(json.dumps(request_id))
+        if cancel is not None:
+            cancel.set()
+
+    def close(self, grace_s: float) -> None:
+        """Wait up to grace_s for the calls still running, then cancel the rest (the
+        client has gone: nobody reads their replies); nothing is written after this, so
+        no worker holds stdout while the interpreter ends."""
+        with self.idle:
+            self.idle.wait_for(lambda: not self.calls, grace_s)
+            self.is_closed = True
+            for cancel in self.calls.values():
+                cancel.set()
 
     def _work(self) -> None:
         while True:
-            message, cancelled = self.jobs.get()
+            message, cancel = self.jobs.get()
             try:
-                reply = self._call(message, cancelled)
-            except _McpCancelled:
+                reply = self._call(message, cancel)
+            except _CallCancelledError:
                 reply = None
             except Exception:  # a protocol-level fault: answered, logged, never fatal
                 import traceback
                 self.ctx.log_line(traceback.format_exc())
                 reply = _rpc_error(message["id"], _RPC_INTERNAL, "Internal error")
-            with self.lock:
+            with self.idle:          # a cancel either finds the call here or its reply sent
                 self.calls.pop(json.dumps(message["id"]), None)
-            if reply is not None and not cancelled.is_set():
-                self.write(reply)
-            self.jobs.task_done()
+                if reply is not None and not cancel.is_set():
+                    _mcp_write(self.out, reply)
+                self.idle.notify_all()
 
-    def _call(self, message: dict, cancelled: Any) -> dict | None:
+    def _call(self, message: dict, cancel: Cancellation) -> dict | None:
         """Return the reply to a tools/call, once the start-up index is ready."""
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
         token = meta.get("progressToken") if isinstance(meta, dict) else None
-        progress = self._progress(token if isinstance(token, (str, int)) else None, cancelled)
+        progress = self._progress(token if isinstance(token, (str, int)) else None, cancel)
         startup = self.ctx.startup
         while startup is not None and not startup.ready.wait(MCP_PROGRESS_EVERY_S):
             stage, done, total = startup.state
             progress(f"waiting for the index ({stage})", done, total)
         progress("started", 0, 0)
-        call_ctx = replace(self.ctx, ops=replace(self.ctx.ops, progress=progress))
-        return mcp_handle(message, call_ctx)
+        ops = replace(self.ctx.ops, settings=replace(self.ctx.ops.settings, cancel=cancel),
+                      progress=progress)
+        return mcp_handle(message, replace(self.ctx, ops=ops))
 
-    def _progress(self, token: str | int | None, cancelled: Any) -> ProgressFn:
-        """Return the call's progress callback: it raises _McpCancelled once the call is
-        cancelled, and sends notifications/progress when the client gave a token."""
+    def _progress(self, token: str | int | None, cancel: Cancellation) -> ProgressFn:
+        """Return the call's progress callback: it raises _CallCancelledError once the call
+        is cancelled, and sends notifications/progress when the client gave a token."""
         sent = {"count": 0, "at": -MCP_PROGRESS_EVERY_S}
 
         def progress(stage: str, done: int, total: int) -> None:
-            if cancelled.is_set():
-                raise _McpCancelled()
+            if cancel.is_set():
+                raise _CallCancelledError()
             now = time.monotonic()
             if token is None or now - sent["at"] < MCP_PROGRESS_EVERY_S:
                 return
@@ -8439,7 +8550,8 @@ def _is_tool_call(message: Any) -> bool:
 
 def mcp_serve(ctx: ServerContext, stdin: Any, stdout: Any) -> int:
     """Answer newline-delimited JSON-RPC from binary stdin on binary stdout until EOF;
-    tool calls run concurrently (MCP_WORKERS), and the ones asked for finish before exit."""
+    tool calls run concurrently (MCP_WORKERS); at EOF the ones still running get
+    MCP_EOF_GRACE_S to be answered, then they are cancelled and this returns."""
     session = _McpSession(ctx, stdout)
     for line in stdin:
         if not line.strip():
@@ -8461,7 +8573,7 @@ def mcp_serve(ctx: ServerContext, stdin: Any, stdout: Any) -> int:
             reply = _rpc_error(_rpc_id(message), _RPC_INTERNAL, "Internal error")
         if reply is not None:
             session.write(reply)
-    session.jobs.join()
+    session.close(MCP_EOF_GRACE_S)
     return EXIT_OK
 
 
@@ -8536,10 +8648,12 @@ def _server_token(raw: str | None) -> str | None:
 def _server_index(ctx: ServerContext) -> None:
     """Build the server's index and log the outcome; mark ctx.startup ready when done."""
     startup = ctx.startup
-    stderr_progress = _Progress(sys.stderr)
+    # redrawn with \r on a terminal only; elsewhere (a client's log, a file) the lines below say it
+    stderr_progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
 
     def progress(stage: str, done: int, total: int) -> None:
-        stderr_progress(stage, done, total)
+        if stderr_progress is not None:
+            stderr_progress(stage, done, total)
         if startup is not None:
             startup.progress(stage, done, total)
     try:

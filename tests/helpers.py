@@ -168,15 +168,18 @@ class StubModelServer:
 
     Set `embed_fault` / `chat_fault` to one of FAULTS to make it misbehave, `chat_reply`
     to the text the chat model answers, `chat_hook` to a function run (with the request
-    body) before it answers, `dim` for vector size. Counts requests and embedded texts and
-    keeps the request bodies; wait_for() waits on those counts without polling.
+    body) before it answers, `embed_delay_s` to slow every embedding reply, `dim` for
+    vector size. Counts requests, embedded texts and the connections a client closed while
+    the server kept silent (`chat_closed`), and keeps the request bodies; wait_for() waits
+    on those counts without polling.
     """
 
     FAULTS = ("refuse_body", "hang", "http_400", "http_404", "http_429", "http_500", "http_503",
               "html", "truncated_json", "wrong_count", "wrong_dim", "changing_dim", "nan",
               "empty_choices", "huge", "no_content",
-              # chat only: how a streamed reply misbehaves (see _chat_stream)
-              "hang_mid", "slow", "length", "no_stream", "refuse_then_ok",
+              # chat only: how a streamed reply misbehaves (see _chat_stream); silent: the
+              # request is read and never answered, until the client closes the connection
+              "hang_mid", "slow", "length", "no_stream", "refuse_then_ok", "silent",
               "cut", "cut_close", "stop_no_done", "done_only")
     MAX_EVENTS = 256         # a streamed reply is sent in at most this many events
 
@@ -224,6 +227,7 @@ class StubModelServer:
         self.dim = 8
         self.centered = False    # subtract each vector's mean: dense, signed, like real embeddings
         self.hang_s = 3.0
+        self.embed_delay_s = 0.0  # each embedding reply waits this long (release ends it)
         previous = getattr(self, "release", None)
         if previous is not None:
             previous.set()           # free any handler still hanging from the last test
@@ -235,6 +239,7 @@ class StubModelServer:
         self.embed_requests = 0
         self.embedded_texts = 0
         self.chat_requests = 0
+        self.chat_closed = 0     # silent chat connections the client closed
         self.bodies: list[tuple[str, dict]] = []
         self.headers_seen: list[dict[str, str]] = []
 
@@ -313,6 +318,7 @@ class StubModelServer:
         fault = self.embed_fault
         if self._common_fault(handler, fault):
             return
+        self.release.wait(self.embed_delay_s)
         vectors = [docs_qa.embed_mock_vector(t, self.dim) for t in texts]
         if self.centered:
             vectors = [[x - sum(v) / len(v) for x in v] for v in vectors]
@@ -345,6 +351,9 @@ class StubModelServer:
             fault = None
         if self._common_fault(handler, fault):
             return
+        if fault == "silent":
+            self._silent(handler)
+            return
         if body.get("stream") and self.chat_stream and fault not in ("empty_choices", "no_content",
                                                                      "no_stream"):
             self._chat_stream(handler, fault, body.get("model"))
@@ -361,6 +370,23 @@ class StubModelServer:
             self._send(handler, 200, {"choices": [{"index": 0, "message": {
                 "role": "assistant", "content": self.chat_reply}}]})
 
+
+    def _silent(self, handler) -> None:
+        """Send nothing until the client closes the connection (counted in chat_closed)
+        or release is set."""
+        import select
+        sock = handler.connection
+        while not self.release.is_set():
+            if select.select([sock], [], [], SERVE_POLL_S)[0]:
+                try:
+                    closed = not sock.recv(1)
+                except OSError:
+                    closed = True
+                if closed:
+                    with self._lock:
+                        self.chat_closed += 1
+                        self._lock.notify_all()
+                    return
 
     def _chat_stream(self, handler, fault: str | None, model: str | None) -> None:
         """Send chat_reply as server-sent events, one word per event, chunked like

@@ -98,6 +98,7 @@ class McpSessionTest(unittest.TestCase):
         tools = {t["name"]: t for t in session.request("tools/list")["result"]["tools"]}
         self.assertEqual(set(tools), {"search_docs", "ask_docs"})   # no --graph: no query_graph
         for tool in tools.values():
+            self.assertIs(tool["annotations"]["readOnlyHint"], True)   # a client may call it unasked
             self.assertEqual(tool["inputSchema"]["type"], "object")
             self.assertEqual(tool["outputSchema"]["type"], "object")
         self.assertEqual(tools["search_docs"]["inputSchema"]["required"], ["query"])

@@ -1,7 +1,9 @@
 """Tests of server start-up and concurrency (sections 18 and 19): `mcp` answers initialize
 at once and indexes in the background, a tool call waits for the index (with progress
 notifications), a hanging ask_docs does not block ping, notifications/cancelled drops the
-call it names, query_graph is listed only with a graph, and `serve --no-cache` keeps one
+call it names and closes its model connection, the end of stdin ends the process while a
+call hangs, the start-up index draws no carriage-return progress on a stderr that is not a
+terminal, query_graph is listed only with a graph, and `serve --no-cache` keeps one
 in-memory index for its lifetime.
 
 The model stand-in hangs until released (StubModelServer.release), so the order of events
@@ -22,6 +24,7 @@ import unittest
 from helpers import REPO, StubServerCase, http_request, write_files
 
 WAIT_S = 15.0                      # the longest any single reply may take here
+PROMPT_S = 5.0                     # what "at once" may take on a loaded machine (it takes ~0.5 s)
 HANG_S = 120.0                     # a hang nobody waits out: the test releases it
 
 
@@ -52,8 +55,8 @@ class McpProcess:
         self.proc.stdin.flush()
         return message.get("id")
 
-    def recv(self) -> dict:
-        message = self.lines.get(timeout=WAIT_S)
+    def recv(self, timeout_s: float = WAIT_S) -> dict:
+        message = self.lines.get(timeout=timeout_s)
         if message is None:
             raise AssertionError("the server closed stdout")
         return message
@@ -152,6 +155,53 @@ class McpConcurrencyTest(StubServerCase):
         self.assertEqual([m for m in rest if m.get("id") == asked], [])
         self.assertEqual(self.stub.chat_requests, 1)
 
+    def test_cancel_closes_a_silent_models_connection_and_ping_is_answered_throughout(self):
+        self.stub.chat_fault = "silent"             # reads the prompt, never answers a byte
+        mcp = self.start("--timeout", "100")        # no timeout ends the call: only the cancel
+        mcp.recv_reply(mcp.send("initialize", INIT))
+        asked = mcp.send("tools/call", {"name": "ask_docs", "arguments": {"question": "do kiedy składam JPK"}})
+        self.wait_for(lambda: self.stub.chat_requests >= 1)
+        pinged = mcp.send("ping")
+        self.assertEqual(mcp.recv(PROMPT_S), {"jsonrpc": "2.0", "id": pinged, "result": {}})
+
+        mcp.send("notifications/cancelled", {"requestId": asked, "reason": "user"}, notify=True)
+        pinged = mcp.send("ping")
+        self.assertEqual(mcp.recv(PROMPT_S), {"jsonrpc": "2.0", "id": pinged, "result": {}})
+        self.assertTrue(self.stub.wait_for(lambda: self.stub.chat_closed >= 1, PROMPT_S),
+                        "the cancelled call kept its model connection open")
+        code, rest = mcp.close()
+        self.assertEqual(code, 0)
+        self.assertEqual([m for m in rest if m.get("id") == asked], [])   # a cancelled call is not answered
+        self.assertEqual(self.stub.chat_requests, 1, "the cancelled prompt was sent again")
+
+    def test_the_end_of_stdin_ends_the_process_while_a_call_waits_for_a_silent_model(self):
+        self.stub.chat_fault = "silent"
+        mcp = self.start("--timeout", "100")
+        mcp.recv_reply(mcp.send("initialize", INIT))
+        mcp.send("tools/call", {"name": "ask_docs", "arguments": {"question": "do kiedy składam JPK"}})
+        self.wait_for(lambda: self.stub.chat_requests >= 1)
+        mcp.proc.stdin.close()                      # the client is gone
+        try:
+            mcp.proc.wait(timeout=PROMPT_S)
+        except subprocess.TimeoutExpired:
+            self.fail("the process outlived its stdin while a call waited for the model")
+        self.assertEqual(mcp.proc.returncode, 0)
+        self.assertTrue(self.stub.wait_for(lambda: self.stub.chat_closed >= 1, PROMPT_S))
+
+    def test_the_start_up_index_draws_no_carriage_returns_on_a_stderr_that_is_no_terminal(self):
+        write_files(self.docs, {f"extra/{i:02}.md": f"# Note {i}\n\nRejestr numer {i} prowadzi urząd.\n"
+                                for i in range(80)})           # three batches of embeddings
+        self.stub.embed_delay_s = 0.6               # the index runs past the 1 s progress shows after
+        mcp = self.start(env={"EMBED_MOCK": "0", "DOCS_QA_EMBED_MODEL": "stub-embed"})
+        mcp.recv_reply(mcp.send("initialize", INIT))
+        reply = mcp.recv_reply(mcp.send("tools/call", {"name": "search_docs", "arguments": {"query": "rejestr"}}))
+        self.assertIs(reply["result"]["isError"], False)       # answered once the index was built
+        self.assertGreaterEqual(self.stub.embed_requests, 3)
+        self.assertEqual(mcp.close()[0], 0)
+        stderr = mcp.proc.stderr.read().decode()
+        self.assertIn("indexed", stderr)
+        self.assertNotIn("\r", stderr)
+
     def test_ask_docs_honours_the_gap_timeout(self):
         self.stub.chat_fault = "hang"
         self.stub.hang_s = HANG_S
@@ -179,6 +229,7 @@ class McpConcurrencyTest(StubServerCase):
                 self.assertEqual("query_graph" in tools, listed)
                 for tool in tools.values():
                     self.assertNotIn("not declared", tool["description"])
+                    self.assertIs(tool["annotations"]["readOnlyHint"], True)
                 if listed:
                     self.assertIn("thesis", tools["query_graph"]["description"])
                     reply = mcp.recv_reply(mcp.send("tools/call", {"name": "query_graph", "arguments": {
