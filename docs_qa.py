@@ -7145,7 +7145,7 @@ def _route_question(args: argparse.Namespace, ctx: OperationContext) -> rc.Envel
 def _cli_index(args: argparse.Namespace, environ: dict[str, str], out: Any, err: Any) -> int:
     """Refresh the index of a folder and print what changed."""
     settings = _settings_from_args(args, environ)
-    stats = index_folder(settings, _Progress(err))
+    stats = index_folder(settings, _Progress(err) if err.isatty() else None)   # \r: a terminal only
     counts = {"new": stats.new, "updated": stats.updated, "unchanged": stats.unchanged,
               "removed": stats.removed, "chunks": stats.chunks, "index_version": stats.index_version,
               "notes": [{"code": n.code, "message": n.message} for n in stats.notes]}

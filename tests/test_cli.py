@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from helpers import REPO, TempDirTest, assert_clean_failure_output, marking_modules, run_cli, write_files
+from helpers import REPO, StubServerCase, TempDirTest, assert_clean_failure_output, marking_modules, run_cli, write_files
 import retrieval_contract as rc
 
 
@@ -392,3 +392,20 @@ class ErrorBoundaryTest(TempDirTest):
         self.assertEqual(json.loads(out.getvalue())["reason"], "internal_error")
         self.assertEqual(err.getvalue(), "docs_qa: error: internal error (RuntimeError); "
                                          "run with --debug for the traceback\n")
+
+
+class IndexProgressTest(StubServerCase):
+    """`index` draws its \\r progress line only on a terminal: a log or a pipe gets the summary."""
+
+    def test_an_index_that_takes_seconds_writes_no_carriage_return_to_a_pipe(self):
+        write_files(self.docs, {f"extra/{i:02}.md": f"# Note {i}\n\nRejestr numer {i} prowadzi urząd.\n"
+                                for i in range(80)})
+        self.stub.embed_delay_s = 0.6               # several batches: past the 1 s progress waits for
+        proc = run_cli("index", "--docs", self.docs, "--cache-dir", self.cache, in_process=False,
+                       env={"EMBED_MOCK": "0", "DOCS_QA_BASE_URL": self.stub.base_url,
+                            "DOCS_QA_EMBED_MODEL": "stub-embed"})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertGreaterEqual(self.stub.embed_requests, 3)
+        self.assertIn("indexed:", proc.stdout)
+        # (text mode reads a \r as a line end, so the progress line itself is looked for)
+        self.assertNotIn("embed: ", proc.stderr)
