@@ -4089,17 +4089,23 @@ def _cache_vectors(conn: sqlite3.Connection, model: str,
                                                                chunk_ids, (model,))]
 
 
+def _cache_chunks_state(conn: sqlite3.Connection) -> str:
+    """Return a key that changes whenever the chunks change (files, chunking, tokenizer)."""
+    return "|".join(str(_meta_get(conn, key)) for key in ("generation", "index_params"))
+
+
 def _cache_vectors_state(conn: sqlite3.Connection, model: str) -> str:
-    """Return a key that changes whenever the chunks (files, chunking, tokenizer) or
-    model's chunk vectors change."""
-    return "|".join(str(_meta_get(conn, key)) for key in
-                    ("generation", "index_params", f"vectors_rev|{model}"))
+    """Return a key that changes whenever the chunks or model's chunk vectors change."""
+    return f"{_cache_chunks_state(conn)}|{_meta_get(conn, f'vectors_rev|{model}')}"
 
 
-def _cache_mark_embedded(conn: sqlite3.Connection, model: str) -> None:
-    """Record that every chunk had a vector for model in the current state."""
+def _cache_mark_embedded(conn: sqlite3.Connection, model: str, chunks_state: str) -> None:
+    """Record that every chunk had a vector for model in the current state, unless the
+    chunks changed since chunks_state (_cache_chunks_state, read before the scan for missing
+    vectors): another process's refresh may have written chunks that scan did not see."""
     conn.execute("BEGIN IMMEDIATE")
-    _meta_set(conn, f"embedded|{model}", _cache_vectors_state(conn, model))
+    if _cache_chunks_state(conn) == chunks_state:
+        _meta_set(conn, f"embedded|{model}", _cache_vectors_state(conn, model))
     conn.execute("COMMIT")
 
 
@@ -4736,6 +4742,7 @@ def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: Progr
         return 0
     if not settings.embed_mock:
         _connect_probe(settings.base_url, settings.timeout_s)   # no server: no scan of every chunk
+    chunks_state = _cache_chunks_state(conn)                    # before the scan, never after
     missing = _cache_missing_vectors(conn, model)
     step = settings.embed_batch
     for start in range(0, len(missing), step):
@@ -4746,7 +4753,7 @@ def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: Progr
         _cache_put_vectors(conn, model, [(sha, vec) for (sha, _), vec in zip(part, vectors)])
         if progress:
             progress("embed", min(start + step, len(missing)), len(missing))
-    _cache_mark_embedded(conn, model)
+    _cache_mark_embedded(conn, model, chunks_state)
     cut = sum(1 for _, text in missing if len(text) > MAX_EMBED_CHARS)
     if cut and notes is not None:
         notes.append(Note("embed_truncated", f"{cut} chunk(s) longer than {MAX_EMBED_CHARS} characters "

@@ -37,8 +37,9 @@ def _append(path: str, text: str) -> None:
         fh.write(text)
 
 
-class SnapshotTest(TempDirTest):
-    """Another connection's refresh committed in the middle of a question, forced by a hook."""
+class _RefreshElsewhereCase(TempDirTest):
+    """TAX_CORPUS indexed with (mock) embeddings; refresh_elsewhere() edits and indexes it on
+    another connection, as another process or thread would."""
 
     def setUp(self) -> None:
         super().setUp()
@@ -57,6 +58,9 @@ class SnapshotTest(TempDirTest):
         self.assertEqual(done[0].updated, 1)
         return done[0].index_version
 
+
+class SnapshotTest(_RefreshElsewhereCase):
+    """Another connection's refresh committed in the middle of a question, forced by a hook."""
     def test_chunks_replaced_after_the_postings_were_read_are_still_read_as_ranked(self):
         rank = docs_qa._bm25_ranking
         after: list[str] = []
@@ -106,6 +110,52 @@ class SnapshotTest(TempDirTest):
         self.assertEqual(result.stats.updated, 0)          # yet the stale ranking was dropped
         self.assertEqual(result.hits[0].chunk.path, "notes.txt")
         self.assertIn("zebracorn", result.hits[0].chunk.text)
+
+
+class EmbeddingRaceTest(_RefreshElsewhereCase):
+    """Another connection's refresh committed while a question embeds the chunks without a
+    vector, forced by a hook after the scan for them."""
+
+    def embedding_with_a_refresh_after_the_scan(self, settings_elsewhere: docs_qa.Settings) -> docs_qa.SearchResult:
+        """Leave jpk.md's chunks without vectors, then ask with embeddings while another
+        connection re-chunks jpk.md (with settings_elsewhere) right after the scan."""
+        _append(os.path.join(self.docs, "jpk.md"), "\nA first zebracorn paragraph.\n")
+        docs_qa.index_folder(self.settings(use_embeddings=False))
+        scan, scans = docs_qa._cache_missing_vectors, []
+
+        def scanned_then_refreshed(*args, **kwargs):
+            missing = scan(*args, **kwargs)
+            scans.append(len(missing))
+            if len(scans) == 1:              # (the other refresh's own scan is the second)
+                _append(os.path.join(self.docs, "jpk.md"), "\nA second zebracorn paragraph.\n")
+                self.assertEqual(docs_qa.index_folder(settings_elsewhere).updated, 1)
+            return missing
+        with mock.patch.object(docs_qa, "_cache_missing_vectors", scanned_then_refreshed):
+            result = docs_qa.search("zebracorn termin JPK", self.settings())
+        self.assertGreater(scans[0], 0)
+        return result
+
+    def test_chunks_dropped_after_the_scan_for_missing_vectors_are_skipped(self):
+        result = self.embedding_with_a_refresh_after_the_scan(self.settings())
+        self.assertEqual(result.mode, "hybrid")
+        self.assertTrue(any("second zebracorn" in h.chunk.text for h in result.hits))
+
+    def test_chunks_written_after_the_scan_are_embedded_by_the_next_question(self):
+        self.embedding_with_a_refresh_after_the_scan(self.settings(use_embeddings=False))
+        settings = self.settings()
+        model = docs_qa._model_tag(settings)
+        path = docs_qa.cache_path(self.cache, self.docs)
+        conn = docs_qa.cache_open(path)
+        try:
+            self.assertGreater(len(docs_qa._cache_missing_vectors(conn, model)), 0)   # the other's chunks
+        finally:
+            conn.close()
+        docs_qa.search("zebracorn termin JPK", settings)          # embeds them, as nothing says done
+        conn = docs_qa.cache_open(path)
+        try:
+            self.assertEqual(len(docs_qa._cache_missing_vectors(conn, model)), 0)
+        finally:
+            conn.close()
 
 
 def _big_folder(root: str, n_files: int, n_folders: int) -> None:
