@@ -342,6 +342,7 @@ class IndexStats:
     chunks: int = 0
     index_version: str | None = None
     notes: list[Note] = field(default_factory=list)
+    generation: str | None = None  # the corpus generation the index_version names (meta)
 
 
 @dataclass
@@ -3269,10 +3270,14 @@ class FileState(NamedTuple):
 
 
 @contextlib.contextmanager
-def cache_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+def cache_transaction(conn: sqlite3.Connection, write: bool = True) -> Iterator[None]:
     """Run the block in one write transaction: committed at its end, rolled back on any
-    exception (or left to sqlite when it has already rolled back, as on SQLITE_FULL)."""
-    conn.execute("BEGIN IMMEDIATE")
+    exception (or left to sqlite when it has already rolled back, as on SQLITE_FULL).
+    write=False: one read transaction instead, so every read in the block sees the index
+    as it stood at the first one, whatever another connection (process or thread) commits
+    meanwhile: chunk ids from the postings still name the chunks, texts and vectors read
+    after them. Nothing may be written in it; in WAL mode it holds no writer up."""
+    conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
     try:
         yield
         conn.execute("COMMIT")
@@ -3608,7 +3613,7 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings, progress: Progre
     finally:
         _stop_workers(spare)                   # started early, never given to a pool
     cache_use_wal(conn)
-    stats.chunks = int(meta.get("n_chunks") or 0)
+    stats.chunks, stats.generation = int(meta.get("n_chunks") or 0), meta.get("generation")
     stats.index_version = _index_version(conn, meta, settings.docs_dir, scan)
     return stats
 
@@ -4168,7 +4173,8 @@ def _unpack(data: bytes) -> array.array:
 
 class _MissingVectors:
     """The (embed_sha, embedding input) pairs of chunks without a vector, one per sha in sha
-    order; the inputs are read and built per slice, so a run whose server is down reads none."""
+    order; the inputs are read and built per slice, so a run whose server is down reads none.
+    A chunk another refresh dropped since the scan is left out of its slice."""
 
     def __init__(self, conn: sqlite3.Connection, rows: list[tuple[str, int]]) -> None:
         self.conn, self.rows = conn, rows
@@ -4180,8 +4186,8 @@ class _MissingVectors:
     def __getitem__(self, part: slice) -> list[tuple[str, str]]:
         rows = [row for row in self.rows[part] if row[0] not in self.built]
         texts = dict(_cache_chunk_texts(self.conn, [chunk_id for _, chunk_id in rows]))
-        self.built.update((sha, embed_input(*texts[chunk_id])) for sha, chunk_id in rows)
-        return [(sha, self.built[sha]) for sha, _ in self.rows[part]]
+        self.built.update((sha, embed_input(*texts[chunk_id])) for sha, chunk_id in rows if chunk_id in texts)
+        return [(sha, self.built[sha]) for sha, _ in self.rows[part] if sha in self.built]
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
         for start in range(0, len(self.rows), SQL_IN_BATCH):
@@ -4248,17 +4254,23 @@ def _cache_vectors(conn: sqlite3.Connection, model: str,
                                                                chunk_ids, (model,))]
 
 
+def _cache_chunks_state(conn: sqlite3.Connection) -> str:
+    """Return a key that changes whenever the chunks change (files, chunking, tokenizer)."""
+    return "|".join(str(_meta_get(conn, key)) for key in ("generation", "index_params"))
+
+
 def _cache_vectors_state(conn: sqlite3.Connection, model: str) -> str:
-    """Return a key that changes whenever the chunks (files, chunking, tokenizer) or
-    model's chunk vectors change."""
-    return "|".join(str(_meta_get(conn, key)) for key in
-                    ("generation", "index_params", f"vectors_rev|{model}"))
+    """Return a key that changes whenever the chunks or model's chunk vectors change."""
+    return f"{_cache_chunks_state(conn)}|{_meta_get(conn, f'vectors_rev|{model}')}"
 
 
-def _cache_mark_embedded(conn: sqlite3.Connection, model: str) -> None:
-    """Record that every chunk had a vector for model in the current state."""
+def _cache_mark_embedded(conn: sqlite3.Connection, model: str, chunks_state: str) -> None:
+    """Record that every chunk had a vector for model in the current state, unless the
+    chunks changed since chunks_state (_cache_chunks_state, read before the scan for missing
+    vectors): another process's refresh may have written chunks that scan did not see."""
     conn.execute("BEGIN IMMEDIATE")
-    _meta_set(conn, f"embedded|{model}", _cache_vectors_state(conn, model))
+    if _cache_chunks_state(conn) == chunks_state:
+        _meta_set(conn, f"embedded|{model}", _cache_vectors_state(conn, model))
     conn.execute("COMMIT")
 
 
@@ -4270,7 +4282,8 @@ def _cache_is_embedded(conn: sqlite3.Connection, model: str) -> bool:
 def _cache_signatures(conn: sqlite3.Connection, model: str) -> tuple[array.array, bytes, int]:
     """Return (chunk ids, their sign-bit signatures end to end, bytes per signature) for
     model's chunk vectors, from one row that is rebuilt only when the chunks or the
-    vectors changed since it was written."""
+    vectors changed since it was written. Inside a read transaction (cache_transaction with
+    write=False) a stale row is rebuilt in memory only: the next call outside one stores it."""
     state = _cache_vectors_state(conn, model)
     row = conn.execute("SELECT state, width, ids, bits FROM signatures WHERE model=?", (model,)).fetchone()
     if row and row[0] == state:
@@ -4281,11 +4294,20 @@ def _cache_signatures(conn: sqlite3.Connection, model: str) -> tuple[array.array
         ids.append(chunk_id)
         bits += embed_sign_bits(data).to_bytes(width, "little")
     packed = bytes(bits)
-    conn.execute("BEGIN IMMEDIATE")
-    conn.execute("INSERT OR REPLACE INTO signatures(model, state, width, ids, bits) VALUES(?,?,?,?,?)",
-                 (model, state, width, ids.tobytes(), packed))
-    conn.execute("COMMIT")
+    if not conn.in_transaction:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT OR REPLACE INTO signatures(model, state, width, ids, bits) VALUES(?,?,?,?,?)",
+                     (model, state, width, ids.tobytes(), packed))
+        conn.execute("COMMIT")
     return ids, packed, width
+
+
+def _cache_signatures_update(conn: sqlite3.Connection, model: str) -> None:
+    """Rebuild and store model's signatures row if the chunks or vectors changed since it
+    was written (outside a transaction; the row itself is read only when stale)."""
+    row = conn.execute("SELECT state FROM signatures WHERE model=?", (model,)).fetchone()
+    if not row or row[0] != _cache_vectors_state(conn, model):
+        _cache_signatures(conn, model)
 
 
 def cache_chunk_count(conn: sqlite3.Connection) -> int:
@@ -4515,34 +4537,62 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
     """Return the search result over an open index (see search()): the ranking core's
     fused list within the per-document and result limits. When a forked child shares the
     walk of a large folder, the stored index is ranked meanwhile, and that ranking is kept
-    if the walk finds nothing changed (else the refreshed index is ranked)."""
+    if the walk finds nothing changed and no other process or thread refreshed the index
+    since (else the refreshed index is ranked). The index_version names the index the hits
+    were read from, even when another refresh was committed after this one."""
     meta, pool = cache_meta(conn), settings.candidate_limit
     walk, early = index_scan_begin(settings, meta, cache_listings(conn)), None
     try:
         if walk.shared and _is_built_for(meta, settings):
             early_notes: list[Note] = []
-            early = _rank(conn, question, settings, pool, progress, early_notes), early_notes
+            early = _find(conn, question, settings, progress, early_notes), early_notes
         scan = walk.finish()
     finally:
         walk.close()
     stats = index_refresh(conn, settings, progress, scan)
     notes = notes + stats.notes
-    if early is not None and not (stats.new or stats.updated or stats.removed):
-        ranked = early[0]
+    if early is not None and not (stats.new or stats.updated or stats.removed) \
+            and early[0].generation == stats.generation:
+        found = early[0]
         notes += early[1]
     else:
-        ranked = _rank(conn, question, settings, pool, progress, notes)
+        found = _find(conn, question, settings, progress, notes)
+    if found.generation != stats.generation:        # another refresh was committed meanwhile
+        stats.index_version = _index_version(conn, {**cache_meta(conn), "generation": found.generation},
+                                             settings.docs_dir, scan)
+    ranked = found.ranked
     truncation = ["candidate_limit"] if ranked.bm25_matches > pool and ranked.gate is None else []
     verdict = _no_documents_note(stats, settings) or ranked.gate     # no document: the gate's shares mean nothing
     if verdict is not None:
         notes.append(verdict)
-    hits, limit_reasons = _apply_limits(conn, ranked.fused, ranked.rankings, ranked.scores, settings)
     return SearchResult(
-        query=question, hits=hits, mode=ranked.mode, index_version=stats.index_version,
-        truncation_reasons=sorted(set(truncation + limit_reasons)),
+        query=question, hits=found.hits, mode=ranked.mode, index_version=stats.index_version,
+        truncation_reasons=sorted(set(truncation + found.limit_reasons)),
         limits={"candidate_limit": pool, "per_document_limit": settings.per_document_limit,
                 "result_limit": settings.limit},
         notes=notes, stats=stats)
+
+
+class _Found(NamedTuple):
+    """One question's ranking and its hits, read from one snapshot of the index."""
+
+    ranked: "_Ranked"
+    hits: list[Hit]
+    limit_reasons: list[str]       # the limits proven hit (see _apply_limits)
+    generation: str | None         # the snapshot's corpus generation (meta)
+
+
+def _find(conn: sqlite3.Connection, question: str, settings: Settings, progress: ProgressFn | None,
+          notes: list[Note]) -> _Found:
+    """Return question's ranking over the candidate pool and its hits within the limits, read
+    in one read transaction after the writes the embeddings need (see _dense_query): a refresh
+    that another process or thread commits meanwhile cannot take the chunks the postings
+    named from under the ranking."""
+    query = _dense_query(conn, question, settings, progress, notes)
+    with cache_transaction(conn, write=False):
+        ranked = _rank(conn, question, settings, settings.candidate_limit, query, notes)
+        hits, reasons = _apply_limits(conn, ranked.fused, ranked.rankings, ranked.scores, settings)
+        return _Found(ranked, hits, reasons, _meta_get(conn, "generation"))
 
 
 def _apply_limits(conn: sqlite3.Connection, fused: list[tuple[int, float]],
@@ -4587,10 +4637,12 @@ def search_rankings(question: str, settings: Settings, depth: int,
 
     def work(conn: sqlite3.Connection, notes: list[Note]) -> dict[str, list[Chunk]]:
         index_refresh(conn, settings, progress)
-        ranked = _rank(conn, question, settings, max(depth, settings.candidate_limit), progress,
-                       notes, strict=True)
-        ids = {**ranked.rankings, "rrf": [cid for cid, _ in ranked.fused]}
-        meta = _cache_chunks(conn, sorted({cid for ranked_ids in ids.values() for cid in ranked_ids}))
+        query = _dense_query(conn, question, settings, progress, notes, strict=True)
+        with cache_transaction(conn, write=False):       # one snapshot, as in _find
+            ranked = _rank(conn, question, settings, max(depth, settings.candidate_limit), query,
+                           notes, strict=True)
+            ids = {**ranked.rankings, "rrf": [cid for cid, _ in ranked.fused]}
+            meta = _cache_chunks(conn, sorted({cid for ranked_ids in ids.values() for cid in ranked_ids}))
         return {m: [meta[cid][0] for cid in ranked_ids[:depth]] for m, ranked_ids in ids.items()}
     return _with_index(settings, work)
 
@@ -4651,20 +4703,42 @@ class _Ranked(NamedTuple):
     mode: str                               # "hybrid" or "bm25"
 
 
+def _dense_query(conn: sqlite3.Connection, question: str, settings: Settings, progress: ProgressFn | None,
+                 notes: list[Note], strict: bool = False) -> array.array | None:
+    """Return the question's vector for _rank once the index is ready for it (_dense_ready:
+    all the writes a dense ranking needs); None when embeddings are off, or fail: then an
+    embeddings_unavailable note says so, unless strict (then BackendError is raised)."""
+    if not settings.use_embeddings:
+        return None
+    try:
+        return _dense_ready(conn, question, settings, progress, notes)
+    except BackendError as exc:
+        if strict:
+            raise
+        notes.append(_embeddings_unavailable(exc))
+        return None
+
+
+def _embeddings_unavailable(exc: BackendError) -> Note:
+    return Note("embeddings_unavailable", f"embeddings unavailable ({exc.kind}); results are BM25 only")
+
+
 def _rank(conn: sqlite3.Connection, question: str, settings: Settings, depth: int,
-          progress: ProgressFn | None, notes: list[Note], strict: bool = False) -> _Ranked:
+          query: array.array | None, notes: list[Note], strict: bool = False) -> _Ranked:
     """Return BM25's and the embeddings' rankings (depth deep), their fusion and the no-answer
     gate's verdict for question over an open, refreshed index: the one pipeline behind
-    search() (depth = the candidate pool) and search_rankings(). A failing embedding server
+    search() (depth = the candidate pool) and search_rankings(). query is the question's
+    vector from _dense_query (None: BM25 only). Only reads: the caller runs it in a read
+    transaction, with what it reads about the ranked chunks. A failing embedding server
     adds an embeddings_unavailable note and the result is BM25 only, unless strict (then
     BackendError is raised)."""
     bm25_top, bm25_matches = _bm25_ranking(conn, question, settings, depth)
     rankings = {"bm25": [cid for cid, _ in bm25_top[:depth]]}
     scores = {"bm25": dict(bm25_top)}
     mode = "bm25"
-    if settings.use_embeddings:
+    if query is not None:
         try:
-            dense_top = search_dense(conn, question, settings, depth, progress, notes)
+            dense_top = _dense_top(conn, query, settings, depth)
             rankings["dense"] = [cid for cid, _ in dense_top[:depth]]
             scores["dense"] = dict(dense_top)
             mode = "hybrid"
@@ -4673,9 +4747,8 @@ def _rank(conn: sqlite3.Connection, question: str, settings: Settings, depth: in
         except BackendError as exc:
             if strict:
                 raise
-            notes.append(Note("embeddings_unavailable",
-                              f"embeddings unavailable ({exc.kind}); results are BM25 only"))
-    else:
+            notes.append(_embeddings_unavailable(exc))
+    elif not settings.use_embeddings:
         notes.append(Note("embeddings_disabled", "embeddings are switched off; results are BM25 only"))
     pool = settings.candidate_limit
     fused = _fuse(question, {m: ranked[:pool] for m, ranked in rankings.items()}, settings)
@@ -4769,6 +4842,16 @@ def search_dense(conn: sqlite3.Connection, question: str, settings: Settings, po
     embedding any new chunks; raise BackendError. Above settings.dense_exact_max chunks only
     the max(dense_rescore, dense_rescore_share * n, pool + 1) chunks whose sign bits are
     nearest the question's are scored exactly."""
+    query = _dense_ready(conn, question, settings, progress, notes)
+    with cache_transaction(conn, write=False):
+        return _dense_top(conn, query, settings, pool)
+
+
+def _dense_ready(conn: sqlite3.Connection, question: str, settings: Settings, progress: ProgressFn | None,
+                 notes: list[Note] | None) -> array.array:
+    """Return the question's vector after the writes a dense ranking needs: the vector cached,
+    vectors of another dimension dropped, new chunks embedded and a large folder's sign-bit
+    signatures brought up to date, so _dense_top only reads; raise BackendError."""
     model = _model_tag(settings)
     query_vec = _query_vector(conn, question, settings, model)
     _cache_drop_other_dims(conn, model, len(query_vec))
@@ -4777,7 +4860,16 @@ def search_dense(conn: sqlite3.Connection, question: str, settings: Settings, po
     except BackendError:              # the cached query vector may be the faulty one
         cache_forget_vector(conn, _query_key(question), model)
         raise
-    query = array.array("f", query_vec)
+    if cache_chunk_count(conn) > settings.dense_exact_max:
+        _cache_signatures_update(conn, model)
+    return array.array("f", query_vec)
+
+
+def _dense_top(conn: sqlite3.Connection, query: array.array, settings: Settings,
+               pool: int) -> list[tuple[int, float]]:
+    """Return the top pool+1 (chunk id, cosine) of the question's vector query over the
+    stored chunk vectors (see search_dense); reads only; raise BackendError."""
+    model = _model_tag(settings)
     chunk_ids = None
     if cache_chunk_count(conn) > settings.dense_exact_max:
         ids, bits, width = _cache_signatures(conn, model)
@@ -4832,6 +4924,7 @@ def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: Progr
         return 0
     if not settings.embed_mock:
         _connect_probe(settings.base_url, settings.timeout_s)   # no server: no scan of every chunk
+    chunks_state = _cache_chunks_state(conn)                    # before the scan, never after
     missing = _cache_missing_vectors(conn, model)
     step = settings.embed_batch
     for start in range(0, len(missing), step):
@@ -4842,7 +4935,7 @@ def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: Progr
         _cache_put_vectors(conn, model, [(sha, vec) for (sha, _), vec in zip(part, vectors)])
         if progress:
             progress("embed", min(start + step, len(missing)), len(missing))
-    _cache_mark_embedded(conn, model)
+    _cache_mark_embedded(conn, model, chunks_state)
     cut = sum(1 for _, text in missing if len(text) > MAX_EMBED_CHARS)
     if cut and notes is not None:
         notes.append(Note("embed_truncated", f"{cut} chunk(s) longer than {MAX_EMBED_CHARS} characters "
@@ -4974,11 +5067,11 @@ def search_gate_signals(question: str, settings: Settings) -> GateSignals:
 
     def work(conn: sqlite3.Connection, notes: list[Note]) -> GateSignals:
         index_refresh(conn, settings)
-        similarity = None
-        if settings.use_embeddings:
-            similarity = max((sim for _, sim in search_dense(conn, question, settings, 1)),
-                             default=None)
-        coverage, folder_coverage, identifier = _question_coverage(conn, question)
+        query = _dense_ready(conn, question, settings, None, None) if settings.use_embeddings else None
+        with cache_transaction(conn, write=False):       # one snapshot, as in _find
+            similarity = None if query is None else max(
+                (sim for _, sim in _dense_top(conn, query, settings, 1)), default=None)
+            coverage, folder_coverage, identifier = _question_coverage(conn, question)
         return GateSignals(coverage, folder_coverage, similarity, identifier)
     return _with_index(settings, work)
 
