@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import queue
 import re
 import socket
 import subprocess
@@ -601,3 +602,71 @@ def http_parse_reply(data: bytes) -> tuple[int, dict[str, str], bytes]:
         headers[name.strip().lower()] = value.strip()
     length = int(headers.get("content-length", len(rest)))
     return status, headers, rest[:length]
+
+
+WAIT_S = 15.0                      # the longest any single MCP reply may take in a test
+
+
+class McpProcess:
+    """A docs_qa.py mcp subprocess with a reader thread: recv() waits at most WAIT_S."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("DOCS_QA_")}
+        full_env.update(env)
+        self.proc = subprocess.Popen([sys.executable, os.path.join(REPO, "docs_qa.py"), "mcp", *args],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=full_env)
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.next_id = 0
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(json.loads(line))
+        self.lines.put(None)
+
+    def send(self, method: str, params: dict | None = None, notify: bool = False) -> int | None:
+        message: dict = {"jsonrpc": "2.0", "method": method, "params": params or {}}
+        if not notify:
+            self.next_id += 1
+            message["id"] = self.next_id
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+        return message.get("id")
+
+    def recv(self, timeout_s: float = WAIT_S) -> dict:
+        message = self.lines.get(timeout=timeout_s)
+        if message is None:
+            raise AssertionError("the server closed stdout")
+        return message
+
+    def recv_reply(self, msg_id: int, notes: list | None = None) -> dict:
+        """Return the reply to msg_id; notifications met on the way go to notes."""
+        while True:
+            message = self.recv()
+            if message.get("id") == msg_id and "method" not in message:
+                return message
+            if notes is not None and "method" in message:
+                notes.append(message)
+
+    def close(self) -> tuple[int, list[dict]]:
+        """End stdin; return the exit code and the messages written after that."""
+        self.proc.stdin.close()
+        self.proc.wait(timeout=WAIT_S * 2)
+        rest = []
+        while (message := self.lines.get(timeout=WAIT_S)) is not None:
+            rest.append(message)
+        return self.proc.returncode, rest
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except (OSError, ValueError):
+                pass
+
+
+INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}

@@ -23,8 +23,7 @@ import time
 import unittest
 from unittest import mock
 
-from helpers import REPO, TAX_CORPUS, ServeProcess, TempDirTest, http_request, write_files
-from test_mcp_concurrency import INIT, McpProcess
+from helpers import INIT, REPO, TAX_CORPUS, McpProcess, ServeProcess, TempDirTest, http_request, write_files
 
 import docs_qa
 import retrieval_contract as rc
