@@ -6019,8 +6019,30 @@ _TABLE_LINE = _lazy_re(r"^\s*\|")
 _LIST_ITEM = _lazy_re(r"^(\s*)(?:[-*+]|\d+[.)])\s+\S")
 _NUMBERED_ITEM = _lazy_re(r"^\s*\d+[.)]\s")
 _TABLE_RULE = _lazy_re(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
-_CODE_KINDS = frozenset(("fence", "command", "table"))
+_CODE_KINDS = frozenset(("fence", "indented", "command", "table"))
+_INDENTED_CODE = _lazy_re(r"^(?: {4}|\t)")    # CommonMark: code when it starts a block
 _DEFINITION_LINE = _lazy_re(r"^\s*:\s+\S")
+# Documentation markup a reader of the rendered page never sees as text: template tags
+# ({% raw %}, {% include %}), include markers ({* x *}, {!> x !},
+# --8<-- "x"), shortcodes ({{< x >}}, {{% x %}}), HTML tags alone on a line, %%comments%%.
+_CAPTION_LINE = _lazy_re(r"^\s*\{%-?\s*filename\s*-?%\}(.*?)\{%-?\s*endfilename\s*-?%\}\s*$")
+_MARKUP_PIECE = _lazy_re(r"\{%.*?%\}|\{\*.*?\*\}|\{!.*?!\}|\{\{[<%].*?[>%]\}\}|--8<--.*"
+                         r"|</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>|%%.*?%%")
+_INLINE_MARKUP = _lazy_re(r"\{%-?\s*(?:raw|endraw)\s*-?%\}")
+
+
+def _is_markup_line(line: str) -> bool:
+    """Return True when a line outside code holds only markup (see _MARKUP_PIECE)."""
+    return bool(line.strip()) and not _MARKUP_PIECE.sub("", line).strip()
+
+
+def _markup_view(text: str) -> str:
+    """Return a line of prose as the rendered page shows it: inline {% raw %} tags removed,
+    a {% filename %}x{% endfilename %} caption as x."""
+    if "{%" not in text:
+        return text
+    caption = _CAPTION_LINE.match(text)
+    return caption.group(1).strip() if caption else " ".join(_INLINE_MARKUP.sub(" ", text).split())
 
 
 class _Block(NamedTuple):
@@ -6047,6 +6069,13 @@ class _Unit:
     @property
     def span(self) -> tuple[int, int]:
         return self.ranges[0][0], self.ranges[-1][1]
+
+    @property
+    def has_code(self) -> bool:
+        """True when the unit shows code, a command, a table or numbered steps, or names code
+        inline: what a question asking for a command or a "how do I" wants."""
+        return not self.prefer or _INLINE_CODE.search(self.head) is not None \
+            or any(_NUMBERED_ITEM.match(line) for line in self.body[:1])
 
 
 def _blocks(chunk: Chunk) -> list[_Block]:
@@ -6076,6 +6105,17 @@ def _block_at(lines: list[str], i: int) -> tuple[str, int]:
         return "fence", j + 1
     if _HEADER_RE.match(line):
         return "heading", i + 1
+    if _INDENTED_CODE.match(line):
+        j = i + 1
+        while j < len(lines) and (_INDENTED_CODE.match(lines[j]) or not lines[j].strip()):
+            j += 1
+        while not lines[j - 1].strip():
+            j -= 1
+        return "indented", j
+    if _CAPTION_LINE.match(line):
+        return "caption", i + 1
+    if _is_markup_line(line):
+        return "markup", i + 1
     for kind, pattern in (("command", _COMMAND_LINE), ("table", _TABLE_LINE)):
         if pattern.match(line):
             j = i
@@ -6087,7 +6127,7 @@ def _block_at(lines: list[str], i: int) -> tuple[str, int]:
     j = i + 1
     while j < len(lines) and lines[j].strip() and not (
             _FENCE_LINE.match(lines[j]) or _HEADER_RE.match(lines[j]) or _LIST_ITEM.match(lines[j])
-            or _TABLE_LINE.match(lines[j]) or _COMMAND_LINE.match(lines[j])):
+            or _TABLE_LINE.match(lines[j]) or _COMMAND_LINE.match(lines[j]) or _CAPTION_LINE.match(lines[j]) or _is_markup_line(lines[j])):
         j += 1
     return "paragraph", j
 
@@ -6139,6 +6179,11 @@ def _body(block: _Block) -> tuple[tuple[str, ...], int]:
         lines = lines[:MAX_QUOTED_LINES]
         shown = ["```"] + [line.strip()[1:-1] for line in lines] + ["```"]
         return tuple(shown), block.first + len(lines) - 1
+    if block.kind == "indented":          # shown fenced, one level of indent taken off
+        code = [line[4:] if line.startswith("    ") else line[1:] if line.startswith("\t") else line.strip()
+                for line in lines[:MAX_QUOTED_LINES]]
+        more = (f"… ({len(lines) - MAX_QUOTED_LINES} more lines not shown)",) if len(lines) > MAX_QUOTED_LINES else ()
+        return ("```", *code, "```") + more, block.first + len(code) - 1
     if block.kind == "fence":
         closed = len(lines) > 1 and _FENCE_LINE.match(lines[-1]) is not None
         code = lines[1:-1] if closed else lines[1:]
@@ -6160,24 +6205,75 @@ def _body(block: _Block) -> tuple[tuple[str, ...], int]:
 # introduces, a table row with its header, a term with its definition; the best are quoted.
 
 _WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".split())
+# a question asking for something to type: a command, code, a "how do I" (folded word starts)
+_CODE_WORD_STARTS = ("command", "komend", "polecen", "prikaz", "run", "type", "wpis", "napis",
+                     "uruchom", "spust", "install", "instal", "zainstal", "nainstal", "code", "kod")
+_HOW_WORDS = frozenset("how jak ako".split())
+
+
+def _wants_code(words: list[str]) -> bool:
+    """Return True when a question's folded words ask for a command or code."""
+    return any(w in _HOW_WORDS or w.startswith(_CODE_WORD_STARTS) for w in words)
 _STANDALONE_NUMBER = _lazy_re(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not JPK_V7, VAT-26
 
 
 def _units(chunk: Chunk) -> list[_Unit]:
-    """Return the quotable units of a chunk (see above), in document order."""
-    blocks = _blocks(chunk)
+    """Return the quotable units of a chunk (see above), in document order. Markup lines
+    are a view: no unit quotes or cites them, and a line introduces the block after them;
+    a file-name caption is shown as its name between a line and the code it introduces."""
+    blocks, hidden = [], set()
+    for block in _blocks(chunk):
+        if block.kind == "markup":
+            hidden.update(range(block.first, block.last + 1))
+        else:
+            blocks.append(block)
     units: list[_Unit] = []
     for n, block in enumerate(blocks):
-        nxt = blocks[n + 1] if n + 1 < len(blocks) else None
+        nxt, caption = _introduced(blocks, n, hidden), ()
+        if nxt is not None and nxt.kind == "caption":
+            after = _introduced(blocks, n + 1, hidden)
+            nxt, caption = (after, ("  " + _markup_view(nxt.lines[0]),)) if after and after.kind in _CODE_KINDS \
+                else (None, ())
         if block.kind == "paragraph":
-            units.extend(_paragraph_units(block, nxt))
+            units.extend(_paragraph_units(block, nxt, caption))
         elif block.kind == "list":
-            units.extend(_list_units(block, nxt))
+            units.extend(_list_units(block, nxt, caption))
         elif block.kind == "table":
             units.extend(_table_units(block))
         elif block.kind == "heading":
             units.extend(_heading_units(block, blocks[n + 1:n + 3]))
-    return units
+        elif block.kind == "caption" and nxt is not None and nxt.kind in _CODE_KINDS:
+            units.append(_intro_unit(block.first, _markup_view(block.lines[0]), nxt))
+    return [replace(unit, ranges=_without_lines(unit.ranges, hidden)) for unit in units] if hidden else units
+
+
+def _introduced(blocks: list[_Block], n: int, hidden: set[int]) -> _Block | None:
+    """Return the block right after blocks[n] (never two blank lines in a row between them;
+    a markup line stands between blank lines) that blocks[n] can introduce; None for a
+    heading or a farther block."""
+    if n + 1 >= len(blocks) or blocks[n + 1].kind == "heading":
+        return None
+    block, nxt = blocks[n], blocks[n + 1]
+    run = 0
+    for line in range(block.last + 1, nxt.first):
+        run = 0 if line in hidden else run + 1
+        if run > 1:
+            return None
+    return nxt
+
+
+def _without_lines(ranges: tuple[tuple[int, int], ...], hidden: set[int]) -> tuple[tuple[int, int], ...]:
+    """Return ranges with the hidden lines cut out (a range around them becomes two)."""
+    out: list[tuple[int, int]] = []
+    for a, b in ranges:
+        start = None
+        for line in range(a, b + 2):
+            if line <= b and line not in hidden:
+                start = line if start is None else start
+            elif start is not None:
+                out.append((start, line - 1))
+                start = None
+    return tuple(out) or ranges
 
 
 def _intro_unit(first: int, head: str, block: _Block, extra: tuple[str, ...] = (),
@@ -6188,7 +6284,7 @@ def _intro_unit(first: int, head: str, block: _Block, extra: tuple[str, ...] = (
     return _Unit(((first, last),), head, extra + body, prefer, needs_match)
 
 
-def _paragraph_units(block: _Block, nxt: _Block | None) -> list[_Unit]:
+def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...] = ()) -> list[_Unit]:
     """Return a paragraph's sentences (a term with its ': definition' lines is one unit);
     its last sentence with the block it introduces when it ends with ':' or is followed
     by code or a command."""
@@ -6198,14 +6294,17 @@ def _paragraph_units(block: _Block, nxt: _Block | None) -> list[_Unit]:
         return [_Unit(((block.first, block.last),), joined, (), 1)]
     sentences = _paragraph_sentences(para)
     units = [_Unit(((a, b),), text, (), 1) for a, b, text in sentences]
-    if sentences and nxt is not None and nxt.first <= block.last + 2 and nxt.kind != "heading":
+    units += [_Unit(((a, d),), f"{text} {code}", (), 1)     # a sentence with the code it leads to
+              for (a, _, text), (_, d, code) in zip(sentences, sentences[1:])
+              if _INLINE_CODE.search(code) and not _INLINE_CODE.search(text)]
+    if sentences and nxt is not None:
         a, b, text = sentences[-1]
-        if text.endswith(":") or nxt.kind in ("fence", "command"):
-            units[-1] = _intro_unit(a, text, nxt)
+        if text.endswith(":") or nxt.kind in ("fence", "command") and not caption:
+            units[-1] = _intro_unit(a, text, nxt, caption)
     return units
 
 
-def _list_units(block: _Block, nxt: _Block | None) -> list[_Unit]:
+def _list_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...] = ()) -> list[_Unit]:
     """Return a list's items, each with its nested lines; an item that ends with ':' and
     has none, with the block it introduces."""
     units = []
@@ -6219,9 +6318,8 @@ def _list_units(block: _Block, nxt: _Block | None) -> list[_Unit]:
         if len(lines) > MAX_QUOTED_LINES:
             body += (f"… ({len(lines) - MAX_QUOTED_LINES} more lines not shown)",)
         last = first + min(len(lines), MAX_QUOTED_LINES) - 1
-        if k == len(items) - 1 and wrapped == len(lines) and head.endswith(":") and nxt is not None \
-                and nxt.first <= block.last + 2 and nxt.kind != "heading":
-            units.append(_intro_unit(first, head, nxt))
+        if k == len(items) - 1 and wrapped == len(lines) and head.endswith(":") and nxt is not None:
+            units.append(_intro_unit(first, head, nxt, caption))
         else:
             units.append(_Unit(((first, last),), head, body, 1))
     return units
@@ -6291,10 +6389,11 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     and no unit quoted holds another. The best comes first.
     """
     terms = set(text_query_terms(question))
-    wants_date = bool(_WHEN_WORDS & set(_folded_words(question)))
+    words = _folded_words(question)
+    wants_date, wants_code = bool(_WHEN_WORDS & set(words)), _wants_code(words)
     scored, tokenizer = [], Tokenizer()          # one, so each word is stemmed once
     for chunk, pieces in _joined_fragments(result.hits):
-        scored.extend(_scored_units(terms, wants_date, chunk, pieces, tokenizer))
+        scored.extend(_scored_units(terms, wants_date, wants_code, chunk, pieces, tokenizer))
     scored.sort(key=lambda s: s[:5])
     chosen: list[tuple] = []
     for entry in [s for s in scored if s[0] < 0] or scored[:1]:
@@ -6305,7 +6404,7 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     return "\n".join(_unit_render(s[5], s[4]) for s in chosen)
 
 
-def _scored_units(terms: set[str], wants_date: bool, chunk: Chunk,
+def _scored_units(terms: set[str], wants_date: bool, wants_code: bool, chunk: Chunk,
                   pieces: tuple[tuple[int, int, int], ...], tokenizer: Tokenizer) -> list[tuple]:
     """Return (-score, rank, prefer, span, path, unit) for each unit of a fragment worth
     quoting: its citations split where the fragment's pieces meet, its rank the best of
@@ -6316,6 +6415,8 @@ def _scored_units(terms: set[str], wants_date: bool, chunk: Chunk,
             continue
         overlap = len(terms & set(tokenizer.tokens(unit.text)))
         if overlap and wants_date and _STANDALONE_NUMBER.search(unit.text):
+            overlap += 1
+        if overlap and wants_code and unit.has_code:
             overlap += 1
         mine.append((overlap, replace(unit, ranges=_split_ranges(unit.ranges, pieces))))
     by_overlap: dict[int, list[_Unit]] = {}
@@ -6368,7 +6469,7 @@ def _nested(one: _Unit, other: _Unit) -> bool:
 def _unit_render(unit: _Unit, path: str) -> str:
     """Return a unit as answer text: '- head [citations]', then its body lines."""
     cites = " ".join(f"[{citation_format(path, a, b)}]" for a, b in unit.ranges)
-    return "\n".join((f"- {_LIST_MARK.sub('', unit.head)} {cites}",) + unit.body)
+    return "\n".join((f"- {_markup_view(_LIST_MARK.sub('', unit.head))} {cites}",) + unit.body)
 
 
 # --- 14e. answer() — search, then the model's reply or the extractive quote, checked

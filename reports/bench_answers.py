@@ -156,14 +156,15 @@ def build_corpus(docs: str, out: str, rng: random.Random, per_lang: int, pool: i
     return questions
 
 
-def fenced_verbatim(answer: str, folder: str) -> bool:
+def fenced_verbatim(docs_qa, answer: str, folder: str) -> bool:
     """Return True when every fenced block of answer is a run of the lines of the file
-    cited last before it (a tldr command line counts without its backticks)."""
+    cited last before it (a tldr command line counts without its backticks). Citations are
+    read by docs_qa's own parser: a path such as `[.md` is cited quoted."""
     for match in re.finditer(r"^```[^\n]*\n(.*?)\n```", answer, flags=re.S | re.M):
-        cites = re.findall(r"\[([^\[\]]+?):(\d+)-(\d+)\]", answer[:match.start()])
+        cites = docs_qa.citation_parse(answer[:match.start()])
         if not cites:
             return False
-        with open(os.path.join(folder, cites[-1][0]), encoding="utf-8") as fh:
+        with open(os.path.join(folder, cites[-1].path), encoding="utf-8") as fh:
             lines = fh.read().split("\n")
         plain = [COMMAND.sub(r"\1", line) for line in lines]
         body = match.group(1).split("\n")
@@ -205,7 +206,7 @@ def main() -> int:
             row["page_first"] += top
             row["cited"] += cited
             row["cited_when_first"] += cited and top
-            row["fenced_verbatim"] += fenced_verbatim(result.answer, folder)
+            row["fenced_verbatim"] += fenced_verbatim(docs_qa, result.answer, folder)
             if top and not cited or not top and args.show_misses < 0:
                 misses.append((lang, question, path, first, result.answer))
     print(f"seed {args.seed}, {len(questions)} questions, code {os.path.basename(os.path.abspath(args.code))}")

@@ -186,3 +186,54 @@ class TextOutputTest(TempDirTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class MarkupViewTest(TempDirTest):
+    """Documentation markup is a view: the quote shows what the rendered page shows, and its
+    citations cover exactly the file lines shown."""
+
+    def ask(self, files, question):
+        write_files(self.docs, files)
+        return docs_qa.answer(question, self.settings(use_embeddings=False, extractive=True))
+
+    def test_a_file_name_caption_between_a_line_and_its_code_is_shown_as_the_name(self):
+        text = ("# Serwer\n\nAby uruchomić serwer, wpisz w konsoli:\n\n"
+                "{% filename %}command-line{% endfilename %}\n\n"
+                "```\n(myvenv) ~$ python manage.py runserver\n```\n\nInny akapit o czymś innym.\n")
+        result = self.ask({"s.md": text}, "jak uruchomić serwer w konsoli")
+        self.assertTrue(result.answer.startswith(
+            "- Aby uruchomić serwer, wpisz w konsoli: [s.md:3-9]\n  command-line\n"
+            "```\n(myvenv) ~$ python manage.py runserver\n```"), result.answer)
+        self.assertNotIn("{%", result.answer)
+        self.assertTrue(all(c.valid for c in result.citations))
+
+    def test_markup_lines_are_neither_quoted_nor_cited(self):
+        text = ("# Install\n\nTo install the tool, run:\n\n<div class=\"termy\">\n\n"
+                "```console\n$ pip install widget-tool\n```\n\n</div>\n")
+        result = self.ask({"i.md": text}, "how do I install the tool")
+        # line 5 (<div>) is skipped: the introducing line and the code are cited apart
+        self.assertTrue(result.answer.startswith(
+            "- To install the tool, run: [i.md:3-4] [i.md:6-9]\n```console\n$ pip install widget-tool\n```"),
+            result.answer)
+        self.assertNotIn("div", result.answer)
+        self.assertTrue(all(c.valid for c in result.citations))
+
+    def test_inline_raw_tags_are_not_shown(self):
+        text = "# Forms\n\nShow the form with {% raw %}`{{ form.as_p }}`{% endraw %} inside the page.\n"
+        result = self.ask({"f.md": text}, "how do I show the form inside the page")
+        self.assertIn("- Show the form with `{{ form.as_p }}` inside the page. [f.md:3-3]", result.answer)
+
+    def test_an_indented_code_block_is_code(self):
+        text = ("# Setup\n\nCheck which version you have with this command:\n\n"
+                "    $ python3 --version\n    Python 3.6.1\n\nThe rest of the page is about editors.\n")
+        result = self.ask({"p.md": text}, "how do I check the python version")
+        self.assertTrue(result.answer.startswith(
+            "- Check which version you have with this command: [p.md:3-6]\n"
+            "```\n$ python3 --version\nPython 3.6.1\n```"), result.answer)
+
+    def test_a_how_question_gets_the_sentence_that_gives_the_command(self):
+        text = ("# Admin\n\nTo log in you need an administrator account (a superuser) with full access. "
+                "Go back to the terminal, type `python manage.py createsuperuser` and press enter.\n\n"
+                "The admin account also sees every post.\n")
+        result = self.ask({"a.md": text}, "how do I create an administrator account")
+        self.assertIn("`python manage.py createsuperuser`", result.answer.split("\n")[0])
