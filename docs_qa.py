@@ -6209,6 +6209,18 @@ _WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".s
 _CODE_WORD_STARTS = ("command", "komend", "polecen", "prikaz", "run", "type", "wpis", "napis",
                      "uruchom", "spust", "install", "instal", "zainstal", "nainstal", "code", "kod")
 _HOW_WORDS = frozenset("how jak ako".split())
+# a question asking what something is or means (folded words), and the copulas of an answer
+_DEFINE_QUESTION = _lazy_re(r"\b(?:what (?:is|are|does|counts)|stands? for|mean(?:s|ing)?|co to|czym (?:jest|sa)"
+                            r"|co (?:je|su|jest|znaczy|oznacza|znamena)|cim (?:je|su))\b")
+_COPULAS = frozenset("is are means mean stands jest sa to oznacza znaczy je su znamena".split())
+DEFINITION_HEAD_WORDS = 8          # a definition names its term and its copula within this many words
+
+
+def _is_definition(head: str, terms: set[str], tokenizer: "Tokenizer") -> bool:
+    """Return True when a unit's head reads as a definition of a question term: the term and
+    a copula ('X is', 'X to', 'X je') among its first DEFINITION_HEAD_WORDS words."""
+    words = _folded_words(head)[:DEFINITION_HEAD_WORDS]
+    return bool(_COPULAS & set(words)) and bool(terms & set(tokenizer.tokens(" ".join(words))))
 
 
 def _wants_code(words: list[str]) -> bool:
@@ -6391,9 +6403,10 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     terms = set(text_query_terms(question))
     words = _folded_words(question)
     wants_date, wants_code = bool(_WHEN_WORDS & set(words)), _wants_code(words)
+    wants_definition = bool(_DEFINE_QUESTION.search(" ".join(words))) and not wants_code
     scored, tokenizer = [], Tokenizer()          # one, so each word is stemmed once
     for chunk, pieces in _joined_fragments(result.hits):
-        scored.extend(_scored_units(terms, wants_date, wants_code, chunk, pieces, tokenizer))
+        scored.extend(_scored_units(terms, wants_date, wants_code, wants_definition, chunk, pieces, tokenizer))
     scored.sort(key=lambda s: s[:5])
     chosen: list[tuple] = []
     for entry in [s for s in scored if s[0] < 0] or scored[:1]:
@@ -6404,7 +6417,7 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     return "\n".join(_unit_render(s[5], s[4]) for s in chosen)
 
 
-def _scored_units(terms: set[str], wants_date: bool, wants_code: bool, chunk: Chunk,
+def _scored_units(terms: set[str], wants_date: bool, wants_code: bool, wants_definition: bool, chunk: Chunk,
                   pieces: tuple[tuple[int, int, int], ...], tokenizer: Tokenizer) -> list[tuple]:
     """Return (-score, rank, prefer, span, path, unit) for each unit of a fragment worth
     quoting: its citations split where the fragment's pieces meet, its rank the best of
@@ -6417,6 +6430,8 @@ def _scored_units(terms: set[str], wants_date: bool, wants_code: bool, chunk: Ch
         if overlap and wants_date and _STANDALONE_NUMBER.search(unit.text):
             overlap += 1
         if overlap and wants_code and unit.has_code:
+            overlap += 1
+        if overlap and wants_definition and _is_definition(unit.head, terms, tokenizer):
             overlap += 1
         mine.append((overlap, replace(unit, ranges=_split_ranges(unit.ranges, pieces))))
     by_overlap: dict[int, list[_Unit]] = {}
