@@ -5832,7 +5832,7 @@ class _Cited:
 
     @functools.cached_property
     def code(self) -> str:
-        return _normalise_code(self.text)
+        return _normalise_code(_markup_lines(self.text))
 
     @functools.cached_property
     def folded(self) -> str:
@@ -6029,6 +6029,14 @@ _CAPTION_LINE = _lazy_re(r"^\s*\{%-?\s*filename\s*-?%\}(.*?)\{%-?\s*endfilename\
 _MARKUP_PIECE = _lazy_re(r"\{%.*?%\}|\{\*.*?\*\}|\{!.*?!\}|\{\{[<%].*?[>%]\}\}|--8<--.*"
                          r"|</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>|%%.*?%%")
 _INLINE_MARKUP = _lazy_re(r"\{%-?\s*(?:raw|endraw)\s*-?%\}")
+_QUOTE_MARKS = _lazy_re(r"^(?: {0,3}>(?: |(?=\S)|$))+", re.M)   # '> ', '>> ': a blockquote's markers
+
+
+def _markup_lines(text: str) -> str:
+    """Return text as the rendered page lays it out, line for line: blockquote markers taken
+    off, so a quoted paragraph, list or code block reads as one (the same rule for the quote
+    and for the verbatim check of code against its cited lines)."""
+    return _QUOTE_MARKS.sub("", text) if ">" in text else text
 
 
 def _is_markup_line(line: str) -> bool:
@@ -6080,7 +6088,7 @@ class _Unit:
 
 def _blocks(chunk: Chunk) -> list[_Block]:
     """Return the blocks of a chunk in order (blank lines separate them)."""
-    lines = chunk.text.split("\n")
+    lines = _markup_lines(chunk.text).split("\n")
     blocks: list[_Block] = []
     i = 0
     while i < len(lines):

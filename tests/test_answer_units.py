@@ -237,3 +237,12 @@ class MarkupViewTest(TempDirTest):
                 "The admin account also sees every post.\n")
         result = self.ask({"a.md": text}, "how do I create an administrator account")
         self.assertIn("`python manage.py createsuperuser`", result.answer.split("\n")[0])
+
+    def test_a_blockquote_is_read_as_its_content(self):
+        text = ("# Install\n\n> **Note:** On Windows the install may hang. If it does, run instead:\n>\n"
+                ">     C:\\> python -m pip install -r requirements.txt\n>\n> Then try again.\n")
+        result = self.ask({"w.md": text}, "the install hangs on Windows, what do I run instead")
+        self.assertTrue(result.answer.startswith(
+            "- If it does, run instead: [w.md:3-5]\n```\nC:\\> python -m pip install -r requirements.txt\n```"),
+            result.answer)
+        self.assertTrue(all(c.valid for c in result.citations))
