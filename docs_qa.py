@@ -5981,6 +5981,9 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None,
         for n, part in enumerate(group):
             if part.is_label and part.kept:
                 part.kept = any(p.kept and (p.kind == "block" or p.is_continuation) for p in group[n + 1:])
+            elif part.is_label and part.inherited and part.text and n + 1 < len(group) \
+                    and group[n + 1].line == part.line and group[n + 1].kept:
+                part.kept = True       # 'No.' before the kept sentence that says what it means
         kept_lines.extend(_render_group(group))
     # citations past the cap are stripped and never count; one "too_many" shows the drop
     return "\n".join(kept_lines), citations[:MAX_CITATIONS + 1], unsupported, caveat
@@ -6217,6 +6220,7 @@ _WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".s
 _CODE_WORD_STARTS = ("command", "komend", "polecen", "prikaz", "run", "type", "wpis", "napis",
                      "uruchom", "spust", "install", "instal", "zainstal", "nainstal", "code", "kod")
 _HOW_WORDS = frozenset("how jak ako".split())
+SHORT_REPLY_WORDS = 4              # a sentence of fewer words ('Yes.', 'Nie muszą.') is quoted with its context
 # a question asking what something is or means (folded words), and the copulas of an answer
 _DEFINE_QUESTION = _lazy_re(r"\b(?:what (?:is|are|does|counts)|stands? for|mean(?:s|ing)?|co to|czym (?:jest|sa)"
                             r"|co (?:je|su|jest|znaczy|oznacza|znamena)|cim (?:je|su))\b")
@@ -6255,7 +6259,9 @@ def _units(chunk: Chunk) -> list[_Unit]:
             nxt, caption = (after, ("  " + _markup_view(nxt.lines[0]),)) if after and after.kind in _CODE_KINDS \
                 else (None, ())
         if block.kind == "paragraph":
-            units.extend(_paragraph_units(block, nxt, caption))
+            before = blocks[n - 1] if n and blocks[n - 1].kind == "heading" and _introduced(blocks, n - 1, hidden) is block \
+                else None
+            units.extend(_paragraph_units(block, nxt, caption, before))
         elif block.kind == "list":
             units.extend(_list_units(block, nxt, caption))
         elif block.kind == "table":
@@ -6304,24 +6310,36 @@ def _intro_unit(first: int, head: str, block: _Block, extra: tuple[str, ...] = (
     return _Unit(((first, last),), head, extra + body, prefer, needs_match)
 
 
-def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...] = ()) -> list[_Unit]:
+def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...] = (),
+                     heading: _Block | None = None) -> list[_Unit]:
     """Return a paragraph's sentences (a term with its ': definition' lines is one unit);
     its last sentence with the block it introduces when it ends with ':' or is followed
-    by code or a command."""
+    by code or a command; a short reply ('Nie muszą.') with the sentence after it, and as
+    the paragraph's first, after the heading it answers (heading: the block right before)."""
     para = [(block.first + k, line.strip()) for k, line in enumerate(block.lines)]
     if any(_DEFINITION_LINE.match(line) for line in block.lines[1:]):    # "Term\n: definition"
         joined = re.sub(r"\s+:", ":", " ".join(line for _, line in para))
         return [_Unit(((block.first, block.last),), joined, (), 1)]
     sentences = _paragraph_sentences(para)
     units = [_Unit(((a, b),), text, (), 1) for a, b, text in sentences]
-    units += [_Unit(((a, d),), f"{text} {code}", (), 1)     # a sentence with the code it leads to
-              for (a, _, text), (_, d, code) in zip(sentences, sentences[1:])
-              if _INLINE_CODE.search(code) and not _INLINE_CODE.search(text)]
     if sentences and nxt is not None:
         a, b, text = sentences[-1]
         if text.endswith(":") or nxt.kind in ("fence", "command") and not caption:
             units[-1] = _intro_unit(a, text, nxt, caption)
-    return units
+    pairs = [_joined(one, two) for one, two in zip(units, units[1:])     # a sentence with the code
+             if _INLINE_CODE.search(two.head) and not _INLINE_CODE.search(one.head)]   # it leads to
+    for k, (a, b, text) in enumerate(sentences):       # a bare 'Yes.' says what it answers
+        if len(text.split()) < SHORT_REPLY_WORDS and (k + 1 < len(units) or k == 0 and heading):
+            if k + 1 < len(units):
+                units[k] = _joined(units[k], units[k + 1])
+            if k == 0 and heading is not None:
+                units[k] = _joined(_Unit(((heading.first, heading.first),), _heading_title(heading), (), 1), units[k])
+    return units + pairs
+
+
+def _joined(one: _Unit, two: _Unit) -> _Unit:
+    """Return one unit quoting two neighbours: one's head, then two's head and body."""
+    return _Unit(((one.span[0], two.span[1]),), f"{one.head} {two.head}", two.body, two.prefer)
 
 
 def _list_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...] = ()) -> list[_Unit]:
@@ -6359,10 +6377,15 @@ def _table_units(block: _Block) -> list[_Unit]:
             for k, line in enumerate(lines) if k >= 2]
 
 
+def _heading_title(block: _Block) -> str:
+    """Return a heading block's title text, without its marks."""
+    return _HEADER_CLOSE_RE.sub("", _HEADER_RE.match(block.lines[0]).group(2) or "").strip()
+
+
 def _heading_units(block: _Block, following: list[_Block]) -> list[_Unit]:
     """Return the heading with the code, command, table or numbered steps it introduces
     (after at most one paragraph); quoted only when the question matches the heading."""
-    title = _HEADER_CLOSE_RE.sub("", _HEADER_RE.match(block.lines[0]).group(2) or "").strip()
+    title = _heading_title(block)
     if not title or not following:
         return []
     extra: tuple[str, ...] = ()

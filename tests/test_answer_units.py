@@ -246,3 +246,12 @@ class MarkupViewTest(TempDirTest):
             "- If it does, run instead: [w.md:3-5]\n```\nC:\\> python -m pip install -r requirements.txt\n```"),
             result.answer)
         self.assertTrue(all(c.valid for c in result.citations))
+
+    def test_a_short_reply_is_quoted_with_the_heading_it_answers(self):
+        text = ("# FAQ\n\n## Do private customers' invoices go to the registry?\n\n"
+                "No. Invoices for consumers may be issued outside the registry.\n\n"
+                "## Other\n\nUnrelated text about quotas.\n")
+        result = self.ask({"faq.md": text}, "do invoices for private customers go to the registry")
+        self.assertTrue(result.answer.startswith(
+            "- Do private customers' invoices go to the registry? No. Invoices for consumers may be "
+            "issued outside the registry. [faq.md:3-5]"), result.answer)
