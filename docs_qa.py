@@ -157,7 +157,7 @@ __all__ = [
     "search_feedback_wanted", "search_feedback_weights", "answer", "index_folder", "index_refresh",
     "index_scan_begin",
     "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english",
-    "text_query_terms", "text_query_counts", "text_sentences", "text_detect_language", "text_case_tells",
+    "text_query_terms", "text_query_counts", "text_edit_distance", "text_sentences", "text_detect_language", "text_case_tells",
     "Tokenizer",
     "FileEntry", "CorpusScan", "ScanRun", "corpus_scan", "corpus_scan_begin", "corpus_walk", "corpus_read",
     "corpus_readable", "corpus_reread", "corpus_other_files", "corpus_no_documents_note",
@@ -173,7 +173,7 @@ __all__ = [
     "cache_write_batch", "cache_write_postings", "cache_update_generation",
     "cache_chunk_count", "cache_mean_length", "cache_query_vector", "cache_forget_vector",
     "cache_listings", "cache_put_listings", "cache_try_put_listings",
-    "cache_document_frequencies",
+    "cache_document_frequencies", "cache_terms_near",
     "GitCheckout", "GitState", "git_checkout", "git_head", "git_is_dirty", "git_probe", "git_probe_file",
     "rrf_fuse", "rrf_floor",
     "Citation", "citation_parse", "citation_validate", "citation_recheck", "citation_format",
@@ -296,6 +296,7 @@ class Settings:
     min_similarity: float = DEFAULT_MIN_SIMILARITY
     min_folder_coverage: float = DEFAULT_MIN_FOLDER_COVERAGE
     identifier_gate: bool = True   # a question naming an identifier the folder holds passes the gate
+    absent_name_gate: bool = True  # a question naming something the folder never mentions is refused
     k1: float = DEFAULT_K1
     b: float = DEFAULT_B
     chunk_chars: int = DEFAULT_CHUNK_CHARS
@@ -841,6 +842,24 @@ def _is_code_word(word: str, case_tells: bool = True) -> bool:
     joined = any(ch in "_-/." for ch in word)
     return (has_digit and has_alpha) or (joined and has_alpha) or \
         (case_tells and sum(ch.isupper() for ch in word) >= 2)
+
+
+def text_edit_distance(one: str, two: str, limit: int) -> int:
+    """Return the optimal-string-alignment distance of two words (an insertion, deletion,
+    substitution or swap of neighbours costs 1), or limit + 1 once it exceeds limit."""
+    if abs(len(one) - len(two)) > limit:
+        return limit + 1
+    before, row = None, list(range(len(two) + 1))
+    for i, a in enumerate(one, 1):
+        current = [i] + [0] * len(two)
+        for j, b in enumerate(two, 1):
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (a != b))
+            if before is not None and i > 1 and j > 1 and a == two[j - 2] and one[i - 2] == b:
+                current[j] = min(current[j], before[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        before, row = row, current
+    return row[-1]
 
 
 def text_case_tells(text: str) -> bool:
@@ -4139,6 +4158,15 @@ def _cache_postings(conn: sqlite3.Connection, terms: list[str]) -> dict[str, lis
     return out
 
 
+def cache_terms_near(conn: sqlite3.Connection, term: str, max_length_diff: int) -> list[str]:
+    """Return the folder's terms that start with term's first letter and are at most
+    max_length_diff letters longer or shorter (candidates for a misspelt word)."""
+    first = term[:1]
+    return [row[0] for row in conn.execute(
+        "SELECT term FROM postings WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?",
+        (first, first + "\U0010ffff", len(term) - max_length_diff, len(term) + max_length_diff))]
+
+
 def _rows_by_ids(conn: sqlite3.Connection, sql: str, ids: list[int], before: tuple = ()) -> Iterator[tuple]:
     """Yield the rows of sql, whose `{ids}` is an IN list, for the given ids, SQL_IN_BATCH at
     a time; before: the parameters ahead of the ids."""
@@ -4949,6 +4977,11 @@ def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: Progr
 CODE_WORD_WEIGHT = 3               # a code-like word (WIS, GTU_12, VAT-26) counts as this many words
 MOBILE_E_ENDINGS = ("ek", "ec")    # the gate also tries 'podatek' as 'podatk' (Polish mobile e)
 MIN_COMPOUND_PART = 3              # letters per half when the gate splits 'honeybees' into 'honey bees'
+ABSENT_NAME_MIN_SHARE = 0.5        # a name the folder never mentions refuses when this share of the
+                                   # question's weight occurs nowhere (long questions naming a few
+                                   # unknown names among many known words still pass)
+ABSENT_NAME_FUZZY_MIN = 5          # a name this long or longer may be a misspelling of a folder word ...
+ABSENT_NAME_FUZZY_LONG = 8         # ... one letter away, or two from this length on
 IDENTIFIER_READ_BATCH = 500        # chunk texts read at a time when the gate checks an identifier as written
 
 
@@ -5030,18 +5063,67 @@ def _compound_chunks(conn: sqlite3.Connection, word: str) -> set[int]:
     return set()
 
 
+def _absent_words(conn: sqlite3.Connection, words: Iterable[str]) -> list[str]:
+    """Return the content words, of those given, no form of which occurs in the folder."""
+    absent: list[str] = []
+    for word in words:
+        terms = text_query_terms(word)
+        if terms and word not in absent and not (_word_chunks(conn, terms) or _mobile_e_chunks(conn, terms)
+                                                 or _compound_chunks(conn, word)):
+            absent.append(word)
+    return absent
+
+
+def _name_shaped(question: str) -> list[str]:
+    """Return the words of the question written as names: a capital inside the question,
+    an acronym, CamelCase, a code such as docker-compose (pure; see _absent_names)."""
+    case_tells, names = text_case_tells(question), []
+    for match in _QUESTION_WORD.finditer(question):
+        word, before = match.group(), question[:match.start()].rstrip()
+        opens_sentence = not before or before[-1] in ".!?:;\"'(\u201e\u201c\u00bf\u00a1"
+        if _is_code_word(word, case_tells) or case_tells and word[:1].isupper() and not opens_sentence:
+            names.append(word)
+    return names
+
+
+def _absent_names(conn: sqlite3.Connection, question: str) -> list[str]:
+    """Return the names of the question (see _name_shaped) that the folder never mentions,
+    in no form, nor as a word one slip away (two for a word of ABSENT_NAME_FUZZY_LONG letters
+    or more; none under ABSENT_NAME_FUZZY_MIN letters): 'PythonAnywere' is the folder's
+    PythonAnywhere, while 'Docker', in a folder without it, is named."""
+    return [word for word in _absent_words(conn, _name_shaped(question))
+            if not any(_has_near_term(conn, term, len(word)) for term in text_query_terms(word))]
+
+
+def _has_near_term(conn: sqlite3.Connection, term: str, letters: int) -> bool:
+    """Return True when the folder holds a term one edit away from term, a form of a word
+    of so many letters (two edits for long words; none for short ones)."""
+    if letters < ABSENT_NAME_FUZZY_MIN:
+        return False
+    limit = 2 if letters >= ABSENT_NAME_FUZZY_LONG else 1
+    return any(text_edit_distance(term, other, limit) <= limit for other in cache_terms_near(conn, term, limit))
+
+
 def _implausible_note(conn: sqlite3.Connection, question: str, dense_scores: Iterable[float],
                       settings: Settings) -> Note | None:
-    """Return the no_plausible_match note when retrieval found nothing plausible (too few
-    of the question's words occur in the folder, it names no identifier the folder holds and
-    no embedding match is close), else
-    None: the no-answer gate, shared by search() and search_rankings()."""
+    """Return the no_plausible_match note when the question names something the folder
+    never mentions (see _absent_names; Settings.absent_name_gate), or retrieval found nothing
+    plausible (too few of the question's words occur in the folder, it names no identifier
+    the folder holds and no embedding match is close), else None: the no-answer gate,
+    shared by search() and search_rankings()."""
     coverage, folder_coverage, identifier = _question_coverage(conn, question)
+    names = _absent_names(conn, question) if settings.absent_name_gate \
+        and 1 - folder_coverage >= ABSENT_NAME_MIN_SHARE and cache_chunk_count(conn) else []
+    if names:
+        return Note("no_plausible_match", f"the documents never mention {', '.join(names)}, and "
+                    f"{1 - folder_coverage:.0%} of the question's words (weighted by rarity) occur "
+                    "nowhere in the folder; nothing is returned rather than weak hits")
     best_similarity = max(dense_scores, default=None)
     if coverage >= settings.min_coverage or folder_coverage >= settings.min_folder_coverage or (
             best_similarity is not None and best_similarity >= settings.min_similarity) or (
             identifier is not None and settings.identifier_gate):
         return None
+    absent = _absent_words(conn, _QUESTION_WORD.findall(question)) if folder_coverage < 1 else []
     return Note("no_plausible_match",
                 f"the best-matching fragment holds only {coverage:.0%} of the question's words "
                 f"(weighted by rarity; --min-coverage {settings.min_coverage:g}), the folder "
@@ -5049,6 +5131,7 @@ def _implausible_note(conn: sqlite3.Connection, question: str, dense_scores: Ite
                 + ("" if best_similarity is None else
                    f" and the best embedding similarity is {best_similarity:.2f} "
                    f"(--min-similarity {settings.min_similarity:g})")
+                + (f"; the documents never mention {', '.join(absent)}" if absent else "")
                 + "; nothing is returned rather than weak hits")
 
 
