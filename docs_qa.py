@@ -157,7 +157,7 @@ __all__ = [
     "search_feedback_wanted", "search_feedback_weights", "answer", "index_folder", "index_refresh",
     "index_scan_begin",
     "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english",
-    "text_query_terms", "text_query_counts", "text_sentences", "text_detect_language", "text_case_tells",
+    "text_query_terms", "text_query_counts", "text_edit_distance", "text_sentences", "text_detect_language", "text_case_tells",
     "Tokenizer",
     "FileEntry", "CorpusScan", "ScanRun", "corpus_scan", "corpus_scan_begin", "corpus_walk", "corpus_read",
     "corpus_readable", "corpus_reread", "corpus_other_files", "corpus_no_documents_note",
@@ -173,7 +173,7 @@ __all__ = [
     "cache_write_batch", "cache_write_postings", "cache_update_generation",
     "cache_chunk_count", "cache_mean_length", "cache_query_vector", "cache_forget_vector",
     "cache_listings", "cache_put_listings", "cache_try_put_listings",
-    "cache_document_frequencies",
+    "cache_document_frequencies", "cache_terms_near",
     "GitCheckout", "GitState", "git_checkout", "git_head", "git_is_dirty", "git_probe", "git_probe_file",
     "rrf_fuse", "rrf_floor",
     "Citation", "citation_parse", "citation_validate", "citation_recheck", "citation_format",
@@ -296,6 +296,7 @@ class Settings:
     min_similarity: float = DEFAULT_MIN_SIMILARITY
     min_folder_coverage: float = DEFAULT_MIN_FOLDER_COVERAGE
     identifier_gate: bool = True   # a question naming an identifier the folder holds passes the gate
+    absent_name_gate: bool = True  # a question naming something the folder never mentions is refused
     k1: float = DEFAULT_K1
     b: float = DEFAULT_B
     chunk_chars: int = DEFAULT_CHUNK_CHARS
@@ -841,6 +842,24 @@ def _is_code_word(word: str, case_tells: bool = True) -> bool:
     joined = any(ch in "_-/." for ch in word)
     return (has_digit and has_alpha) or (joined and has_alpha) or \
         (case_tells and sum(ch.isupper() for ch in word) >= 2)
+
+
+def text_edit_distance(one: str, two: str, limit: int) -> int:
+    """Return the optimal-string-alignment distance of two words (an insertion, deletion,
+    substitution or swap of neighbours costs 1), or limit + 1 once it exceeds limit."""
+    if abs(len(one) - len(two)) > limit:
+        return limit + 1
+    before, row = None, list(range(len(two) + 1))
+    for i, a in enumerate(one, 1):
+        current = [i] + [0] * len(two)
+        for j, b in enumerate(two, 1):
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (a != b))
+            if before is not None and i > 1 and j > 1 and a == two[j - 2] and one[i - 2] == b:
+                current[j] = min(current[j], before[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        before, row = row, current
+    return row[-1]
 
 
 def text_case_tells(text: str) -> bool:
@@ -4139,6 +4158,15 @@ def _cache_postings(conn: sqlite3.Connection, terms: list[str]) -> dict[str, lis
     return out
 
 
+def cache_terms_near(conn: sqlite3.Connection, term: str, max_length_diff: int) -> list[str]:
+    """Return the folder's terms that start with term's first letter and are at most
+    max_length_diff letters longer or shorter (candidates for a misspelt word)."""
+    first = term[:1]
+    return [row[0] for row in conn.execute(
+        "SELECT term FROM postings WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?",
+        (first, first + "\U0010ffff", len(term) - max_length_diff, len(term) + max_length_diff))]
+
+
 def _rows_by_ids(conn: sqlite3.Connection, sql: str, ids: list[int], before: tuple = ()) -> Iterator[tuple]:
     """Yield the rows of sql, whose `{ids}` is an IN list, for the given ids, SQL_IN_BATCH at
     a time; before: the parameters ahead of the ids."""
@@ -4949,6 +4977,11 @@ def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: Progr
 CODE_WORD_WEIGHT = 3               # a code-like word (WIS, GTU_12, VAT-26) counts as this many words
 MOBILE_E_ENDINGS = ("ek", "ec")    # the gate also tries 'podatek' as 'podatk' (Polish mobile e)
 MIN_COMPOUND_PART = 3              # letters per half when the gate splits 'honeybees' into 'honey bees'
+ABSENT_NAME_MIN_SHARE = 0.5        # a name the folder never mentions refuses when this share of the
+                                   # question's weight occurs nowhere (long questions naming a few
+                                   # unknown names among many known words still pass)
+ABSENT_NAME_FUZZY_MIN = 5          # a name this long or longer may be a misspelling of a folder word ...
+ABSENT_NAME_FUZZY_LONG = 8         # ... one letter away, or two from this length on
 IDENTIFIER_READ_BATCH = 500        # chunk texts read at a time when the gate checks an identifier as written
 
 
@@ -5030,18 +5063,67 @@ def _compound_chunks(conn: sqlite3.Connection, word: str) -> set[int]:
     return set()
 
 
+def _absent_words(conn: sqlite3.Connection, words: Iterable[str]) -> list[str]:
+    """Return the content words, of those given, no form of which occurs in the folder."""
+    absent: list[str] = []
+    for word in words:
+        terms = text_query_terms(word)
+        if terms and word not in absent and not (_word_chunks(conn, terms) or _mobile_e_chunks(conn, terms)
+                                                 or _compound_chunks(conn, word)):
+            absent.append(word)
+    return absent
+
+
+def _name_shaped(question: str) -> list[str]:
+    """Return the words of the question written as names: a capital inside the question,
+    an acronym, CamelCase, a code such as docker-compose (pure; see _absent_names)."""
+    case_tells, names = text_case_tells(question), []
+    for match in _QUESTION_WORD.finditer(question):
+        word, before = match.group(), question[:match.start()].rstrip()
+        opens_sentence = not before or before[-1] in ".!?:;\"'(\u201e\u201c\u00bf\u00a1"
+        if _is_code_word(word, case_tells) or case_tells and word[:1].isupper() and not opens_sentence:
+            names.append(word)
+    return names
+
+
+def _absent_names(conn: sqlite3.Connection, question: str) -> list[str]:
+    """Return the names of the question (see _name_shaped) that the folder never mentions,
+    in no form, nor as a word one slip away (two for a word of ABSENT_NAME_FUZZY_LONG letters
+    or more; none under ABSENT_NAME_FUZZY_MIN letters): 'PythonAnywere' is the folder's
+    PythonAnywhere, while 'Docker', in a folder without it, is named."""
+    return [word for word in _absent_words(conn, _name_shaped(question))
+            if not any(_has_near_term(conn, term, len(word)) for term in text_query_terms(word))]
+
+
+def _has_near_term(conn: sqlite3.Connection, term: str, letters: int) -> bool:
+    """Return True when the folder holds a term one edit away from term, a form of a word
+    of so many letters (two edits for long words; none for short ones)."""
+    if letters < ABSENT_NAME_FUZZY_MIN:
+        return False
+    limit = 2 if letters >= ABSENT_NAME_FUZZY_LONG else 1
+    return any(text_edit_distance(term, other, limit) <= limit for other in cache_terms_near(conn, term, limit))
+
+
 def _implausible_note(conn: sqlite3.Connection, question: str, dense_scores: Iterable[float],
                       settings: Settings) -> Note | None:
-    """Return the no_plausible_match note when retrieval found nothing plausible (too few
-    of the question's words occur in the folder, it names no identifier the folder holds and
-    no embedding match is close), else
-    None: the no-answer gate, shared by search() and search_rankings()."""
+    """Return the no_plausible_match note when the question names something the folder
+    never mentions (see _absent_names; Settings.absent_name_gate), or retrieval found nothing
+    plausible (too few of the question's words occur in the folder, it names no identifier
+    the folder holds and no embedding match is close), else None: the no-answer gate,
+    shared by search() and search_rankings()."""
     coverage, folder_coverage, identifier = _question_coverage(conn, question)
+    names = _absent_names(conn, question) if settings.absent_name_gate \
+        and 1 - folder_coverage >= ABSENT_NAME_MIN_SHARE and cache_chunk_count(conn) else []
+    if names:
+        return Note("no_plausible_match", f"the documents never mention {', '.join(names)}, and "
+                    f"{1 - folder_coverage:.0%} of the question's words (weighted by rarity) occur "
+                    "nowhere in the folder; nothing is returned rather than weak hits")
     best_similarity = max(dense_scores, default=None)
     if coverage >= settings.min_coverage or folder_coverage >= settings.min_folder_coverage or (
             best_similarity is not None and best_similarity >= settings.min_similarity) or (
             identifier is not None and settings.identifier_gate):
         return None
+    absent = _absent_words(conn, _QUESTION_WORD.findall(question)) if folder_coverage < 1 else []
     return Note("no_plausible_match",
                 f"the best-matching fragment holds only {coverage:.0%} of the question's words "
                 f"(weighted by rarity; --min-coverage {settings.min_coverage:g}), the folder "
@@ -5049,6 +5131,7 @@ def _implausible_note(conn: sqlite3.Connection, question: str, dense_scores: Ite
                 + ("" if best_similarity is None else
                    f" and the best embedding similarity is {best_similarity:.2f} "
                    f"(--min-similarity {settings.min_similarity:g})")
+                + (f"; the documents never mention {', '.join(absent)}" if absent else "")
                 + "; nothing is returned rather than weak hits")
 
 
@@ -5832,7 +5915,7 @@ class _Cited:
 
     @functools.cached_property
     def code(self) -> str:
-        return _normalise_code(self.text)
+        return _normalise_code(_markup_lines(self.text))
 
     @functools.cached_property
     def folded(self) -> str:
@@ -5981,6 +6064,9 @@ def answer_check(reply: str, result: SearchResult, complete: bool | None,
         for n, part in enumerate(group):
             if part.is_label and part.kept:
                 part.kept = any(p.kept and (p.kind == "block" or p.is_continuation) for p in group[n + 1:])
+            elif part.is_label and part.inherited and part.text and n + 1 < len(group) \
+                    and group[n + 1].line == part.line and group[n + 1].kept:
+                part.kept = True       # 'No.' before the kept sentence that says what it means
         kept_lines.extend(_render_group(group))
     # citations past the cap are stripped and never count; one "too_many" shows the drop
     return "\n".join(kept_lines), citations[:MAX_CITATIONS + 1], unsupported, caveat
@@ -6029,6 +6115,14 @@ _CAPTION_LINE = _lazy_re(r"^\s*\{%-?\s*filename\s*-?%\}(.*?)\{%-?\s*endfilename\
 _MARKUP_PIECE = _lazy_re(r"\{%.*?%\}|\{\*.*?\*\}|\{!.*?!\}|\{\{[<%].*?[>%]\}\}|--8<--.*"
                          r"|</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>|%%.*?%%")
 _INLINE_MARKUP = _lazy_re(r"\{%-?\s*(?:raw|endraw)\s*-?%\}")
+_QUOTE_MARKS = _lazy_re(r"^(?: {0,3}>(?: |(?=\S)|$))+", re.M)   # '> ', '>> ': a blockquote's markers
+
+
+def _markup_lines(text: str) -> str:
+    """Return text as the rendered page lays it out, line for line: blockquote markers taken
+    off, so a quoted paragraph, list or code block reads as one (the same rule for the quote
+    and for the verbatim check of code against its cited lines)."""
+    return _QUOTE_MARKS.sub("", text) if ">" in text else text
 
 
 def _is_markup_line(line: str) -> bool:
@@ -6080,7 +6174,7 @@ class _Unit:
 
 def _blocks(chunk: Chunk) -> list[_Block]:
     """Return the blocks of a chunk in order (blank lines separate them)."""
-    lines = chunk.text.split("\n")
+    lines = _markup_lines(chunk.text).split("\n")
     blocks: list[_Block] = []
     i = 0
     while i < len(lines):
@@ -6209,6 +6303,19 @@ _WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".s
 _CODE_WORD_STARTS = ("command", "komend", "polecen", "prikaz", "run", "type", "wpis", "napis",
                      "uruchom", "spust", "install", "instal", "zainstal", "nainstal", "code", "kod")
 _HOW_WORDS = frozenset("how jak ako".split())
+SHORT_REPLY_WORDS = 4              # a sentence of fewer words ('Yes.', 'Nie muszą.') is quoted with its context
+# a question asking what something is or means (folded words), and the copulas of an answer
+_DEFINE_QUESTION = _lazy_re(r"\b(?:what (?:is|are|does|counts)|stands? for|mean(?:s|ing)?|co to|czym (?:jest|sa)"
+                            r"|co (?:je|su|jest|znaczy|oznacza|znamena)|cim (?:je|su))\b")
+_COPULAS = frozenset("is are means mean stands jest sa to oznacza znaczy je su znamena".split())
+DEFINITION_HEAD_WORDS = 8          # a definition names its term and its copula within this many words
+
+
+def _is_definition(head: str, terms: set[str], tokenizer: "Tokenizer") -> bool:
+    """Return True when a unit's head reads as a definition of a question term: the term and
+    a copula ('X is', 'X to', 'X je') among its first DEFINITION_HEAD_WORDS words."""
+    words = _folded_words(head)[:DEFINITION_HEAD_WORDS]
+    return bool(_COPULAS & set(words)) and bool(terms & set(tokenizer.tokens(" ".join(words))))
 
 
 def _wants_code(words: list[str]) -> bool:
@@ -6235,7 +6342,9 @@ def _units(chunk: Chunk) -> list[_Unit]:
             nxt, caption = (after, ("  " + _markup_view(nxt.lines[0]),)) if after and after.kind in _CODE_KINDS \
                 else (None, ())
         if block.kind == "paragraph":
-            units.extend(_paragraph_units(block, nxt, caption))
+            before = blocks[n - 1] if n and blocks[n - 1].kind == "heading" and _introduced(blocks, n - 1, hidden) is block \
+                else None
+            units.extend(_paragraph_units(block, nxt, caption, before))
         elif block.kind == "list":
             units.extend(_list_units(block, nxt, caption))
         elif block.kind == "table":
@@ -6284,24 +6393,36 @@ def _intro_unit(first: int, head: str, block: _Block, extra: tuple[str, ...] = (
     return _Unit(((first, last),), head, extra + body, prefer, needs_match)
 
 
-def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...] = ()) -> list[_Unit]:
+def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...] = (),
+                     heading: _Block | None = None) -> list[_Unit]:
     """Return a paragraph's sentences (a term with its ': definition' lines is one unit);
     its last sentence with the block it introduces when it ends with ':' or is followed
-    by code or a command."""
+    by code or a command; a short reply ('Nie muszą.') with the sentence after it, and as
+    the paragraph's first, after the heading it answers (heading: the block right before)."""
     para = [(block.first + k, line.strip()) for k, line in enumerate(block.lines)]
     if any(_DEFINITION_LINE.match(line) for line in block.lines[1:]):    # "Term\n: definition"
         joined = re.sub(r"\s+:", ":", " ".join(line for _, line in para))
         return [_Unit(((block.first, block.last),), joined, (), 1)]
     sentences = _paragraph_sentences(para)
     units = [_Unit(((a, b),), text, (), 1) for a, b, text in sentences]
-    units += [_Unit(((a, d),), f"{text} {code}", (), 1)     # a sentence with the code it leads to
-              for (a, _, text), (_, d, code) in zip(sentences, sentences[1:])
-              if _INLINE_CODE.search(code) and not _INLINE_CODE.search(text)]
     if sentences and nxt is not None:
         a, b, text = sentences[-1]
         if text.endswith(":") or nxt.kind in ("fence", "command") and not caption:
             units[-1] = _intro_unit(a, text, nxt, caption)
-    return units
+    pairs = [_joined(one, two) for one, two in zip(units, units[1:])     # a sentence with the code
+             if _INLINE_CODE.search(two.head) and not _INLINE_CODE.search(one.head)]   # it leads to
+    for k, (a, b, text) in enumerate(sentences):       # a bare 'Yes.' says what it answers
+        if len(text.split()) < SHORT_REPLY_WORDS and (k + 1 < len(units) or k == 0 and heading):
+            if k + 1 < len(units):
+                units[k] = _joined(units[k], units[k + 1])
+            if k == 0 and heading is not None:
+                units[k] = _joined(_Unit(((heading.first, heading.first),), _heading_title(heading), (), 1), units[k])
+    return units + pairs
+
+
+def _joined(one: _Unit, two: _Unit) -> _Unit:
+    """Return one unit quoting two neighbours: one's head, then two's head and body."""
+    return _Unit(((one.span[0], two.span[1]),), f"{one.head} {two.head}", two.body, two.prefer)
 
 
 def _list_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...] = ()) -> list[_Unit]:
@@ -6339,10 +6460,15 @@ def _table_units(block: _Block) -> list[_Unit]:
             for k, line in enumerate(lines) if k >= 2]
 
 
+def _heading_title(block: _Block) -> str:
+    """Return a heading block's title text, without its marks."""
+    return _HEADER_CLOSE_RE.sub("", _HEADER_RE.match(block.lines[0]).group(2) or "").strip()
+
+
 def _heading_units(block: _Block, following: list[_Block]) -> list[_Unit]:
     """Return the heading with the code, command, table or numbered steps it introduces
     (after at most one paragraph); quoted only when the question matches the heading."""
-    title = _HEADER_CLOSE_RE.sub("", _HEADER_RE.match(block.lines[0]).group(2) or "").strip()
+    title = _heading_title(block)
     if not title or not following:
         return []
     extra: tuple[str, ...] = ()
@@ -6391,9 +6517,10 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     terms = set(text_query_terms(question))
     words = _folded_words(question)
     wants_date, wants_code = bool(_WHEN_WORDS & set(words)), _wants_code(words)
+    wants_definition = bool(_DEFINE_QUESTION.search(" ".join(words))) and not wants_code
     scored, tokenizer = [], Tokenizer()          # one, so each word is stemmed once
     for chunk, pieces in _joined_fragments(result.hits):
-        scored.extend(_scored_units(terms, wants_date, wants_code, chunk, pieces, tokenizer))
+        scored.extend(_scored_units(terms, wants_date, wants_code, wants_definition, chunk, pieces, tokenizer))
     scored.sort(key=lambda s: s[:5])
     chosen: list[tuple] = []
     for entry in [s for s in scored if s[0] < 0] or scored[:1]:
@@ -6404,7 +6531,7 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     return "\n".join(_unit_render(s[5], s[4]) for s in chosen)
 
 
-def _scored_units(terms: set[str], wants_date: bool, wants_code: bool, chunk: Chunk,
+def _scored_units(terms: set[str], wants_date: bool, wants_code: bool, wants_definition: bool, chunk: Chunk,
                   pieces: tuple[tuple[int, int, int], ...], tokenizer: Tokenizer) -> list[tuple]:
     """Return (-score, rank, prefer, span, path, unit) for each unit of a fragment worth
     quoting: its citations split where the fragment's pieces meet, its rank the best of
@@ -6417,6 +6544,8 @@ def _scored_units(terms: set[str], wants_date: bool, wants_code: bool, chunk: Ch
         if overlap and wants_date and _STANDALONE_NUMBER.search(unit.text):
             overlap += 1
         if overlap and wants_code and unit.has_code:
+            overlap += 1
+        if overlap and wants_definition and _is_definition(unit.head, terms, tokenizer):
             overlap += 1
         mine.append((overlap, replace(unit, ranges=_split_ranges(unit.ranges, pieces))))
     by_overlap: dict[int, list[_Unit]] = {}

@@ -237,3 +237,21 @@ class MarkupViewTest(TempDirTest):
                 "The admin account also sees every post.\n")
         result = self.ask({"a.md": text}, "how do I create an administrator account")
         self.assertIn("`python manage.py createsuperuser`", result.answer.split("\n")[0])
+
+    def test_a_blockquote_is_read_as_its_content(self):
+        text = ("# Install\n\n> **Note:** On Windows the install may hang. If it does, run instead:\n>\n"
+                ">     C:\\> python -m pip install -r requirements.txt\n>\n> Then try again.\n")
+        result = self.ask({"w.md": text}, "the install hangs on Windows, what do I run instead")
+        self.assertTrue(result.answer.startswith(
+            "- If it does, run instead: [w.md:3-5]\n```\nC:\\> python -m pip install -r requirements.txt\n```"),
+            result.answer)
+        self.assertTrue(all(c.valid for c in result.citations))
+
+    def test_a_short_reply_is_quoted_with_the_heading_it_answers(self):
+        text = ("# FAQ\n\n## Do private customers' invoices go to the registry?\n\n"
+                "No. Invoices for consumers may be issued outside the registry.\n\n"
+                "## Other\n\nUnrelated text about quotas.\n")
+        result = self.ask({"faq.md": text}, "do invoices for private customers go to the registry")
+        self.assertTrue(result.answer.startswith(
+            "- Do private customers' invoices go to the registry? No. Invoices for consumers may be "
+            "issued outside the registry. [faq.md:3-5]"), result.answer)

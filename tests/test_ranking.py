@@ -3,6 +3,7 @@ BM25's sure hits, and the IDF-weighted no-answer gate, through public functions 
 import math
 import os
 import unittest
+from dataclasses import replace
 
 from helpers import TempDirTest, docs_qa, run_cli, write_files
 
@@ -245,3 +246,66 @@ class IdentifierGateTest(TempDirTest):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn('"status": "ok"', proc.stdout)
         self.assertIn("wis.md", proc.stdout)
+
+
+class AbsentNameGateTest(TempDirTest):
+    """A question naming something the folder never mentions (Docker, in a folder about
+    PythonAnywhere) is refused, naming it, when much of its weight occurs nowhere, even when
+    an identifier of the folder would open the gate; a name one letter from a folder word is
+    a misspelling of it, and a long question naming one unknown thing among many known ones
+    still passes."""
+
+    DOCS = {"deploy.md": "# Deploy\n\nTo deploy the blog on PythonAnywhere, pull the code from GitHub "
+                         "and reload the WSGI web app.\n",
+            "static.md": "# Static files\n\nRun collectstatic on PythonAnywhere after you change the "
+                         "CSS of the blog.\n",
+            "admin.md": "# Admin\n\nCreate a superuser to log in to the admin of the blog.\n",
+            **{f"note{n}.md": f"# Note {n}\n\nThe blog shows post {n}{' over WSGI' if n < 2 else ''}.\n"
+               for n in range(5)}}
+    QUESTION = "Does WSGI work under Docker or Kubernetes?"
+
+    def setUp(self):
+        super().setUp()
+        write_files(self.docs, self.DOCS)
+
+    def test_a_question_about_names_the_folder_never_mentions_is_refused_naming_them(self):
+        settings = self.settings(use_embeddings=False)
+        signals = docs_qa.search_gate_signals(self.QUESTION, settings)
+        # WSGI is in 3 of 8 pages: an identifier, which alone opens the gate; Docker and
+        # Kubernetes (and 'work') are in none, most of the question's weight
+        self.assertEqual(signals.identifier, "WSGI")
+        self.assertGreaterEqual(1 - signals.folder_coverage, docs_qa.ABSENT_NAME_MIN_SHARE)
+        self.assertTrue(docs_qa.search(self.QUESTION, replace(settings, absent_name_gate=False)).hits)
+        result = docs_qa.search(self.QUESTION, settings)
+        self.assertEqual(result.hits, [])
+        note = next(n for n in result.notes if n.code == "no_plausible_match")
+        self.assertTrue(note.message.startswith("the documents never mention Docker, Kubernetes"), note.message)
+
+    def test_a_misspelt_name_of_the_folder_is_no_unknown_name(self):
+        question = "Does WSGI work on PythonAnywere?"      # PythonAnywhere, one letter left out
+        settings = self.settings(use_embeddings=False)
+        self.assertGreaterEqual(1 - docs_qa.search_gate_signals(question, settings).folder_coverage,
+                                docs_qa.ABSENT_NAME_MIN_SHARE)
+        self.assertTrue(docs_qa.search(question, settings).hits)     # WSGI opens the gate; nothing unknown
+
+    def test_one_unknown_name_among_many_known_words_passes(self):
+        question = "deploy the blog on PythonAnywhere: pull the code from GitHub, reload the web app, Kubernetes"
+        settings = self.settings(use_embeddings=False)
+        self.assertLess(1 - docs_qa.search_gate_signals(question, settings).folder_coverage,
+                        docs_qa.ABSENT_NAME_MIN_SHARE)
+        self.assertEqual(docs_qa.search(question, settings).hits[0].chunk.path, "deploy.md")
+
+    def test_a_refusal_names_the_words_the_documents_never_mention(self):
+        result = docs_qa.search("Can bloggers swim faster underwater?", self.settings(use_embeddings=False))
+        self.assertEqual(result.hits, [])
+        note = next(n for n in result.notes if n.code == "no_plausible_match")
+        self.assertIn("never mention bloggers, swim, faster, underwater", note.message)
+
+
+class EditDistanceTest(unittest.TestCase):
+    def test_swaps_count_one_and_the_limit_stops_early(self):
+        self.assertEqual(docs_qa.text_edit_distance("wrod", "word", 2), 1)        # a swap of neighbours
+        self.assertEqual(docs_qa.text_edit_distance("pythonanywere", "pythonanywhere", 2), 1)
+        self.assertEqual(docs_qa.text_edit_distance("kitten", "sitting", 5), 3)   # k->s, e->i, +g
+        self.assertEqual(docs_qa.text_edit_distance("kitten", "sitting", 1), 2)   # over the limit: limit + 1
+        self.assertEqual(docs_qa.text_edit_distance("abc", "abc", 0), 0)
