@@ -6924,8 +6924,9 @@ OPERATIONS: dict[str, Operation] = {
                         tool="search_docs", response_schema=rc.envelope_schema(
                             SEARCH_FIELDS_SCHEMA, SOURCE_FIELDS_SCHEMA)),
     "rag": Operation("rag", "Answer a question from the document folder, citing file:lines "
-                     "after every claim; every citation is checked against the documents, and "
-                     "status no_answer means the documents do not say.",
+                     "after every claim; every citation is checked against the documents, "
+                     "status no_answer means the documents do not say, and confidence level low "
+                     "means the passages quoted are the closest found but may not answer it.",
                      _request_schema("question", {"limit": _LIMIT_SCHEMA,
                                                   "extractive": {"type": "boolean"}}), _run_rag,
                      tool="ask_docs", response_schema=rc.envelope_schema(
