@@ -7,7 +7,7 @@ Standard library only. Every response is a v1 envelope (see retrieval_contract.p
 Sections (in file order)
      1. Constants        -- defaults, limits, reason tables (above: a long command run as a
                             script goes on in an interpreter that imports this module)
-     2. Types            -- Chunk, Hit, Note, Settings, SearchResult, IndexStats
+     2. Types            -- Chunk, Hit, Note, Settings, SearchResult, Confidence, IndexStats
      3. Errors           -- typed exceptions from retrieval_contract
      4. Text             -- NFKC, casefold, diacritic folding, words, stop words, light stemmer
           4a. Sentences        -- the one sentence splitter (abbreviations, dates, URLs)
@@ -39,7 +39,7 @@ Sections (in file order)
           14b. Reply check     -- citations, support, verbatim code; what is kept and shown
           14c. Extractive      -- blocks: paragraph, list, code, command, table, heading
           14d. Extractive units -- whole units: sentence, item, intro + code/list/table, row
-          14e. answer()        -- search, reply or quote, check
+          14e. answer()        -- search, reply or quote, check; how sure (confidence)
     15. Envelope         -- map results onto the v1 contract; the one error boundary
     16. Operations       -- settings_from_env, the operations every transport runs
     17. CLI              -- argparse, the default command
@@ -152,7 +152,7 @@ class _lazy_re:  # noqa: N801 - used like re.compile
         return getattr(compiled, name)
 
 __all__ = [
-    "Chunk", "Hit", "Note", "Settings", "SearchResult", "IndexStats", "GateSignals", "ProgressFn",
+    "Chunk", "Hit", "Note", "Settings", "SearchResult", "Confidence", "IndexStats", "GateSignals", "ProgressFn",
     "settings_from_env", "search", "search_rankings", "search_gate_signals", "search_dense",
     "search_feedback_wanted", "search_feedback_weights", "answer", "index_folder", "index_refresh",
     "index_scan_begin",
@@ -202,6 +202,8 @@ DEFAULT_MIN_COVERAGE = 0.45        # no-answer gate: IDF-weighted share of the q
                                    # (calibrated: reports/calibrate_gate.py, reports/hybrid-vs-single.md)
 DEFAULT_MIN_FOLDER_COVERAGE = 0.7  # ... or the folder holds this share of it (long questions spread over a fragment)
 DEFAULT_MIN_SIMILARITY = 0.75      # ... unless the best dense cosine reaches this (model-dependent)
+DEFAULT_MIN_CONFIDENCE = 0.6       # an answer whose confidence score is below this is shown as weak
+                                   # (the closest passages, not an answer; see _answer_confidence)
 GATE_THRESHOLD_MAX = 1.01          # a gate threshold above 1 never passes (1.01 switches a signal off)
 FEEDBACK_MIN_SHARE = 0.45         # pseudo-relevance feedback (RM3) when BM25's top fragment holds this
                                   # share of an English question's weight (reports/hybrid-vs-single.md)
@@ -295,6 +297,7 @@ class Settings:
     min_coverage: float = DEFAULT_MIN_COVERAGE
     min_similarity: float = DEFAULT_MIN_SIMILARITY
     min_folder_coverage: float = DEFAULT_MIN_FOLDER_COVERAGE
+    min_confidence: float = DEFAULT_MIN_CONFIDENCE   # an answer scoring below it is weak (low)
     identifier_gate: bool = True   # a question naming an identifier the folder holds passes the gate
     absent_name_gate: bool = True  # a question naming something the folder never mentions is refused
     k1: float = DEFAULT_K1
@@ -358,10 +361,21 @@ class SearchResult:
     limits: dict[str, int]
     notes: list[Note]
     stats: IndexStats
+    coverage: float | None = None  # the no-answer gate's: the best fragment's IDF-weighted share
+                                   # of the question (0..1); None when it was not measured
 
     @property
     def truncated(self) -> bool:
         return bool(self.truncation_reasons)
+
+
+@dataclass(frozen=True)
+class Confidence:
+    """How sure an answer is: a measured score 0..1 and its level, 'high' when the score
+    reaches Settings.min_confidence, else 'low' (see _answer_confidence)."""
+
+    level: str
+    score: float
 
 
 ProgressFn = Callable[[str, int, int], None]   # (stage, done, total)
@@ -4598,7 +4612,7 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
         truncation_reasons=sorted(set(truncation + found.limit_reasons)),
         limits={"candidate_limit": pool, "per_document_limit": settings.per_document_limit,
                 "result_limit": settings.limit},
-        notes=notes, stats=stats)
+        notes=notes, stats=stats, coverage=ranked.coverage)
 
 
 class _Found(NamedTuple):
@@ -4729,6 +4743,7 @@ class _Ranked(NamedTuple):
     gate: Note | None                       # no_plausible_match when the gate refused the question
     bm25_matches: int                       # how many chunks hold any of the question's terms
     mode: str                               # "hybrid" or "bm25"
+    coverage: float                         # the gate's: the best fragment's share of the question
 
 
 def _dense_query(conn: sqlite3.Connection, question: str, settings: Settings, progress: ProgressFn | None,
@@ -4780,8 +4795,10 @@ def _rank(conn: sqlite3.Connection, question: str, settings: Settings, depth: in
         notes.append(Note("embeddings_disabled", "embeddings are switched off; results are BM25 only"))
     pool = settings.candidate_limit
     fused = _fuse(question, {m: ranked[:pool] for m, ranked in rankings.items()}, settings)
-    gate = _implausible_note(conn, question, scores.get("dense", {}).values(), settings)
-    return _Ranked(rankings, scores, [] if gate is not None else fused, gate, bm25_matches, mode)
+    shares = _question_coverage(conn, question)
+    gate = _implausible_note(conn, question, shares, scores.get("dense", {}).values(), settings)
+    return _Ranked(rankings, scores, [] if gate is not None else fused, gate, bm25_matches, mode,
+                   shares[0])
 
 
 def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,
@@ -5104,14 +5121,14 @@ def _has_near_term(conn: sqlite3.Connection, term: str, letters: int) -> bool:
     return any(text_edit_distance(term, other, limit) <= limit for other in cache_terms_near(conn, term, limit))
 
 
-def _implausible_note(conn: sqlite3.Connection, question: str, dense_scores: Iterable[float],
-                      settings: Settings) -> Note | None:
+def _implausible_note(conn: sqlite3.Connection, question: str, shares: tuple[float, float, str | None],
+                      dense_scores: Iterable[float], settings: Settings) -> Note | None:
     """Return the no_plausible_match note when the question names something the folder
     never mentions (see _absent_names; Settings.absent_name_gate), or retrieval found nothing
     plausible (too few of the question's words occur in the folder, it names no identifier
-    the folder holds and no embedding match is close), else None: the no-answer gate,
-    shared by search() and search_rankings()."""
-    coverage, folder_coverage, identifier = _question_coverage(conn, question)
+    the folder holds and no embedding match is close: shares is _question_coverage's
+    answer), else None: the no-answer gate, shared by search() and search_rankings()."""
+    coverage, folder_coverage, identifier = shares
     names = _absent_names(conn, question) if settings.absent_name_gate \
         and 1 - folder_coverage >= ABSENT_NAME_MIN_SHARE and cache_chunk_count(conn) else []
     if names:
@@ -5617,6 +5634,11 @@ CAVEATS = {
     "pl": "Uwaga: pokazane fragmenty mogą być niepełne; wyliczenie w tej odpowiedzi może nie być kompletne.",
     "sk": "Pozor: zobrazené dôkazy môžu byť neúplné; zoznam v tejto odpovedi nemusí byť úplný.",
 }
+WEAK_ANSWER_LABELS = {             # shown above an answer whose confidence is low (text, page, MCP)
+    "en": "Closest passages; they may not answer the question:",
+    "pl": "Najbliższe fragmenty; mogą nie odpowiadać na pytanie:",
+    "sk": "Najbližšie úryvky; nemusia odpovedať na otázku:",
+}
 EXTRACTIVE_UNITS = 3               # sentences quoted by --extractive
 ANSWER_FORMAT = ("Plain text. After every claim an inline citation [path:start-end] "
                  "naming a fragment's path and lines inside that fragment; copy the path exactly "
@@ -5636,6 +5658,7 @@ class AnswerResult:
     unsupported: list[dict[str, Any]]
     prompt: dict[str, str]
     notes: list[Note]
+    confidence: Confidence | None = None   # None: no answer to be sure of (no_answer, a refusal)
 
 
 def _prompt(question: str, result: SearchResult) -> dict[str, str]:
@@ -6657,7 +6680,11 @@ def _answer_over(result: SearchResult, settings: Settings, chat: _ChatState,
         text = (SOURCES_CHANGED if changed else REFUSALS)[language]
     elif caveat:
         text += "\n\n" + CAVEATS[language]
-    return AnswerResult(readable, "ok", None, text, mode, citations, unsupported, prompt, notes)
+    confidence = _confidence_over(result, text, mode, settings)
+    if confidence is not None and confidence.level == "low":
+        notes.append(Note("weak_answer", "the closest passages may not answer the question "
+                                         f"(confidence {confidence.score:.2f} < {settings.min_confidence:g})"))
+    return AnswerResult(readable, "ok", None, text, mode, citations, unsupported, prompt, notes, confidence)
 
 
 def _reply(prompt: dict[str, str], result: SearchResult, settings: Settings, chat: _ChatState,
@@ -6681,6 +6708,55 @@ def _reply(prompt: dict[str, str], result: SearchResult, settings: Settings, cha
                               Note("llm_unavailable",
                                    f"the chat model is unavailable ({exc.kind}); answered extractively"))
     return "extractive", answer_extractive(result.query, result), list(chat.notes)
+
+
+def _confidence_over(result: SearchResult, text: str, mode: str, settings: Settings) -> Confidence | None:
+    """Return the confidence of the answer text over result, None when it quotes nothing
+    (the refusal) or the gate's coverage was not measured."""
+    unit = _first_quoted_unit(text, mode, [h.chunk.path for h in result.hits])
+    if unit is None or result.coverage is None:
+        return None
+    return _answer_confidence(result.query, result.coverage, unit, settings.min_confidence)
+
+
+def _answer_confidence(question: str, coverage: float, unit: str, min_confidence: float) -> Confidence:
+    """Return how sure an answer is: the mean of the no-answer gate's coverage (the best
+    fragment's IDF-weighted share of the question, 0..1) and the share of the question's
+    words that the answer's first quoted unit holds (a word counts when the unit holds any
+    of its stems, as the gate counts it), rounded to 0.01; level high when it reaches
+    min_confidence. Neither share alone is enough: the best fragment can hold the words
+    while the quote shows few of them, or the quote can hold a common word of a question
+    the folder barely covers."""
+    held = set(Tokenizer().tokens(unit))
+    words = set(frozenset(terms) for terms in map(text_query_terms, _QUESTION_WORD.findall(question)) if terms)
+    share = sum(1 for terms in words if terms & held) / len(words) if words else 0.0
+    score = round((min(max(coverage, 0.0), 1.0) + share) / 2, 2)
+    return Confidence("high" if score >= min_confidence else "low", score)
+
+
+def _first_quoted_unit(text: str, mode: str, paths: list[str]) -> str | None:
+    """Return the answer's first quoted unit without its citations, parsed from the answer
+    text; None when it cites nothing (the refusal). Extractive: the first bullet with the
+    lines it shows, up to the next line holding a citation; a model's reply: its first
+    sentence (or fenced block) that kept a valid citation, a label such as "Sources:" aside."""
+    cites = citation_parse(text, paths)
+    if not cites:
+        return None
+    if mode == "extractive":
+        start = text.rfind("\n", 0, cites[0].span[0]) + 1
+        head_end = text.find("\n", cites[0].span[1])
+        later = next((c.span[0] for c in cites if head_end >= 0 and c.span[0] > head_end), None)
+        end = len(text) if later is None else text.rfind("\n", 0, later)
+        return _strip_citations(text, start, end, cites)
+    for group in _reply_groups(text, cites):
+        _inherit_citations(group, cites)
+        for part in group:
+            if not part.citations or part.kind == "mark":
+                continue
+            quoted = _strip_citations(text, part.start, part.end, cites)
+            if part.kind == "block" or _is_claim(quoted):
+                return quoted
+    return ""
 
 
 # === 15. Envelope — map library results onto the v1 contract; errors onto the error envelope ===
@@ -6769,6 +6845,8 @@ def to_envelope(result: SearchResult | AnswerResult) -> rc.Envelope:
         extra.update({"tool": "rag", "answer": result.answer, "answer_mode": result.answer_mode,
                       "citations": [c.to_dict() for c in result.citations],
                       "unsupported": result.unsupported, **result.prompt})
+        if result.confidence is not None:     # an optional v1 field: only on an answer
+            extra["confidence"] = {"level": result.confidence.level, "score": result.confidence.score}
     return rc.Envelope(status=status, reason=reason, sources=sources,
                        index_version=search_result.index_version,
                        complete=False if search_result.truncated else None,
@@ -6869,7 +6947,8 @@ def settings_from_env(environ: dict[str, str], **overrides: Any) -> Settings:
         "token": environ.get("DOCS_QA_TOKEN") or None,
         "cors_origins": re.split(r"[,\s]+", environ.get("DOCS_QA_CORS_ORIGINS", "")),
     }
-    for key, name in (("min_coverage", "DOCS_QA_MIN_COVERAGE"), ("min_similarity", "DOCS_QA_MIN_SIMILARITY")):
+    for key, name in (("min_coverage", "DOCS_QA_MIN_COVERAGE"), ("min_similarity", "DOCS_QA_MIN_SIMILARITY"),
+                      ("min_confidence", "DOCS_QA_MIN_CONFIDENCE")):
         if environ.get(name):
             values[key] = _gate_threshold(environ[name], name)
     if overrides.get("chat_timeout_s") is None and environ.get("DOCS_QA_CHAT_TIMEOUT"):
@@ -6974,12 +7053,13 @@ OPERATIONS: dict[str, Operation] = {
                         tool="search_docs", response_schema=rc.envelope_schema(
                             SEARCH_FIELDS_SCHEMA, SOURCE_FIELDS_SCHEMA)),
     "rag": Operation("rag", "Answer a question from the document folder, citing file:lines "
-                     "after every claim; every citation is checked against the documents, and "
-                     "status no_answer means the documents do not say.",
+                     "after every claim; every citation is checked against the documents, "
+                     "status no_answer means the documents do not say, and confidence level low "
+                     "means the passages quoted are the closest found but may not answer it.",
                      _request_schema("question", {"limit": _LIMIT_SCHEMA,
                                                   "extractive": {"type": "boolean"}}), _run_rag,
                      tool="ask_docs", response_schema=rc.envelope_schema(
-                         RAG_FIELDS_SCHEMA, SOURCE_FIELDS_SCHEMA)),
+                         RAG_FIELDS_SCHEMA, SOURCE_FIELDS_SCHEMA, optional=("confidence",))),
     "graph": Operation("graph", "Answer a structured question from the knowledge graph of "
                        "people, theses, supervisors and keywords: who wrote or supervised a "
                        "thesis, its title and year, theses by keyword or year, how many; facts "
@@ -7062,7 +7142,8 @@ def _gate_float(text: str) -> float:
 
 
 def _add_gate_flags(parser: argparse.ArgumentParser) -> None:
-    """Add the no-answer gate's thresholds (a question passes when either is reached)."""
+    """Add the no-answer gate's thresholds (a question passes when either is reached) and the
+    bar below which an answer is shown as weak."""
     parser.add_argument("--min-coverage", type=_gate_float, metavar="X",
                         help="no-answer gate: the best fragment must hold this share of the question's "
                              "words, weighted by rarity (env DOCS_QA_MIN_COVERAGE, default "
@@ -7071,6 +7152,12 @@ def _add_gate_flags(parser: argparse.ArgumentParser) -> None:
                         help="... or the best embedding cosine must reach this (env DOCS_QA_MIN_SIMILARITY, "
                              f"default {DEFAULT_MIN_SIMILARITY:g}, model-dependent: calibrate with "
                              "reports/calibrate_gate.py; 1.01 turns it off)")
+    parser.add_argument("--min-confidence", type=_gate_float, metavar="X",
+                        help="an answer whose confidence (0..1: the mean of the best fragment's share of "
+                             "the question's words, weighted by rarity, and the share of them its first "
+                             "quoted unit holds) is below this is shown as the closest passages, with a "
+                             f"weak_answer note (env DOCS_QA_MIN_CONFIDENCE, default {DEFAULT_MIN_CONFIDENCE:g}; "
+                             "0 shows every answer as confident)")
 
 
 def _bounded_int(low: int, high: int) -> Callable[[str], int]:
@@ -7093,6 +7180,7 @@ def _question_parser() -> argparse.ArgumentParser:
                f"Ctrl-C exits {EXIT_INTERRUPTED}, SIGTERM {EXIT_TERMINATED}. "
                "Environment: DOCS_QA_BASE_URL, DOCS_QA_EMBED_MODEL, DOCS_QA_CHAT_MODEL, "
                "DOCS_QA_CHAT_TIMEOUT, DOCS_QA_API_KEY, DOCS_QA_MIN_COVERAGE, DOCS_QA_MIN_SIMILARITY, "
+               "DOCS_QA_MIN_CONFIDENCE, "
                "DOCS_QA_INDEX_WORKERS (see 'docs_qa.py index --help'), EMBED_MOCK=1 (offline mock vectors). "
                "Many questions: 'python3 -m docs_qa ...', run from the docs-qa folder, is the same program "
                "and starts about 0.1 s sooner (a module runs from its bytecode cache; a script is compiled "
@@ -7220,6 +7308,7 @@ def _settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Se
         k1=getattr(args, "k1", None), b=getattr(args, "b", None),
         min_coverage=getattr(args, "min_coverage", None),
         min_similarity=getattr(args, "min_similarity", None),
+        min_confidence=getattr(args, "min_confidence", None),
         chat_model=getattr(args, "chat_model", None), chat_timeout_s=getattr(args, "chat_timeout", None),
         extractive=getattr(args, "extractive", None), cors_origins=getattr(args, "cors_origin", None) or None)
 
@@ -7269,10 +7358,21 @@ def _graph_text(envelope: dict[str, Any]) -> list[str]:
 
 
 def _rag_text(envelope: dict[str, Any]) -> list[str]:
-    """Return the parts of an answer: the answer (or status), sources, removals, limits, notes."""
+    """Return the parts of an answer: the answer (or status) under the weak-answer label when
+    its confidence is low, sources, removals, limits, notes."""
     head = envelope.get("answer") or (f"{envelope['status']}: {envelope['reason']}"
                                       if envelope["status"] != "ok" else "")
-    return [head, *_sources_parts(envelope, text_lines=0)]
+    label = _weak_answer_label(envelope)
+    return [(label + "\n" if label else "") + head, *_sources_parts(envelope, text_lines=0)]
+
+
+def _weak_answer_label(envelope: dict[str, Any]) -> str:
+    """Return the label a low-confidence answer is shown under, in its question's language
+    (WEAK_ANSWER_LABELS), else ''."""
+    confidence = envelope.get("confidence")
+    if not envelope.get("answer") or not isinstance(confidence, dict) or confidence.get("level") != "low":
+        return ""
+    return WEAK_ANSWER_LABELS[text_detect_language(envelope.get("query") or "")]
 
 
 def _search_text(envelope: dict[str, Any]) -> list[str]:
@@ -8043,6 +8143,7 @@ PAGE_TEXTS: dict[str, dict[str, Any]] = {
         "facts": "Facts", "candidates": "The question fits several; which one did you mean?",
         "removed": "Removed from the answer", "truncated": "Only the best fragments are shown; "
                    "more passages may match.",
+        "weak_answer": WEAK_ANSWER_LABELS["en"],
         "problems": {"no_valid_citation": "no valid citation",
                      "not_supported_by_cited_lines": "the cited lines do not support it",
                      "exhaustive_claim": "it claims a complete list the evidence cannot guarantee",
@@ -8059,7 +8160,9 @@ PAGE_TEXTS: dict[str, dict[str, Any]] = {
                                           "documents instead.",
                        "no_plausible_match": "Too few of the question's words occur in the "
                                              "documents, so nothing is returned.",
-                       "answer_truncated": "The model's reply was too long and was cut."},
+                       "answer_truncated": "The model's reply was too long and was cut.",
+                       "weak_answer": "This answer's confidence is low, so it is shown as the "
+                                      "closest passages."},
     },
     "pl": {
         "title": "Zapytaj dokumenty", "question": "Twoje pytanie", "ask": "Zapytaj",
@@ -8080,6 +8183,7 @@ PAGE_TEXTS: dict[str, dict[str, Any]] = {
         "facts": "Fakty", "candidates": "Pytanie pasuje do kilku; o kogo chodzi?",
         "removed": "Usunięte z odpowiedzi", "truncated": "Pokazano tylko najlepsze fragmenty; "
                    "pasujących może być więcej.",
+        "weak_answer": WEAK_ANSWER_LABELS["pl"],
         "problems": {"no_valid_citation": "brak poprawnego cytowania",
                      "not_supported_by_cited_lines": "cytowane wiersze tego nie potwierdzają",
                      "exhaustive_claim": "twierdzi, że lista jest pełna, czego dowody nie gwarantują",
@@ -8095,7 +8199,9 @@ PAGE_TEXTS: dict[str, dict[str, Any]] = {
                        "llm_unavailable": "Model nie odpowiedział, więc odpowiedź cytuje dokumenty.",
                        "no_plausible_match": "Za mało słów pytania występuje w dokumentach, "
                                              "więc nic nie zwrócono.",
-                       "answer_truncated": "Odpowiedź modelu była za długa i została obcięta."},
+                       "answer_truncated": "Odpowiedź modelu była za długa i została obcięta.",
+                       "weak_answer": "Pewność tej odpowiedzi jest niska, więc pokazano ją "
+                                      "jako najbliższe fragmenty."},
     },
     "sk": {
         "title": "Opýtajte sa dokumentov", "question": "Vaša otázka", "ask": "Opýtať sa",
@@ -8116,6 +8222,7 @@ PAGE_TEXTS: dict[str, dict[str, Any]] = {
         "facts": "Fakty", "candidates": "Otázke zodpovedá viacero; koho ste mysleli?",
         "removed": "Odstránené z odpovede", "truncated": "Zobrazené sú len najlepšie fragmenty; "
                    "zodpovedať môže aj viac pasáží.",
+        "weak_answer": WEAK_ANSWER_LABELS["sk"],
         "problems": {"no_valid_citation": "chýba platná citácia",
                      "not_supported_by_cited_lines": "citované riadky to nepotvrdzujú",
                      "exhaustive_claim": "tvrdí, že zoznam je úplný, čo dôkazy nezaručujú",
@@ -8131,7 +8238,9 @@ PAGE_TEXTS: dict[str, dict[str, Any]] = {
                        "llm_unavailable": "Model neodpovedal, odpoveď preto cituje dokumenty.",
                        "no_plausible_match": "V dokumentoch sa vyskytuje príliš málo slov "
                                              "otázky, preto sa nič nevrátilo.",
-                       "answer_truncated": "Odpoveď modelu bola príliš dlhá a bola skrátená."},
+                       "answer_truncated": "Odpoveď modelu bola príliš dlhá a bola skrátená.",
+                       "weak_answer": "Táto odpoveď je málo istá, preto sa zobrazuje ako "
+                                      "najbližšie úryvky."},
     },
 }
 
@@ -8390,6 +8499,8 @@ _PAGE_JS = r"""
     if (env.status === "error") {
       box.appendChild(el("p", errorText(env), "warn"));
     } else {
+      const weak = env.answer && env.confidence && env.confidence.level === "low";
+      if (weak) box.appendChild(el("p", T.weak_answer, "warn weak"));
       const text = el("p", null, "answer");
       if (env.tool === "graph") text.textContent = env.answer || "";
       else renderAnswerText(text, env.answer || "", env.citations || []);

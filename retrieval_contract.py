@@ -14,7 +14,9 @@ Public API
       NotFoundError (404), MethodNotAllowedError (405), InvalidRequestError (422),
       RetrievalUnavailableError (503), InternalError (500)
     error_result(exc)        -- the one place any exception becomes an error envelope
-    envelope_schema(extra)   -- JSON Schema of an envelope (common fields + given extras)
+    OPTIONAL_FIELDS          -- the fields v1 has grown by: carried only when the tool has the value
+    envelope_schema(extra, source_extra, optional) -- JSON Schema of an envelope (common fields +
+                                given extras + the named OPTIONAL_FIELDS, which are not required)
     error_schema()           -- JSON Schema of the error envelope
     source_schema(extra)     -- JSON Schema of a source
     schema_errors(value, schema) -- a small JSON Schema checker (the subset used here)
@@ -37,6 +39,8 @@ Invariants
     * `index_version` is None after an error; `complete` is False for errors and ambiguity.
     * An error envelope carries a fixed, safe `detail` and the names (never the values)
       of offending fields; never exception text, secrets or internal paths.
+    * v1 grows only by OPTIONAL_FIELDS: absent (never null) when the tool has no value, and
+      never on an error envelope; the fields above keep their meaning.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from http import HTTPStatus
 from typing import Any
 
 __all__ = [
-    "CONTRACT_VERSION", "STATUSES", "REASONS", "ERROR_DETAILS",
+    "CONTRACT_VERSION", "STATUSES", "REASONS", "ERROR_DETAILS", "CONFIDENCE_LEVELS", "OPTIONAL_FIELDS",
     "Source", "Envelope",
     "ContractError", "InvalidQueryError", "UnauthorizedError", "ForbiddenHostError", "NotFoundError",
     "MethodNotAllowedError", "InvalidRequestError", "RetrievalUnavailableError",
@@ -90,6 +94,19 @@ ERROR_DETAILS: dict[str, str] = {
     "invalid_request": "The request has invalid, missing or unknown fields.",
     "retrieval_unavailable": "The search index, graph or model is not available right now.",
     "internal_error": "The tool failed unexpectedly.",
+}
+
+CONFIDENCE_LEVELS = ("high", "low")
+
+# The optional fields v1 has grown by (an older client ignores them): a tool names those its
+# envelopes may carry (envelope_schema's `optional`) and adds each only when it has the value.
+OPTIONAL_FIELDS: dict[str, dict] = {
+    # how sure an answer is, from a measured score 0..1: level high when the score reaches the
+    # tool's bar; absent where there is no answer to be sure of (a refusal, no_answer, an error)
+    "confidence": {"type": "object",
+                   "properties": {"level": {"enum": list(CONFIDENCE_LEVELS)},
+                                  "score": {"type": "number", "minimum": 0, "maximum": 1}},
+                   "required": ["level", "score"], "additionalProperties": False},
 }
 
 
@@ -269,9 +286,12 @@ def source_schema(extra_properties: dict | None = None) -> dict:
 
 
 def envelope_schema(extra_properties: dict | None = None,
-                    source_extra: dict | None = None) -> dict:
-    """Return the JSON Schema of an envelope with the given tool-specific properties."""
-    return _object_schema(Envelope, extra_properties or {}, source_extra or {})
+                    source_extra: dict | None = None, optional: tuple[str, ...] = ()) -> dict:
+    """Return the JSON Schema of an envelope with the given tool-specific properties, and
+    the named OPTIONAL_FIELDS allowed but not required."""
+    schema = _object_schema(Envelope, extra_properties or {}, source_extra or {})
+    schema["properties"].update({name: OPTIONAL_FIELDS[name] for name in optional})
+    return schema
 
 
 def error_schema() -> dict:

@@ -5,10 +5,12 @@ by `serve`. What it renders in a browser is tests/test_page_browser.py's part.""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
 import unittest
+import urllib.parse
 from html.parser import HTMLParser
 
 from helpers import TAX_CORPUS, LiveDocsServer, ServeProcess, write_files
@@ -134,6 +136,19 @@ class PageTest(unittest.TestCase):
                 self.assertIn(f'<html lang="{language}">', text)
                 self.assertIn(label, text)
                 self.assertEqual(headers["content-language"], language)
+
+    def test_a_weak_answers_label_is_in_every_language_and_the_script_shows_it(self):
+        self.assertEqual(set(docs_qa.WEAK_ANSWER_LABELS), set(docs_qa.PAGE_TEXTS))
+        for language, texts in docs_qa.PAGE_TEXTS.items():
+            self.assertEqual(texts["weak_answer"], docs_qa.WEAK_ANSWER_LABELS[language])
+            self.assertTrue(texts["note_codes"]["weak_answer"])
+        _, text = self.page("/?q=" + urllib.parse.quote("do kiedy składam JPK"))
+        ui = text.split('<script type="application/json" id="ui">', 1)[1].split("</script>", 1)[0]
+        self.assertEqual(json.loads(ui)["texts"]["weak_answer"],
+                         "Najbliższe fragmenty; mogą nie odpowiadać na pytanie:")
+        # the script puts T.weak_answer above an answer whose envelope says level low (what a
+        # browser shows: tests/test_page_browser.py)
+        self.assertRegex(docs_qa._PAGE_JS, r'env\.confidence\.level === "low"[^\n]*\n[^\n]*T\.weak_answer')
 
     def test_without_a_question_the_browser_language_is_used(self):
         _, text = self.page("/", **{"Accept-Language": "sk-SK,sk;q=0.9,en;q=0.5"})

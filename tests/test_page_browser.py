@@ -178,6 +178,22 @@ class PageInBrowserTest(unittest.TestCase):
         self.assertIn("Ján Holp", dom.text["answer"])
         self.assertIn("Mária Holpová", dom.text["answer"])
 
+    def test_a_weak_answer_is_shown_under_the_closest_passages_label(self):
+        # each file holds one of the question's five words: its confidence is 0.2 (see
+        # tests/test_confidence.py), below the default bar
+        live = LiveDocsServer({"jablon.md": "Jabłoń lubi słońce i żyzną glebę.\n",
+                               "grusza.md": "Grusza daje słodkie owoce jesienią.\n",
+                               "sliwa.md": "Śliwa potrzebuje ciepłego stanowiska.\n",
+                               "wisnia.md": "Wiśnia ma kwaśne owoce.\n"})
+        self.addCleanup(live.close)
+        dom = self.dom(self.url(live, q="Co wybrać: jabłoń, grusza, śliwa czy wiśnia?", mode="extractive"))
+        self.assertTrue(dom.text["answer"].startswith("Najbliższe fragmenty; mogą nie odpowiadać na pytanie:"),
+                        dom.text["answer"])
+        self.assertTrue(dom.cites)                                  # the quote is still shown, cited
+        self.assertIn("Pewność tej odpowiedzi jest niska", dom.text["notes"])
+        confident = self.dom(self.url(self.live, q=QUESTION, mode="extractive"))
+        self.assertNotIn("Najbliższe fragmenty", confident.text["answer"])
+
     def test_with_a_token_the_page_asks_for_it_and_shows_no_answer(self):
         live = LiveDocsServer(token=TOKEN)
         self.addCleanup(live.close)

@@ -1,0 +1,224 @@
+"""How sure an answer is (section 14e): the confidence every rag answer carries, measured
+from the no-answer gate's coverage and the share of the question's words its first quoted
+unit holds; a low one gets the weak_answer note and the closest-passages label in the text
+output and on MCP, in the question's language (the page's label: tests/test_page.py and
+tests/test_page_browser.py).
+
+The corpora are built so the shares are known by hand. ORCHARD: four one-line files, each
+holding exactly one of the question's five content words (jabłoń, grusza, śliwa, wiśnia;
+'wybrać' is in none), so every word has the same weight (each is in one fragment, a missing
+word counts as if one fragment had it): the best fragment holds 1/5 = 0.2 of the question,
+the folder 4/5 (the gate passes), and whichever sentence is quoted first holds 1 of the 5
+words: score (0.2 + 0.2) / 2 = 0.2. INVOICES: one sentence holds both content words of
+"When are invoices filed?": score (1 + 1) / 2 = 1.0."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import unittest
+
+from helpers import INIT, McpProcess, StubServerCase, TempDirTest, docs_qa, run_cli, write_files
+
+import retrieval_contract as rc
+
+ORCHARD = {
+    "jablon.md": "Jabłoń lubi słońce i żyzną glebę.\n",
+    "grusza.md": "Grusza daje słodkie owoce jesienią.\n",
+    "sliwa.md": "Śliwa potrzebuje ciepłego stanowiska.\n",
+    "wisnia.md": "Wiśnia ma kwaśne owoce.\n",
+}
+ORCHARD_QUESTION = "Co wybrać: jabłoń, grusza, śliwa czy wiśnia?"
+ORCHARD_SCORE = 0.2
+INVOICES = {
+    "invoices.md": "# Invoices\n\nInvoices are filed by the 25th day of the following month.\n",
+    "payroll.md": "Payroll runs on the last Friday of each month, after the invoices.\n",
+    "receipts.md": "Receipts are kept for five years.\n",
+}
+INVOICES_QUESTION = "When are invoices filed?"
+LABEL_PL = "Najbliższe fragmenty; mogą nie odpowiadać na pytanie:"
+RAG_SCHEMA = docs_qa.OPERATIONS["rag"].response_schema
+
+
+class ConfidenceSignalTest(unittest.TestCase):
+    """The pure parts: the score, the level and the first quoted unit."""
+
+    def test_the_score_is_the_mean_of_the_coverage_and_the_first_units_share(self):
+        low = docs_qa._answer_confidence(ORCHARD_QUESTION, 0.2, "Wiśnia ma kwaśne owoce.", 0.6)
+        self.assertEqual(low, docs_qa.Confidence("low", 0.2))
+        # the same unit over a folder whose best fragment held the whole question: (1 + 0.2) / 2
+        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 1.0, "Wiśnia ma kwaśne owoce.", 0.6),
+                         docs_qa.Confidence("high", 0.6))          # the bar itself is high
+        both = "Invoices are filed by the 25th day of the following month."
+        self.assertEqual(docs_qa._answer_confidence(INVOICES_QUESTION, 1.0, both, 0.6),
+                         docs_qa.Confidence("high", 1.0))
+        # a word counts under any of its stems, once however often the question says it
+        self.assertEqual(docs_qa._answer_confidence("invoices invoice filed", 0.0, "the invoice", 0.6).score,
+                         0.25)
+
+    def test_an_extractive_answers_first_unit_is_its_first_bullet_with_the_lines_it_shows(self):
+        text = ("- To install it, run: [a.md:3-6]\n```\npip install orchard\n```\n"
+                "- Grusza daje owoce. [b.md:1-1]")
+        unit = docs_qa._first_quoted_unit(text, "extractive", ["a.md", "b.md"])
+        self.assertIn("To install it, run:", unit)
+        self.assertIn("pip install orchard", unit)
+        self.assertNotIn("a.md", unit)          # a citation's path is not a word of the quote
+        self.assertNotIn("Grusza", unit)
+
+    def test_a_model_replys_first_unit_is_its_first_cited_sentence_labels_aside(self):
+        text = ("Answer:\nPayroll runs on Friday. It follows the invoices. [p.md:1-1]\n"
+                "Invoices are filed monthly. [i.md:3-3]")
+        self.assertEqual(docs_qa._first_quoted_unit(text, "assistant", ["p.md", "i.md"]),
+                         "Payroll runs on Friday.")
+        block = "Sources:\n```\nls -l\n```\n[a.md:4-6]"
+        unit = docs_qa._first_quoted_unit(block, "assistant", ["a.md"])
+        self.assertIn("ls -l", unit)
+        self.assertNotIn("a.md", unit)
+
+    def test_a_refusal_quotes_nothing_so_it_has_no_unit(self):
+        self.assertIsNone(docs_qa._first_quoted_unit(docs_qa.REFUSALS["en"], "assistant", ["a.md"]))
+
+
+class ConfidenceAnswerTest(TempDirTest):
+    """Through answer(): the level, the note, and the envelope against the rag schema."""
+
+    def ask(self, corpus: dict, question: str, **overrides) -> "docs_qa.AnswerResult":
+        write_files(self.docs, corpus)
+        return docs_qa.answer(question, self.settings(extractive=True, **overrides))
+
+    def test_a_clear_match_is_confident(self):
+        result = self.ask(INVOICES, INVOICES_QUESTION)
+        self.assertTrue(result.answer.startswith("- Invoices are filed by the 25th day"), result.answer)
+        self.assertEqual(result.confidence, docs_qa.Confidence("high", 1.0))
+        self.assertNotIn("weak_answer", [n.code for n in result.notes])
+        envelope = docs_qa.to_envelope(result).to_dict()
+        self.assertEqual(envelope["confidence"], {"level": "high", "score": 1.0})
+        self.assertEqual(rc.schema_errors(envelope, RAG_SCHEMA), [])
+
+    def test_a_passage_holding_a_minority_of_the_question_is_a_weak_answer(self):
+        result = self.ask(ORCHARD, ORCHARD_QUESTION)
+        self.assertEqual(result.status, "ok")
+        self.assertEqual(result.confidence, docs_qa.Confidence("low", ORCHARD_SCORE))
+        weak = [n.message for n in result.notes if n.code == "weak_answer"]
+        self.assertEqual(weak, ["the closest passages may not answer the question (confidence 0.20 < 0.6)"])
+        # the quote itself is unchanged: the label belongs to the renderers
+        self.assertTrue(result.answer.startswith("- "), result.answer)
+
+    def test_the_coverage_carried_is_the_no_answer_gates(self):
+        result = self.ask(ORCHARD, ORCHARD_QUESTION)
+        gate = docs_qa.search_gate_signals(ORCHARD_QUESTION, self.settings())
+        self.assertAlmostEqual(gate.coverage, 0.2)
+        self.assertAlmostEqual(result.search.coverage, gate.coverage)
+
+    def test_min_confidence_sets_the_bar(self):
+        self.assertEqual(self.ask(ORCHARD, ORCHARD_QUESTION, min_confidence=0.2).confidence,
+                         docs_qa.Confidence("high", ORCHARD_SCORE))
+        self.assertEqual(self.ask(INVOICES, INVOICES_QUESTION, min_confidence=1.01).confidence.level, "low")
+
+    def test_no_answer_and_the_refusal_carry_no_confidence_and_still_fit_the_schema(self):
+        none = self.ask(ORCHARD, "zebra")
+        self.assertEqual((none.status, none.confidence), ("no_answer", None))
+        envelope = docs_qa.to_envelope(none).to_dict()
+        self.assertNotIn("confidence", envelope)
+        self.assertEqual(rc.schema_errors(envelope, RAG_SCHEMA), [])
+
+    def test_the_schema_holds_confidence_to_its_shape_and_keeps_it_off_errors(self):
+        envelope = docs_qa.to_envelope(self.ask(ORCHARD, ORCHARD_QUESTION)).to_dict()
+        self.assertEqual(rc.schema_errors(envelope, RAG_SCHEMA), [])
+        self.assertNotIn("confidence", RAG_SCHEMA["required"])
+        for bad in ({"level": "medium", "score": 0.5}, {"level": "low", "score": 1.5}, {"level": "low"}):
+            problems = rc.schema_errors({**envelope, "confidence": bad}, RAG_SCHEMA)
+            self.assertTrue(problems and all(p.startswith("$.confidence") for p in problems), (bad, problems))
+        error = rc.error_result(rc.InvalidQueryError()).to_dict()
+        self.assertEqual(rc.schema_errors({**error, "confidence": {"level": "low", "score": 0.1}},
+                                          rc.error_schema()), ["$.confidence"])
+        search = docs_qa.OPERATIONS["search"].response_schema
+        self.assertNotIn("confidence", search["properties"])      # a search answers nothing
+
+    def test_openapi_declares_it_on_the_rag_envelope_only(self):
+        schemas = docs_qa.http_openapi()["components"]["schemas"]
+        self.assertEqual(schemas["RagEnvelope"]["properties"]["confidence"], rc.OPTIONAL_FIELDS["confidence"])
+        self.assertNotIn("confidence", schemas["RagEnvelope"]["required"])
+        self.assertNotIn("confidence", schemas["Error"]["properties"])
+
+
+class ConfidenceAssistantTest(StubServerCase):
+    """A model's reply: its first cited sentence is the unit measured."""
+
+    corpus = INVOICES
+
+    def ask(self, reply: str) -> "docs_qa.AnswerResult":
+        self.stub.chat_reply = reply
+        return docs_qa.answer(INVOICES_QUESTION, self.settings(
+            base_url=self.stub.base_url, timeout_s=0.5, retries=0, chat_timeout_s=5))
+
+    def test_the_first_cited_sentence_decides_not_the_best_one(self):
+        invoices = "Invoices are filed by the 25th day of the following month [invoices.md:3]."
+        payroll = "Payroll runs on the last Friday of each month [payroll.md:1]."
+        first = self.ask(invoices + " " + payroll)
+        self.assertEqual((first.answer_mode, first.confidence), ("assistant", docs_qa.Confidence("high", 1.0)))
+        # the payroll sentence holds neither 'invoices' nor 'filed': (1.0 + 0) / 2
+        second = self.ask(payroll + " " + invoices)
+        self.assertEqual(len(second.citations), 2, second.answer)
+        self.assertEqual(second.confidence, docs_qa.Confidence("low", 0.5))
+
+
+class ConfidenceCliTest(TempDirTest):
+    """The CLI: the label in the question's language above a weak answer, the flag, the env."""
+
+    def test_a_weak_answer_is_shown_under_the_closest_passages_label_in_polish(self):
+        write_files(self.docs, ORCHARD)
+        proc = run_cli(ORCHARD_QUESTION, "--docs", self.docs, "--cache-dir", self.cache, "--extractive",
+                       in_process=False)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        lines = proc.stdout.split("\n")
+        self.assertEqual(lines[0], LABEL_PL)
+        self.assertTrue(lines[1].startswith("- "), proc.stdout)     # the quote right under it
+        self.assertIn("! weak_answer: the closest passages may not answer the question "
+                      "(confidence 0.20 < 0.6)", proc.stdout)
+        envelope = json.loads(run_cli(ORCHARD_QUESTION, "--docs", self.docs, "--cache-dir", self.cache,
+                                      "--extractive", "--json").stdout)
+        self.assertEqual(envelope["confidence"], {"level": "low", "score": ORCHARD_SCORE})
+        self.assertFalse(envelope["answer"].startswith(LABEL_PL))   # the envelope keeps the quote
+
+    def test_min_confidence_flag_and_environment_lower_the_bar(self):
+        write_files(self.docs, ORCHARD)
+        base = (ORCHARD_QUESTION, "--docs", self.docs, "--cache-dir", self.cache, "--extractive")
+        for proc in (run_cli(*base, "--min-confidence", "0.2"),
+                     run_cli(*base, env={"DOCS_QA_MIN_CONFIDENCE": "0.2"})):
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertTrue(proc.stdout.startswith("- "), proc.stdout)
+            self.assertNotIn("weak_answer", proc.stdout)
+        self.assertEqual(run_cli(*base, "--min-confidence", "2").returncode, 2)
+        self.assertIn("--min-confidence", run_cli("--help").stdout)
+
+    def test_a_confident_answer_has_no_label(self):
+        write_files(self.docs, INVOICES)
+        proc = run_cli(INVOICES_QUESTION, "--docs", self.docs, "--cache-dir", self.cache, "--extractive")
+        self.assertTrue(proc.stdout.startswith("- Invoices are filed"), proc.stdout)
+        self.assertNotIn("Closest passages", proc.stdout)
+
+
+class ConfidenceMcpTest(unittest.TestCase):
+    def test_ask_docs_carries_the_confidence_in_its_output_schema_and_the_label_in_its_text(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            docs = write_files(os.path.join(tmp, "docs"), ORCHARD)
+            mcp = McpProcess(["--docs", docs, "--cache-dir", os.path.join(tmp, "cache")], {"EMBED_MOCK": "1"})
+            try:
+                mcp.recv_reply(mcp.send("initialize", INIT))
+                tools = {t["name"]: t for t in mcp.recv_reply(mcp.send("tools/list"))["result"]["tools"]}
+                result = mcp.recv_reply(mcp.send("tools/call", {"name": "ask_docs", "arguments": {
+                    "question": ORCHARD_QUESTION, "extractive": True}}))["result"]
+                self.assertEqual(mcp.close()[0], 0)
+            finally:
+                mcp.kill()
+        envelope = result["structuredContent"]
+        self.assertEqual(envelope["confidence"], {"level": "low", "score": ORCHARD_SCORE})
+        ok_branch = tools["ask_docs"]["outputSchema"]["anyOf"][0]
+        self.assertEqual(rc.schema_errors(envelope, ok_branch), [])
+        self.assertIn("confidence", ok_branch["properties"])
+        self.assertTrue(result["content"][0]["text"].startswith(LABEL_PL + "\n" + envelope["answer"]))
+
+
+if __name__ == "__main__":
+    unittest.main()
