@@ -100,7 +100,8 @@ class ConfidenceAnswerTest(TempDirTest):
         self.assertEqual(result.status, "ok")
         self.assertEqual(result.confidence, docs_qa.Confidence("low", ORCHARD_SCORE))
         weak = [n.message for n in result.notes if n.code == "weak_answer"]
-        self.assertEqual(weak, ["the closest passages may not answer the question (confidence 0.20 < 0.6)"])
+        self.assertEqual(weak, ["the closest passages may not answer the question "
+                                f"(confidence 0.20 < {docs_qa.DEFAULT_MIN_CONFIDENCE:g})"])
         # the quote itself is unchanged: the label belongs to the renderers
         self.assertTrue(result.answer.startswith("- "), result.answer)
 
@@ -175,7 +176,7 @@ class ConfidenceCliTest(TempDirTest):
         self.assertEqual(lines[0], LABEL_PL)
         self.assertTrue(lines[1].startswith("- "), proc.stdout)     # the quote right under it
         self.assertIn("! weak_answer: the closest passages may not answer the question "
-                      "(confidence 0.20 < 0.6)", proc.stdout)
+                      f"(confidence 0.20 < {docs_qa.DEFAULT_MIN_CONFIDENCE:g})", proc.stdout)
         envelope = json.loads(run_cli(ORCHARD_QUESTION, "--docs", self.docs, "--cache-dir", self.cache,
                                       "--extractive", "--json").stdout)
         self.assertEqual(envelope["confidence"], {"level": "low", "score": ORCHARD_SCORE})

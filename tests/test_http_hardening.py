@@ -221,10 +221,13 @@ class SlowAndManyClientsTest(unittest.TestCase):
         with mock.patch.object(docs_qa, "HTTP_HEADER_DEADLINE_S", 1.0), \
                 mock.patch.object(self.live.ctx, "socket_timeout_s", 0.5), \
                 socket.create_connection(("127.0.0.1", self.live.port), timeout=30) as sock:
+            sent = []
+
             def drip() -> None:
                 try:
                     for byte in header:
                         sock.sendall(bytes([byte]))
+                        sent.append(byte)
                         time.sleep(0.2)
                 except OSError:
                     pass
@@ -235,8 +238,9 @@ class SlowAndManyClientsTest(unittest.TestCase):
             except ConnectionResetError:
                 data = b""
         self.assertEqual(data, b"")
-        self.assertTrue(dripper.is_alive())  # cut while the client was still dripping
         dripper.join()
+        self.assertLess(len(sent), len(header))   # cut while the client was still dripping
+                                                  # (asked of what it sent, not of its thread's timing)
 
     def test_past_the_answer_slots_a_ready_request_gets_503_with_retry_after(self):
         entered, release = threading.Semaphore(0), threading.Event()
