@@ -6138,14 +6138,23 @@ _CAPTION_LINE = _lazy_re(r"^\s*\{%-?\s*filename\s*-?%\}(.*?)\{%-?\s*endfilename\
 _MARKUP_PIECE = _lazy_re(r"\{%.*?%\}|\{\*.*?\*\}|\{!.*?!\}|\{\{[<%].*?[>%]\}\}|--8<--.*"
                          r"|</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>|%%.*?%%")
 _INLINE_MARKUP = _lazy_re(r"\{%-?\s*(?:raw|endraw)\s*-?%\}")
-_QUOTE_MARKS = _lazy_re(r"^(?: {0,3}>(?: |(?=\S)|$))+", re.M)   # '> ', '>> ': a blockquote's markers
+_QUOTE_MARKS = _lazy_re(r"^(?: {0,3}>(?: |$))+")   # '> ', '> > ': a blockquote's markers ('>>> ' is a prompt)
 
 
 def _markup_lines(text: str) -> str:
     """Return text as the rendered page lays it out, line for line: blockquote markers taken
-    off, so a quoted paragraph, list or code block reads as one (the same rule for the quote
-    and for the verbatim check of code against its cited lines)."""
-    return _QUOTE_MARKS.sub("", text) if ">" in text else text
+    off outside fenced code, so a quoted paragraph, list or code block reads as one (the same
+    rule for the quote and for the verbatim check of code against its cited lines)."""
+    if ">" not in text:
+        return text
+    lines, fence = text.split("\n"), None
+    for n, line in enumerate(lines):
+        mark = _FENCE_LINE.match(line)
+        if mark and (fence is None or mark.group(1).startswith(fence)):
+            fence = None if fence else mark.group(1)
+        elif fence is None:
+            lines[n] = _QUOTE_MARKS.sub("", line)
+    return "\n".join(lines)
 
 
 def _is_markup_line(line: str) -> bool:

@@ -255,3 +255,10 @@ class MarkupViewTest(TempDirTest):
         self.assertTrue(result.answer.startswith(
             "- Do private customers' invoices go to the registry? No. Invoices for consumers may be "
             "issued outside the registry. [faq.md:3-5]"), result.answer)
+
+    def test_a_prompt_in_fenced_code_is_no_blockquote(self):
+        text = ("# Shell\n\nList every post in the console:\n\n```python\n>>> Post.objects.all()\n"
+                "> continued line\n```\n")
+        result = self.ask({"s.md": text}, "how do I list every post in the console")
+        self.assertIn("```python\n>>> Post.objects.all()\n> continued line\n```", result.answer)
+        self.assertTrue(all(c.valid for c in result.citations))
