@@ -6336,6 +6336,7 @@ _CODE_WORD_STARTS = ("command", "komend", "polecen", "prikaz", "run", "type", "w
                      "uruchom", "spust", "install", "instal", "zainstal", "nainstal", "code", "kod")
 _HOW_WORDS = frozenset("how jak ako".split())
 SHORT_REPLY_WORDS = 4              # a sentence of fewer words ('Yes.', 'Nie muszą.') is quoted with its context
+_SHORT_REPLY = _lazy_re(r"[^\W\d_][^\d:]*[.!]")    # words ending in '.' or '!': no label, date or number
 # a question asking what something is or means (folded words), and the copulas of an answer
 _DEFINE_QUESTION = _lazy_re(r"\b(?:what (?:is|are|does|counts)|stands? for|mean(?:s|ing)?|co to|czym (?:jest|sa)"
                             r"|co (?:je|su|jest|znaczy|oznacza|znamena)|cim (?:je|su))\b")
@@ -6444,11 +6445,12 @@ def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...]
     pairs = [_joined(one, two) for one, two in zip(units, units[1:])     # a sentence with the code
              if _INLINE_CODE.search(two.head) and not _INLINE_CODE.search(one.head)]   # it leads to
     for k, (a, b, text) in enumerate(sentences):       # a bare 'Yes.' says what it answers
-        if len(text.split()) < SHORT_REPLY_WORDS and (k + 1 < len(units) or k == 0 and heading):
-            if k + 1 < len(units):
-                units[k] = _joined(units[k], units[k + 1])
-            if k == 0 and heading is not None:
-                units[k] = _joined(_Unit(((heading.first, heading.first),), _heading_title(heading), (), 1), units[k])
+        if not _SHORT_REPLY.fullmatch(text) or len(text.split()) >= SHORT_REPLY_WORDS:
+            continue
+        if k + 1 < len(units):
+            units[k] = _joined(units[k], units[k + 1])
+        if k == 0 and heading is not None and _heading_title(heading).endswith("?"):
+            units[k] = _joined(_Unit(((heading.first, heading.first),), _heading_title(heading), (), 1), units[k])
     return units + pairs
 
 
