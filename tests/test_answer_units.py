@@ -196,27 +196,29 @@ class MarkupViewTest(TempDirTest):
         write_files(self.docs, files)
         return docs_qa.answer(question, self.settings(use_embeddings=False, extractive=True))
 
+    def assert_opens_with(self, files, question, expected):
+        """Ask; the answer must open with expected, every citation valid; return the result."""
+        result = self.ask(files, question)
+        self.assertTrue(result.answer.startswith(expected), result.answer)
+        self.assertTrue(all(c.valid for c in result.citations), result.citations)
+        return result
+
     def test_a_file_name_caption_between_a_line_and_its_code_is_shown_as_the_name(self):
         text = ("# Serwer\n\nAby uruchomić serwer, wpisz w konsoli:\n\n"
                 "{% filename %}command-line{% endfilename %}\n\n"
                 "```\n(myvenv) ~$ python manage.py runserver\n```\n\nInny akapit o czymś innym.\n")
-        result = self.ask({"s.md": text}, "jak uruchomić serwer w konsoli")
-        self.assertTrue(result.answer.startswith(
+        result = self.assert_opens_with({"s.md": text}, "jak uruchomić serwer w konsoli", (
             "- Aby uruchomić serwer, wpisz w konsoli: [s.md:3-9]\n  command-line\n"
-            "```\n(myvenv) ~$ python manage.py runserver\n```"), result.answer)
+            "```\n(myvenv) ~$ python manage.py runserver\n```"))
         self.assertNotIn("{%", result.answer)
-        self.assertTrue(all(c.valid for c in result.citations))
 
     def test_markup_lines_are_neither_quoted_nor_cited(self):
         text = ("# Install\n\nTo install the tool, run:\n\n<div class=\"termy\">\n\n"
                 "```console\n$ pip install widget-tool\n```\n\n</div>\n")
-        result = self.ask({"i.md": text}, "how do I install the tool")
         # line 5 (<div>) is skipped: the introducing line and the code are cited apart
-        self.assertTrue(result.answer.startswith(
-            "- To install the tool, run: [i.md:3-4] [i.md:6-9]\n```console\n$ pip install widget-tool\n```"),
-            result.answer)
+        result = self.assert_opens_with({"i.md": text}, "how do I install the tool", (
+            "- To install the tool, run: [i.md:3-4] [i.md:6-9]\n```console\n$ pip install widget-tool\n```"))
         self.assertNotIn("div", result.answer)
-        self.assertTrue(all(c.valid for c in result.citations))
 
     def test_inline_raw_tags_are_not_shown(self):
         text = "# Forms\n\nShow the form with {% raw %}`{{ form.as_p }}`{% endraw %} inside the page.\n"
@@ -226,10 +228,9 @@ class MarkupViewTest(TempDirTest):
     def test_an_indented_code_block_is_code(self):
         text = ("# Setup\n\nCheck which version you have with this command:\n\n"
                 "    $ python3 --version\n    Python 3.6.1\n\nThe rest of the page is about editors.\n")
-        result = self.ask({"p.md": text}, "how do I check the python version")
-        self.assertTrue(result.answer.startswith(
+        self.assert_opens_with({"p.md": text}, "how do I check the python version", (
             "- Check which version you have with this command: [p.md:3-6]\n"
-            "```\n$ python3 --version\nPython 3.6.1\n```"), result.answer)
+            "```\n$ python3 --version\nPython 3.6.1\n```"))
 
     def test_a_how_question_gets_the_sentence_that_gives_the_command(self):
         text = ("# Admin\n\nTo log in you need an administrator account (a superuser) with full access. "
@@ -241,20 +242,16 @@ class MarkupViewTest(TempDirTest):
     def test_a_blockquote_is_read_as_its_content(self):
         text = ("# Install\n\n> **Note:** On Windows the install may hang. If it does, run instead:\n>\n"
                 ">     C:\\> python -m pip install -r requirements.txt\n>\n> Then try again.\n")
-        result = self.ask({"w.md": text}, "the install hangs on Windows, what do I run instead")
-        self.assertTrue(result.answer.startswith(
-            "- If it does, run instead: [w.md:3-5]\n```\nC:\\> python -m pip install -r requirements.txt\n```"),
-            result.answer)
-        self.assertTrue(all(c.valid for c in result.citations))
+        self.assert_opens_with({"w.md": text}, "the install hangs on Windows, what do I run instead", (
+            "- If it does, run instead: [w.md:3-5]\n```\nC:\\> python -m pip install -r requirements.txt\n```"))
 
     def test_a_short_reply_is_quoted_with_the_heading_it_answers(self):
         text = ("# FAQ\n\n## Do private customers' invoices go to the registry?\n\n"
                 "No. Invoices for consumers may be issued outside the registry.\n\n"
                 "## Other\n\nUnrelated text about quotas.\n")
-        result = self.ask({"faq.md": text}, "do invoices for private customers go to the registry")
-        self.assertTrue(result.answer.startswith(
+        self.assert_opens_with({"faq.md": text}, "do invoices for private customers go to the registry", (
             "- Do private customers' invoices go to the registry? No. Invoices for consumers may be "
-            "issued outside the registry. [faq.md:3-5]"), result.answer)
+            "issued outside the registry. [faq.md:3-5]"))
 
     def test_a_prompt_in_fenced_code_is_no_blockquote(self):
         text = ("# Shell\n\nList every post in the console:\n\n```python\n>>> Post.objects.all()\n"
