@@ -4798,7 +4798,7 @@ def _rank(conn: sqlite3.Connection, question: str, settings: Settings, depth: in
     shares = _question_coverage(conn, question)
     gate = _implausible_note(conn, question, shares, scores.get("dense", {}).values(), settings)
     return _Ranked(rankings, scores, [] if gate is not None else fused, gate, bm25_matches, mode,
-                   shares[0])
+                   shares.coverage)
 
 
 def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,
@@ -5002,10 +5002,19 @@ ABSENT_NAME_FUZZY_LONG = 8         # ... one letter away, or two from this lengt
 IDENTIFIER_READ_BATCH = 500        # chunk texts read at a time when the gate checks an identifier as written
 
 
-def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, float, str | None]:
-    """Return (the best chunk's share, the folder's share) (0..1) of the question's weight, and
+class _Shares(NamedTuple):
+    """What the no-answer gate knows of a question over the folder (see _question_coverage)."""
+
+    coverage: float                # the best chunk's share of the question's weight (0..1)
+    folder_coverage: float         # the folder's share
+    identifier: str | None         # the first identifier the folder writes rarely, as the question does
+    absent: tuple[str, ...]        # the content words no form of which occurs in the folder
+
+
+def _question_coverage(conn: sqlite3.Connection, question: str) -> _Shares:
+    """Return (the best chunk's share, the folder's share) (0..1) of the question's weight,
     the first identifier (WIS, GTU_12, CIT-8; not a plain number) of the question that the folder
-    writes the same way in fewer than half its chunks, or None: each content word
+    writes the same way in fewer than half its chunks, or None, and the words it lacks: each content word
     weighs its IDF in the folder (a word the folder lacks counts as if one chunk had it;
     code-like words weigh CODE_WORD_WEIGHT times more), and a chunk earns the weight of the
     words it holds under any of their stems. So a word common in the folder cannot carry a
@@ -5013,9 +5022,9 @@ def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, 
     counts every word found anywhere, so a long question is not refused for that)."""
     n_chunks = cache_chunk_count(conn)
     if not n_chunks:
-        return 0.0, 0.0, None           # an IDF over no chunks is negative: it would print -0%
+        return _Shares(0.0, 0.0, None, ())   # an IDF over no chunks is negative: it would print -0%
     case_tells = text_case_tells(question)
-    total, found, earned, named = 0.0, 0.0, Counter(), None
+    total, found, earned, named, absent = 0.0, 0.0, Counter(), None, {}
     for word in _QUESTION_WORD.findall(question):
         terms = text_query_terms(word)
         if not terms:
@@ -5025,13 +5034,15 @@ def _question_coverage(conn: sqlite3.Connection, question: str) -> tuple[float, 
             CODE_WORD_WEIGHT if _is_code_word(word, case_tells) else 1)
         total += weight
         found += weight if ids else 0.0
+        if not ids:
+            absent[word] = None
         for chunk_id in ids:
             earned[chunk_id] += weight
         if named is None and _is_identifier(word, case_tells) and _is_written_rarely(conn, word, ids, n_chunks):
             named = word
     if not total:
-        return 0.0, 0.0, named
-    return max(earned.values(), default=0.0) / total, found / total, named
+        return _Shares(0.0, 0.0, named, ())
+    return _Shares(max(earned.values(), default=0.0) / total, found / total, named, tuple(absent))
 
 
 def _is_written_rarely(conn: sqlite3.Connection, word: str, candidates: set[int], n_chunks: int) -> bool:
@@ -5080,17 +5091,6 @@ def _compound_chunks(conn: sqlite3.Connection, word: str) -> set[int]:
     return set()
 
 
-def _absent_words(conn: sqlite3.Connection, words: Iterable[str]) -> list[str]:
-    """Return the content words, of those given, no form of which occurs in the folder."""
-    absent: list[str] = []
-    for word in words:
-        terms = text_query_terms(word)
-        if terms and word not in absent and not (_word_chunks(conn, terms) or _mobile_e_chunks(conn, terms)
-                                                 or _compound_chunks(conn, word)):
-            absent.append(word)
-    return absent
-
-
 def _name_shaped(question: str) -> list[str]:
     """Return the words of the question written as names: a capital inside the question,
     an acronym, CamelCase, a code such as docker-compose (pure; see _absent_names)."""
@@ -5103,13 +5103,14 @@ def _name_shaped(question: str) -> list[str]:
     return names
 
 
-def _absent_names(conn: sqlite3.Connection, question: str) -> list[str]:
-    """Return the names of the question (see _name_shaped) that the folder never mentions,
-    in no form, nor as a word one slip away (two for a word of ABSENT_NAME_FUZZY_LONG letters
-    or more; none under ABSENT_NAME_FUZZY_MIN letters): 'PythonAnywere' is the folder's
-    PythonAnywhere, while 'Docker', in a folder without it, is named."""
-    return [word for word in _absent_words(conn, _name_shaped(question))
-            if not any(_has_near_term(conn, term, len(word)) for term in text_query_terms(word))]
+def _absent_names(conn: sqlite3.Connection, question: str, absent: tuple[str, ...]) -> list[str]:
+    """Return the names of the question (see _name_shaped) among the absent words (no form
+    of which the folder holds; _Shares.absent) that are not one slip from a folder word
+    either (two for a word of ABSENT_NAME_FUZZY_LONG letters or more; none under
+    ABSENT_NAME_FUZZY_MIN letters): 'PythonAnywere' is the folder's PythonAnywhere, while
+    'Docker', in a folder without it, is named."""
+    return [word for word in dict.fromkeys(_name_shaped(question)) if word in absent
+            and not any(_has_near_term(conn, term, len(word)) for term in text_query_terms(word))]
 
 
 def _has_near_term(conn: sqlite3.Connection, term: str, letters: int) -> bool:
@@ -5121,16 +5122,16 @@ def _has_near_term(conn: sqlite3.Connection, term: str, letters: int) -> bool:
     return any(text_edit_distance(term, other, limit) <= limit for other in cache_terms_near(conn, term, limit))
 
 
-def _implausible_note(conn: sqlite3.Connection, question: str, shares: tuple[float, float, str | None],
+def _implausible_note(conn: sqlite3.Connection, question: str, shares: _Shares,
                       dense_scores: Iterable[float], settings: Settings) -> Note | None:
     """Return the no_plausible_match note when the question names something the folder
     never mentions (see _absent_names; Settings.absent_name_gate), or retrieval found nothing
     plausible (too few of the question's words occur in the folder, it names no identifier
     the folder holds and no embedding match is close: shares is _question_coverage's
     answer), else None: the no-answer gate, shared by search() and search_rankings()."""
-    coverage, folder_coverage, identifier = shares
-    names = _absent_names(conn, question) if settings.absent_name_gate \
-        and 1 - folder_coverage >= ABSENT_NAME_MIN_SHARE and cache_chunk_count(conn) else []
+    coverage, folder_coverage, identifier, absent = shares
+    names = _absent_names(conn, question, absent) if settings.absent_name_gate \
+        and 1 - folder_coverage >= ABSENT_NAME_MIN_SHARE else []
     if names:
         return Note("no_plausible_match", f"the documents never mention {', '.join(names)}, and "
                     f"{1 - folder_coverage:.0%} of the question's words (weighted by rarity) occur "
@@ -5140,7 +5141,6 @@ def _implausible_note(conn: sqlite3.Connection, question: str, shares: tuple[flo
             best_similarity is not None and best_similarity >= settings.min_similarity) or (
             identifier is not None and settings.identifier_gate):
         return None
-    absent = _absent_words(conn, _QUESTION_WORD.findall(question)) if folder_coverage < 1 else []
     return Note("no_plausible_match",
                 f"the best-matching fragment holds only {coverage:.0%} of the question's words "
                 f"(weighted by rarity; --min-coverage {settings.min_coverage:g}), the folder "
@@ -5171,7 +5171,7 @@ def search_gate_signals(question: str, settings: Settings) -> GateSignals:
         with cache_transaction(conn, write=False):       # one snapshot, as in _find
             similarity = None if query is None else max(
                 (sim for _, sim in _dense_top(conn, query, settings, 1)), default=None)
-            coverage, folder_coverage, identifier = _question_coverage(conn, question)
+            coverage, folder_coverage, identifier, _ = _question_coverage(conn, question)
         return GateSignals(coverage, folder_coverage, similarity, identifier)
     return _with_index(settings, work)
 
@@ -6253,7 +6253,8 @@ def _block_at(lines: list[str], i: int) -> tuple[str, int]:
     j = i + 1
     while j < len(lines) and lines[j].strip() and not (
             _FENCE_LINE.match(lines[j]) or _HEADER_RE.match(lines[j]) or _LIST_ITEM.match(lines[j])
-            or _TABLE_LINE.match(lines[j]) or _COMMAND_LINE.match(lines[j]) or _CAPTION_LINE.match(lines[j]) or _is_markup_line(lines[j])):
+            or _TABLE_LINE.match(lines[j]) or _COMMAND_LINE.match(lines[j]) or _CAPTION_LINE.match(lines[j])
+            or _is_markup_line(lines[j])):
         j += 1
     return "paragraph", j
 
@@ -6342,6 +6343,7 @@ _DEFINE_QUESTION = _lazy_re(r"\b(?:what (?:is|are|does|counts)|stands? for|mean(
                             r"|co (?:je|su|jest|znaczy|oznacza|znamena)|cim (?:je|su))\b")
 _COPULAS = frozenset("is are means mean stands jest sa to oznacza znaczy je su znamena".split())
 DEFINITION_HEAD_WORDS = 8          # a definition names its term and its copula within this many words
+_STANDALONE_NUMBER = _lazy_re(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not JPK_V7, VAT-26
 
 
 def _is_definition(head: str, terms: set[str], tokenizer: "Tokenizer") -> bool:
@@ -6354,7 +6356,6 @@ def _is_definition(head: str, terms: set[str], tokenizer: "Tokenizer") -> bool:
 def _wants_code(words: list[str]) -> bool:
     """Return True when a question's folded words ask for a command or code."""
     return any(w in _HOW_WORDS or w.startswith(_CODE_WORD_STARTS) for w in words)
-_STANDALONE_NUMBER = _lazy_re(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not JPK_V7, VAT-26
 
 
 def _units(chunk: Chunk) -> list[_Unit]:
@@ -6375,9 +6376,10 @@ def _units(chunk: Chunk) -> list[_Unit]:
             nxt, caption = (after, ("  " + _markup_view(nxt.lines[0]),)) if after and after.kind in _CODE_KINDS \
                 else (None, ())
         if block.kind == "paragraph":
-            before = blocks[n - 1] if n and blocks[n - 1].kind == "heading" and _introduced(blocks, n - 1, hidden) is block \
-                else None
-            units.extend(_paragraph_units(block, nxt, caption, before))
+            heading = blocks[n - 1] if n and blocks[n - 1].kind == "heading" else None
+            if heading is not None and _introduced(blocks, n - 1, hidden) is not block:
+                heading = None             # a heading further up answers nothing here
+            units.extend(_paragraph_units(block, nxt, caption, heading))
         elif block.kind == "list":
             units.extend(_list_units(block, nxt, caption))
         elif block.kind == "table":
