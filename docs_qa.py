@@ -156,8 +156,9 @@ __all__ = [
     "settings_from_env", "search", "search_rankings", "search_gate_signals", "search_dense",
     "search_feedback_wanted", "search_feedback_weights", "answer", "index_folder", "index_refresh",
     "index_scan_begin",
-    "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english",
-    "text_query_terms", "text_query_counts", "text_edit_distance", "text_sentences", "text_detect_language", "text_case_tells",
+    "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english", "text_stem_polish",
+    "text_stem_slovak", "SuffixStemmer",
+    "text_query_terms", "text_query_counts", "text_query_words", "text_edit_distance", "text_sentences", "text_detect_language", "text_case_tells",
     "Tokenizer",
     "FileEntry", "CorpusScan", "ScanRun", "corpus_scan", "corpus_scan_begin", "corpus_walk", "corpus_read",
     "corpus_readable", "corpus_reread", "corpus_other_files", "corpus_no_documents_note",
@@ -421,8 +422,10 @@ _COMBINING_MARKS = _lazy_re(f"[{_MARK_RANGES}{_FORMAT_RANGES}]")
 _COMBINING_MARKS_BMP = _lazy_re(f"[{_MARK_RANGES}{_FORMAT_RANGES_BMP}]")
 
 # Function words, folded (no diacritics). English is the classic SMART-style core
-# (measured on Cranfield in reports/hybrid-vs-single.md); Polish and Slovak are kept
-# apart so the language detector (4b) can tell a text's language from them.
+# (measured on Cranfield in reports/hybrid-vs-single.md), its modal verbs and "have"
+# included; Polish and Slovak hold the same kinds of words (musieć, móc, mieć; musieť,
+# môcť, mať) and are kept apart so the tokenizer and the language detector (4b) can tell
+# a text's language from them.
 _STOP_EN = frozenset("""
 a about above after again against all also am an and any are as at be because been
 before being below between both but by can could did do does doing down during each
@@ -433,16 +436,35 @@ that the their theirs them themselves then there these they this those through t
 under until up upon very was we were what when where which while who whom why will
 with would you your yours yourself yourselves may must shall might can't cannot
 """.split())
-_STOP_SLAVIC = frozenset("""
+_STOP_PL = frozenset("""
 a aby albo ale bo by byc czy dla do gdy gdzie i ich jak jaki jakie jest jestem jesli
 juz kiedy ktora ktore ktory mi mnie na nad nie nim o od oraz po pod przez przy sa
 sie tak tam te tego tej ten to tu tym w we z za ze co czym jaka jego jej
-aj ak ako alebo ale by bol bola bolo co do este i ich je ja jej ho ku len ma na nad
+""".split())
+_STOP_SK = frozenset("""
+a aj ak ako alebo ale by bol bola bolo co do este i ich je ja jej ho ku len ma na nad
 nie od po pod pre pri sa si so su sme tak tam ten tie to tu uz v vo z za ze ktory
 ktora ktore kde kedy aky aka ake preco kto
 """.split())
+# modal verbs and "have" (English lists must, may, have): dropped from Polish and Slovak
+# texts only, as some of their forms are English words (mat, mate, mala)
+_MODALS_PL = frozenset("""
+musze musisz musi musimy musicie musza musial musiala musieli musiec trzeba
+moge mozesz moze mozemy mozecie moga mogl mogla mogli
+mam masz mamy macie maja mial miala mieli miec
+""".split())
+_MODALS_SK = frozenset("""
+musim musis musi musime musite musia musel musela museli musiet treba
+mozem mozes moze mozeme mozete mozu mohol mohla mohli
+mam mas mame mate maju mal mala mali mat
+""".split())
+_MODALS_SK |= frozenset("ne" + verb for verb in _MODALS_SK)          # nemôžem, nemusím (Polish: nie ...)
+_STOP_PL, _STOP_SK = _STOP_PL | _MODALS_PL, _STOP_SK | _MODALS_SK
+_STOP_SLAVIC = _STOP_PL | _STOP_SK
 STOP_WORDS = _STOP_EN | _STOP_SLAVIC
+_STOP_OUTSIDE_SLAVIC = STOP_WORDS - (_MODALS_PL | _MODALS_SK)      # what an English text drops
 _STOP_EN_ONLY, _STOP_SLAVIC_ONLY = _STOP_EN - _STOP_SLAVIC, _STOP_SLAVIC - _STOP_EN   # what tells
+_STOP_PL_ONLY, _STOP_SK_ONLY = _STOP_PL - _STOP_SK - _STOP_EN, _STOP_SK - _STOP_PL - _STOP_EN
 
 # Request boilerplate ("I am interested in", "I would be pleased to receive", "interesuje
 # mnie", "zaujíma ma"): dropped from questions only, never from documents, where such
@@ -458,17 +480,71 @@ zaujima zaujimaju zaujimalo hladam hladame chcel chcela chcem prosim
 zrobic robic zrobit urobit robit
 """.split())
 
-# Inflectional endings stripped by text_stem (longest first): the commonest Polish and
-# Slovak case endings, plus English plural/verb endings for texts not judged English.
-_SUFFIXES = tuple(sorted(set("""
-ami ach ych ich ymi imi owi ow om em ego emu ej ie iu ou ov ia eho och
-am asz amy acie aja ac
+# Inflectional endings per language, folded (ą is a), longest match first; a light stemmer
+# in the manner of L. Dolamic and J. Savoy, "Indexing and stemming approaches for the Czech
+# language", Information Processing & Management 45(6), 2009 (the light Czech stemmer Lucene
+# ships): case and verb endings only, written from the Polish and Slovak declension and
+# conjugation tables, plus the verbal nouns (-anie/-enie) and -ow-/-ov- adjectives. A stem
+# keeps >= 3 letters, so short words are stemmed too (kasa kasy kasę kasą kasie -> kas).
+# Measured in reports/polish-slovak.md against Snowball's Polish stemmer.
+_ENDINGS_PL = """
+owiach owiami aniach eniach aniami eniami aniem eniem aniu eniu ania enia anie enie
+iejszego iejszej iejszych iejszy iejsza iejsze
+owego owej owych owym owymi owemu owa owe owy owi owo
+iego iemu iej ich imi ymi ych ego emu ej ym im ach ami owie owi ow em om iem
+am asz amy acie aja ac esz emy ecie eja ec isz imy icie ia ic ujesz ujemy ujecie uja uje owac ujcie uj
+ala alo ali aly ila ilo ili ily yla ylo yli yly ela elo eli ely
+ie ii iu y a e i u o
+"""
+_ENDINGS_SK = """
+ovia ovi ove ova ovo ovu ovy ovej ovom ovou ovych ovym ovymi oveho ovemu
+eho emu ych ymi ach ami och ov om ou ej ia ie iu ii im mi ata aty
+ovanie ovania ovani ovaniu ovanim anie ania ani aniu anim enie enia eni eniu enim
+at it iet ujem uje ujes uju ovat
 y a e i u o
-ing ed es s
-""".split()), key=len, reverse=True))
-_SUFFIXES_BY_LENGTH = tuple((n, frozenset(s for s in _SUFFIXES if len(s) == n))
-                            for n in sorted({len(s) for s in _SUFFIXES}, reverse=True))
-_MIN_STEM = 4
+"""
+_ENDINGS_ENGLISH = "ing ed es s"      # plurals and verbs, in a text of no clear language
+
+
+_FLEETING = _lazy_re(r"(?<=[^aeiouy])[eo](?=[kcrln]\Z)")   # Peter/Petra, budynek/budynku, príspevok/-vku
+
+
+class SuffixStemmer:
+    """Strips the longest listed ending that leaves a stem of >= min_stem letters; shorter
+    words and words with a digit are kept as they are. fleeting: a stem's e or o between a
+    consonant and a final k, c, r, l or n is dropped, as the West Slavic cases drop it
+    (Peter, Petrom -> petr), so every form of such a word gets one stem."""
+
+    def __init__(self, endings: str, min_stem: int = 3, fleeting: bool = False) -> None:
+        self.min_stem, self.fleeting = min_stem, fleeting
+        by_length: dict[int, set[str]] = {}
+        for ending in endings.split():
+            by_length.setdefault(len(ending), set()).add(ending)
+        self._by_length = tuple((n, frozenset(by_length[n])) for n in sorted(by_length, reverse=True))
+
+    def __call__(self, word: str) -> str:
+        if len(word) <= self.min_stem or not word.isalpha():
+            return word
+        stem = word
+        for n, endings in self._by_length:
+            if len(word) - n >= self.min_stem and word[-n:] in endings:
+                stem = word[:-n]
+                break
+        return _FLEETING.sub("", stem) if self.fleeting and len(stem) >= 4 else stem
+
+
+text_stem_polish = SuffixStemmer(_ENDINGS_PL, fleeting=True)
+text_stem_slovak = SuffixStemmer(_ENDINGS_SK, fleeting=True)
+_stem_slavic = SuffixStemmer(_ENDINGS_PL + _ENDINGS_SK, fleeting=True)
+_stem_english_endings = SuffixStemmer(_ENDINGS_ENGLISH, min_stem=4)     # czas stays czas
+
+
+def text_stem(word: str) -> str:
+    """Return the stem of a word from a text whose stop words do not tell its language (a
+    table, a list, a heading): the Polish and Slovak endings, else an English plural or verb
+    ending (the stem kept >= 4 letters)."""
+    stem = _stem_slavic(word)
+    return stem if stem != word else _stem_english_endings(word)
 
 
 def text_fold(text: str) -> str:
@@ -495,16 +571,6 @@ def _folded_words(text: str) -> list[str]:
     if folded.isascii():
         return folded.translate(_ASCII_FOLD_BREAKS).split()
     return _WORD_RE.findall(folded.replace("_", " ") if "_" in folded else folded)
-
-
-def text_stem(token: str) -> str:
-    """Return token without its longest known inflectional ending (stem kept >= 4 chars)."""
-    if len(token) <= _MIN_STEM or token.isdigit():
-        return token
-    for n, endings in _SUFFIXES_BY_LENGTH:
-        if len(token) - n >= _MIN_STEM and token[-n:] in endings:
-            return token[:-n]
-    return token
 
 
 def text_words(text: str, keep_case: bool = False) -> list[str]:
@@ -791,20 +857,30 @@ def text_stem_english(word: str) -> str:
 
 
 # --- 4d. Terms — index terms of a text and the terms of a question, each stemmed for its
-# language (Porter for English, the light stemmer otherwise).
+# language (Porter for English, the Polish or Slovak light stemmer, text_stem when the stop
+# words do not tell).
 
 _QUESTION_WORD = _lazy_re(r"[^\W_]+(?:[_\-/.][^\W_]+)*")
+
+
+STEMMERS: dict[str, Callable[[str], str]] = {
+    "en": text_stem_english, "pl": text_stem_polish, "sk": text_stem_slovak, "other": text_stem}
+# a question's terms: each word under every stemmer its language's documents may have used
+# (a Polish question meets Slovak pages and pages of no clear language; duplicates merge)
+_QUERY_STEMMERS = {"en": (text_stem_english,),
+                   "other": (text_stem_polish, text_stem_slovak, text_stem),
+                   "unknown": (text_stem_polish, text_stem_slovak, text_stem, text_stem_english)}
 
 
 class _StemMemo(dict):
     """word -> its index term (None for a stop word), stemmed on first sight."""
 
-    def __init__(self, stem: Callable[[str], str]) -> None:
+    def __init__(self, stem: Callable[[str], str], stop_words: frozenset[str]) -> None:
         super().__init__()
-        self.stem = stem
+        self.stem, self.stop_words = stem, stop_words
 
     def __missing__(self, word: str) -> str | None:
-        term = self[word] = None if word in STOP_WORDS else self.stem(word)
+        term = self[word] = None if word in self.stop_words else self.stem(word)
         return term
 
 
@@ -813,20 +889,28 @@ class Tokenizer:
     memoising the stem of each word per language."""
 
     def __init__(self) -> None:
-        self._memo = {"en": _StemMemo(text_stem_english), "other": _StemMemo(text_stem)}
+        self._memo = {language: _StemMemo(stem, _STOP_OUTSIDE_SLAVIC if language == "en" else STOP_WORDS)
+                      for language, stem in STEMMERS.items()}
 
     def language(self, text: str) -> str:
-        """Return the stemmer a text is indexed with: 'en' (Porter) or 'other' (light)."""
+        """Return the stemmer a text is indexed with: a key of STEMMERS."""
         return self.words_language(_folded_words(text))
 
     @staticmethod
     def words_language(words: list[str] | dict[str, int]) -> str:
-        """Return the stemmer for a text's folded words (or each with its count): 'en'
-        (Porter) or 'other' (light)."""
-        return "en" if _stop_word_language(words) == "en" else "other"
+        """Return the stemmer for a text's folded words (or each with its count): 'en' when
+        English stop words outnumber the others, else 'pl' or 'sk' by whose own stop words
+        are more, else 'other' (text_stem)."""
+        coarse = _stop_word_language(words)
+        if coarse != "other":
+            return "en" if coarse == "en" else "other"
+        counts = words if isinstance(words, dict) else Counter(words)
+        polish = sum(map(counts.__getitem__, _STOP_PL_ONLY.intersection(counts)))
+        slovak = sum(map(counts.__getitem__, _STOP_SK_ONLY.intersection(counts)))
+        return "other" if polish == slovak else "pl" if polish > slovak else "sk"
 
     def tokens(self, text: str, language: str | None = None) -> list[str]:
-        """Return text's index terms, stemmed for language ('en' or 'other'; default: text's own)."""
+        """Return text's index terms, stemmed for language (a key of STEMMERS; default: the text's own)."""
         words = _folded_words(text)
         memo = self._memo[language or self.words_language(words)]
         return [term for term in map(memo.__getitem__, words) if term is not None]
@@ -886,21 +970,54 @@ def text_query_terms(text: str) -> list[str]:
     return list(text_query_counts(text))
 
 
+def _query_language(folded: list[str]) -> str:
+    """Return a question's stemmer choice from its folded words: _stop_word_language's, but
+    'unknown' (every stemmer) when it holds stop words of English and of Polish or Slovak
+    both: a Slovak question quoting an English error message is stemmed both ways."""
+    language = _stop_word_language(folded)
+    if language != "unknown" and _STOP_EN_ONLY.intersection(folded) and _STOP_SLAVIC_ONLY.intersection(folded):
+        return "unknown"
+    return language
+
+
+def _query_stop_words(language: str) -> frozenset[str]:
+    """Return the words a question of language ('en', 'other', 'unknown': _stop_word_language)
+    drops: the Polish and Slovak modal verbs only from a question in those languages."""
+    return STOP_WORDS if language == "other" else _STOP_OUTSIDE_SLAVIC
+
+
+def text_query_words(text: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Return each content word of a question as written (GTU_12 and e-mail whole) with its
+    terms, stemmed as text_query_counts stems the whole question (its language decides the
+    stemmers and stop words, not the word alone); stop words and boilerplate left out."""
+    language = _query_language(_folded_words(text))
+    stop_words, stemmers = _query_stop_words(language), _QUERY_STEMMERS[language]
+    case_tells, out = text_case_tells(text), []
+    for word in _QUESTION_WORD.findall(text):
+        parts = [w for w in _folded_words(word) if w not in stop_words and w not in REQUEST_STOP_WORDS]
+        terms = dict.fromkeys(stem(part) for part in parts for stem in stemmers)
+        if language == "en" and _is_code_word(word, case_tells):
+            terms.update(dict.fromkeys(text_stem(part) for part in parts))
+        if terms:
+            out.append((word, tuple(terms)))
+    return out
+
+
 def text_query_counts(text: str) -> dict[str, int]:
     """Return a question's terms with how often the question says each (its qtf), request
-    boilerplate ('I am interested in') dropped. When its stop words do not tell its language
-    (e.g. 'zebra', 'GTU_12'), each word counts under its English and light stems both, so a
-    short query still meets documents of either language. An English question also gets the
+    boilerplate ('I am interested in') dropped. Each word counts under every stemmer its
+    documents may have used (_QUERY_STEMMERS): a Polish or Slovak question under both light
+    stemmers and text_stem; one whose stop words do not tell (e.g. 'zebra', 'GTU_12') under
+    Porter too, so a short query meets documents of any language. An English question also gets the
     light stems of its code-like words, so they meet Polish documents ('WIS' is 'wi' to
     Porter, 'wis' to them); capitals make a word code-like only when the question has lower case."""
     folded = _folded_words(text)
-    language = _stop_word_language(folded)
-    words = [w for w in folded if w not in STOP_WORDS and w not in REQUEST_STOP_WORDS]
-    stem = text_stem_english if language == "en" else text_stem
+    language = _query_language(folded)
+    stop_words, stemmers = _query_stop_words(language), _QUERY_STEMMERS[language]
     counts: Counter = Counter()
-    for word in words:
-        counts.update(dict.fromkeys((stem(word), text_stem_english(word)) if language == "unknown"
-                                    else (stem(word),), 1))
+    for word in folded:
+        if word not in stop_words and word not in REQUEST_STOP_WORDS:
+            counts.update(dict.fromkeys([stem(word) for stem in stemmers], 1))
     if language == "en":
         case_tells = text_case_tells(text)
         codes = " ".join(w for w in _QUESTION_WORD.findall(text) if _is_code_word(w, case_tells))
@@ -3074,7 +3191,7 @@ CACHE_SCHEMA_VERSION = 5          # 2: postings as packed arrays per term; 3: ch
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 CACHE_PAGE_SIZE = 16384            # bytes per page of a new file: fewer overflow pages for a frequent
                                    # term's postings and fewer page splits per row (sqlite's default 4096)
-TOKENIZER_VERSION = "t5"          # t5: format characters (Cf) dropped inside words
+TOKENIZER_VERSION = "t6"          # t6: Polish and Slovak stemmers; t5: format characters (Cf) dropped inside words
 _SQLITE_DAMAGE_NAMES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 _SQLITE_DAMAGE_TEXTS = ("malformed", "not a database", "no such table", "no such column")
 SQL_IN_BATCH = 500                 # ids per `IN (...)` list, under sqlite's bound-parameter limit
@@ -4844,10 +4961,10 @@ def _feedback_pass(conn: sqlite3.Connection, weights: dict[str, float], first: d
 def search_feedback_wanted(question: str, weights: dict[str, float], best_terms: set[str],
                            settings: Settings) -> bool:
     """Return True when a second, expanded BM25 pass can be trusted: an English question of
-    FEEDBACK_MIN_TERMS terms (weights) or more, with no identifier (a code is asked for as
+    FEEDBACK_MIN_TERMS content words or more (a word under two stems counts once), with no identifier (a code is asked for as
     written), whose first-pass best fragment holds (best_terms) settings.feedback_min_share
     of its weight: the first pass found its subject, so its words are worth borrowing."""
-    if len(weights) < FEEDBACK_MIN_TERMS or settings.feedback_min_share > 1:
+    if len(text_query_words(question)) < FEEDBACK_MIN_TERMS or settings.feedback_min_share > 1:
         return False
     case_tells = text_case_tells(question)
     if any(_is_identifier(w, case_tells) for w in _QUESTION_WORD.findall(question)):
@@ -5025,10 +5142,7 @@ def _question_coverage(conn: sqlite3.Connection, question: str) -> _Shares:
         return _Shares(0.0, 0.0, None, ())   # an IDF over no chunks is negative: it would print -0%
     case_tells = text_case_tells(question)
     total, found, earned, named, absent = 0.0, 0.0, Counter(), None, {}
-    for word in _QUESTION_WORD.findall(question):
-        terms = text_query_terms(word)
-        if not terms:
-            continue                         # a stop word or request boilerplate
+    for word, terms in text_query_words(question):
         ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms) or _compound_chunks(conn, word)
         weight = bm25_idf(n_chunks, max(1, len(ids))) * (
             CODE_WORD_WEIGHT if _is_code_word(word, case_tells) else 1)
@@ -5109,8 +5223,9 @@ def _absent_names(conn: sqlite3.Connection, question: str, absent: tuple[str, ..
     either (two for a word of ABSENT_NAME_FUZZY_LONG letters or more; none under
     ABSENT_NAME_FUZZY_MIN letters): 'PythonAnywere' is the folder's PythonAnywhere, while
     'Docker', in a folder without it, is named."""
+    terms = dict(text_query_words(question))
     return [word for word in dict.fromkeys(_name_shaped(question)) if word in absent
-            and not any(_has_near_term(conn, term, len(word)) for term in text_query_terms(word))]
+            and not any(_has_near_term(conn, term, len(word)) for term in terms.get(word, ()))]
 
 
 def _has_near_term(conn: sqlite3.Connection, term: str, letters: int) -> bool:
@@ -6741,7 +6856,13 @@ def _answer_confidence(question: str, coverage: float, unit: str, min_confidence
     while the quote shows few of them, or the quote can hold a common word of a question
     the folder barely covers."""
     held = set(Tokenizer().tokens(unit))
-    words = set(frozenset(terms) for terms in map(text_query_terms, _QUESTION_WORD.findall(question)) if terms)
+    words: list[set[str]] = []           # a word said twice, or in two forms, counts once
+    for _, terms in text_query_words(question):
+        same = next((known for known in words if known.intersection(terms)), None)
+        if same is None:
+            words.append(set(terms))
+        else:
+            same.update(terms)
     share = sum(1 for terms in words if terms & held) / len(words) if words else 0.0
     score = round((min(max(coverage, 0.0), 1.0) + share) / 2, 2)
     return Confidence("high" if score >= min_confidence else "low", score)

@@ -38,7 +38,8 @@ import docs_qa  # noqa: E402
 import svg_charts  # noqa: E402  (beside this script)
 
 METHODS = ("bm25", "dense", "rrf")
-METHOD_NAMES = {"bm25": "BM25 only", "dense": "embeddings only", "rrf": "RRF (hybrid)"}
+METHOD_NAMES = {"bm25": "BM25 only", "dense": "embeddings only", "rrf": "RRF (hybrid)",
+                "gated": "through the gate (a refusal scores 0)"}
 HIT_KS = (1, 3, 5, 10)
 DEPTH = 100                        # ranking depth per method (Recall@100)
 NDCG_K = 10
@@ -148,11 +149,17 @@ def run_labelled(queries: list[dict], settings: docs_qa.Settings) -> list[dict]:
 
 
 def run_dataset(queries: list[dict], settings: docs_qa.Settings) -> dict[str, dict[str, list[str]]]:
-    """Return method -> query id -> document ranking."""
+    """Return method -> query id -> document ranking, plus 'gated': the first method's
+    ranking when search() answers the question, none when its gate refuses it (a refused
+    answerable question scores zero, as a user would see it)."""
     out: dict[str, dict[str, list[str]]] = {}
     for q in queries:
-        for method, chunks in rankings_for(q["query"], settings).items():
+        ranked = rankings_for(q["query"], settings)
+        for method, chunks in ranked.items():
             out.setdefault(method, {})[q["id"]] = doc_ranking([c.path for c in chunks])
+        answered = bool(docs_qa.search(q["query"], settings).hits)
+        shown = "rrf" if "rrf" in ranked else "bm25"          # the ranking search() answers with
+        out.setdefault("gated", {})[q["id"]] = out[shown][q["id"]] if answered else []
     return out
 
 
@@ -174,16 +181,27 @@ def _version(package: str) -> str:
     return version(package)
 
 
+# the Snowball stemmer of the questions' language (PyStemmer has no Slovak: Czech is closest)
+SNOWBALL = {"en": "english", "pl": "polish", "sk": "czech"}
+
+
+def questions_language(queries: list[dict]) -> str:
+    """Return the language most of the questions are in, as docs-qa detects it."""
+    votes = [docs_qa.text_detect_language(q["query"]) for q in queries]
+    return max(set(votes), key=votes.count) if votes else "en"
+
+
 def anchor_bm25s(ids: list[str], texts: list[str], queries: list[dict],
                  snowball: bool) -> tuple[str, dict[str, list[str]]] | None:
     """Return (label, query id -> doc ranking) from bm25s (stopwords=en, optionally PyStemmer's
-    Snowball English), or None when the package is absent."""
+    Snowball stemmer of the questions' language), or None when the package is absent."""
+    language = SNOWBALL[questions_language(queries)]
     try:
         import bm25s  # optional anchor, never a dependency
         stemmer = None
         if snowball:
             import Stemmer  # PyStemmer, optional
-            stemmer = Stemmer.Stemmer("english")
+            stemmer = Stemmer.Stemmer(language)
     except ImportError:
         return None
     retriever = bm25s.BM25()
@@ -197,7 +215,7 @@ def anchor_bm25s(ids: list[str], texts: list[str], queries: list[dict],
             continue
         docs, _ = retriever.retrieve(tokens, k=min(DEPTH, len(ids)), show_progress=False)
         out[q["id"]] = [ids[i] for i in docs[0]]
-    label = f"bm25s {_version('bm25s')}" + (f" + Snowball (PyStemmer {_version('PyStemmer')})" if snowball else "")
+    label = f"bm25s {_version('bm25s')}" + (f" + Snowball {language} (PyStemmer {_version('PyStemmer')})" if snowball else "")
     return label, out
 
 
@@ -380,7 +398,7 @@ def run_one_dataset(folder: str, args: argparse.Namespace,
     docs_dir, queries = load_dataset(folder)
     settings = _settings(args, docs_dir)
     per_method = run_dataset(queries, settings)
-    summaries = {METHOD_NAMES[m]: dataset_summary(per_method[m], queries) for m in methods
+    summaries = {METHOD_NAMES[m]: dataset_summary(per_method[m], queries) for m in methods + ["gated"]
                  if m in per_method}
     if args.anchors:
         for name, found in anchor_rankings(docs_dir, queries).items():
@@ -399,7 +417,7 @@ def format_collections(results: dict[str, dict[str, dict[str, float] | None]], m
         for name in summaries:
             if name not in columns and name not in METHOD_NAMES.values():
                 columns.append(name)
-    columns += [METHOD_NAMES[m] for m in methods]
+    columns += [METHOD_NAMES[m] for m in methods + ["gated"]]
     lexical = [c for c in columns if c not in (METHOD_NAMES["dense"], METHOD_NAMES["rrf"])]
     lines = ["| collection | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
     for coll, summaries in results.items():

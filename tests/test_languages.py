@@ -1,0 +1,112 @@
+"""Polish and Slovak as first-class languages: every form of a word finds the others, in the
+stemmers (pure) and through search() over a folder the test builds."""
+
+import unittest
+
+from helpers import TempDirTest, write_files
+import docs_qa
+from docs_qa import text_fold, text_stem, text_stem_polish, text_stem_slovak
+
+# Forms of one word each, as people write them (folded before stemming, as the index folds them)
+POLISH_FORMS = [
+    "kasa kasy kasę kas kasą kasie kasom kasami kasach",
+    "faktura faktury fakturę fakturą fakturom fakturami fakturach",
+    "fiskalna fiskalnej fiskalną fiskalne fiskalnych fiskalnymi",
+    "Kowalski Kowalskiego Kowalskiemu Kowalskim",
+    "Peter Peterem Petrem",
+    "Nowak Nowaka Nowakowi Nowakiem",
+]
+SLOVAK_FORMS = [
+    "Ján Jána Jánovi Jánom",
+    "hodnotenie hodnotenia hodnotením hodnoteniu",
+    "Peter Petra Petrovi Petrom",
+    "Novák Nováka Novákovi Novákom Nováková Novákovej Novákovou",
+    "príspevok príspevku príspevky príspevkom príspevkov",
+    "daňové daňového daňovej daňovým",
+]
+
+
+def stems(stem, forms: str) -> set[str]:
+    return {stem(text_fold(word)) for word in forms.split()}
+
+
+class StemmerFormsTest(unittest.TestCase):
+    def test_every_polish_form_gets_one_stem(self):
+        for forms in POLISH_FORMS:
+            with self.subTest(forms=forms):
+                self.assertEqual(len(stems(text_stem_polish, forms)), 1, stems(text_stem_polish, forms))
+
+    def test_every_slovak_form_gets_one_stem(self):
+        for forms in SLOVAK_FORMS:
+            with self.subTest(forms=forms):
+                self.assertEqual(len(stems(text_stem_slovak, forms)), 1, stems(text_stem_slovak, forms))
+
+    def test_text_of_no_clear_language_joins_the_forms_of_both(self):
+        for forms in POLISH_FORMS + SLOVAK_FORMS:
+            with self.subTest(forms=forms):
+                self.assertEqual(len(stems(text_stem, forms)), 1, stems(text_stem, forms))
+
+    def test_short_words_are_stemmed_where_the_ending_leaves_three_letters(self):
+        self.assertEqual(text_stem_polish("kasa"), "kas")       # four letters, -a
+        self.assertEqual(text_stem_polish("kot"), "kot")        # three letters are a stem already
+
+    def test_unrelated_words_stay_apart(self):
+        # a stem of at least three letters: 'las' (forest) and 'lasso' are not 'la'
+        self.assertNotEqual(text_stem_polish("kasa"), text_stem_polish("kawa"))
+        self.assertNotEqual(text_stem_slovak("mesto"), text_stem_slovak("mesiac"))
+        self.assertEqual(text_stem_polish("20260"), "20260")
+
+
+class TokenizerLanguageTest(unittest.TestCase):
+    def test_a_text_is_stemmed_by_its_own_stop_words(self):
+        tokenizer = docs_qa.Tokenizer()
+        self.assertEqual(tokenizer.language("Jak długo trzeba przechowywać faktury w firmie?"), "pl")
+        self.assertEqual(tokenizer.language("Ako dlho treba uchovávať faktúry vo firme?"), "sk")
+        self.assertEqual(tokenizer.language("How long are invoices kept?"), "en")
+        self.assertEqual(tokenizer.language("GTU_12 JPK_V7M"), "other")
+
+    def test_modal_verbs_are_function_words_in_polish_and_slovak_only(self):
+        # 'Czy muszę mieć ...' asks about the noun: muszę and mieć are not what a page must hold
+        self.assertEqual(docs_qa.text_query_terms("Czy muszę mieć kasę fiskalną?"), ["kas", "fiskaln"])
+        # musím, mať dropped; registračnú and pokladnicu lose their accusative -u
+        self.assertEqual(docs_qa.text_query_terms("Musím mať registračnú pokladnicu?"),
+                         ["registracn", "pokladnic"])
+        # English keeps 'mate' and 'mat': they are content words there
+        self.assertIn("mate", docs_qa.text_tokens("The mate checks the mat on deck"))
+
+
+class FormsFindEachOtherTest(TempDirTest):
+    """A question in any form of a word finds the page that uses another form."""
+
+    PAGES = {
+        "pl/kasy.md": "# Kasy rejestrujące\n\nSprzedaż na rzecz konsumentów ewidencjonuje się na kasie "
+                      "rejestrującej. Zwolnienie przysługuje, gdy obrót nie przekroczył 20 000 zł.\n",
+        "pl/ksef.md": "# KSeF\n\nFaktury ustrukturyzowane wysyła się do systemu KSeF od 2026 roku.\n",
+        "sk/holp.md": "# Práca Jána Holpa\n\nBakalársku prácu obhájil v roku 2024 s hodnotením B. "
+                      "Vedúcim práce bol Peter Novák.\n",
+        "sk/kral.md": "# Práca Márie Kráľovej\n\nDiplomovú prácu viedla Eva Horváthová, obhajoba "
+                      "bola v roku 2023.\n",
+    }
+
+    def setUp(self) -> None:
+        super().setUp()
+        write_files(self.docs, self.PAGES)
+
+    def first_page(self, question: str) -> str | None:
+        result = docs_qa.search(question, self.settings(use_embeddings=False))
+        return result.hits[0].chunk.path if result.hits else None
+
+    def test_each_polish_form_of_kasa_finds_the_page(self):
+        for form in "kasa kasy kasę kas kasą kasie kasami".split():
+            with self.subTest(form=form):
+                self.assertEqual(self.first_page(f"Czy muszę mieć {form} rejestrującą?"), "pl/kasy.md")
+
+    def test_slovak_name_and_noun_forms_find_the_page(self):
+        for question in ("Aké hodnotenie dostala práca Jána Holpa?", "Aké hodnotenie mal Ján Holp?",
+                         "Ktorú prácu viedol Petrom Novákom?", "Kto je Jánovi Holpovi vedúcim?"):
+            with self.subTest(question=question):
+                self.assertEqual(self.first_page(question), "sk/holp.md")
+
+
+if __name__ == "__main__":
+    unittest.main()
