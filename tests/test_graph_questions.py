@@ -367,8 +367,10 @@ class QuestionFormsTest(unittest.TestCase):
         expected = sum(1 for t, p in raw_edges("supervised_by") if p == "p-novak" and years[t] == 2024)
 
         def check(env):
-            self.assertEqual(env["aggregation"], {"complete": True, "year": 2024, "counted": "thesis",
-                                                  "supervisor": "p-novak", "count": expected})
+            self.assertEqual(env["aggregation"], {
+                "complete": True, "year": 2024, "counted": "thesis", "supervisor": "p-novak",
+                "count": expected, "filters": [{"field": "year", "op": "eq", "value": 2024},
+                                               {"field": "supervisor", "op": "eq", "value": "p-novak"}]})
             self.assertTrue(env["truncated"])      # evidence cut at 1, the count stays exact
         for question in ("Koľko prác viedol Peter Novák v roku 2024?",
                          "Kolko prac viedol Peter Novak v roku 2024?",
