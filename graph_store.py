@@ -218,10 +218,10 @@ SET_WORDS_SK: dict[str, tuple[str, ...]] = {
                r"mate", r"maju", r"mali", r"mal", r"mala", r"bolo", r"boli", r"bol", r"bola",
                r"vsetk\w*", r"vedenych", r"vedene", r"vedena", r"kolko", r"pocet",
                r"kluc\w*", r"slov(?:o|a|om|ami|ach|u)?", r"kto", r"ktori", r"veduc\w*", r"vyskytuj\w*",
-               r"objavuj\w*", r"pouzit\w*", r"pouziva\w*", r"casto", r"studentov", r"studenti"),
+               r"objavuj\w*", r"pouzit\w*", r"pouziva\w*", r"casto", r"studentov", r"studenti",
+               r"spomedzi", r"medzi"),
     "relation_opponent": (r"oponent\w*", r"recenzent\w*", r"posud\w*", r"oponovan\w*"),
-    "relation_grade": (r"znamk\w*", r"hodnoten\w*", r"klasifik\w*", r"hodnotil\w*", r"body",
-                       r"bodov"),
+    "relation_grade": (r"znamk\w*", r"hodnoten\w*", r"klasifik\w*", r"hodnotil\w*", r"bodov"),
     "relation_committee": (r"komisi\w*", r"clen\w* komisie", r"predsed\w*"),
     "relation_email": (r"e ?mail\w*", r"mail\w*", r"telefon\w*", r"kontakt\w*"),
 }
@@ -242,7 +242,7 @@ SET_WORDS_EN: dict[str, tuple[str, ...]] = {
     "year_between": (r"between",),
     "year_during": (r"in the years", r"in years", r"during", r"from", r"over"),
     "year_and": (r"and", r"or"),
-    "year_through": (r"to", r"until", r"till", r"through", r"and"),
+    "year_through": (r"to", r"until", r"till", r"through"),
     "year_noun": (r"the year", r"year", r"years", r"the years"),
     "topic": (r"about", r"on", r"on the topic of", r"regarding", r"concerning", r"dealing with",
               r"in the area of", r"in the field of", r"related to", r"focused on"),
@@ -254,12 +254,13 @@ SET_WORDS_EN: dict[str, tuple[str, ...]] = {
                r"frequent", r"often", r"popular", r"used", r"appear\w*", r"theses", r"thesis",
                r"works?", r"final", r"many", r"how", r"number", r"count", r"keywords?", r"tags?",
                r"supervis\w*", r"authors?", r"wrote", r"who", r"did", r"do", r"does", r"have",
-               r"has", r"had", r"were", r"was", r"are", r"is", r"students?", r"all"),
+               r"has", r"had", r"were", r"was", r"are", r"is", r"students?", r"all", r"among",
+               r"of all", r"ones?"),
     "relation_opponent": (r"opponents?", r"reviewers?", r"reviewed", r"examiners?", r"referees?",
                           r"second readers?", r"review"),
-    "relation_grade": (r"grades?", r"graded", r"marks?", r"score\w*", r"evaluation", r"result"),
-    "relation_committee": (r"committee\w*", r"board", r"jury", r"panel"),
-    "relation_email": (r"e ?mail\w*", r"mail\w*", r"phone\w*", r"contact\w*", r"address\w*"),
+    "relation_grade": (r"grades?", r"graded", r"marks?", r"scores?", r"scored"),
+    "relation_committee": (r"committee\w*", r"jury"),
+    "relation_email": (r"e ?mail\w*", r"mail\w*", r"phone\w*", r"contact\w*"),
 }
 SET_WORDS_PL: dict[str, tuple[str, ...]] = {
     "level_bachelor": (r"licencjack\w*", r"inzynier\w*", r"bakalar\w*"),
@@ -276,7 +277,7 @@ SET_WORDS_PL: dict[str, tuple[str, ...]] = {
     "year_between": (r"miedzy", r"pomiedzy"),
     "year_during": (r"w latach", r"latach", r"w okresie", r"z lat", r"za lata"),
     "year_and": (r"i", r"a", r"lub", r"oraz", r"albo"),
-    "year_through": (r"do", r"a"),
+    "year_through": (r"do",),
     "year_noun": (r"roku", r"rokiem", r"rok", r"latami", r"roce"),
     "topic": (r"o", r"na temat", r"dotyczac\w*", r"z zakresu", r"z dziedziny", r"w dziedzinie",
               r"poswiecon\w*", r"o tematyce", r"w obszarze"),
@@ -288,9 +289,9 @@ SET_WORDS_PL: dict[str, tuple[str, ...]] = {
                r"ile", r"liczba", r"kluczow\w*", r"slow(?:o|a|em|ami|ach|ie)?", r"kto", r"promotor\w*",
                r"prowadz\w*", r"prowadzil\w*", r"wystepuj\w*", r"uzywan\w*", r"czesto",
                r"studentow", r"studenci", r"wszystki\w*", r"mial\w*", r"ma", r"maja",
-               r"dyplomow\w*", r"koncow\w*"),
+               r"dyplomow\w*", r"koncow\w*", r"wsrod", r"sposrod"),
     "relation_opponent": (r"recenzent\w*", r"recenzj\w*", r"opiniujac\w*"),
-    "relation_grade": (r"ocen\w*", r"stopni\w*", r"punkt\w*"),
+    "relation_grade": (r"ocen\w*", r"punktow"),
     "relation_committee": (r"komisj\w*", r"przewodniczac\w*"),
     "relation_email": (r"e ?mail\w*", r"mail\w*", r"telefon\w*", r"kontakt\w*", r"adres\w*"),
 }
@@ -318,6 +319,7 @@ RE_TOPIC = _set_pattern("topic")
 RE_RANKED_YEAR = _set_pattern("ranked_year")
 RE_RANKED_KEYWORD = _set_pattern("ranked_keyword")
 RE_MISSING = {rel: _set_pattern(f"relation_{rel}") for rel in MISSING_RELATIONS}
+RE_SMALL_NUMBER = re.compile(r"\b(\d{1,3})\b")
 RE_TOP_N = re.compile(r"\b(?:top|" + "|".join(
     f for t in SET_WORDS.values() for f in t["top"]) + r") (\d{1,3})\b|\b(\d{1,3}) (?=" +
     RE_RANK.pattern[2:] + ")")
@@ -667,6 +669,7 @@ class Intent:
     where: tuple = ()              # Filter conditions on year and level known from the words alone
     ranked: str | None = None      # ranking: supervisor, author, keyword or year
     top: int | None = None         # ranking: the first N places (None: all)
+    person: Any = None             # the _Match of the person a count, list or ranking names
 
 
 @dataclass
@@ -1956,7 +1959,7 @@ RE_THESIS_NOUN = re.compile(r"\b(prac[aeiuy]?|pracou|pracami|pracach|pracam|prac
 # The words every count, list or ranking may use (the question forms' own words).
 SET_VOCABULARY = (RE_COUNT, RE_WHO_LIST, RE_WHO, RE_THESIS_NOUN, RE_PERSON_WORD, RE_SUPERVISE,
                   RE_SUPERVISED_BY, RE_KEYWORD, RE_WROTE, RE_DEFEND, RE_LIST_ALL, RE_SET_LIST,
-                  RE_RANK, RE_FILLER, RE_TOPIC, RE_TOP_N)
+                  RE_RANK, RE_FILLER, RE_TOPIC)
 
 
 def _set_intent(ctx: _Parse, kind: str, ranked: str | None = None,
@@ -1992,8 +1995,13 @@ def _set_intent(ctx: _Parse, kind: str, ranked: str | None = None,
     named = [i for i in left if name_key(words.raw[i]) in names]
     supervising = bool(RE_SUPERVISE.search(ctx.folded)) and ranked != "supervisor"
     person_index = graph.token_index.get(PERSON, {})
+    person = None
     if named and (supervising or RE_WROTE.search(ctx.folded) or RE_PERSON_WORD.search(ctx.folded)
                   or any(name_key(words.raw[i]) in person_index for i in named)):
+        person = _match_persons(graph, _intent_words(ctx.question), ctx.name_keys)
+        if person.chosen:        # a name word the chosen person lacks is left over (Brno, English)
+            matched = set().union(*(c.get("matched_keys", ()) for c in person.candidates))
+            named = [i for i in named if name_key(words.raw[i]) in matched]
         words.used.update(named)
         filters.append("supervisor" if supervising else "author")
     elif supervising and ranked is None:
@@ -2014,11 +2022,15 @@ def _set_intent(ctx: _Parse, kind: str, ranked: str | None = None,
     if RE_THESIS_WORD.search(ctx.folded) and not RE_PERSON_WORD.search(ctx.folded) \
             and not RE_WHO.search(ctx.folded) or kind == "thesis_list":
         subject = THESIS
-    return Intent(kind=kind, language=ctx.language, keys=tuple(name_key(w) for w in words.raw
-                                                              if not RE_YEAR.fullmatch(w)),
-                  name_keys=ctx.name_keys, year=year, subject=subject,
-                  words=tuple(w for w in docs_qa.text_words(ctx.question) if not RE_YEAR.fullmatch(w)),
-                  filters=tuple(filters), where=tuple(where), ranked=ranked, top=top)
+    question_words = _intent_words(ctx.question)
+    return Intent(kind=kind, language=ctx.language, keys=tuple(name_key(w) for w in question_words),
+                  name_keys=ctx.name_keys, year=year, subject=subject, words=question_words,
+                  filters=tuple(filters), where=tuple(where), ranked=ranked, top=top, person=person)
+
+
+def _intent_words(question: str) -> tuple[str, ...]:
+    """Return the question's words without its years (Intent.words)."""
+    return tuple(w for w in docs_qa.text_words(question) if not RE_YEAR.fullmatch(w))
 
 
 def _word_after(words: _Words, pos: int) -> int:
@@ -2273,7 +2285,7 @@ def _ambiguous(graph: Graph, intent: Intent, limits: GraphLimits, match: _Match)
 def _one_person(graph: Graph, intent: Intent,
                 limits: GraphLimits) -> tuple[str | None, GraphResult | None, list[dict]]:
     """Return (person id, None, rejected candidates), or (None, the unknown/ambiguous result, [])."""
-    match = _match_persons(graph, intent.words, intent.name_keys)
+    match = intent.person or _match_persons(graph, intent.words, intent.name_keys)
     if not match.chosen:
         return None, _no_answer(intent, limits, "unknown_person",
                                 ["no person's name fits the words of the question"],
@@ -2777,8 +2789,10 @@ def _parse_ranking(ctx: _Parse) -> Intent | None:
               else "year" if RE_RANKED_YEAR.search(f) else None)
     if ranked is None:
         return None
-    m = RE_TOP_N.search(ctx.words.text)
-    top = int(m.group(1) or m.group(2)) if m else 1
+    m = RE_TOP_N.search(ctx.words.text) or RE_SMALL_NUMBER.search(ctx.words.text)
+    top = int(next(g for g in m.groups() if g)) if m else 1
+    if m:
+        ctx.words.used.update(ctx.words.covered(m.start(), m.end()))
     return _set_intent(ctx, "ranking", ranked, top)
 
 
@@ -2834,8 +2848,10 @@ def _parse_list(ctx: _Parse) -> Intent | None:
     if RE_COUNT.search(f) or (ctx.kind in ("count_year", "count_filtered")
                                and (RE_PERSON_WORD.search(f) or RE_WHO.search(f))):
         return None
+    topic_title = ctx.kind == "thesis_title" and not ctx.name_keys and RE_TOPIC.search(ctx.words.text)
     if ctx.kind not in ("supervised_by", "keyword_theses", "supervisor_list", "count_year",
-                        "count_filtered") and not (ctx.kind is None and thesis_words):
+                        "count_filtered") and not (ctx.kind is None and thesis_words) \
+            and not topic_title:      # "prace na temat X": a topic, not the title of someone's thesis
         return None
     intent = _set_intent(ctx, "thesis_list")
     if intent is None or intent.kind != "thesis_list":
