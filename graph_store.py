@@ -442,6 +442,16 @@ ANSWERS: dict[tuple[str, str], str] = {
     ("did_you_mean", "sk"): " Mysleli ste {items}?", ("did_you_mean", "en"): " Did you mean {items}?",
     ("did_you_mean", "pl"): " Czy chodziło o {items}?",
     ("or", "sk"): " alebo ", ("or", "en"): " or ", ("or", "pl"): " lub ",
+    # A fact as a sentence (see _fact_text): the thesis, then the other end after a colon.
+    ("fact_authored", "sk"): "Práca {thesis} — autor: {other}.",
+    ("fact_authored", "en"): "Thesis {thesis} — author: {other}.",
+    ("fact_authored", "pl"): "Praca {thesis} — autor: {other}.",
+    ("fact_supervised_by", "sk"): "Práca {thesis} — vedúci: {other}.",
+    ("fact_supervised_by", "en"): "Thesis {thesis} — supervisor: {other}.",
+    ("fact_supervised_by", "pl"): "Praca {thesis} — promotor: {other}.",
+    ("fact_has_keyword", "sk"): "Práca {thesis} — kľúčové slovo: {other}.",
+    ("fact_has_keyword", "en"): "Thesis {thesis} — keyword: {other}.",
+    ("fact_has_keyword", "pl"): "Praca {thesis} — słowo kluczowe: {other}.",
     # Counts, lists and rankings under filters (see _scope_text): names stay in the form
     # the graph gives them, after a colon, so no case ending is ever guessed.
     ("level_bachelor", "sk"): "bakalárska práca", ("level_bachelor", "en"): "bachelor's thesis",
@@ -546,6 +556,19 @@ RELATIONS: dict[tuple[str, str, str], str] = {
     (HAS_KEYWORD, "in", "en"): "theses with this keyword",
     (HAS_KEYWORD, "in", "pl"): "prace z tym słowem kluczowym",
 }
+# One step of a path as it is read, by (edge type, direction, language) (see _path_text).
+STEPS: dict[tuple[str, str, str], str] = {
+    (AUTHORED, "out", "sk"): "práca", (AUTHORED, "out", "en"): "thesis", (AUTHORED, "out", "pl"): "praca",
+    (AUTHORED, "in", "sk"): "autor", (AUTHORED, "in", "en"): "author", (AUTHORED, "in", "pl"): "autor",
+    (SUPERVISED_BY, "out", "sk"): "vedúci", (SUPERVISED_BY, "out", "en"): "supervisor",
+    (SUPERVISED_BY, "out", "pl"): "promotor",
+    (SUPERVISED_BY, "in", "sk"): "vedená práca", (SUPERVISED_BY, "in", "en"): "supervised thesis",
+    (SUPERVISED_BY, "in", "pl"): "prowadzona praca",
+    (HAS_KEYWORD, "out", "sk"): "kľúčové slovo", (HAS_KEYWORD, "out", "en"): "keyword",
+    (HAS_KEYWORD, "out", "pl"): "słowo kluczowe",
+    (HAS_KEYWORD, "in", "sk"): "práca", (HAS_KEYWORD, "in", "en"): "thesis",
+    (HAS_KEYWORD, "in", "pl"): "praca",
+}
 # Which absent_* sentence says that the asked relation is missing, by question kind.
 ABSENT = {"thesis_title": "absent_authored", "thesis_year": "absent_authored",
           "supervisor_of": "absent_supervisor", "supervised_by": "absent_supervised",
@@ -573,6 +596,7 @@ GRAPH_EXTRA_SCHEMA: dict[str, Any] = {
     "reasons": {"type": "array", "items": {"type": "string"}},
     "rejected_candidates": _LIST,
     "answer": {"type": "string"},
+    "language": {"enum": ["sk", "en", "pl"]},     # of the question: the answer's and the text's
     "limits": {"type": "object"},
 }
 
@@ -2087,9 +2111,26 @@ def _take(items: Iterable, limit: int) -> tuple[list, bool]:
     return got[:limit], len(got) > limit
 
 
-def _edge_text(graph: Graph, src: str, edge_type: str, dst: str) -> str:
-    """Return a readable 'A -type-> B' line using node labels."""
-    return f"{graph.nodes[src].label} -{edge_type}-> {graph.nodes[dst].label}"
+def _fact_text(graph: Graph, fact: Fact, lang: str) -> str:
+    """Return a fact as a short sentence in the question's language, its names in the form
+    the graph gives them ("Práca „T“ (2024) — vedúci: Peter Novák."); an edge type this format
+    does not know is named as it is in the file."""
+    src, dst = graph.nodes[fact.subject], graph.nodes[fact.obj]
+    if (f"fact_{fact.predicate}", lang) in ANSWERS:
+        thesis, other = (src, dst) if src.node_type == THESIS else (dst, src)
+        return ANSWERS[(f"fact_{fact.predicate}", lang)].format(
+            thesis=_node_item(graph, thesis.node_id), other=_node_item(graph, other.node_id))
+    return f"{_node_item(graph, src.node_id)} — {fact.predicate.replace('_', ' ')}: {_node_item(graph, dst.node_id)}."
+
+
+def _path_text(graph: Graph, path: GraphPath, lang: str) -> str:
+    """Return a path as its nodes joined by what each step is ("Ján Holp → práca: „T“ (2024)
+    → vedúci: Peter Novák"), in the question's language."""
+    text = _node_item(graph, path.nodes[0])
+    for step, nxt in zip(path.steps, path.nodes[1:]):
+        word = STEPS.get((*step, lang), step[0].replace("_", " "))
+        text += f" → {word}: {_node_item(graph, nxt)}"
+    return text
 
 
 def _fact(graph: Graph, src: str, edge_type: str, dst: str) -> Fact:
@@ -2098,18 +2139,13 @@ def _fact(graph: Graph, src: str, edge_type: str, dst: str) -> Fact:
     with_doc = [n for n in ends if n.document_path]
     thesis = [n for n in with_doc if n.node_type == THESIS]
     doc = (thesis or with_doc or [None])[0]
-    return Fact(subject=src, predicate=edge_type, obj=dst,
-                text=_edge_text(graph, src, edge_type, dst),
+    return Fact(subject=src, predicate=edge_type, obj=dst, text="",     # set when shown (_limited)
                 document_node=doc.node_id if doc else None)
 
 
 def _path(graph: Graph, nodes: list[str], steps: list[tuple[str, str]]) -> GraphPath:
-    """Return a GraphPath with its readable text (reverse steps shown as <-type-)."""
-    text = graph.nodes[nodes[0]].label
-    for (edge_type, direction), nxt in zip(steps, nodes[1:]):
-        arrow = f" -{edge_type}-> " if direction == "out" else f" <-{edge_type}- "
-        text += arrow + graph.nodes[nxt].label
-    return GraphPath(nodes=list(nodes), steps=list(steps), text=text)
+    """Return a GraphPath; its text is set when it is shown (_limited, _path_text)."""
+    return GraphPath(nodes=list(nodes), steps=list(steps), text="")
 
 
 def _entity(graph: Graph, node_id: str, why: str) -> dict:
@@ -2126,11 +2162,16 @@ class _Evidence:
     paths: Iterator[GraphPath]
 
 
-def _limited(graph: Graph, limits: GraphLimits, evidence: _Evidence,
-             entities: list[dict]) -> tuple[list[Fact], list[GraphPath], list[Node], list[dict], list[str]]:
-    """Return the facts, paths, documents and entities within their limits, and the limits hit."""
+def _limited(graph: Graph, limits: GraphLimits, evidence: _Evidence, entities: list[dict],
+             lang: str) -> tuple[list[Fact], list[GraphPath], list[Node], list[dict], list[str]]:
+    """Return the facts, paths (their text in the question's language), documents and
+    entities within their limits, and the limits hit."""
     facts, facts_cut = _take(evidence.facts, limits.fact_limit)
     paths, paths_cut = _take(evidence.paths, limits.path_limit)
+    for fact in facts:
+        fact.text = _fact_text(graph, fact, lang)
+    for path in paths:
+        path.text = _path_text(graph, path, lang)
     doc_ids = list(dict.fromkeys(f.document_node for f in facts if f.document_node))
     documents, docs_cut = _take(iter(doc_ids), limits.evidence_limit)
     shown_entities, entities_cut = _take(iter(entities), limits.entity_limit)
@@ -2144,7 +2185,8 @@ def _finish(graph: Graph, intent: Intent, limits: GraphLimits, evidence: _Eviden
             rejected: list[dict] | None = None, answer: str | None = None) -> GraphResult:
     """Return an ok GraphResult with limited facts, paths and documents; when no fact of
     the asked kind exists, the no_answer that says what the graph knows instead (_absent)."""
-    facts, paths, documents, shown_entities, cut = _limited(graph, limits, evidence, entities)
+    facts, paths, documents, shown_entities, cut = _limited(graph, limits, evidence, entities,
+                                                            intent.language)
     lang = intent.language
     more_facts = sum(1 for _ in evidence.facts) + 1 if "fact_limit" in cut else 0
     if not facts and aggregation is None:
@@ -2209,7 +2251,7 @@ def _absent(graph: Graph, intent: Intent, limits: GraphLimits, entities: list[di
                           else ANSWERS[("nothing_known", lang)])
     evidence = _Evidence(facts=_incident_facts(graph, focus), paths=iter(()))
     result.facts, _, result.documents, _, result.truncation_reasons = _limited(
-        graph, limits, evidence, entities)
+        graph, limits, evidence, entities, lang)
     return result
 
 
@@ -2984,6 +3026,7 @@ def to_envelope(result: GraphResult) -> rc.Envelope:
             "reasons": result.reasons,
             "rejected_candidates": result.rejected_candidates,
             "answer": result.answer,
+            "language": result.language,
             "limits": asdict(result.limits),
         })
 

@@ -57,7 +57,8 @@ class MainEntryPointTextTest(unittest.TestCase):
         proc = self.run_main("Ako sa volá práca Jána Holpa?")
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("„Strojový preklad právnych textov“ (2024)", proc.stdout)
-        self.assertIn("  - Ján Holp -authored-> Strojový preklad právnych textov [S1]", proc.stdout)
+        self.assertIn("  - Práca „Strojový preklad právnych textov“ (2024) — autor: Ján Holp. [S1]",
+                      proc.stdout)
         self.assertIn("  [S1] wiki/prace/2024-holp.md", proc.stdout)
         self.assertIn("tool: graph", proc.stdout)
 
@@ -80,7 +81,7 @@ class MainEntryPointTextTest(unittest.TestCase):
         self.assertIn("Count: 16 (counted: person; complete: true)", proc.stdout)
         self.assertIn("Limits hit: fact_limit, path_limit (more facts and paths exist", proc.stdout)
         self.assertNotIn("fragments", proc.stdout)
-        self.assertEqual(proc.stdout.count(" -authored-> "), 2)
+        self.assertEqual(proc.stdout.count(" — autor: "), 2)
 
     def test_not_understood_falls_back_and_says_which_tool(self):
         proc = self.run_main("Aký je termín podania?", "--search", "--json")
@@ -115,7 +116,7 @@ class McpQueryGraphTextTest(unittest.TestCase):
                 session.close()
         text = facts["content"][0]["text"]
         self.assertIn("Peter Novák", text.splitlines()[0])
-        self.assertIn("  - Strojový preklad právnych textov -supervised_by-> Peter Novák [S1]", text)
+        self.assertIn("  - Práca „Strojový preklad právnych textov“ (2024) — vedúci: Peter Novák. [S1]", text)
         self.assertIn("  [S1] wiki/prace/2024-holp.md", text)
         self.assertEqual(text, gs.format_answer_text(facts["structuredContent"]))
         text = ambiguous["content"][0]["text"]
@@ -268,8 +269,10 @@ class QuestionFormsTest(unittest.TestCase):
         def check(env):
             self.assertEqual(env["entities"][0]["id"], "p-jan-holp")
             self.assertIn("(1): „Strojový preklad právnych textov“ (2024)", env["answer"])
-            self.assertIn("Ján Holp -authored-> Strojový preklad právnych textov -supervised_by-> "
-                          "Peter Novák", [p["text"] for p in env["paths"]])
+            self.assertIn("Ján Holp → " + {"en": "thesis", "pl": "praca"}.get(env["language"], "práca")
+                          + ": „Strojový preklad právnych textov“ (2024) → "
+                          + {"en": "supervisor", "pl": "promotor"}.get(env["language"], "vedúci")
+                          + ": Peter Novák", [p["text"] for p in env["paths"]])
         self.assert_form(["Kto je Ján Holp?", "Kto je Jan Holp?", "Who is Jan Holp?",
                           "Kim jest Jan Holp?"], "who_is", check)
         for question in ("Who is the dean?", "Kto je dekan fakulty?", "When is the deadline?"):
