@@ -653,6 +653,7 @@ class Graph:
     sorted_ids: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     # thesis level (bachelor, master, doctoral; else the folded `kind`) -> thesis ids, file order
     kind_index: dict[str, list[str]] = field(default_factory=dict)
+    kind_levels: dict[str, str] = field(default_factory=dict)     # a `kind` text -> its level
     # (what is ranked, filters) -> (counts, ranked ids); at most RANKING_CACHE_SIZE entries
     rankings: dict[tuple, tuple[Counter, list[str]]] = field(default_factory=dict)
     # the edge types and thesis attributes the graph holds; built on first use (_graph_relations)
@@ -1105,7 +1106,7 @@ def _index_tokens(graph: Graph) -> None:
     title words repeat a lot).
     """
     memo: dict[str, tuple[str, bool]] = {}
-    levels: dict[str, str] = {}
+    levels = graph.kind_levels
 
     def keys_of(text: str, min_chars: int, drop_stop: bool) -> frozenset[str]:
         out = set()
@@ -2696,7 +2697,7 @@ def _filter_source(graph: Graph, f: Filter) -> tuple[int, Callable[[], Iterable[
         lists = [graph.kind_index.get(v, []) for v in values]
         levels = set(values)
         return (sum(map(len, lists)), lambda: (t for lst in lists for t in lst),
-                lambda t: _thesis_level(graph.nodes[t].kind or "") in levels)
+                lambda t: graph.kind_levels.get(graph.nodes[t].kind) in levels)
     edge, outgoing = {"keyword": (HAS_KEYWORD, False), "supervisor": (SUPERVISED_BY, False),
                       "author": (AUTHORED, True)}[f.field]
     lists = [_neighbours(graph, v, edge, outgoing=outgoing) for v in values]
