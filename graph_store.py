@@ -575,6 +575,113 @@ ABSENT = {"thesis_title": "absent_authored", "thesis_year": "absent_authored",
           "co_supervisors": "absent_co_supervised", "keyword_theses": "absent_keyword",
           "author_of_title": "absent_authors", "who_is": "absent_any", "about": "absent_any"}
 
+# The diagnostic lines of an answer (its reasons, why a candidate was considered or rejected),
+# written in English in the JSON's `reasons` and `why`, and in the question's language in
+# `reasons_text` and `why_text`: (pattern over the English line, {language: its template});
+# {0}, {1}... are the pattern's groups, a role word among them translated by NOTE_WORDS.
+NOTES: tuple[tuple[re.Pattern, dict[str, str]], ...] = tuple((re.compile(p), t) for p, t in (
+    (r"similar spelling", {"sk": "podobný zápis", "pl": "podobna pisownia"}),
+    (r"(\d+) persons fit the name in the question",
+     {"sk": "menu v otázke zodpovedá viac osôb ({0})", "pl": "do imienia w pytaniu pasuje kilka osób ({0})"}),
+    (r"(\d+) theses fit the title in the question equally well",
+     {"sk": "názvu v otázke zodpovedá rovnako dobre viac prác ({0})",
+      "pl": "do tytułu w pytaniu pasuje równie dobrze kilka prac ({0})"}),
+    (r"(\d+) keywords fit the same words of the question",
+     {"sk": "tým istým slovám otázky zodpovedá viac kľúčových slov ({0})",
+      "pl": "do tych samych słów pytania pasuje kilka słów kluczowych ({0})"}),
+    (r"only some words of the keyword are in the question",
+     {"sk": "v otázke je len časť slov kľúčového slova", "pl": "w pytaniu jest tylko część słów słowa kluczowego"}),
+    (r"a longer keyword matches", {"sk": "zodpovedá dlhšie kľúčové slovo", "pl": "pasuje dłuższe słowo kluczowe"}),
+    (r"keyword matches", {"sk": "kľúčové slovo zodpovedá", "pl": "słowo kluczowe pasuje"}),
+    (r"the same words of the question fit another keyword",
+     {"sk": "tie isté slová otázky zodpovedajú inému kľúčovému slovu",
+      "pl": "te same słowa pytania pasują do innego słowa kluczowego"}),
+    (r"title matches: (\d+) of its (\d+) words are in the question",
+     {"sk": "názov zodpovedá: v otázke je {0} z jeho {1} slov", "pl": "tytuł pasuje: w pytaniu jest {0} z jego {1} słów"}),
+    (r"too few title words are in the question",
+     {"sk": "v otázke je príliš málo slov názvu", "pl": "w pytaniu jest za mało słów tytułu"}),
+    (r"another title fits more words of the question",
+     {"sk": "iný názov zodpovedá viacerým slovám otázky", "pl": "inny tytuł pasuje do większej liczby słów pytania"}),
+    (r"(first name|surname) '(.+)' shares the stem '(.+)'",
+     {"sk": "{0} „{1}“ má rovnaký kmeň „{2}“", "pl": "{0} „{1}” ma ten sam rdzeń „{2}”"}),
+    (r"an alias word matches", {"sk": "zodpovedá slovo z aliasu", "pl": "pasuje słowo z aliasu"}),
+    (r"'(.+)' is a form of another first name than '(.+)'",
+     {"sk": "„{0}“ je tvar iného krstného mena než „{1}“", "pl": "„{0}” to forma innego imienia niż „{1}”"}),
+    (r"'(.+)' is the other gender's form of the surname '(.+)': the question names someone else",
+     {"sk": "„{0}“ je tvar priezviska „{1}“ pre iné pohlavie: otázka menuje niekoho iného",
+      "pl": "„{0}” to forma nazwiska „{1}” dla innej płci: pytanie wymienia kogoś innego"}),
+    (r"full name matches", {"sk": "zodpovedá celé meno", "pl": "pasuje całe imię i nazwisko"}),
+    (r"full name matches only after folding diacritics or endings \((.+)\)",
+     {"sk": "celé meno zodpovedá až po odstránení diakritiky alebo koncoviek ({0})",
+      "pl": "całe imię i nazwisko pasuje dopiero po pominięciu znaków diakrytycznych lub końcówek ({0})"}),
+    (r"fewer of the question's words are exact forms of this name \(diacritics included\) than of the "
+     r"chosen person's",
+     {"sk": "menej slov otázky je presným tvarom tohto mena (s diakritikou) než mena vybranej osoby",
+      "pl": "mniej słów pytania to dokładne formy tego imienia (ze znakami diakrytycznymi) niż imienia wybranej osoby"}),
+    (r"only part of the name matches; a full-name match exists",
+     {"sk": "zodpovedá len časť mena; existuje zhoda celého mena",
+      "pl": "pasuje tylko część imienia; istnieje dopasowanie całego imienia i nazwiska"}),
+    (r"the question names a word this person's name lacks",
+     {"sk": "otázka obsahuje slovo, ktoré meno tejto osoby nemá",
+      "pl": "pytanie zawiera słowo, którego nie ma w imieniu tej osoby"}),
+    (r"fewer name words match than the best candidate",
+     {"sk": "zodpovedá menej slov mena než pri najlepšom kandidátovi",
+      "pl": "pasuje mniej słów imienia niż u najlepszego kandydata"}),
+    (r"(person|keyword|entity|title) named", {"sk": "{0} z otázky", "pl": "{0} z pytania"}),
+    (r"the entity was found but no fact of the asked kind links it",
+     {"sk": "entita je v grafe, ale nespája ju žiadny fakt požadovaného druhu",
+      "pl": "encja jest w grafie, ale nie łączy jej żaden fakt pytanego rodzaju"}),
+    (r"names of similar spelling are offered, never chosen: (.+)",
+     {"sk": "mená podobného zápisu sa ponúkajú, nikdy sa nevyberajú: {0}",
+      "pl": "nazwy o podobnej pisowni są proponowane, nigdy wybierane: {0}"}),
+    (r"no person's name fits the words of the question",
+     {"sk": "slovám otázky nezodpovedá meno žiadnej osoby", "pl": "do słów pytania nie pasuje imię żadnej osoby"}),
+    (r"no keyword of the graph is fully contained in the question",
+     {"sk": "žiadne kľúčové slovo grafu nie je celé v otázke",
+      "pl": "żadne słowo kluczowe grafu nie występuje w pytaniu w całości"}),
+    (r"no thesis title has (\d+)% of its words in the question",
+     {"sk": "žiadny názov práce nemá v otázke {0} % svojich slov",
+      "pl": "żaden tytuł pracy nie ma w pytaniu {0}% swoich słów"}),
+    (r"no entity of the graph is named in the question",
+     {"sk": "otázka nemenuje žiadnu entitu grafu", "pl": "pytanie nie wymienia żadnej encji grafu"}),
+    (r"(\d+) further rejected candidates are not listed \(entity_limit\)",
+     {"sk": "ďalší odmietnutí kandidáti ({0}) nie sú uvedení (entity_limit)",
+      "pl": "kolejnych odrzuconych kandydatów ({0}) nie wymieniono (entity_limit)"}),
+    (r"no thesis in the graph has the year (\d+)",
+     {"sk": "žiadna práca v grafe nie je z roku {0}", "pl": "żadna praca w grafie nie jest z roku {0}"}),
+    (r"the question is not one of the supported graph questions",
+     {"sk": "otázka nepatrí medzi otázky, na ktoré graf odpovedá",
+      "pl": "pytanie nie należy do pytań, na które odpowiada graf"}),
+    (r"the graph has no '(.+)' relation; it has: (.+)",
+     {"sk": "graf nemá vzťah „{0}“; má: {1}", "pl": "graf nie ma relacji „{0}”; ma: {1}"}),
+    (r"words of the question that no filter, entity or question form uses: (.+)",
+     {"sk": "slová otázky, ktoré nepoužije žiadny filter, entita ani tvar otázky: {0}",
+      "pl": "słowa pytania, których nie używa żaden filtr, encja ani forma pytania: {0}"}),
+))
+NOTE_WORDS = {("first name", "sk"): "krstné meno", ("surname", "sk"): "priezvisko",
+              ("first name", "pl"): "imię", ("surname", "pl"): "nazwisko",
+              ("person", "sk"): "osoba", ("keyword", "sk"): "kľúčové slovo", ("entity", "sk"): "entita",
+              ("title", "sk"): "názov", ("person", "pl"): "osoba", ("keyword", "pl"): "słowo kluczowe",
+              ("entity", "pl"): "encja", ("title", "pl"): "tytuł"}
+# Headings of the text form, by language (the JSON keeps the data; see _answer_text).
+TEXT_WORDS: dict[str, dict[str, str]] = {
+    "en": {"facts": "Facts:", "paths": "Paths:", "count": "Count", "counted": "counted",
+           "complete": "complete", "candidates": "Candidates:", "not_chosen": "Not chosen:",
+           "reasons": "Reasons:", "sources": "Sources:",
+           "limits": "Limits hit: {names} (more facts and paths exist than are shown; "
+                     "counts in the aggregation are exact)"},
+    "sk": {"facts": "Fakty:", "paths": "Cesty:", "count": "Počet", "counted": "počítané",
+           "complete": "úplné", "candidates": "Kandidáti:", "not_chosen": "Nevybraté:",
+           "reasons": "Dôvody:", "sources": "Zdroje:",
+           "limits": "Dosiahnuté limity: {names} (faktov a ciest je viac, než sa zobrazuje; "
+                     "počty v agregácii sú presné)"},
+    "pl": {"facts": "Fakty:", "paths": "Ścieżki:", "count": "Liczba", "counted": "liczone",
+           "complete": "pełne", "candidates": "Kandydaci:", "not_chosen": "Niewybrane:",
+           "reasons": "Powody:", "sources": "Źródła:",
+           "limits": "Osiągnięte limity: {names} (faktów i ścieżek jest więcej, niż pokazano; "
+                     "liczby w agregacji są dokładne)"},
+}
+
 # Did you mean: the largest folded edit distance offered, by the length of the typed word.
 SUGGEST_MAX_DISTANCE = ((4, 1), (10**9, 2))   # up to 4 letters: 1 edit; longer: 2
 SUGGEST_LIMIT = 3                              # names offered at most
@@ -594,6 +701,7 @@ GRAPH_EXTRA_SCHEMA: dict[str, Any] = {
     "entities": _LIST, "facts": _LIST, "paths": _LIST, "documents": _LIST,
     "aggregation": {"type": ["object", "null"]},
     "reasons": {"type": "array", "items": {"type": "string"}},
+    "reasons_text": {"type": "array", "items": {"type": "string"}},   # reasons in `language`
     "rejected_candidates": _LIST,
     "answer": {"type": "string"},
     "language": {"enum": ["sk", "en", "pl"]},     # of the question: the answer's and the text's
@@ -2852,7 +2960,7 @@ def _kind_ranking(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphRes
     counts, order = _ranking(graph, ranked, filters)
     top = intent.top or len(order)
     cutoff = counts[order[top - 1]] if len(order) >= top else 0
-    winners = [x for x in order if counts[x] >= cutoff] if order else []
+    winners = list(itertools.takewhile(lambda x: counts[x] >= cutoff, order))   # most first
     shown = winners[:limits.fact_limit]
 
     def name(x: Any) -> str:
@@ -3018,18 +3126,42 @@ def to_envelope(result: GraphResult) -> rc.Envelope:
         extra={
             "tool": "graph",
             "intent": result.intent,
-            "entities": result.entities,
+            "entities": [_with_why_text(e, result.language) for e in result.entities],
             "facts": [_fact_dict(f, source_of) for f in result.facts],
             "paths": [{"nodes": p.nodes, "edges": [{"type": t, "direction": d} for t, d in p.steps],
                        "text": p.text} for p in result.paths],
             "documents": documents,
             "aggregation": result.aggregation,
             "reasons": result.reasons,
-            "rejected_candidates": result.rejected_candidates,
+            "reasons_text": [_localised(r, result.language) for r in result.reasons],
+            "rejected_candidates": [_with_why_text(c, result.language) for c in result.rejected_candidates],
             "answer": result.answer,
             "language": result.language,
             "limits": asdict(result.limits),
         })
+
+
+def _localised(line: str, lang: str) -> str:
+    """Return a diagnostic line (reason, why) in the question's language (NOTES): the whole
+    line by its template, else each '; '-separated part; a part no template knows stays."""
+    if lang == "en":
+        return line
+    whole = _note(line, lang)
+    return whole if whole is not None else "; ".join(_note(p, lang) or p for p in line.split("; "))
+
+
+def _note(part: str, lang: str) -> str | None:
+    """Return one diagnostic part by its NOTES template in lang, or None when none fits."""
+    for pattern, templates in NOTES:
+        m = pattern.fullmatch(part)
+        if m and lang in templates:
+            return templates[lang].format(*(NOTE_WORDS.get((g, lang), g) for g in m.groups()))
+    return None
+
+
+def _with_why_text(record: dict, lang: str) -> dict:
+    """Return an entity or candidate record with `why_text`: its `why` in the question's language."""
+    return dict(record, why_text=_localised(record["why"], lang)) if record.get("why") else record
 
 
 def _fact_dict(fact: Fact, source_of: dict[str, str]) -> dict:
@@ -3041,9 +3173,6 @@ def _fact_dict(fact: Fact, source_of: dict[str, str]) -> dict:
 
 # === 10. CLI — argparse, readable text, one catch boundary ===
 
-# Headings and the limits line of the text form, one table (the JSON keeps the data).
-TEXT_LIMITS_LINE = ("Limits hit: {names} (more facts and paths exist than are shown; "
-                    "counts in the aggregation are exact)")
 
 
 def format_answer_text(env: dict) -> str:
@@ -3058,31 +3187,33 @@ def _answer_text(env: dict) -> str:
     the sources, the limits hit and the status; the one renderer every transport uses."""
     if env["status"] == "error":
         return f"error: {env['reason']}: {env.get('detail', '')}"
+    words = TEXT_WORDS.get(env.get("language"), TEXT_WORDS["en"])
     blocks = [env.get("answer", "")]
-    blocks.append(_text_list("Facts:", [
+    blocks.append(_text_list(words["facts"], [
         f"  - {f['text']}" + (f" [{f['source_id']}]" if f.get("source_id") else "")
         for f in env.get("facts", [])]))
     # a one-edge path repeats a fact; longer ones show how the answer was reached
-    blocks.append(_text_list("Paths:", [f"  - {p['text']}" for p in env.get("paths", [])
+    blocks.append(_text_list(words["paths"], [f"  - {p['text']}" for p in env.get("paths", [])
                                         if len(p.get("edges", [])) > 1]))
     agg = env.get("aggregation")
     if agg:
-        blocks.append(f"Count: {agg['count']} (counted: {agg.get('counted')}; "
-                      f"complete: {str(agg.get('complete')).lower()})")
+        blocks.append(f"{words['count']}: {agg['count']} ({words['counted']}: {agg.get('counted')}; "
+                      f"{words['complete']}: {str(agg.get('complete')).lower()})")
     if env["status"] == "ambiguous":
-        blocks.append(_text_list("Candidates:", [f"  ? {e['name']} ({e['id']}): {e['why']}"
-                                                 for e in env.get("entities", [])]))
+        blocks.append(_text_list(words["candidates"], [
+            f"  ? {e['name']} ({e['id']}): {e.get('why_text', e['why'])}" for e in env.get("entities", [])]))
     if env["status"] != "ok":
-        blocks.append(_text_list("Not chosen:", [
-            f"  - {c.get('name', c.get('id'))} ({c.get('id')}): {c.get('why', '')}"
+        blocks.append(_text_list(words["not_chosen"], [
+            f"  - {c.get('name', c.get('id'))} ({c.get('id')}): {c.get('why_text', c.get('why', ''))}"
             for c in env.get("rejected_candidates", [])]))
-        blocks.append(_text_list("Reasons:", [f"  - {r}" for r in env.get("reasons", [])]))
-    blocks.append(_text_list("Sources:", [
+        blocks.append(_text_list(words["reasons"], [
+            f"  - {r}" for r in env.get("reasons_text", env.get("reasons", []))]))
+    blocks.append(_text_list(words["sources"], [
         f"  [{s['source_id']}] {s['document_path']}"
         + (f" — {s['title']}" if s.get("title") else "")
         + (f" <{s['source_url']}>" if s.get("source_url") else "") for s in env.get("sources", [])]))
     if env.get("truncated"):
-        blocks.append(TEXT_LIMITS_LINE.format(names=", ".join(env["truncation_reasons"])))
+        blocks.append(words["limits"].format(names=", ".join(env["truncation_reasons"])))
     blocks.append(f"status: {env['status']}" + (f" ({env['reason']})" if env.get("reason") else "")
                   + f"; complete: {str(env['complete']).lower()}; tool: graph")
     return "\n".join(b for b in blocks if b)

@@ -78,8 +78,8 @@ class MainEntryPointTextTest(unittest.TestCase):
 
     def test_count_shows_aggregation_and_limits_speak_of_facts(self):
         proc = self.run_main("Koľko osôb má prácu v roku 2024?", "--limit", "2")
-        self.assertIn("Count: 16 (counted: person; complete: true)", proc.stdout)
-        self.assertIn("Limits hit: fact_limit, path_limit (more facts and paths exist", proc.stdout)
+        self.assertIn("Počet: 16 (počítané: person; úplné: true)", proc.stdout)
+        self.assertIn("Dosiahnuté limity: fact_limit, path_limit (faktov a ciest je viac", proc.stdout)
         self.assertNotIn("fragments", proc.stdout)
         self.assertEqual(proc.stdout.count(" — autor: "), 2)
 
@@ -696,6 +696,26 @@ class ReadableTextTest(unittest.TestCase):
             with self.subTest(question=question):
                 text = gs.format_answer_text(ask(question))
                 self.assertNotRegex(text, r"-(authored|supervised_by|has_keyword)->|<-\w+-")
+
+    def test_reasons_and_candidates_speak_the_question_language(self):
+        questions = ("Aký názov práce má Holp?", "Aký názov práce má Jan Holpp?", "Kto je Peter?",
+                     "Who supervised Eva Šimková?", "Kto bol oponentom práce Jána Holpa?",
+                     "Koľko slovenských prác je z roku 2024?", "Jaki tytuł ma praca Holpa?",
+                     "Kim jest Peter?", "Kto był recenzentem pracy Jana Holpa?",
+                     "Ile prac zagranicznych jest z roku 2024?", "Jaki jest tytuł pracy Jana Hlopa?")
+        for question in questions:
+            for variant in (question, plain(question)):
+                with self.subTest(question=variant):
+                    env = ask(variant)
+                    lines = list(zip(env["reasons"], env["reasons_text"])) + [
+                        (c["why"], c["why_text"]) for c in env["entities"] + env["rejected_candidates"]
+                        if c.get("why")]
+                    self.assertTrue(lines)
+                    for english, shown in lines:
+                        self.assertEqual(shown == english, env["language"] == "en", (english, shown))
+                    text = gs.format_answer_text(env)
+                    for heading in ("Reasons:", "Candidates:", "Not chosen:", "Facts:", "Sources:"):
+                        self.assertEqual(heading in text, env["language"] == "en" and heading in text)
 
     def test_a_cut_list_says_which_and_how_many_more(self):
         supervised = [t for t, p in raw_edges("supervised_by") if p == "p-novak"]
