@@ -1975,8 +1975,9 @@ RE_RAW_TOKEN = re.compile(r"\w+|[-–—]")
 
 
 def _question_words(question: str) -> _Words:
-    """Return the question split for accounting (see _Words)."""
-    tokens = RE_RAW_TOKEN.findall(question)
+    """Return the question split for accounting (see _Words); format characters (a zero-width
+    space or soft hyphen inside a word) are dropped first, as docs_qa's words drop them."""
+    tokens = RE_RAW_TOKEN.findall("".join(c for c in question if unicodedata.category(c) != "Cf"))
     raw, folded, parts, spans, pos = [], [], [], [], 0
     for i, token in enumerate(tokens):
         if not token[0].isalnum() and token[0] != "_":
