@@ -303,12 +303,17 @@ LEVELS = ("bachelor", "master", "doctoral")
 MISSING_RELATIONS = ("opponent", "grade", "committee", "email")
 
 
-def _set_pattern(key: str, year_slot: bool = False) -> re.Pattern:
-    """Return one regex of a SET_WORDS entry over all three languages (longest first, whole
-    words); with year_slot the fragments may hold Y, else they are followed by the year."""
+def _alternatives(key: str) -> str:
+    """Return the fragments of a SET_WORDS entry in all three languages as one alternation
+    (longest first)."""
     fragments = sorted({f for table in SET_WORDS.values() for f in table.get(key, ())},
                        key=len, reverse=True)
-    return re.compile(r"\b(?:" + "|".join(fragments) + r")\b")
+    return "(?:" + "|".join(fragments) + ")"
+
+
+def _set_pattern(key: str) -> re.Pattern:
+    """Return the regex of a SET_WORDS entry over all three languages, as whole words."""
+    return re.compile(r"\b" + _alternatives(key) + r"\b")
 
 
 RE_LEVEL = {level: _set_pattern(f"level_{level}") for level in LEVELS}
@@ -1994,13 +1999,6 @@ def _question_words(question: str) -> _Words:
     return _Words(raw, folded, " ".join(parts), spans)
 
 
-def _alternatives(key: str) -> str:
-    """Return the fragments of a SET_WORDS entry in all three languages as one alternation."""
-    fragments = sorted({f for table in SET_WORDS.values() for f in table.get(key, ())},
-                       key=len, reverse=True)
-    return "(?:" + "|".join(fragments) + ")"
-
-
 _YN = rf"(?:{_alternatives('year_noun')} )?"
 _PLAIN = {key: "(?:" + "|".join(sorted({f for t in SET_WORDS.values() for f in t[key] if "Y" not in f},
                                        key=len, reverse=True)) + ")"
@@ -2474,7 +2472,8 @@ def _kind_count_year(graph: Graph, intent: Intent, limits: GraphLimits) -> Graph
         facts=(_fact(graph, p, AUTHORED, t) for p, t in pairs),
         paths=(_path(graph, [p, t], [(AUTHORED, "out")]) for t in theses
                for p in _neighbours(graph, t, AUTHORED, outgoing=False)))
-    aggregation = {"count": count, "complete": True, "year": intent.year, "counted": intent.subject}
+    aggregation = {"count": count, "complete": True, "year": intent.year, "counted": intent.subject,
+                   "filters": [Filter("year", "eq", intent.year).as_dict()]}
     result = _finish(graph, intent, limits, evidence, [], str(intent.year), aggregation)
     if count == 0:
         result.reasons = [f"no thesis in the graph has the year {intent.year}"]
@@ -2730,7 +2729,8 @@ def _kind_co_supervised(graph: Graph, intent: Intent, limits: GraphLimits) -> Gr
                for s in _neighbours(graph, t, SUPERVISED_BY)),
         paths=(_path(graph, [a, t, b], [(SUPERVISED_BY, "in"), (SUPERVISED_BY, "out")])
                for t in theses for a, b in itertools.combinations(_neighbours(graph, t, SUPERVISED_BY), 2)))
-    aggregation = {"count": len(theses), "complete": True, "year": intent.year, "counted": THESIS}
+    aggregation = {"count": len(theses), "complete": True, "year": intent.year, "counted": THESIS,
+                   "filters": [Filter("year", "eq", intent.year).as_dict()] if intent.year else []}
     answer = ANSWERS[("co_supervised", intent.language)].format(count=len(theses), items=items or "—")
     return _finish(graph, intent, limits, evidence, [], "", aggregation, answer=answer)
 
@@ -2769,7 +2769,8 @@ def _kind_supervisor_list(graph: Graph, intent: Intent, limits: GraphLimits) -> 
                                 for p in ranked for t in theses_of(p)))
     lang = intent.language
     scope = ANSWERS[("scope_year", lang)].format(year=intent.year) if intent.year else ""
-    aggregation = {"count": len(counts), "complete": True, "year": intent.year, "counted": "supervisor"}
+    aggregation = {"count": len(counts), "complete": True, "year": intent.year, "counted": "supervisor",
+                   "filters": [Filter("year", "eq", intent.year).as_dict()] if intent.year else []}
     answer = ANSWERS[("supervisor_list", lang)].format(scope=scope, count=len(counts), items=items or "—")
     return _finish(graph, intent, limits, evidence, [], "", aggregation, answer=answer)
 
@@ -2895,10 +2896,10 @@ def _thesis_evidence(graph: Graph, theses: Iterable[str], filters: list[Filter])
         node = anchor[1]
         return _Evidence(facts=(_anchor_fact(graph, t, (node, edge_type, direction)) for t in theses),
                          paths=(_path(graph, [node, t], [(edge_type, direction)]) for t in theses))
-    pairs = ((p, t) for t in theses for p in _neighbours(graph, t, AUTHORED, outgoing=False))
-    pairs2 = ((p, t) for t in theses for p in _neighbours(graph, t, AUTHORED, outgoing=False))
-    return _Evidence(facts=(_fact(graph, p, AUTHORED, t) for p, t in pairs),
-                     paths=(_path(graph, [p, t], [(AUTHORED, "out")]) for p, t in pairs2))
+    def authors() -> Iterator[tuple[str, str]]:
+        return ((p, t) for t in theses for p in _neighbours(graph, t, AUTHORED, outgoing=False))
+    return _Evidence(facts=(_fact(graph, p, AUTHORED, t) for p, t in authors()),
+                     paths=(_path(graph, [p, t], [(AUTHORED, "out")]) for p, t in authors()))
 
 
 def _by_year(graph: Graph, theses: list[str], limit: int) -> list[str]:
