@@ -8621,7 +8621,10 @@ _PAGE_JS = r"""
     if (env.status === "ambiguous" && (env.entities || []).length) {
       box.appendChild(el("h3", T.candidates));
       const list = el("ul", null, "candidates");
-      for (const entity of env.entities) list.appendChild(el("li", entity.name + (entity.why ? " — " + entity.why : "")));
+      for (const entity of env.entities) {
+        const why = entity.why_text || entity.why;     // why_text: in the question's language
+        list.appendChild(el("li", entity.name + (why ? " — " + why : "")));
+      }
       box.appendChild(list);
     }
   }

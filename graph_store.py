@@ -185,6 +185,150 @@ veduci veducich viac viedla viedol vieme viete vola volala vsetci vsetkych vymen
 wiadomo wrote wspolnie wymien year zname znie zo
 """.split())
 
+# The words of filtered counts, lists and rankings, and of the relations the graph lacks,
+# one table per language: each entry is a tuple of regex fragments over the folded, lower-case
+# question (diacritics removed), matched as whole words. Every question is read with all three
+# tables (questions mix languages, and a short one may be told the wrong language); the split
+# keeps each language's words together. Y in a year entry stands for a year.
+SET_WORDS_SK: dict[str, tuple[str, ...]] = {
+    "level_bachelor": (r"bakalar\w*",),
+    "level_master": (r"diplom\w*", r"magistersk\w*", r"inziniersk\w*"),
+    "level_doctoral": (r"dizertac\w*", r"doktorand\w*", r"doktorsk\w*"),
+    "list": (r"ktore", r"ktora", r"ake", r"aka", r"vymenuj", r"ukaz", r"zoznam\w*", r"napis",
+             r"ktorych", r"akych"),
+    "rank": (r"najviac", r"najcastejs\w*", r"najcastejsie", r"najpocetnejs\w*",
+             r"najpopularnejs\w*", r"najvacs\w* pocet\w*"),
+    "top": (r"prv\w*",),
+    "year_from": (r"od", r"pocnuc", r"pocnuc rokom"),
+    "year_after": (r"po", r"neskor ako", r"neskor nez"),
+    "year_to": (r"do", r"az do"),
+    "year_before": (r"pred", r"skor ako", r"skor nez"),
+    "year_between": (r"medzi",),
+    "year_during": (r"v rokoch", r"v obdobi", r"z rokov", r"za roky"),
+    "year_and": (r"a", r"alebo"),
+    "year_through": (r"az", r"do", r"az do"),
+    "year_noun": (r"roku", r"rokom", r"rok", r"rokmi", r"rokoch"),
+    "topic": (r"o", r"na temu", r"na tému", r"s temou", r"tyka\w* sa", r"tykajuc\w*",
+              r"zameran\w* na", r"v oblasti", r"z oblasti", r"venovan\w*"),
+    "ranked_year": (r"ktory rok", r"v ktorom roku", r"ktorom roku", r"rok"),
+    "ranked_keyword": (r"tema", r"temy", r"temou", r"oblast\w*"),
+    "filler": (r"vznikl\w*", r"obhajen\w*", r"obhaj\w*", r"odovzdan\w*", r"napisan\w*",
+               r"zaverecn\w*", r"celkovo", r"celkom", r"spolu", r"katedr\w*", r"fakult\w*",
+               r"nasej", r"nasa", r"nase", r"existuj\w*", r"evidovan\w*", r"grafe?", r"mame",
+               r"mate", r"maju", r"mali", r"mal", r"mala", r"bolo", r"boli", r"bol", r"bola",
+               r"vsetk\w*", r"vedenych", r"vedene", r"vedena", r"kolko", r"pocet",
+               r"kluc\w*", r"slov(?:o|a|om|ami|ach|u)?", r"kto", r"ktori", r"veduc\w*", r"vyskytuj\w*",
+               r"objavuj\w*", r"pouzit\w*", r"pouziva\w*", r"casto", r"studentov", r"studenti",
+               r"spomedzi", r"medzi"),
+    "relation_opponent": (r"oponent\w*", r"recenzent\w*", r"posud\w*", r"oponovan\w*"),
+    "relation_grade": (r"znamk\w*", r"hodnoten\w*", r"klasifik\w*", r"hodnotil\w*", r"bodov"),
+    "relation_committee": (r"komisi\w*", r"clen\w* komisie", r"predsed\w*"),
+    "relation_email": (r"e ?mail\w*", r"mail\w*", r"telefon\w*", r"kontakt\w*"),
+}
+SET_WORDS_EN: dict[str, tuple[str, ...]] = {
+    "level_bachelor": (r"bachelor\w*", r"bsc", r"undergraduate"),
+    "level_master": (r"master\w*", r"msc", r"diploma"),
+    "level_doctoral": (r"doctoral", r"doctorate", r"phd\w*", r"dissertations?"),
+    "list": (r"which", r"what", r"list", r"show", r"name"),
+    "rank": (r"most", r"most common", r"most frequent", r"most often", r"most popular",
+             r"the most", r"top", r"largest number"),
+    "top": (r"top", r"first"),
+    "year_from": (r"since", r"from Y on", r"from Y onwards?", r"starting in", r"starting from",
+                  r"starting with", r"Y and later", r"Y or later", r"Y onwards?"),
+    "year_after": (r"after", r"later than"),
+    "year_to": (r"until", r"till", r"up to", r"up until", r"through", r"Y or earlier",
+               r"Y and earlier"),
+    "year_before": (r"before", r"earlier than", r"prior to"),
+    "year_between": (r"between",),
+    "year_during": (r"in the years", r"in years", r"during", r"from", r"over"),
+    "year_and": (r"and", r"or"),
+    "year_through": (r"to", r"until", r"till", r"through"),
+    "year_noun": (r"the year", r"year", r"years", r"the years"),
+    "topic": (r"about", r"on", r"on the topic of", r"regarding", r"concerning", r"dealing with",
+              r"in the area of", r"in the field of", r"related to", r"focused on"),
+    "ranked_year": (r"which year", r"what year", r"year"),
+    "ranked_keyword": (r"topics?", r"areas?", r"subjects?"),
+    "filler": (r"defended", r"written", r"submitted", r"completed", r"finished", r"created",
+               r"produced", r"there", r"total", r"in total", r"overall", r"altogether",
+               r"department", r"faculty", r"exist", r"recorded", r"graph", r"our", r"common",
+               r"frequent", r"often", r"popular", r"used", r"appear\w*", r"theses", r"thesis",
+               r"works?", r"final", r"many", r"how", r"number", r"count", r"keywords?", r"tags?",
+               r"supervis\w*", r"authors?", r"wrote", r"who", r"did", r"do", r"does", r"have",
+               r"has", r"had", r"were", r"was", r"are", r"is", r"students?", r"all", r"among",
+               r"of all", r"ones?"),
+    "relation_opponent": (r"opponents?", r"reviewers?", r"reviewed", r"examiners?", r"referees?",
+                          r"second readers?", r"review"),
+    "relation_grade": (r"grades?", r"graded", r"marks?", r"scores?", r"scored"),
+    "relation_committee": (r"committee\w*", r"jury"),
+    "relation_email": (r"e ?mail\w*", r"mail\w*", r"phone\w*", r"contact\w*"),
+}
+SET_WORDS_PL: dict[str, tuple[str, ...]] = {
+    "level_bachelor": (r"licencjack\w*", r"inzynier\w*", r"bakalar\w*"),
+    "level_master": (r"magister\w*", r"magisterk\w*", r"dyplomow\w*"),
+    "level_doctoral": (r"doktorsk\w*", r"doktorat\w*", r"rozpraw\w* doktorsk\w*"),
+    "list": (r"jakie", r"ktore", r"wymien", r"pokaz", r"lista", r"ktorych", r"jakich"),
+    "rank": (r"najwiecej", r"najczest\w*", r"najczesciej", r"najpopularniejsz\w*",
+             r"najwieksz\w* liczb\w*"),
+    "top": (r"pierwsz\w*",),
+    "year_from": (r"od", r"poczawszy od", r"poczynajac od"),
+    "year_after": (r"po", r"pozniej niz", r"pozniej niz w"),
+    "year_to": (r"do", r"az do"),
+    "year_before": (r"przed", r"wczesniej niz"),
+    "year_between": (r"miedzy", r"pomiedzy"),
+    "year_during": (r"w latach", r"latach", r"w okresie", r"z lat", r"za lata"),
+    "year_and": (r"i", r"a", r"lub", r"oraz", r"albo"),
+    "year_through": (r"do",),
+    "year_noun": (r"roku", r"rokiem", r"rok", r"latami", r"roce"),
+    "topic": (r"o", r"na temat", r"dotyczac\w*", r"z zakresu", r"z dziedziny", r"w dziedzinie",
+              r"poswiecon\w*", r"o tematyce", r"w obszarze"),
+    "ranked_year": (r"ktory rok", r"w ktorym roku", r"rok"),
+    "ranked_keyword": (r"temat\w*", r"tematyk\w*", r"dziedzin\w*"),
+    "filler": (r"powsta\w*", r"obronion\w*", r"obron\w*", r"napisan\w*", r"zlozon\w*",
+               r"lacznie", r"w sumie", r"razem", r"katedr\w*", r"wydzia\w*", r"istniej\w*",
+               r"jest", r"sa", r"bylo", r"byly", r"zostalo", r"zostaly", r"zosta\w*",
+               r"ile", r"liczba", r"kluczow\w*", r"slow(?:o|a|em|ami|ach|ie)?", r"kto", r"promotor\w*",
+               r"prowadz\w*", r"prowadzil\w*", r"wystepuj\w*", r"uzywan\w*", r"czesto",
+               r"studentow", r"studenci", r"wszystki\w*", r"mial\w*", r"ma", r"maja",
+               r"dyplomow\w*", r"koncow\w*", r"wsrod", r"sposrod"),
+    "relation_opponent": (r"recenzent\w*", r"recenzj\w*", r"opiniujac\w*"),
+    "relation_grade": (r"ocen\w*", r"punktow"),
+    "relation_committee": (r"komisj\w*", r"przewodniczac\w*"),
+    "relation_email": (r"e ?mail\w*", r"mail\w*", r"telefon\w*", r"kontakt\w*", r"adres\w*"),
+}
+SET_WORDS = {"sk": SET_WORDS_SK, "en": SET_WORDS_EN, "pl": SET_WORDS_PL}
+YEAR = r"(19[5-9]\d|20\d\d)"
+RANKING_CACHE_SIZE = 256          # rankings kept per loaded graph (by what is ranked and filters)
+LEVELS = ("bachelor", "master", "doctoral")
+# The relations a graph may be asked about but this graph format does not hold.
+MISSING_RELATIONS = ("opponent", "grade", "committee", "email")
+
+
+def _alternatives(key: str) -> str:
+    """Return the fragments of a SET_WORDS entry in all three languages as one alternation
+    (longest first)."""
+    fragments = sorted({f for table in SET_WORDS.values() for f in table.get(key, ())},
+                       key=len, reverse=True)
+    return "(?:" + "|".join(fragments) + ")"
+
+
+def _set_pattern(key: str) -> re.Pattern:
+    """Return the regex of a SET_WORDS entry over all three languages, as whole words."""
+    return re.compile(r"\b" + _alternatives(key) + r"\b")
+
+
+RE_LEVEL = {level: _set_pattern(f"level_{level}") for level in LEVELS}
+RE_SET_LIST = _set_pattern("list")
+RE_RANK = _set_pattern("rank")
+RE_FILLER = _set_pattern("filler")
+RE_TOPIC = _set_pattern("topic")
+RE_RANKED_YEAR = _set_pattern("ranked_year")
+RE_RANKED_KEYWORD = _set_pattern("ranked_keyword")
+RE_MISSING = {rel: _set_pattern(f"relation_{rel}") for rel in MISSING_RELATIONS}
+RE_SMALL_NUMBER = re.compile(r"\b(\d{1,3})\b")
+RE_TOP_N = re.compile(r"\b(?:top|" + "|".join(
+    f for t in SET_WORDS.values() for f in t["top"]) + r") (\d{1,3})\b|\b(\d{1,3}) (?=" +
+    RE_RANK.pattern[2:] + ")")
+
 # Answer sentences, one table: (key, language) -> format string.
 ANSWERS: dict[tuple[str, str], str] = {
     ("count_persons", "sk"): "Počet osôb s prácou v roku {year}: {count}.",
@@ -211,9 +355,9 @@ ANSWERS: dict[tuple[str, str], str] = {
     ("about", "sk"): "Známe fakty o {name}: {items}.",
     ("about", "en"): "Known facts about {name}: {items}.",
     ("about", "pl"): "Znane fakty o {name}: {items}.",
-    ("partial", "sk"): " (zobrazený výpis nie je úplný)",
-    ("partial", "en"): " (the list shown is not complete)",
-    ("partial", "pl"): " (pokazana lista nie jest kompletna)",
+    ("partial_paths", "sk"): " (zoznam ciest: zobrazených prvých {shown}, ďalšie existujú)",
+    ("partial_paths", "en"): " (the list of paths: the first {shown} shown, more exist)",
+    ("partial_paths", "pl"): " (lista ścieżek: pokazano pierwsze {shown}, są kolejne)",
     ("ambiguous_person", "sk"): "Otázka nie je jednoznačná, zodpovedá jej viac osôb: {items}.",
     ("ambiguous_person", "en"): "The question is ambiguous; it fits several persons: {items}.",
     ("ambiguous_person", "pl"): "Pytanie jest niejednoznaczne, pasuje do kilku osób: {items}.",
@@ -303,6 +447,102 @@ ANSWERS: dict[tuple[str, str], str] = {
     ("did_you_mean", "sk"): " Mysleli ste {items}?", ("did_you_mean", "en"): " Did you mean {items}?",
     ("did_you_mean", "pl"): " Czy chodziło o {items}?",
     ("or", "sk"): " alebo ", ("or", "en"): " or ", ("or", "pl"): " lub ",
+    # A fact as a sentence (see _fact_text): the thesis, then the other end after a colon.
+    ("fact_authored", "sk"): "Práca {thesis} — autor: {other}.",
+    ("fact_authored", "en"): "Thesis {thesis} — author: {other}.",
+    ("fact_authored", "pl"): "Praca {thesis} — autor: {other}.",
+    ("fact_supervised_by", "sk"): "Práca {thesis} — vedúci: {other}.",
+    ("fact_supervised_by", "en"): "Thesis {thesis} — supervisor: {other}.",
+    ("fact_supervised_by", "pl"): "Praca {thesis} — promotor: {other}.",
+    ("fact_has_keyword", "sk"): "Práca {thesis} — kľúčové slovo: {other}.",
+    ("fact_has_keyword", "en"): "Thesis {thesis} — keyword: {other}.",
+    ("fact_has_keyword", "pl"): "Praca {thesis} — słowo kluczowe: {other}.",
+    # Counts, lists and rankings under filters (see _scope_text): names stay in the form
+    # the graph gives them, after a colon, so no case ending is ever guessed.
+    ("level_bachelor", "sk"): "bakalárska práca", ("level_bachelor", "en"): "bachelor's thesis",
+    ("level_bachelor", "pl"): "praca licencjacka",
+    ("level_master", "sk"): "diplomová práca", ("level_master", "en"): "master's thesis",
+    ("level_master", "pl"): "praca magisterska",
+    ("level_doctoral", "sk"): "dizertačná práca", ("level_doctoral", "en"): "doctoral thesis",
+    ("level_doctoral", "pl"): "praca doktorska",
+    ("scope_year_eq", "sk"): "rok {year}", ("scope_year_eq", "en"): "year {year}",
+    ("scope_year_eq", "pl"): "rok {year}",
+    ("scope_year_in", "sk"): "roky {year}", ("scope_year_in", "en"): "years {year}",
+    ("scope_year_in", "pl"): "lata {year}",
+    ("scope_year_between", "sk"): "roky {year}", ("scope_year_between", "en"): "years {year}",
+    ("scope_year_between", "pl"): "lata {year}",
+    ("scope_year_gte", "sk"): "od roku {year}", ("scope_year_gte", "en"): "from {year} on",
+    ("scope_year_gte", "pl"): "od roku {year}",
+    ("scope_year_lte", "sk"): "do roku {year}", ("scope_year_lte", "en"): "up to {year}",
+    ("scope_year_lte", "pl"): "do roku {year}",
+    ("scope_is_supervisor", "sk"): "vedúci: {name}", ("scope_is_supervisor", "en"): "supervisor: {name}",
+    ("scope_is_supervisor", "pl"): "promotor: {name}",
+    ("scope_is_author", "sk"): "autor: {name}", ("scope_is_author", "en"): "author: {name}",
+    ("scope_is_author", "pl"): "autor: {name}",
+    ("scope_is_keyword", "sk"): "kľúčové slovo: {name}", ("scope_is_keyword", "en"): "keyword: {name}",
+    ("scope_is_keyword", "pl"): "słowo kluczowe: {name}",
+    ("thesis_list", "sk"): "Práce{scope}, spolu {count}: {items}.",
+    ("thesis_list", "en"): "Theses{scope}, {count} in all: {items}.",
+    ("thesis_list", "pl"): "Prace{scope}, razem {count}: {items}.",
+    ("ranking", "sk"): "Najviac prác{scope} — {what}: {items}.",
+    ("ranking", "en"): "Most theses{scope} — {what}: {items}.",
+    ("ranking", "pl"): "Najwięcej prac{scope} — {what}: {items}.",
+    ("ranking_top", "sk"): "Prvých {top} podľa počtu prác{scope} — {what}: {items}.",
+    ("ranking_top", "en"): "Top {top} by number of theses{scope} — {what}: {items}.",
+    ("ranking_top", "pl"): "Pierwszych {top} według liczby prac{scope} — {what}: {items}.",
+    ("ranking_tied", "sk"): " Miesto {top} zdieľajú rovnakým počtom ({count}) viacerí, preto je ich {n}.",
+    ("ranking_tied", "en"): " Several share place {top} with the same count ({count}), so {n} are listed.",
+    ("ranking_tied", "pl"): " Miejsce {top} dzieli kilku z tą samą liczbą ({count}), więc jest ich {n}.",
+    ("ranked_supervisor", "sk"): "vedúci", ("ranked_supervisor", "en"): "supervisor",
+    ("ranked_supervisor", "pl"): "promotor",
+    ("ranked_author", "sk"): "autor", ("ranked_author", "en"): "author",
+    ("ranked_author", "pl"): "autor",
+    ("ranked_keyword", "sk"): "kľúčové slovo", ("ranked_keyword", "en"): "keyword",
+    ("ranked_keyword", "pl"): "słowo kluczowe",
+    ("ranked_year", "sk"): "rok", ("ranked_year", "en"): "year", ("ranked_year", "pl"): "rok",
+    ("list_theses", "sk"): "zoznam prác", ("list_theses", "en"): "the list of theses",
+    ("list_theses", "pl"): "lista prac",
+    ("list_supervisor", "sk"): "zoznam vedúcich", ("list_supervisor", "en"): "the list of supervisors",
+    ("list_supervisor", "pl"): "lista promotorów",
+    ("list_author", "sk"): "zoznam autorov", ("list_author", "en"): "the list of authors",
+    ("list_author", "pl"): "lista autorów",
+    ("list_keyword", "sk"): "zoznam kľúčových slov", ("list_keyword", "en"): "the list of keywords",
+    ("list_keyword", "pl"): "lista słów kluczowych",
+    ("list_year", "sk"): "zoznam rokov", ("list_year", "en"): "the list of years",
+    ("list_year", "pl"): "lista lat",
+    ("list_facts", "sk"): "zoznam faktov", ("list_facts", "en"): "the list of facts",
+    ("list_facts", "pl"): "lista faktów",
+    ("partial_more", "sk"): " ({what}: zobrazených {shown} z {total}, ďalších {more} nie je uvedených)",
+    ("partial_more", "en"): " ({what}: {shown} of {total} shown, {more} more not listed)",
+    ("partial_more", "pl"): " ({what}: pokazano {shown} z {total}, kolejnych {more} nie wymieniono)",
+    # Questions the graph cannot answer exactly: a relation it lacks, words it cannot use.
+    ("unsupported_relation", "sk"): "Graf neobsahuje vzťah „{relation}“; obsahuje len: {relations}.",
+    ("unsupported_relation", "en"): "The graph has no “{relation}” relation; it has only: {relations}.",
+    ("unsupported_relation", "pl"): "Graf nie zawiera relacji „{relation}”; zawiera tylko: {relations}.",
+    ("unsupported_question", "sk"): "Na túto otázku graf presne neodpovie: slová {words} "
+                                    "nezodpovedajú ničomu, čo graf obsahuje.",
+    ("unsupported_question", "en"): "The graph cannot answer this question exactly: the words "
+                                    "{words} match nothing it holds.",
+    ("unsupported_question", "pl"): "Graf nie odpowie dokładnie na to pytanie: słowa {words} "
+                                    "nie pasują do niczego, co zawiera.",
+    ("relation_opponent", "sk"): "oponent", ("relation_opponent", "en"): "opponent or reviewer",
+    ("relation_opponent", "pl"): "recenzent",
+    ("relation_grade", "sk"): "hodnotenie", ("relation_grade", "en"): "grade",
+    ("relation_grade", "pl"): "ocena",
+    ("relation_committee", "sk"): "komisia", ("relation_committee", "en"): "committee",
+    ("relation_committee", "pl"): "komisja",
+    ("relation_email", "sk"): "e-mail alebo kontakt", ("relation_email", "en"): "e-mail or contact",
+    ("relation_email", "pl"): "e-mail lub kontakt",
+    ("relation_authored", "sk"): "autor práce", ("relation_authored", "en"): "author of a thesis",
+    ("relation_authored", "pl"): "autor pracy",
+    ("relation_supervised_by", "sk"): "vedúci práce", ("relation_supervised_by", "en"): "supervisor",
+    ("relation_supervised_by", "pl"): "promotor",
+    ("relation_has_keyword", "sk"): "kľúčové slovo", ("relation_has_keyword", "en"): "keyword",
+    ("relation_has_keyword", "pl"): "słowo kluczowe",
+    ("relation_year", "sk"): "rok práce", ("relation_year", "en"): "year of a thesis",
+    ("relation_year", "pl"): "rok pracy",
+    ("relation_kind", "sk"): "druh práce", ("relation_kind", "en"): "kind of thesis",
+    ("relation_kind", "pl"): "rodzaj pracy",
 }
 
 # How a group of a node's edges is named in a summary, by (edge type, direction, language).
@@ -321,11 +561,131 @@ RELATIONS: dict[tuple[str, str, str], str] = {
     (HAS_KEYWORD, "in", "en"): "theses with this keyword",
     (HAS_KEYWORD, "in", "pl"): "prace z tym słowem kluczowym",
 }
+# One step of a path as it is read, by (edge type, direction, language) (see _path_text).
+STEPS: dict[tuple[str, str, str], str] = {
+    (AUTHORED, "out", "sk"): "práca", (AUTHORED, "out", "en"): "thesis", (AUTHORED, "out", "pl"): "praca",
+    (AUTHORED, "in", "sk"): "autor", (AUTHORED, "in", "en"): "author", (AUTHORED, "in", "pl"): "autor",
+    (SUPERVISED_BY, "out", "sk"): "vedúci", (SUPERVISED_BY, "out", "en"): "supervisor",
+    (SUPERVISED_BY, "out", "pl"): "promotor",
+    (SUPERVISED_BY, "in", "sk"): "vedená práca", (SUPERVISED_BY, "in", "en"): "supervised thesis",
+    (SUPERVISED_BY, "in", "pl"): "prowadzona praca",
+    (HAS_KEYWORD, "out", "sk"): "kľúčové slovo", (HAS_KEYWORD, "out", "en"): "keyword",
+    (HAS_KEYWORD, "out", "pl"): "słowo kluczowe",
+    (HAS_KEYWORD, "in", "sk"): "práca", (HAS_KEYWORD, "in", "en"): "thesis",
+    (HAS_KEYWORD, "in", "pl"): "praca",
+}
 # Which absent_* sentence says that the asked relation is missing, by question kind.
 ABSENT = {"thesis_title": "absent_authored", "thesis_year": "absent_authored",
           "supervisor_of": "absent_supervisor", "supervised_by": "absent_supervised",
           "co_supervisors": "absent_co_supervised", "keyword_theses": "absent_keyword",
           "author_of_title": "absent_authors", "who_is": "absent_any", "about": "absent_any"}
+
+# The diagnostic lines of an answer (its reasons, why a candidate was considered or rejected),
+# written in English in the JSON's `reasons` and `why`, and in the question's language in
+# `reasons_text` and `why_text`: (pattern over the English line, {language: its template});
+# {0}, {1}... are the pattern's groups, a role word among them translated by NOTE_WORDS.
+NOTES: tuple[tuple[re.Pattern, dict[str, str]], ...] = tuple((re.compile(p), t) for p, t in (
+    (r"similar spelling", {"sk": "podobný zápis", "pl": "podobna pisownia"}),
+    (r"(\d+) persons fit the name in the question",
+     {"sk": "menu v otázke zodpovedá viac osôb ({0})", "pl": "do imienia w pytaniu pasuje kilka osób ({0})"}),
+    (r"(\d+) theses fit the title in the question equally well",
+     {"sk": "názvu v otázke zodpovedá rovnako dobre viac prác ({0})",
+      "pl": "do tytułu w pytaniu pasuje równie dobrze kilka prac ({0})"}),
+    (r"(\d+) keywords fit the same words of the question",
+     {"sk": "tým istým slovám otázky zodpovedá viac kľúčových slov ({0})",
+      "pl": "do tych samych słów pytania pasuje kilka słów kluczowych ({0})"}),
+    (r"only some words of the keyword are in the question",
+     {"sk": "v otázke je len časť slov kľúčového slova", "pl": "w pytaniu jest tylko część słów słowa kluczowego"}),
+    (r"a longer keyword matches", {"sk": "zodpovedá dlhšie kľúčové slovo", "pl": "pasuje dłuższe słowo kluczowe"}),
+    (r"keyword matches", {"sk": "kľúčové slovo zodpovedá", "pl": "słowo kluczowe pasuje"}),
+    (r"the same words of the question fit another keyword",
+     {"sk": "tie isté slová otázky zodpovedajú inému kľúčovému slovu",
+      "pl": "te same słowa pytania pasują do innego słowa kluczowego"}),
+    (r"title matches: (\d+) of its (\d+) words are in the question",
+     {"sk": "názov zodpovedá: v otázke je {0} z jeho {1} slov", "pl": "tytuł pasuje: w pytaniu jest {0} z jego {1} słów"}),
+    (r"too few title words are in the question",
+     {"sk": "v otázke je príliš málo slov názvu", "pl": "w pytaniu jest za mało słów tytułu"}),
+    (r"another title fits more words of the question",
+     {"sk": "iný názov zodpovedá viacerým slovám otázky", "pl": "inny tytuł pasuje do większej liczby słów pytania"}),
+    (r"(first name|surname) '(.+)' shares the stem '(.+)'",
+     {"sk": "{0} „{1}“ má rovnaký kmeň „{2}“", "pl": "{0} „{1}” ma ten sam rdzeń „{2}”"}),
+    (r"an alias word matches", {"sk": "zodpovedá slovo z aliasu", "pl": "pasuje słowo z aliasu"}),
+    (r"'(.+)' is a form of another first name than '(.+)'",
+     {"sk": "„{0}“ je tvar iného krstného mena než „{1}“", "pl": "„{0}” to forma innego imienia niż „{1}”"}),
+    (r"'(.+)' is the other gender's form of the surname '(.+)': the question names someone else",
+     {"sk": "„{0}“ je tvar priezviska „{1}“ pre iné pohlavie: otázka menuje niekoho iného",
+      "pl": "„{0}” to forma nazwiska „{1}” dla innej płci: pytanie wymienia kogoś innego"}),
+    (r"full name matches", {"sk": "zodpovedá celé meno", "pl": "pasuje całe imię i nazwisko"}),
+    (r"full name matches only after folding diacritics or endings \((.+)\)",
+     {"sk": "celé meno zodpovedá až po odstránení diakritiky alebo koncoviek ({0})",
+      "pl": "całe imię i nazwisko pasuje dopiero po pominięciu znaków diakrytycznych lub końcówek ({0})"}),
+    (r"fewer of the question's words are exact forms of this name \(diacritics included\) than of the "
+     r"chosen person's",
+     {"sk": "menej slov otázky je presným tvarom tohto mena (s diakritikou) než mena vybranej osoby",
+      "pl": "mniej słów pytania to dokładne formy tego imienia (ze znakami diakrytycznymi) niż imienia wybranej osoby"}),
+    (r"only part of the name matches; a full-name match exists",
+     {"sk": "zodpovedá len časť mena; existuje zhoda celého mena",
+      "pl": "pasuje tylko część imienia; istnieje dopasowanie całego imienia i nazwiska"}),
+    (r"the question names a word this person's name lacks",
+     {"sk": "otázka obsahuje slovo, ktoré meno tejto osoby nemá",
+      "pl": "pytanie zawiera słowo, którego nie ma w imieniu tej osoby"}),
+    (r"fewer name words match than the best candidate",
+     {"sk": "zodpovedá menej slov mena než pri najlepšom kandidátovi",
+      "pl": "pasuje mniej słów imienia niż u najlepszego kandydata"}),
+    (r"(person|keyword|entity|title) named", {"sk": "{0} z otázky", "pl": "{0} z pytania"}),
+    (r"the entity was found but no fact of the asked kind links it",
+     {"sk": "entita je v grafe, ale nespája ju žiadny fakt požadovaného druhu",
+      "pl": "encja jest w grafie, ale nie łączy jej żaden fakt pytanego rodzaju"}),
+    (r"names of similar spelling are offered, never chosen: (.+)",
+     {"sk": "mená podobného zápisu sa ponúkajú, nikdy sa nevyberajú: {0}",
+      "pl": "nazwy o podobnej pisowni są proponowane, nigdy wybierane: {0}"}),
+    (r"no person's name fits the words of the question",
+     {"sk": "slovám otázky nezodpovedá meno žiadnej osoby", "pl": "do słów pytania nie pasuje imię żadnej osoby"}),
+    (r"no keyword of the graph is fully contained in the question",
+     {"sk": "žiadne kľúčové slovo grafu nie je celé v otázke",
+      "pl": "żadne słowo kluczowe grafu nie występuje w pytaniu w całości"}),
+    (r"no thesis title has (\d+)% of its words in the question",
+     {"sk": "žiadny názov práce nemá v otázke {0} % svojich slov",
+      "pl": "żaden tytuł pracy nie ma w pytaniu {0}% swoich słów"}),
+    (r"no entity of the graph is named in the question",
+     {"sk": "otázka nemenuje žiadnu entitu grafu", "pl": "pytanie nie wymienia żadnej encji grafu"}),
+    (r"(\d+) further rejected candidates are not listed \(entity_limit\)",
+     {"sk": "ďalší odmietnutí kandidáti ({0}) nie sú uvedení (entity_limit)",
+      "pl": "kolejnych odrzuconych kandydatów ({0}) nie wymieniono (entity_limit)"}),
+    (r"no thesis in the graph has the year (\d+)",
+     {"sk": "žiadna práca v grafe nie je z roku {0}", "pl": "żadna praca w grafie nie jest z roku {0}"}),
+    (r"the question is not one of the supported graph questions",
+     {"sk": "otázka nepatrí medzi otázky, na ktoré graf odpovedá",
+      "pl": "pytanie nie należy do pytań, na które odpowiada graf"}),
+    (r"the graph has no '(.+)' relation; it has: (.+)",
+     {"sk": "graf nemá vzťah „{0}“; má: {1}", "pl": "graf nie ma relacji „{0}”; ma: {1}"}),
+    (r"words of the question that no filter, entity or question form uses: (.+)",
+     {"sk": "slová otázky, ktoré nepoužije žiadny filter, entita ani tvar otázky: {0}",
+      "pl": "słowa pytania, których nie używa żaden filtr, encja ani forma pytania: {0}"}),
+))
+NOTE_WORDS = {("first name", "sk"): "krstné meno", ("surname", "sk"): "priezvisko",
+              ("first name", "pl"): "imię", ("surname", "pl"): "nazwisko",
+              ("person", "sk"): "osoba", ("keyword", "sk"): "kľúčové slovo", ("entity", "sk"): "entita",
+              ("title", "sk"): "názov", ("person", "pl"): "osoba", ("keyword", "pl"): "słowo kluczowe",
+              ("entity", "pl"): "encja", ("title", "pl"): "tytuł"}
+# Headings of the text form, by language (the JSON keeps the data; see _answer_text).
+TEXT_WORDS: dict[str, dict[str, str]] = {
+    "en": {"facts": "Facts:", "paths": "Paths:", "count": "Count", "counted": "counted",
+           "complete": "complete", "candidates": "Candidates:", "not_chosen": "Not chosen:",
+           "reasons": "Reasons:", "sources": "Sources:",
+           "limits": "Limits hit: {names} (more facts and paths exist than are shown; "
+                     "counts in the aggregation are exact)"},
+    "sk": {"facts": "Fakty:", "paths": "Cesty:", "count": "Počet", "counted": "počítané",
+           "complete": "úplné", "candidates": "Kandidáti:", "not_chosen": "Nevybraté:",
+           "reasons": "Dôvody:", "sources": "Zdroje:",
+           "limits": "Dosiahnuté limity: {names} (faktov a ciest je viac, než sa zobrazuje; "
+                     "počty v agregácii sú presné)"},
+    "pl": {"facts": "Fakty:", "paths": "Ścieżki:", "count": "Liczba", "counted": "liczone",
+           "complete": "pełne", "candidates": "Kandydaci:", "not_chosen": "Niewybrane:",
+           "reasons": "Powody:", "sources": "Źródła:",
+           "limits": "Osiągnięte limity: {names} (faktów i ścieżek jest więcej, niż pokazano; "
+                     "liczby w agregacji są dokładne)"},
+}
 
 # Did you mean: the largest folded edit distance offered, by the length of the typed word.
 SUGGEST_MAX_DISTANCE = ((4, 1), (10**9, 2))   # up to 4 letters: 1 edit; longer: 2
@@ -346,8 +706,10 @@ GRAPH_EXTRA_SCHEMA: dict[str, Any] = {
     "entities": _LIST, "facts": _LIST, "paths": _LIST, "documents": _LIST,
     "aggregation": {"type": ["object", "null"]},
     "reasons": {"type": "array", "items": {"type": "string"}},
+    "reasons_text": {"type": "array", "items": {"type": "string"}},   # reasons in `language`
     "rejected_candidates": _LIST,
     "answer": {"type": "string"},
+    "language": {"enum": ["sk", "en", "pl"]},     # of the question: the answer's and the text's
     "limits": {"type": "object"},
 }
 
@@ -366,6 +728,7 @@ class Node:
     document_path: str | None = None
     source_url: str | None = None
     title: str | None = None        # the node's `title` as given; the source title, never guessed
+    kind: str | None = None         # a thesis's `kind` as given (bakalárska, master, ...)
 
 
 @dataclass
@@ -401,6 +764,13 @@ class Graph:
     # (node type, key) -> the ids of that token index entry in id order; built on first use
     # (the namesakes of a common first name are listed in this order, see _match_persons)
     sorted_ids: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    # thesis level (bachelor, master, doctoral; else the folded `kind`) -> thesis ids, file order
+    kind_index: dict[str, list[str]] = field(default_factory=dict)
+    kind_levels: dict[str, str] = field(default_factory=dict)     # a `kind` text -> its level
+    # (what is ranked, filters) -> (counts, ranked ids); at most RANKING_CACHE_SIZE entries
+    rankings: dict[tuple, tuple[Counter, list[str]]] = field(default_factory=dict)
+    # the edge types and thesis attributes the graph holds; built on first use (_graph_relations)
+    relations: list[str] | None = None
 
 
 @dataclass
@@ -431,8 +801,13 @@ class Intent:
     year: int | None = None
     subject: str = PERSON       # for year questions: count persons or theses
     words: tuple[str, ...] = ()  # the casefolded words behind keys, diacritics kept
-    filters: tuple[str, ...] = ()  # count_filtered: "supervisor", "author" and/or "keyword"
+    filters: tuple[str, ...] = ()  # the entities filtering a count, list or ranking: "supervisor",
+                                   # "author" and/or "keyword", found in the graph when answered
     target: tuple | None = None    # about/who_is: (chosen ids, match) found while parsing
+    where: tuple = ()              # Filter conditions on year and level known from the words alone
+    ranked: str | None = None      # ranking: supervisor, author, keyword or year
+    top: int | None = None         # ranking: the first N places (None: all)
+    person: Any = None             # the _Match of the person a count, list or ranking names
 
 
 @dataclass
@@ -748,7 +1123,8 @@ def _node_parse(i: int, raw: Any) -> Node:
     label = raw.get("title") if node_type == THESIS else raw.get("name") or raw.get("title")
     return Node(node_id=node_id, node_type=node_type, label=label or node_id,
                 aliases=tuple(aliases), year=year, document_path=doc,
-                source_url=raw.get("source_url"), title=raw.get("title"))
+                source_url=raw.get("source_url"), title=raw.get("title"),
+                kind=raw.get("kind") if node_type == THESIS else None)
 
 
 def _node_check_required(where: str, node_type: str, raw: dict) -> None:
@@ -843,6 +1219,7 @@ def _index_tokens(graph: Graph) -> None:
     title words repeat a lot).
     """
     memo: dict[str, tuple[str, bool]] = {}
+    levels = graph.kind_levels
 
     def keys_of(text: str, min_chars: int, drop_stop: bool) -> frozenset[str]:
         out = set()
@@ -873,6 +1250,11 @@ def _index_tokens(graph: Graph) -> None:
                 ids.add(node.node_id)
         if node.node_type == THESIS and node.year is not None:
             graph.year_index.setdefault(node.year, []).append(node.node_id)
+        if node.node_type == THESIS and node.kind:
+            level = levels.get(node.kind)
+            if level is None:
+                level = levels[node.kind] = _thesis_level(node.kind)
+            graph.kind_index.setdefault(level, []).append(node.node_id)
 
 
 def _neighbours(graph: Graph, node_id: str, edge_type: str, outgoing: bool = True) -> list[str]:
@@ -1418,10 +1800,17 @@ def _kind_by_words(folded: str) -> str | None:
 
 
 def graph_parse_question(question: str, graph: Graph) -> Intent | None:
-    """Return the question's Intent, or None when it is not a question the graph answers.
+    """Return the question's Intent, or None when it is not a question the graph answers
+    exactly (a relation it lacks, a word it cannot use: see _parse).
 
     Raises InvalidQueryError for an empty or over-long question.
     """
+    return _parse(question, graph)[0]
+
+
+def _parse(question: str, graph: Graph) -> tuple[Intent | None, tuple[str, Any] | None]:
+    """Return the question's Intent, or None and why: ("unsupported_relation", relation) or
+    ("unsupported_question", the words left over), or None for any other question."""
     if not isinstance(question, str) or not question.strip():
         raise rc.InvalidQueryError("the question is empty", field_names=["question"])
     if len(question) > MAX_QUESTION_CHARS:
@@ -1429,25 +1818,57 @@ def graph_parse_question(question: str, graph: Graph) -> Intent | None:
     folded = " ".join(docs_qa.text_fold(w) for w in docs_qa.text_words(question))
     year_match = RE_YEAR.search(folded)
     year = int(year_match.group(1)) if year_match else None
+    words = _question_words(question)
+    missing = _missing_relation(words, graph)
+    if missing is not None:
+        return None, ("unsupported_relation", missing)
+    name_keys = _name_keys(question, graph)
     kind = _kind(folded, year)
-    if kind is None:
-        return None
+    if kind is not None:
+        kind = _kind_refined(kind, folded, year, graph, name_keys)[0]
+    language = docs_qa.text_detect_language(question, DEFAULT_LANGUAGE)
+    ctx = _Parse(question, graph, words, folded, kind, year, language, name_keys)
+    intent = _form_intent(ctx)
+    if intent is not None or ctx.refusal is not None:
+        return intent, ctx.refusal
+    if kind is None or kind in ("count_year", "count_filtered", "supervised_by", "keyword_theses",
+                                "supervisor_list"):
+        return None, None     # a count or list the form parsers did not take is not the graph's
     words = tuple(w for w in docs_qa.text_words(question) if not RE_YEAR.fullmatch(w))
     keys = tuple(name_key(w) for w in words)
-    name_keys = _name_keys(question, graph)
-    kind, filters = _kind_refined(kind, folded, year, graph, name_keys)
-    if kind is None:
-        return None
     target = _about_target(graph, words, name_keys) if kind in ("about", "who_is") else None
     if target is not None and not target[0] and not (name_keys and _suggest_persons(graph, name_keys)):
-        return None      # "who is / what is known about X" with no graph entity: leave it to RAG
-    subject = PERSON
-    if (kind in ("count_year", "count_filtered") and RE_THESIS_WORD.search(folded)
-            and not RE_PERSON_WORD.search(folded) and not RE_WHO.search(folded)):
-        subject = THESIS
-    return Intent(kind=kind, language=docs_qa.text_detect_language(question, DEFAULT_LANGUAGE),
-                  keys=keys, name_keys=name_keys, year=year, subject=subject, words=words,
-                  filters=filters, target=target)
+        return None, None   # "who is / what is known about X" with no graph entity: leave it to RAG
+    return Intent(kind=kind, language=language, keys=keys, name_keys=name_keys, year=year,
+                  words=words, target=target), None
+
+
+def _refusal(graph: Graph, intent: Intent, limits: GraphLimits, reason: str, detail: Any) -> GraphResult:
+    """Return the no_answer of a question the graph cannot answer exactly: the relation it
+    lacks, with the relations it has, or the words of the question it could not use."""
+    lang = intent.language
+    result = _no_answer(intent, limits, reason, [], [], graph=graph)
+    if reason == "unsupported_relation":
+        has = [ANSWERS.get((f"relation_{r}", lang), r) for r in _graph_relations(graph)]
+        result.answer = ANSWERS[(reason, lang)].format(
+            relation=ANSWERS[(f"relation_{detail}", lang)], relations=", ".join(has))
+        result.reasons = [f"the graph has no '{detail}' relation; it has: "
+                          + ", ".join(_graph_relations(graph))]
+    else:
+        result.answer = ANSWERS[(reason, lang)].format(words=", ".join(f"„{w}“" for w in detail))
+        result.reasons = ["words of the question that no filter, entity or question form uses: "
+                          + ", ".join(detail)]
+    return result
+
+
+def _graph_relations(graph: Graph) -> list[str]:
+    """Return the relations the graph holds: its edge types, then the thesis attributes year
+    and kind (when some thesis has one); read once per loaded graph."""
+    if graph.relations is None:
+        types = {t for by_type in graph.out_edges.values() for t in by_type}
+        graph.relations = ([t for t in EDGE_ENDS if t in types] + sorted(types - set(EDGE_ENDS))
+                           + ["year"] * bool(graph.year_index) + ["kind"] * bool(graph.kind_index))
+    return graph.relations
 
 
 def _kind_refined(kind: str, folded: str, year: int | None, graph: Graph,
@@ -1512,7 +1933,285 @@ def _name_run_keys(question: str, graph: Graph) -> tuple[str, ...]:
     return tuple(dict.fromkeys(keys))
 
 
+# --- 7a. Filters, rankings and the words a question leaves over
+
+@dataclass(frozen=True)
+class Filter:
+    """One condition on the theses a count, list or ranking reads (aggregation.filters):
+    field kind, year, keyword, supervisor or author; op eq, in, gte, lte or between."""
+
+    field: str
+    op: str
+    value: Any
+
+    def as_dict(self) -> dict:
+        return {"field": self.field, "op": self.op, "value": self.value}
+
+
+@dataclass
+class _Words:
+    """A question split for accounting: its words, their folded forms, the folded text (one
+    space between words; a dash kept only between two numbers, as in 2021–2023), each word's
+    span in that text, and the words some part of the parse has used."""
+
+    raw: list[str]
+    folded: list[str]
+    text: str
+    spans: list[tuple[int, int]]
+    used: set[int] = field(default_factory=set)
+
+    def mark(self, pattern: re.Pattern, text: str | None = None) -> list[re.Match]:
+        """Return pattern's matches in the folded text, marking the words they cover used."""
+        found = list(pattern.finditer(self.text if text is None else text))
+        for m in found:
+            self.used.update(self.covered(m.start(), m.end()))
+        return found
+
+    def covered(self, start: int, end: int) -> list[int]:
+        return [i for i, (a, b) in enumerate(self.spans) if a < end and b > start]
+
+    def unused(self) -> list[str]:
+        """Return the content words no part of the parse used (stop and question words aside)."""
+        return [w for i, (w, f) in enumerate(zip(self.raw, self.folded))
+                if i not in self.used and f not in QUESTION_WORDS]
+
+
+RE_RAW_TOKEN = re.compile(r"\w+|[-–—]")
+
+
+def _question_words(question: str) -> _Words:
+    """Return the question split for accounting (see _Words); format characters (a zero-width
+    space or soft hyphen inside a word) are dropped first, as docs_qa's words drop them."""
+    tokens = RE_RAW_TOKEN.findall("".join(c for c in question if unicodedata.category(c) != "Cf"))
+    raw, folded, parts, spans, pos = [], [], [], [], 0
+    for i, token in enumerate(tokens):
+        if not token[0].isalnum() and token[0] != "_":
+            if (0 < i < len(tokens) - 1 and tokens[i - 1].isdigit() and tokens[i + 1].isdigit()):
+                parts.append("-")
+                pos += 2
+            continue
+        word = docs_qa.text_fold(token)
+        raw.append(token)
+        folded.append(word)
+        parts.append(word)
+        spans.append((pos, pos + len(word)))
+        pos += len(word) + 1
+    return _Words(raw, folded, " ".join(parts), spans)
+
+
+_YN = rf"(?:{_alternatives('year_noun')} )?"
+_PLAIN = {key: "(?:" + "|".join(sorted({f for t in SET_WORDS.values() for f in t[key] if "Y" not in f},
+                                       key=len, reverse=True)) + ")"
+          for key in ("year_from", "year_after", "year_to", "year_before")}
+# Year conditions, tried in this order; each is (pattern, how its years become a Filter).
+YEAR_RULES: tuple[tuple[re.Pattern, Callable[[int, int], tuple[str, Any]]], ...] = (
+    (re.compile(rf"\b{_alternatives('year_between')} {_YN}{YEAR} ?"
+                rf"(?:-|{_alternatives('year_through')}|{_alternatives('year_and')}) ?{_YN}{YEAR}\b"),
+     lambda a, b: ("between", [min(a, b), max(a, b)])),
+    (re.compile(rf"\b(?:{_alternatives('year_during')}|{_PLAIN['year_from']}) {_YN}{YEAR} ?"
+                rf"(?:-|{_alternatives('year_through')}) ?{_YN}{YEAR}\b"),
+     lambda a, b: ("between", [min(a, b), max(a, b)])),
+    (re.compile(rf"\b{_YN}{YEAR} ?(?:-|{_alternatives('year_through')}) ?{_YN}{YEAR}\b"),
+     lambda a, b: ("between", [min(a, b), max(a, b)])),
+    *((re.compile(r"\b" + "|".join(f.replace("Y", YEAR) for t in SET_WORDS.values() for f in t[key]
+                                   if "Y" in f) + r"\b"), rule)
+      for key, rule in (("year_from", lambda a, b: ("gte", a)), ("year_to", lambda a, b: ("lte", a)))),
+    (re.compile(rf"\b{_PLAIN['year_from']} {_YN}{YEAR}\b"), lambda a, b: ("gte", a)),
+    (re.compile(rf"\b{_PLAIN['year_after']} {_YN}{YEAR}\b"), lambda a, b: ("gte", a + 1)),
+    (re.compile(rf"\b{_PLAIN['year_to']} {_YN}{YEAR}\b"), lambda a, b: ("lte", a)),
+    (re.compile(rf"\b{_PLAIN['year_before']} {_YN}{YEAR}\b"), lambda a, b: ("lte", a - 1)),
+)
+RE_YEARS_AND = re.compile(rf"\b{YEAR}(?:(?: ?,| {_alternatives('year_and')}) {_YN}{YEAR})+\b")
+RE_ONE_YEAR = re.compile(rf"\b{YEAR}\b")
+
+
+def _year_filters(words: _Words) -> list[Filter]:
+    """Return the year conditions of the question (ranges, lists, one year), marking their words."""
+    text, filters = words.text, []
+    for pattern, rule in YEAR_RULES:
+        for m in words.mark(pattern, text):
+            years = [int(y) for y in m.groups() if y]
+            op, value = rule(years[0], years[-1])
+            filters.append(Filter("year", op, value))
+            text = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
+    for m in words.mark(RE_YEARS_AND, text):
+        filters.append(Filter("year", "in", sorted({int(y) for y in RE_ONE_YEAR.findall(m.group(0))})))
+        text = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
+    for m in words.mark(RE_ONE_YEAR, text):
+        filters.append(Filter("year", "eq", int(m.group(1))))
+    return filters
+
+
+def _level_filter(words: _Words) -> list[Filter]:
+    """Return the thesis level the question names (bachelor, master, doctoral), if any."""
+    levels = [level for level in LEVELS if words.mark(RE_LEVEL[level])]
+    if not levels:
+        return []
+    return [Filter("kind", "eq", levels[0]) if len(levels) == 1 else Filter("kind", "in", levels)]
+
+
+def _thesis_level(kind: str) -> str:
+    """Return the level of a thesis's `kind` text (bachelor, master, doctoral), else the text folded."""
+    folded = " ".join(docs_qa.text_fold(w) for w in docs_qa.text_words(kind))
+    for level in LEVELS:
+        if RE_LEVEL[level].search(folded):
+            return level
+    return folded
+
+
+def _missing_relation(words: _Words, graph: Graph) -> str | None:
+    """Return the relation the question asks about that the graph format lacks (opponent,
+    grade, committee, e-mail), unless the word belongs to a title or keyword of the graph."""
+    for relation, pattern in RE_MISSING.items():
+        for m in pattern.finditer(words.text):
+            keys = [name_key(words.raw[i]) for i in words.covered(m.start(), m.end())]
+            if not any(k in graph.token_index.get(t, {}) for k in keys for t in (THESIS, KEYWORD)):
+                return relation
+    return None
+
+
+@dataclass
+class _Parse:
+    """What parsing knows of a question, handed to the parsers of the question forms."""
+
+    question: str
+    graph: Graph
+    words: _Words
+    folded: str
+    kind: str | None             # the kind the word rules (_kind) give, before the forms' parsers
+    year: int | None
+    language: str
+    name_keys: tuple[str, ...]
+    refusal: tuple[str, Any] | None = None   # (reason, detail) when the graph cannot answer
+
+
+# A thesis as a count, list or ranking names it (stricter than RE_THESIS_WORD: not "pracovisko").
+RE_THESIS_NOUN = re.compile(r"\b(prac[aeiuy]?|pracou|pracami|pracach|pracam|pracom|thes[ie]s|"
+                            r"dissertations?|works?|papers?)\b")
+# The words every count, list or ranking may use (the question forms' own words).
+SET_VOCABULARY = (RE_COUNT, RE_WHO_LIST, RE_WHO, RE_THESIS_NOUN, RE_PERSON_WORD, RE_SUPERVISE,
+                  RE_SUPERVISED_BY, RE_KEYWORD, RE_WROTE, RE_DEFEND, RE_LIST_ALL, RE_SET_LIST,
+                  RE_RANK, RE_FILLER, RE_TOPIC)
+
+
+def _set_intent(ctx: _Parse, kind: str, ranked: str | None = None,
+                top: int | None = None) -> Intent | None:
+    """Return the Intent of a count, list or ranking of theses once every content word of the
+    question is accounted for: a year condition, a level, a keyword, a supervisor or author,
+    or a word of the form; None (ctx.refusal naming the words) when a word is left over."""
+    words, graph = ctx.words, ctx.graph
+    where = _year_filters(words) + _level_filter(words)
+    for pattern in SET_VOCABULARY:
+        words.mark(pattern)
+    if ranked == "year":
+        words.mark(RE_RANKED_YEAR)
+    elif ranked == "keyword":
+        words.mark(RE_RANKED_KEYWORD)
+    n = len(words.raw)
+    content = [i for i in range(n) if i not in words.used and words.folded[i] not in QUESTION_WORDS]
+    names = set(ctx.name_keys)
+    # a keyword named by the words left (its name or an alias, in any inflected form)
+    match = _match_keywords(graph, {name_key(words.raw[i]) for i in content})
+    filters: list[str] = []
+    if match.chosen:
+        used_keys = set().union(*(c["matched_keys"] for c in match.candidates))
+        words.used.update(i for i in content if name_key(words.raw[i]) in used_keys)
+        filters.append("keyword")
+    elif (RE_KEYWORD.search(ctx.folded) and ranked != "keyword") or any(
+            j < n and j in content and name_key(words.raw[j]) not in names
+            for m in RE_TOPIC.finditer(words.text) for j in [_word_after(words, m.end())]):
+        words.used.update(i for i in content if name_key(words.raw[i]) not in names)
+        filters.append("keyword")           # an unknown keyword: answered with did-you-mean
+    # a person named by the capitalised words (or runs holding a name word) left
+    left = [i for i in range(n) if i not in words.used and words.folded[i] not in QUESTION_WORDS]
+    named = [i for i in left if name_key(words.raw[i]) in names]
+    supervising = bool(RE_SUPERVISE.search(ctx.folded)) and ranked != "supervisor"
+    person_index = graph.token_index.get(PERSON, {})
+    person = None
+    if named and (supervising or RE_WROTE.search(ctx.folded) or RE_PERSON_WORD.search(ctx.folded)
+                  or any(name_key(words.raw[i]) in person_index for i in named)):
+        person = _match_persons(graph, _intent_words(ctx.question), ctx.name_keys)
+        if person.chosen:        # a name word the chosen person lacks is left over (Brno, English)
+            matched = set().union(*(c.get("matched_keys", ()) for c in person.candidates))
+            named = [i for i in named if name_key(words.raw[i]) in matched]
+        words.used.update(named)
+        filters.append("supervisor" if supervising else "author")
+    elif supervising and ranked is None:
+        if kind != "thesis_list":
+            return None       # how many supervisors, or theses of someone unnamed: not the graph's
+        if RE_LIST_ALL.search(ctx.folded) or any(w.field == "year" for w in where):
+            plain = all(w.field == "year" and w.op == "eq" for w in where) and not filters
+            kind, ranked = ("supervisor_list" if plain else "ranking"), "supervisor"
+        else:
+            filters.append("supervisor")     # theses of a supervisor the question does not name
+    leftover = words.unused()
+    if leftover:
+        ctx.refusal = ("unsupported_question", leftover)
+        return None
+    years = [f for f in where if f.field == "year"]
+    year = years[0].value if len(years) == 1 and years[0].op == "eq" else None
+    subject = PERSON
+    if RE_THESIS_WORD.search(ctx.folded) and not RE_PERSON_WORD.search(ctx.folded) \
+            and not RE_WHO.search(ctx.folded) or kind == "thesis_list":
+        subject = THESIS
+    question_words = _intent_words(ctx.question)
+    return Intent(kind=kind, language=ctx.language, keys=tuple(name_key(w) for w in question_words),
+                  name_keys=ctx.name_keys, year=year, subject=subject, words=question_words,
+                  filters=tuple(filters), where=tuple(where), ranked=ranked, top=top, person=person)
+
+
+def _intent_words(question: str) -> tuple[str, ...]:
+    """Return the question's words without its years (Intent.words)."""
+    return tuple(w for w in docs_qa.text_words(question) if not RE_YEAR.fullmatch(w))
+
+
+def _word_after(words: _Words, pos: int) -> int:
+    """Return the index of the first word starting at or after pos in the folded text."""
+    return next((i for i, (a, _) in enumerate(words.spans) if a >= pos), len(words.spans))
+
+
 # === 8. Answers — evidence within the limits; no-answer, ambiguous, absent relation ===
+
+@dataclass
+class QuestionForm:
+    """One question form: the words that call it, per language (regex fragments over the
+    folded question), the kinds of the word rules it takes over, its parser and its answer."""
+
+    name: str
+    patterns: dict[str, tuple[str, ...]]
+    claims: tuple[str, ...]
+    parse: Callable[[_Parse], Intent | None] | None
+    answer: Callable[[Graph, Intent, GraphLimits], GraphResult]
+    regex: re.Pattern | None = None
+
+
+# name -> form, in the order their parsers are tried; ask() answers through it.
+QUESTION_FORMS: dict[str, QuestionForm] = {}
+
+
+def question_form(name: str, patterns: dict[str, tuple[str, ...]] | None = None,
+                  parse: Callable[[_Parse], Intent | None] | None = None,
+                  claims: tuple[str, ...] = ()) -> Callable:
+    """Register the decorated answer builder as question form `name`, with its patterns per
+    language and its parser (a form without a parser is found by the word rules, _kind)."""
+    def register(answer: Callable[[Graph, Intent, GraphLimits], GraphResult]) -> Callable:
+        fragments = [f for lang in sorted(patterns or {}) for f in patterns[lang]]
+        regex = re.compile(r"\b(?:" + "|".join(fragments) + r")\b") if fragments else None
+        QUESTION_FORMS[name] = QuestionForm(name, patterns or {}, claims, parse, answer, regex)
+        return answer
+    return register
+
+
+def _form_intent(ctx: _Parse) -> Intent | None:
+    """Return the Intent the first form parser claiming the question gives, or None."""
+    for form in QUESTION_FORMS.values():
+        if form.parse and (ctx.kind in form.claims or (form.regex and form.regex.search(ctx.words.text))):
+            intent = form.parse(ctx)
+            if intent is not None or ctx.refusal is not None:
+                return intent
+    return None
+
+
 
 def _take(items: Iterable, limit: int) -> tuple[list, bool]:
     """Return up to limit items and whether one more existed (the truncation proof)."""
@@ -1520,9 +2219,26 @@ def _take(items: Iterable, limit: int) -> tuple[list, bool]:
     return got[:limit], len(got) > limit
 
 
-def _edge_text(graph: Graph, src: str, edge_type: str, dst: str) -> str:
-    """Return a readable 'A -type-> B' line using node labels."""
-    return f"{graph.nodes[src].label} -{edge_type}-> {graph.nodes[dst].label}"
+def _fact_text(graph: Graph, fact: Fact, lang: str) -> str:
+    """Return a fact as a short sentence in the question's language, its names in the form
+    the graph gives them ("Práca „T“ (2024) — vedúci: Peter Novák."); an edge type this format
+    does not know is named as it is in the file."""
+    src, dst = graph.nodes[fact.subject], graph.nodes[fact.obj]
+    if (f"fact_{fact.predicate}", lang) in ANSWERS:
+        thesis, other = (src, dst) if src.node_type == THESIS else (dst, src)
+        return ANSWERS[(f"fact_{fact.predicate}", lang)].format(
+            thesis=_node_item(graph, thesis.node_id), other=_node_item(graph, other.node_id))
+    return f"{_node_item(graph, src.node_id)} — {fact.predicate.replace('_', ' ')}: {_node_item(graph, dst.node_id)}."
+
+
+def _path_text(graph: Graph, path: GraphPath, lang: str) -> str:
+    """Return a path as its nodes joined by what each step is ("Ján Holp → práca: „T“ (2024)
+    → vedúci: Peter Novák"), in the question's language."""
+    text = _node_item(graph, path.nodes[0])
+    for step, nxt in zip(path.steps, path.nodes[1:]):
+        word = STEPS.get((*step, lang), step[0].replace("_", " "))
+        text += f" → {word}: {_node_item(graph, nxt)}"
+    return text
 
 
 def _fact(graph: Graph, src: str, edge_type: str, dst: str) -> Fact:
@@ -1531,18 +2247,13 @@ def _fact(graph: Graph, src: str, edge_type: str, dst: str) -> Fact:
     with_doc = [n for n in ends if n.document_path]
     thesis = [n for n in with_doc if n.node_type == THESIS]
     doc = (thesis or with_doc or [None])[0]
-    return Fact(subject=src, predicate=edge_type, obj=dst,
-                text=_edge_text(graph, src, edge_type, dst),
+    return Fact(subject=src, predicate=edge_type, obj=dst, text="",     # set when shown (_limited)
                 document_node=doc.node_id if doc else None)
 
 
 def _path(graph: Graph, nodes: list[str], steps: list[tuple[str, str]]) -> GraphPath:
-    """Return a GraphPath with its readable text (reverse steps shown as <-type-)."""
-    text = graph.nodes[nodes[0]].label
-    for (edge_type, direction), nxt in zip(steps, nodes[1:]):
-        arrow = f" -{edge_type}-> " if direction == "out" else f" <-{edge_type}- "
-        text += arrow + graph.nodes[nxt].label
-    return GraphPath(nodes=list(nodes), steps=list(steps), text=text)
+    """Return a GraphPath; its text is set when it is shown (_limited, _path_text)."""
+    return GraphPath(nodes=list(nodes), steps=list(steps), text="")
 
 
 def _entity(graph: Graph, node_id: str, why: str) -> dict:
@@ -1559,11 +2270,16 @@ class _Evidence:
     paths: Iterator[GraphPath]
 
 
-def _limited(graph: Graph, limits: GraphLimits, evidence: _Evidence,
-             entities: list[dict]) -> tuple[list[Fact], list[GraphPath], list[Node], list[dict], list[str]]:
-    """Return the facts, paths, documents and entities within their limits, and the limits hit."""
+def _limited(graph: Graph, limits: GraphLimits, evidence: _Evidence, entities: list[dict],
+             lang: str) -> tuple[list[Fact], list[GraphPath], list[Node], list[dict], list[str]]:
+    """Return the facts, paths (their text in the question's language), documents and
+    entities within their limits, and the limits hit."""
     facts, facts_cut = _take(evidence.facts, limits.fact_limit)
     paths, paths_cut = _take(evidence.paths, limits.path_limit)
+    for fact in facts:
+        fact.text = _fact_text(graph, fact, lang)
+    for path in paths:
+        path.text = _path_text(graph, path, lang)
     doc_ids = list(dict.fromkeys(f.document_node for f in facts if f.document_node))
     documents, docs_cut = _take(iter(doc_ids), limits.evidence_limit)
     shown_entities, entities_cut = _take(iter(entities), limits.entity_limit)
@@ -1577,8 +2293,10 @@ def _finish(graph: Graph, intent: Intent, limits: GraphLimits, evidence: _Eviden
             rejected: list[dict] | None = None, answer: str | None = None) -> GraphResult:
     """Return an ok GraphResult with limited facts, paths and documents; when no fact of
     the asked kind exists, the no_answer that says what the graph knows instead (_absent)."""
-    facts, paths, documents, shown_entities, cut = _limited(graph, limits, evidence, entities)
+    facts, paths, documents, shown_entities, cut = _limited(graph, limits, evidence, entities,
+                                                            intent.language)
     lang = intent.language
+    more_facts = sum(1 for _ in evidence.facts) + 1 if "fact_limit" in cut else 0
     if not facts and aggregation is None:
         return _absent(graph, intent, limits, shown_entities, rejected or [], name)
     if answer is None and aggregation is not None:
@@ -1587,8 +2305,10 @@ def _finish(graph: Graph, intent: Intent, limits: GraphLimits, evidence: _Eviden
     elif answer is None:
         items = "; ".join(dict.fromkeys(_fact_item(graph, intent.kind, f) for f in facts))
         answer = ANSWERS[(intent.kind, lang)].format(name=name, items=items)
-    if "fact_limit" in cut or "path_limit" in cut:
-        answer += ANSWERS[("partial", lang)]
+    if aggregation is None and more_facts:     # a count's answer is exact: the limits line says the rest
+        answer += _more_text(lang, "facts", len(facts), len(facts) + more_facts)
+    elif aggregation is None and "path_limit" in cut:
+        answer += ANSWERS[("partial_paths", lang)].format(shown=len(paths))
     shown_rejected, more = _rejected_shown(rejected or [], limits)
     return GraphResult(
         status="ok", reason=None, intent=intent.kind, language=lang, answer=answer,
@@ -1639,7 +2359,7 @@ def _absent(graph: Graph, intent: Intent, limits: GraphLimits, entities: list[di
                           else ANSWERS[("nothing_known", lang)])
     evidence = _Evidence(facts=_incident_facts(graph, focus), paths=iter(()))
     result.facts, _, result.documents, _, result.truncation_reasons = _limited(
-        graph, limits, evidence, entities)
+        graph, limits, evidence, entities, lang)
     return result
 
 
@@ -1715,7 +2435,7 @@ def _ambiguous(graph: Graph, intent: Intent, limits: GraphLimits, match: _Match)
 def _one_person(graph: Graph, intent: Intent,
                 limits: GraphLimits) -> tuple[str | None, GraphResult | None, list[dict]]:
     """Return (person id, None, rejected candidates), or (None, the unknown/ambiguous result, [])."""
-    match = _match_persons(graph, intent.words, intent.name_keys)
+    match = intent.person or _match_persons(graph, intent.words, intent.name_keys)
     if not match.chosen:
         return None, _no_answer(intent, limits, "unknown_person",
                                 ["no person's name fits the words of the question"],
@@ -1739,6 +2459,7 @@ def _typed_words(intent: Intent) -> list[str]:
 
 # --- 8a. Kinds about a person, a keyword or a title — one function each
 
+@question_form("count_year")
 def _kind_count_year(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the exact count of persons (or theses) with a thesis in the year, plus evidence."""
     theses = graph.year_index.get(intent.year, [])
@@ -1751,13 +2472,15 @@ def _kind_count_year(graph: Graph, intent: Intent, limits: GraphLimits) -> Graph
         facts=(_fact(graph, p, AUTHORED, t) for p, t in pairs),
         paths=(_path(graph, [p, t], [(AUTHORED, "out")]) for t in theses
                for p in _neighbours(graph, t, AUTHORED, outgoing=False)))
-    aggregation = {"count": count, "complete": True, "year": intent.year, "counted": intent.subject}
+    aggregation = {"count": count, "complete": True, "year": intent.year, "counted": intent.subject,
+                   "filters": [Filter("year", "eq", intent.year).as_dict()]}
     result = _finish(graph, intent, limits, evidence, [], str(intent.year), aggregation)
     if count == 0:
         result.reasons = [f"no thesis in the graph has the year {intent.year}"]
     return result
 
 
+@question_form("thesis_title")
 def _kind_thesis_title(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the titles of the theses a person authored."""
     person, failed, rejected = _one_person(graph, intent, limits)
@@ -1770,6 +2493,7 @@ def _kind_thesis_title(graph: Graph, intent: Intent, limits: GraphLimits) -> Gra
                    graph.nodes[person].label, rejected=rejected)
 
 
+@question_form("supervisor_of")
 def _kind_supervisor_of(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the supervisors of a person's theses (person -> thesis -> supervisor)."""
     person, failed, rejected = _one_person(graph, intent, limits)
@@ -1785,6 +2509,7 @@ def _kind_supervisor_of(graph: Graph, intent: Intent, limits: GraphLimits) -> Gr
                    graph.nodes[person].label, rejected=rejected)
 
 
+@question_form("supervised_by")
 def _kind_supervised_by(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the theses a person supervised."""
     person, failed, rejected = _one_person(graph, intent, limits)
@@ -1798,6 +2523,7 @@ def _kind_supervised_by(graph: Graph, intent: Intent, limits: GraphLimits) -> Gr
                    graph.nodes[person].label, rejected=rejected)
 
 
+@question_form("keyword_theses")
 def _kind_keyword_theses(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the theses tagged with the keyword the question names."""
     match, failed = _one_keyword_set(graph, intent, limits)
@@ -1826,6 +2552,7 @@ def _one_keyword_set(graph: Graph, intent: Intent,
     return match, None
 
 
+@question_form("author_of_title")
 def _kind_author_of_title(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the authors of the thesis whose title the question quotes."""
     match = _match_titles(graph, intent.keys)
@@ -1887,6 +2614,7 @@ def _incident_facts(graph: Graph, node_id: str) -> Iterator[Fact]:
             yield _fact(graph, src, edge_type, node_id)
 
 
+@question_form("about")
 def _kind_about(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the facts touching an entity and its paths up to max_path_length."""
     chosen, match = intent.target or _about_target(graph, intent.words, intent.name_keys)
@@ -1901,6 +2629,7 @@ def _kind_about(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResul
                    graph.nodes[start].label, rejected=match.rejected if match else [])
 
 
+@question_form("thesis_year")
 def _kind_thesis_year(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the years of the theses a person authored."""
     person, failed, rejected = _one_person(graph, intent, limits)
@@ -1926,6 +2655,7 @@ def _unknown_entity(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphR
                       [], graph=graph, suggestions=suggestions)
 
 
+@question_form("who_is")
 def _kind_who_is(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return who or what an entity is: a summary of its facts (counts exact), plus paths."""
     chosen, match = intent.target or _about_target(graph, intent.words, intent.name_keys)
@@ -1947,6 +2677,7 @@ def _kind_who_is(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResu
 
 # --- 8b. Kinds about supervision and counts, and ask() — the dispatch
 
+@question_form("co_supervisors")
 def _kind_co_supervisors(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return who supervised theses together with a person (person <- thesis -> other)."""
     person, failed, rejected = _one_person(graph, intent, limits)
@@ -1986,6 +2717,7 @@ def _co_supervised(graph: Graph, intent: Intent) -> list[str]:
     return graph.co_supervised
 
 
+@question_form("co_supervised")
 def _kind_co_supervised(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return the theses with more than one supervisor (counted exactly)."""
     theses = _co_supervised(graph, intent)
@@ -1997,7 +2729,8 @@ def _kind_co_supervised(graph: Graph, intent: Intent, limits: GraphLimits) -> Gr
                for s in _neighbours(graph, t, SUPERVISED_BY)),
         paths=(_path(graph, [a, t, b], [(SUPERVISED_BY, "in"), (SUPERVISED_BY, "out")])
                for t in theses for a, b in itertools.combinations(_neighbours(graph, t, SUPERVISED_BY), 2)))
-    aggregation = {"count": len(theses), "complete": True, "year": intent.year, "counted": THESIS}
+    aggregation = {"count": len(theses), "complete": True, "year": intent.year, "counted": THESIS,
+                   "filters": [Filter("year", "eq", intent.year).as_dict()] if intent.year else []}
     answer = ANSWERS[("co_supervised", intent.language)].format(count=len(theses), items=items or "—")
     return _finish(graph, intent, limits, evidence, [], "", aggregation, answer=answer)
 
@@ -2021,6 +2754,7 @@ def _supervisor_ranking(graph: Graph, intent: Intent, top: int) -> tuple[Counter
     return counts, ranking[1][:top]
 
 
+@question_form("supervisor_list")
 def _kind_supervisor_list(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
     """Return every supervisor (of the year's theses, if a year is asked) with their counts."""
     # every supervisor has a thesis, so the top fact_limit + 1 give enough facts to prove a cut
@@ -2035,56 +2769,10 @@ def _kind_supervisor_list(graph: Graph, intent: Intent, limits: GraphLimits) -> 
                                 for p in ranked for t in theses_of(p)))
     lang = intent.language
     scope = ANSWERS[("scope_year", lang)].format(year=intent.year) if intent.year else ""
-    aggregation = {"count": len(counts), "complete": True, "year": intent.year, "counted": "supervisor"}
+    aggregation = {"count": len(counts), "complete": True, "year": intent.year, "counted": "supervisor",
+                   "filters": [Filter("year", "eq", intent.year).as_dict()] if intent.year else []}
     answer = ANSWERS[("supervisor_list", lang)].format(scope=scope, count=len(counts), items=items or "—")
     return _finish(graph, intent, limits, evidence, [], "", aggregation, answer=answer)
-
-
-def _kind_count_filtered(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
-    """Return the exact count of theses (or their authors) narrowed by supervisor, author,
-    keyword and year, with the narrowing edges as evidence."""
-    lang, scope, sets, anchors, entities = intent.language, "", [], [], []
-    aggregation: dict[str, Any] = {"complete": True, "year": intent.year, "counted": intent.subject}
-    for role in ("supervisor", "author"):
-        if role in intent.filters:
-            person, failed, _ = _one_person(graph, intent, limits)
-            if failed:
-                return failed
-            edge = (SUPERVISED_BY, False) if role == "supervisor" else (AUTHORED, True)
-            sets.append(set(_neighbours(graph, person, edge[0], outgoing=edge[1])))
-            anchors.append((person, edge[0], "in" if role == "supervisor" else "out"))
-            scope += ANSWERS[(f"scope_{role}", lang)].format(name=graph.nodes[person].label)
-            aggregation[role] = person
-            entities.append(_entity(graph, person, "person named"))
-    if "keyword" in intent.filters:
-        match, failed = _one_keyword_set(graph, intent, limits)
-        if failed:
-            return failed
-        sets.append({t for k in match.chosen for t in _neighbours(graph, k, HAS_KEYWORD, outgoing=False)})
-        anchors += [(k, HAS_KEYWORD, "in") for k in match.chosen]
-        scope += ANSWERS[("scope_keyword", lang)].format(
-            name=", ".join(graph.nodes[k].label for k in match.chosen))
-        aggregation["keyword"] = list(match.chosen)
-        entities += [_entity(graph, k, "keyword named") for k in match.chosen]
-    if intent.year is not None:
-        sets.append(set(graph.year_index.get(intent.year, [])))
-        scope += ANSWERS[("scope_year", lang)].format(year=intent.year)
-    theses = sorted(set.intersection(*sorted(sets, key=len)),
-                    key=lambda t: (graph.nodes[t].year or 0, t))
-    authors = [(p, t) for t in theses for p in _neighbours(graph, t, AUTHORED, outgoing=False)]
-    count = len({p for p, _ in authors}) if intent.subject == PERSON else len(theses)
-    aggregation["count"] = count
-    answer = ANSWERS[("count_filtered", lang)].format(
-        what=ANSWERS[(f"counted_{intent.subject}", lang)], scope=scope, count=count)
-    if count == 0 and anchors:
-        answer = answer[:-1] + ANSWERS[("known", lang)].format(
-            items=_summary(graph, anchors[0][0], lang, limits.fact_limit))
-    evidence = _Evidence(
-        facts=(_anchor_fact(graph, t, anchor) for t in theses for anchor in anchors[:1]) if anchors
-        else (_fact(graph, p, AUTHORED, t) for p, t in authors),
-        paths=(_path(graph, [a, t], [(e, d)]) for t in theses for a, e, d in anchors[:1]) if anchors
-        else (_path(graph, [p, t], [(AUTHORED, "out")]) for p, t in authors))
-    return _finish(graph, intent, limits, evidence, entities, "", aggregation, answer=answer)
 
 
 def _anchor_fact(graph: Graph, thesis: str, anchor: tuple[str, str, str]) -> Fact:
@@ -2093,29 +2781,328 @@ def _anchor_fact(graph: Graph, thesis: str, anchor: tuple[str, str, str]) -> Fac
     return _fact(graph, thesis, edge_type, node) if direction == "in" else _fact(graph, node, edge_type, thesis)
 
 
-KINDS = {
-    "count_year": _kind_count_year, "thesis_title": _kind_thesis_title,
-    "supervisor_of": _kind_supervisor_of, "supervised_by": _kind_supervised_by,
-    "keyword_theses": _kind_keyword_theses, "author_of_title": _kind_author_of_title,
-    "about": _kind_about, "thesis_year": _kind_thesis_year, "who_is": _kind_who_is,
-    "co_supervisors": _kind_co_supervisors, "co_supervised": _kind_co_supervised,
-    "supervisor_list": _kind_supervisor_list, "count_filtered": _kind_count_filtered,
-}
+
+# --- 8c. Counts, lists and rankings of theses under any filters; the question form registry
+
+def _years_in(graph: Graph, f: Filter) -> list[int]:
+    """Return the graph's years a year filter keeps, ascending."""
+    if f.op == "eq":
+        return [f.value] if f.value in graph.year_index else []
+    if f.op == "in":
+        return [y for y in f.value if y in graph.year_index]
+    lo, hi = ((f.value, None) if f.op == "gte" else (None, f.value) if f.op == "lte" else f.value)
+    return [y for y in sorted(graph.year_index) if (lo is None or y >= lo) and (hi is None or y <= hi)]
+
+
+def _filter_source(graph: Graph, f: Filter) -> tuple[int, Callable[[], Iterable[str]], Callable[[str], bool]]:
+    """Return (size, the theses it keeps, a test of one thesis) for one filter."""
+    values = f.value if f.op == "in" else [f.value]
+    if f.field == "year":
+        years = _years_in(graph, f)
+        kept = set(years)
+        return (sum(len(graph.year_index[y]) for y in years),
+                lambda: (t for y in years for t in graph.year_index[y]),
+                lambda t: graph.nodes[t].year in kept)
+    if f.field == "kind":
+        lists = [graph.kind_index.get(v, []) for v in values]
+        levels = set(values)
+        return (sum(map(len, lists)), lambda: (t for lst in lists for t in lst),
+                lambda t: graph.kind_levels.get(graph.nodes[t].kind) in levels)
+    edge, outgoing = {"keyword": (HAS_KEYWORD, False), "supervisor": (SUPERVISED_BY, False),
+                      "author": (AUTHORED, True)}[f.field]
+    lists = [_neighbours(graph, v, edge, outgoing=outgoing) for v in values]
+    ends = set(values)
+    return (sum(map(len, lists)), lambda: dict.fromkeys(t for lst in lists for t in lst),
+            lambda t: not ends.isdisjoint(_neighbours(graph, t, edge, outgoing=not outgoing)))
+
+
+def _theses_where(graph: Graph, filters: list[Filter]) -> list[str]:
+    """Return the theses every filter keeps, read from the smallest filter's list (file order)."""
+    if not filters:
+        return [t for y in sorted(graph.year_index) for t in graph.year_index[y]]
+    sources = sorted((_filter_source(graph, f) for f in filters), key=lambda s: s[0])
+    tests = [test for _, _, test in sources[1:]]
+    return [t for t in sources[0][1]() if all(test(t) for test in tests)]
+
+
+def _resolved_filters(graph: Graph, intent: Intent,
+                      limits: GraphLimits) -> tuple[list[Filter], list[dict], GraphResult | None]:
+    """Return the question's filters with its person and keyword found in the graph, their
+    entities, or the unknown/ambiguous result instead."""
+    filters, entities = list(intent.where), []
+    for role in ("supervisor", "author"):
+        if role in intent.filters:
+            person, failed, _ = _one_person(graph, intent, limits)
+            if failed:
+                return [], [], failed
+            filters.append(Filter(role, "eq", person))
+            entities.append(_entity(graph, person, "person named"))
+    if "keyword" in intent.filters:
+        match, failed = _one_keyword_set(graph, intent, limits)
+        if failed:
+            return [], [], failed
+        chosen = list(match.chosen)
+        filters.append(Filter("keyword", "eq", chosen[0]) if len(chosen) == 1
+                       else Filter("keyword", "in", chosen))
+        entities += [_entity(graph, k, "keyword named") for k in chosen]
+    return filters, entities, None
+
+
+def _scope_text(graph: Graph, filters: list[Filter], lang: str) -> str:
+    """Return the filters as a short parenthesised phrase in the question's language, names
+    in their dictionary form ("(bakalárska práca; rok 2024; vedúci: Peter Novák)")."""
+    parts = []
+    for f in filters:
+        values = f.value if f.op in ("in", "between") else [f.value]
+        if f.field == "kind":
+            parts.append(" / ".join(ANSWERS[(f"level_{v}", lang)] if (f"level_{v}", lang) in ANSWERS
+                                    else str(v) for v in values))
+        elif f.field == "year":
+            shown = (f"{values[0]}–{values[1]}" if f.op == "between"
+                     else ", ".join(str(v) for v in values))
+            parts.append(ANSWERS[(f"scope_year_{f.op}", lang)].format(year=shown))
+        else:
+            parts.append(ANSWERS[(f"scope_is_{f.field}", lang)].format(
+                name=", ".join(graph.nodes[v].label for v in values)))
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _more_text(lang: str, what: str, shown: int, total: int) -> str:
+    """Return the note that a list is cut: which list, how many are shown and how many more."""
+    return ANSWERS[("partial_more", lang)].format(what=ANSWERS[(f"list_{what}", lang)],
+                                                  shown=shown, total=total, more=total - shown)
+
+
+def _anchor_of(filters: list[Filter]) -> tuple[str, str] | None:
+    """Return the (field, node) a thesis list shows as its evidence edge: a person, else a keyword."""
+    for name in ("supervisor", "author", "keyword"):
+        for f in filters:
+            if f.field == name:
+                return name, (f.value if f.op == "eq" else f.value[0])
+    return None
+
+
+ANCHOR_EDGES = {"supervisor": (SUPERVISED_BY, "in"), "author": (AUTHORED, "out"),
+                "keyword": (HAS_KEYWORD, "in")}
+
+
+def _thesis_evidence(graph: Graph, theses: Iterable[str], filters: list[Filter]) -> _Evidence:
+    """Return the facts and paths behind a set of theses: the edge to the filter's person or
+    keyword, else each thesis's authors."""
+    theses = list(theses)
+    anchor = _anchor_of(filters)
+    if anchor:
+        edge_type, direction = ANCHOR_EDGES[anchor[0]]
+        node = anchor[1]
+        return _Evidence(facts=(_anchor_fact(graph, t, (node, edge_type, direction)) for t in theses),
+                         paths=(_path(graph, [node, t], [(edge_type, direction)]) for t in theses))
+    def authors() -> Iterator[tuple[str, str]]:
+        return ((p, t) for t in theses for p in _neighbours(graph, t, AUTHORED, outgoing=False))
+    return _Evidence(facts=(_fact(graph, p, AUTHORED, t) for p, t in authors()),
+                     paths=(_path(graph, [p, t], [(AUTHORED, "out")]) for p, t in authors()))
+
+
+def _by_year(graph: Graph, theses: list[str], limit: int) -> list[str]:
+    """Return the first limit theses in (year, id) order without sorting them all."""
+    return heapq.nsmallest(limit, theses, key=lambda t: (graph.nodes[t].year or 0, t))
+
+
+RANKED_EDGES = {"supervisor": (SUPERVISED_BY, True), "author": (AUTHORED, False),
+                "keyword": (HAS_KEYWORD, True)}
+
+
+def _ranking(graph: Graph, ranked: str, filters: list[Filter]) -> tuple[Counter, list[str]]:
+    """Return what is ranked -> theses it has among the filtered ones, and the ranked ids, most
+    first then by name; kept per loaded graph (at most RANKING_CACHE_SIZE rankings)."""
+    key = (ranked, tuple((f.field, f.op, repr(f.value)) for f in filters))
+    cached = graph.rankings.get(key)
+    if cached is not None:
+        return cached
+    theses = _theses_where(graph, filters)
+    if ranked == "year":
+        counts = Counter(graph.nodes[t].year for t in theses)
+        order = sorted(counts, key=lambda y: (-counts[y], y))
+    else:
+        edge, outgoing = RANKED_EDGES[ranked]
+        counts = Counter(x for t in theses for x in _neighbours(graph, t, edge, outgoing=outgoing))
+        order = sorted(counts, key=lambda x: (-counts[x], graph.nodes[x].label, x))
+    if len(graph.rankings) >= RANKING_CACHE_SIZE:
+        graph.rankings.pop(next(iter(graph.rankings)))
+    graph.rankings[key] = (counts, order)
+    return counts, order
+
+
+def _parse_ranking(ctx: _Parse) -> Intent | None:
+    """A ranking: who supervised or wrote the most theses, the commonest keyword, the year with
+    the most theses; "top N" keeps the first N (more when the N-th ties)."""
+    f = ctx.folded
+    ranked = ("keyword" if RE_KEYWORD.search(f) or RE_RANKED_KEYWORD.search(f)
+              else "supervisor" if RE_SUPERVISE.search(f)
+              else "author" if RE_WROTE.search(f) or re.search(r"\b(autor\w*|authors?)\b", f)
+              else "year" if RE_RANKED_YEAR.search(f) else None)
+    if ranked is None:
+        return None
+    m = RE_TOP_N.search(ctx.words.text) or RE_SMALL_NUMBER.search(ctx.words.text)
+    top = int(next(g for g in m.groups() if g)) if m else 1
+    if m:
+        ctx.words.used.update(ctx.words.covered(m.start(), m.end()))
+    return _set_intent(ctx, "ranking", ranked, top)
+
+
+@question_form("ranking", patterns={
+    "sk": SET_WORDS_SK["rank"], "en": SET_WORDS_EN["rank"], "pl": SET_WORDS_PL["rank"]},
+    parse=_parse_ranking)
+def _kind_ranking(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return the top of a ranking (every one tied with the last place included), counted exactly
+    over the filtered theses; complete only when every ranked item is shown."""
+    filters, entities, failed = _resolved_filters(graph, intent, limits)
+    if failed:
+        return failed
+    lang, ranked = intent.language, intent.ranked
+    counts, order = _ranking(graph, ranked, filters)
+    top = intent.top or len(order)
+    cutoff = counts[order[top - 1]] if len(order) >= top else 0
+    winners = list(itertools.takewhile(lambda x: counts[x] >= cutoff, order))   # most first
+    shown = winners[:limits.fact_limit]
+
+    def name(x: Any) -> str:
+        return str(x) if ranked == "year" else graph.nodes[x].label
+    items = "; ".join(f"{name(x)} ({counts[x]})" for x in shown)
+    key = "ranking" if intent.top in (None, 1) else "ranking_top"
+    answer = ANSWERS[(key, lang)].format(what=ANSWERS[(f"ranked_{ranked}", lang)], top=top,
+                                         scope=_scope_text(graph, filters, lang), items=items or "—")
+    if intent.top and len(winners) > intent.top:
+        answer += ANSWERS[("ranking_tied", lang)].format(n=len(winners), top=intent.top,
+                                                        count=cutoff)
+    if len(winners) > len(shown):
+        answer = answer[:-1] + _more_text(lang, ranked, len(shown), len(winners)) + "."
+    aggregation = {"count": len(winners), "complete": len(shown) == len(winners), "year": intent.year,
+                   "counted": ranked, "top": intent.top, "ties": len(winners) > (intent.top or 0),
+                   "ranking": [{"id": x, "name": name(x), "count": counts[x]} for x in shown],
+                   "filters": [x.as_dict() for x in filters]}
+    if ranked == "year":
+        theses = (t for y in shown for t in _theses_where(graph, filters + [Filter("year", "eq", y)]))
+        evidence = _thesis_evidence(graph, theses, filters)
+    else:
+        edge, outgoing = RANKED_EDGES[ranked]
+        scope = set(_theses_where(graph, filters)) if filters else None
+        pairs = [(t, x) for x in shown for t in _neighbours(graph, x, edge, outgoing=not outgoing)
+                 if scope is None or t in scope]
+        evidence = _Evidence(
+            facts=(_fact(graph, t, edge, x) if outgoing else _fact(graph, x, edge, t) for t, x in pairs),
+            paths=(_path(graph, [x, t], [(edge, "in" if outgoing else "out")]) for t, x in pairs))
+    return _finish(graph, intent, limits, evidence, entities, "", aggregation, answer=answer)
+
+
+def _parse_list(ctx: _Parse) -> Intent | None:
+    """A list of theses under any filters; supervised_by or keyword_theses when that is all."""
+    f = ctx.folded
+    thesis_words = RE_THESIS_WORD.search(f) or any(p.search(f) for p in RE_LEVEL.values())
+    if RE_COUNT.search(f) or (ctx.kind in ("count_year", "count_filtered")
+                               and (RE_PERSON_WORD.search(f) or RE_WHO.search(f))):
+        return None
+    topic_title = ctx.kind == "thesis_title" and not ctx.name_keys and RE_TOPIC.search(ctx.words.text)
+    if ctx.kind not in ("supervised_by", "keyword_theses", "supervisor_list", "count_year",
+                        "count_filtered") and not (ctx.kind is None and thesis_words) \
+            and not topic_title:      # "prace na temat X": a topic, not the title of someone's thesis
+        return None
+    intent = _set_intent(ctx, "thesis_list")
+    if intent is None or intent.kind != "thesis_list":
+        return intent
+    plain_year = all(w.field == "year" and w.op == "eq" for w in intent.where)
+    if plain_year and intent.filters == {"supervised_by": ("supervisor",),
+                                         "keyword_theses": ("keyword",)}.get(ctx.kind):
+        intent.kind = ctx.kind      # as the word rules found it: that form says what is absent
+    return intent
+
+
+@question_form("thesis_list", patterns={
+    "sk": SET_WORDS_SK["list"], "en": SET_WORDS_EN["list"], "pl": SET_WORDS_PL["list"]},
+    parse=_parse_list, claims=("supervised_by", "keyword_theses", "supervisor_list"))
+def _kind_thesis_list(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return the theses every filter keeps, in year order, counted exactly."""
+    filters, entities, failed = _resolved_filters(graph, intent, limits)
+    if failed:
+        return failed
+    lang = intent.language
+    theses = _theses_where(graph, filters)
+    shown = _by_year(graph, theses, limits.fact_limit + 1)
+    items = "; ".join(_node_item(graph, t) for t in shown[:limits.fact_limit])
+    answer = ANSWERS[("thesis_list", lang)].format(scope=_scope_text(graph, filters, lang),
+                                                   count=len(theses), items=items or "—")
+    if len(theses) > limits.fact_limit:
+        answer = answer[:-1] + _more_text(lang, "theses", limits.fact_limit, len(theses)) + "."
+    aggregation = {"count": len(theses), "complete": True, "year": intent.year, "counted": THESIS,
+                   "filters": [x.as_dict() for x in filters]}
+    return _finish(graph, intent, limits, _thesis_evidence(graph, shown, filters), entities, "",
+                   aggregation, answer=answer)
+
+
+def _parse_count(ctx: _Parse) -> Intent | None:
+    """A count of theses (or of their authors) under any filters; count_year when only one year."""
+    f = ctx.folded
+    if ctx.kind not in ("count_year", "count_filtered") and not (
+            RE_COUNT.search(f) and (RE_THESIS_WORD.search(f) or RE_PERSON_WORD.search(f)
+                                    or any(p.search(f) for p in RE_LEVEL.values()))):
+        return None
+    intent = _set_intent(ctx, "count_filtered")
+    if intent is not None and not intent.filters and [w.op for w in intent.where] == ["eq"]:
+        intent.kind = "count_year"
+    return intent
+
+
+@question_form("count_filtered", patterns={
+    "sk": (r"kolko", r"pocet"), "en": (r"how many", r"number of", r"count"),
+    "pl": (r"ile", r"liczba")}, parse=_parse_count, claims=("count_year", "count_filtered"))
+def _kind_count_filtered(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResult:
+    """Return the exact count of theses (or their authors) under every filter of the question,
+    with the edges to its person or keyword (else the authorship edges) as evidence."""
+    filters, entities, failed = _resolved_filters(graph, intent, limits)
+    if failed:
+        return failed
+    lang = intent.language
+    theses = _theses_where(graph, filters)
+    shown = _by_year(graph, theses, limits.fact_limit + 1)
+    if intent.subject == PERSON:
+        count = len({p for t in theses for p in _neighbours(graph, t, AUTHORED, outgoing=False)})
+    else:
+        count = len(theses)
+    aggregation: dict[str, Any] = {"complete": True, "year": intent.year, "counted": intent.subject,
+                                   "filters": [x.as_dict() for x in filters]}
+    for f in filters:
+        if f.field in ("supervisor", "author"):
+            aggregation[f.field] = f.value
+        elif f.field == "keyword":
+            aggregation["keyword"] = f.value if f.op == "in" else [f.value]
+    aggregation["count"] = count
+    answer = ANSWERS[("count_filtered", lang)].format(
+        what=ANSWERS[(f"counted_{intent.subject}", lang)],
+        scope=_scope_text(graph, filters, lang), count=count)
+    anchor = _anchor_of(filters)
+    if count == 0 and anchor:
+        answer = answer[:-1] + ANSWERS[("known", lang)].format(
+            items=_summary(graph, anchor[1], lang, limits.fact_limit))
+    return _finish(graph, intent, limits, _thesis_evidence(graph, shown, filters), entities, "",
+                   aggregation, answer=answer)
+
 
 
 def ask(question: str, graph: Graph, limits: GraphLimits | None = None) -> GraphResult:
     """Return the GraphResult for question; raise InvalidQueryError on an empty question."""
     limits = limits or GraphLimits()
-    intent = graph_parse_question(question, graph)
+    intent, refusal = _parse(question, graph)
     if intent is None:
         lang = docs_qa.text_detect_language(question, DEFAULT_LANGUAGE)
         unsupported = Intent(kind="unsupported", language=lang, keys=())
-        result = _no_answer(unsupported, limits, "no_matching_facts",
-                            ["the question is not one of the supported graph questions"], [],
-                            graph=graph)
+        if refusal is None:
+            result = _no_answer(unsupported, limits, "no_matching_facts",
+                                ["the question is not one of the supported graph questions"], [],
+                                graph=graph)
+        else:
+            result = _refusal(graph, unsupported, limits, *refusal)
         result.intent = None
         return result
-    return KINDS[intent.kind](graph, intent, limits)
+    return QUESTION_FORMS[intent.kind].answer(graph, intent, limits)
 
 
 # === 9. Envelope — GraphResult -> retrieval_contract.Envelope ===
@@ -2141,17 +3128,42 @@ def to_envelope(result: GraphResult) -> rc.Envelope:
         extra={
             "tool": "graph",
             "intent": result.intent,
-            "entities": result.entities,
+            "entities": [_with_why_text(e, result.language) for e in result.entities],
             "facts": [_fact_dict(f, source_of) for f in result.facts],
             "paths": [{"nodes": p.nodes, "edges": [{"type": t, "direction": d} for t, d in p.steps],
                        "text": p.text} for p in result.paths],
             "documents": documents,
             "aggregation": result.aggregation,
             "reasons": result.reasons,
-            "rejected_candidates": result.rejected_candidates,
+            "reasons_text": [_localised(r, result.language) for r in result.reasons],
+            "rejected_candidates": [_with_why_text(c, result.language) for c in result.rejected_candidates],
             "answer": result.answer,
+            "language": result.language,
             "limits": asdict(result.limits),
         })
+
+
+def _localised(line: str, lang: str) -> str:
+    """Return a diagnostic line (reason, why) in the question's language (NOTES): the whole
+    line by its template, else each '; '-separated part; a part no template knows stays."""
+    if lang == "en":
+        return line
+    whole = _note(line, lang)
+    return whole if whole is not None else "; ".join(_note(p, lang) or p for p in line.split("; "))
+
+
+def _note(part: str, lang: str) -> str | None:
+    """Return one diagnostic part by its NOTES template in lang, or None when none fits."""
+    for pattern, templates in NOTES:
+        m = pattern.fullmatch(part)
+        if m and lang in templates:
+            return templates[lang].format(*(NOTE_WORDS.get((g, lang), g) for g in m.groups()))
+    return None
+
+
+def _with_why_text(record: dict, lang: str) -> dict:
+    """Return an entity or candidate record with `why_text`: its `why` in the question's language."""
+    return dict(record, why_text=_localised(record["why"], lang)) if record.get("why") else record
 
 
 def _fact_dict(fact: Fact, source_of: dict[str, str]) -> dict:
@@ -2163,9 +3175,6 @@ def _fact_dict(fact: Fact, source_of: dict[str, str]) -> dict:
 
 # === 10. CLI — argparse, readable text, one catch boundary ===
 
-# Headings and the limits line of the text form, one table (the JSON keeps the data).
-TEXT_LIMITS_LINE = ("Limits hit: {names} (more facts and paths exist than are shown; "
-                    "counts in the aggregation are exact)")
 
 
 def format_answer_text(env: dict) -> str:
@@ -2180,31 +3189,33 @@ def _answer_text(env: dict) -> str:
     the sources, the limits hit and the status; the one renderer every transport uses."""
     if env["status"] == "error":
         return f"error: {env['reason']}: {env.get('detail', '')}"
+    words = TEXT_WORDS.get(env.get("language"), TEXT_WORDS["en"])
     blocks = [env.get("answer", "")]
-    blocks.append(_text_list("Facts:", [
+    blocks.append(_text_list(words["facts"], [
         f"  - {f['text']}" + (f" [{f['source_id']}]" if f.get("source_id") else "")
         for f in env.get("facts", [])]))
     # a one-edge path repeats a fact; longer ones show how the answer was reached
-    blocks.append(_text_list("Paths:", [f"  - {p['text']}" for p in env.get("paths", [])
+    blocks.append(_text_list(words["paths"], [f"  - {p['text']}" for p in env.get("paths", [])
                                         if len(p.get("edges", [])) > 1]))
     agg = env.get("aggregation")
     if agg:
-        blocks.append(f"Count: {agg['count']} (counted: {agg.get('counted')}; "
-                      f"complete: {str(agg.get('complete')).lower()})")
+        blocks.append(f"{words['count']}: {agg['count']} ({words['counted']}: {agg.get('counted')}; "
+                      f"{words['complete']}: {str(agg.get('complete')).lower()})")
     if env["status"] == "ambiguous":
-        blocks.append(_text_list("Candidates:", [f"  ? {e['name']} ({e['id']}): {e['why']}"
-                                                 for e in env.get("entities", [])]))
+        blocks.append(_text_list(words["candidates"], [
+            f"  ? {e['name']} ({e['id']}): {e.get('why_text', e['why'])}" for e in env.get("entities", [])]))
     if env["status"] != "ok":
-        blocks.append(_text_list("Not chosen:", [
-            f"  - {c.get('name', c.get('id'))} ({c.get('id')}): {c.get('why', '')}"
+        blocks.append(_text_list(words["not_chosen"], [
+            f"  - {c.get('name', c.get('id'))} ({c.get('id')}): {c.get('why_text', c.get('why', ''))}"
             for c in env.get("rejected_candidates", [])]))
-        blocks.append(_text_list("Reasons:", [f"  - {r}" for r in env.get("reasons", [])]))
-    blocks.append(_text_list("Sources:", [
+        blocks.append(_text_list(words["reasons"], [
+            f"  - {r}" for r in env.get("reasons_text", env.get("reasons", []))]))
+    blocks.append(_text_list(words["sources"], [
         f"  [{s['source_id']}] {s['document_path']}"
         + (f" — {s['title']}" if s.get("title") else "")
         + (f" <{s['source_url']}>" if s.get("source_url") else "") for s in env.get("sources", [])]))
     if env.get("truncated"):
-        blocks.append(TEXT_LIMITS_LINE.format(names=", ".join(env["truncation_reasons"])))
+        blocks.append(words["limits"].format(names=", ".join(env["truncation_reasons"])))
     blocks.append(f"status: {env['status']}" + (f" ({env['reason']})" if env.get("reason") else "")
                   + f"; complete: {str(env['complete']).lower()}; tool: graph")
     return "\n".join(b for b in blocks if b)

@@ -73,6 +73,8 @@ REASONS: dict[str, HTTPStatus] = {
     "ambiguous_person": HTTPStatus.OK,
     "ambiguous_title": HTTPStatus.OK,        # beyond DESIGN.md's list: the title and keyword twins of
     "ambiguous_keyword": HTTPStatus.OK,      # ambiguous_person, so `ambiguous` never comes without a reason
+    "unsupported_relation": HTTPStatus.OK,   # the graph lacks the asked relation (opponent, grade, ...)
+    "unsupported_question": HTTPStatus.OK,   # words of the question the graph cannot use: no exact answer
     "invalid_query": HTTPStatus.BAD_REQUEST,
     "unauthorized": HTTPStatus.UNAUTHORIZED,
     "forbidden_host": HTTPStatus.FORBIDDEN,  # a Host or Origin that is not the server's (DNS rebinding)

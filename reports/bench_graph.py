@@ -47,7 +47,8 @@ def bench_graph(n_nodes: int, n_edges: int) -> dict:
         nodes.append({"id": f"p{i}", "type": "person", "name": name})
     for i in range(n_theses):
         nodes.append({"id": f"t{i}", "type": "thesis", "title": f"Práca číslo {i} o téme {i % 997}",
-                      "year": 1990 + i % 36, "document_path": f"wiki/prace/t{i}.md"})
+                      "year": 1990 + i % 36, "document_path": f"wiki/prace/t{i}.md",
+                      "kind": ("bakalárska", "diplomová", "dizertačná")[i % 7 % 3]})
     for i in range(n_keywords):
         nodes.append({"id": f"k{i}", "type": "keyword", "name": f"téma{i}"})
     edges = [{"source": "p-holp", "target": "t0", "type": "authored"}]
@@ -163,13 +164,67 @@ def new_form_questions(data: dict) -> list[tuple[str, str, object]]:
         ("supervisors, all years", "Vymenuj všetkých vedúcich prác.", status("ok")),
         ("absent relation (what is known)", f"Who supervised {names[sup]}?", status("no_answer")),
         ("did you mean (2-letter typo)", "Aký názov práce má Ján Hlopp?", status("no_answer")),
+    ] + issue_32_questions(data, names[sup], sup, count)
+
+
+def issue_32_questions(data: dict, sup_name: str, sup: str, count) -> list[tuple[str, str, object]]:
+    """Return (form, question, check) for the filters, rankings and refusals of issue 32; every
+    count and ranking is checked against a direct count over the generated nodes and edges."""
+    theses = {n["id"]: n for n in data["nodes"] if n["type"] == "thesis"}
+    edges = [(e["source"], e["type"], e["target"]) for e in data["edges"]]
+    tagged = {t for t, kind, k in edges if kind == "has_keyword" and k == "k5"}
+    supervised = [(t, p) for t, kind, p in edges if kind == "supervised_by"]
+    pairs = set(supervised)
+
+    def where(level=None, years=None, keyword=False, supervisor=None) -> int:
+        return sum(1 for t, n in theses.items()
+                   if (level is None or n["kind"] == level) and (years is None or n["year"] in years)
+                   and (not keyword or t in tagged)
+                   and (supervisor is None or (t, supervisor) in pairs))
+    by_sup: dict[str, int] = {}
+    for t, p in supervised:
+        if theses[t]["year"] == 2024:
+            by_sup[p] = by_sup.get(p, 0) + 1
+    best = max(by_sup.values())
+
+    def ranking(expected: set[str]):
+        def check(env: dict) -> None:
+            got = {r["id"] for r in env["aggregation"]["ranking"]}
+            assert got == expected or (not env["aggregation"]["complete"] and got < expected), (got, expected)
+        return check
+
+    def refused(reason: str):
+        def check(env: dict) -> None:
+            assert (env["status"], env["reason"]) == ("no_answer", reason), (env["status"], env["reason"])
+        return check
+    later = set(range(2021, 2026))
+    return [
+        ("count by level and year", "Koľko bakalárskych prác je z roku 2024?",
+         count(where("bakalárska", {2024}))),
+        ("count by year range", "Koľko prác je z rokov 2021–2023?", count(where(years={2021, 2022, 2023}))),
+        ("count by level, keyword, years after", "Koľko bakalárskych prác s kľúčovým slovom téma5 je po roku 2020?",
+         count(where("bakalárska", later, keyword=True))),
+        ("count by supervisor, level, years from", f"How many master's theses did {sup_name} supervise since 2021?",
+         count(where("diplomová", later, supervisor=sup))),
+        ("list by level, keyword, year range", "Ktoré bakalárske práce o téma5 sú z rokov 2021–2023?",
+         count(where("bakalárska", {2021, 2022, 2023}, keyword=True))),
+        ("ranking: supervisors of a year", "Kto viedol najviac prác v roku 2024?",
+         ranking({p for p, n in by_sup.items() if n == best})),
+        ("ranking: top 3 keywords of a year, level", "Top 3 keywords of bachelor theses in 2024", status_ok),
+        ("ranking: supervisors, all years", "Who supervised the most theses?", status_ok),
+        ("relation the graph lacks", "Kto bol oponentom práce Jána Holpa?", refused("unsupported_relation")),
+        ("left-over word", "Koľko slovenských prác je z roku 2024?", refused("unsupported_question")),
     ]
+
+
+def status_ok(env: dict) -> None:
+    assert env["status"] == "ok", (env["status"], env.get("answer"))
 
 
 def render_forms(forms: list) -> str:
     """Return the markdown table of the new question forms, each beside the count question
     asked alternately with it."""
-    rows = ["", "## Question forms of issue 16 (same graph, same limits)", "",
+    rows = ["", "## Question forms of issues 16 and 32 (same graph, same limits)", "",
             "Each form is asked alternately with the count question, so both see the same load; the "
             "last column divides the two CPU medians of that alternation.", "",
             "| form | question | wall time | CPU time | runs | count question CPU | CPU vs count |",

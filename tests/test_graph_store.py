@@ -553,7 +553,8 @@ class CountTest(unittest.TestCase):
         env = env_of("How many persons have a thesis in 2023?")
         self.assertEqual((env["status"], env["reason"]), ("ok", None))
         self.assertEqual(env["aggregation"], {"count": 0, "complete": True, "year": 2023,
-                                              "counted": "person"})
+                                              "counted": "person",
+                                              "filters": [{"field": "year", "op": "eq", "value": 2023}]})
         self.assertEqual(env["sources"], [])
         self.assertIs(env["complete"], True)
 
@@ -792,7 +793,8 @@ class DemoCorpusTest(unittest.TestCase):
             limits = gs.GraphLimits(fact_limit=limit, path_limit=limit)
             env = gs.to_envelope(gs.ask("Koľko osôb má prácu v roku 2024?", self.graph, limits)).to_dict()
             self.assertEqual(env["aggregation"], {"count": expected, "complete": True,
-                                                  "year": 2024, "counted": "person"})
+                                                  "year": 2024, "counted": "person",
+                                                  "filters": [{"field": "year", "op": "eq", "value": 2024}]})
             self.assertEqual(env["complete"], limit == 100)
 
     def test_demo_collisions_are_ambiguous(self):

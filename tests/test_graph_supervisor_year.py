@@ -48,8 +48,9 @@ class SupervisorsOfAYearTest(unittest.TestCase):
                 with self.subTest(year=year):
                     env = gs.to_envelope(gs.ask(f"Kto viedol práce v roku {year}?", graph, limits)).to_dict()
                     self.assertEqual(env["intent"], "supervisor_list")
-                    self.assertEqual(env["aggregation"], {"count": count, "complete": True,
-                                                          "year": year, "counted": "supervisor"})
+                    self.assertEqual(env["aggregation"], {
+                        "count": count, "complete": True, "year": year, "counted": "supervisor",
+                        "filters": [{"field": "year", "op": "eq", "value": year}]})
                     self.assertIn(f"({count}): {items}.", env["answer"])
 
     def test_a_year_without_theses_lists_none(self):

@@ -170,7 +170,7 @@ class PageInBrowserTest(unittest.TestCase):
         dom = self.dom(self.url(live, q="Koľko osôb má prácu v roku 2024?", mode="graph"))
         answer = dom.text["answer"]
         self.assertIn("Počet: 2 (presný: spočítalo sa všetko)", answer)
-        self.assertIn("Ján Holp -authored-> Strojový preklad právnych textov — S", answer)
+        self.assertIn("Práca „Strojový preklad právnych textov“ (2024) — autor: Ján Holp. — S", answer)
         self.assertIn("prace/t1.md", answer)                          # the fact's source
         self.assertIn("prace/t1.md", dom.text["sources"])
         dom = self.dom(self.url(live, q="Aký názov práce má Holp?", mode="graph"))
