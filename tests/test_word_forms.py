@@ -1,4 +1,4 @@
-"""Polish and Slovak as first-class languages: every form of a word finds the others, in the
+"""Word forms: every Polish and Slovak form of a word finds the others, in the
 stemmers (pure) and through search() over a folder the test builds."""
 
 import unittest
