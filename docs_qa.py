@@ -9,11 +9,9 @@ Sections (in file order)
                             script goes on in an interpreter that imports this module)
      2. Types            -- Chunk, Hit, Note, Settings, SearchResult, Confidence, IndexStats
      3. Errors           -- typed exceptions from retrieval_contract
-     4. Text             -- NFKC, casefold, diacritic folding, words, stop words, light stemmer
-          4a. Sentences        -- the one sentence splitter (abbreviations, dates, URLs)
-          4b. Language         -- the one language detector (pl/sk/en, with or without diacritics)
-          4c. Porter stemmer   -- English stems (Porter 1980)
-          4d. Terms            -- index terms and question terms, stemmed per language
+    (Text -- folding, words, stop words, the stemmers, sentences, the language detector, index
+     and question terms, the LANGUAGES table -- is in retrieval_contract.py, which RAG and the
+     graph both import: neither imports the other for it.)
      5. Corpus walk      -- the only code that reads documents; kept folder listings; a scan's stat signature
           5a. Shared walk      -- a forked child and this process take subtrees off one queue
           5b. Reading          -- decode, size cap, re-read without following a link
@@ -135,21 +133,12 @@ if TYPE_CHECKING:                  # annotations only; the HTTP server imports i
 import retrieval_contract as rc
 from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequestError,
                                 RetrievalUnavailableError)
+# the text of a question or a document (folding, words, stop words, stemmers, sentences,
+# language): pure, shared with graph_store, so it lives in the contract both import
+from retrieval_contract import lazy_re as _lazy_re
+from retrieval_contract import LANGUAGES, MAX_QUESTION_CHARS, error_boundary
+from retrieval_contract import (TEXT_WORD_RE, TEXT_FORMAT_CHARS, SuffixStemmer, text_stem_polish, text_stem_slovak, text_stem, text_fold, text_folded_words, text_words, text_sentences, text_detect_language, text_stem_english, TEXT_QUESTION_WORD, Tokenizer, text_tokens, text_is_code_word, text_edit_distance, text_case_tells, text_query_terms, text_query_words, text_query_counts)
 
-
-class _lazy_re:  # noqa: N801 - used like re.compile
-    """A regular expression compiled on first use, so importing docs_qa compiles none; after
-    that its methods are plain attributes (no indirection per call)."""
-
-    def __init__(self, pattern: str, flags: int = 0) -> None:
-        self._source = (pattern, flags)
-
-    def __getattr__(self, name: str) -> Any:
-        compiled = re.compile(*self._source)
-        for attr in ("match", "fullmatch", "search", "sub", "subn", "split", "findall", "finditer",
-                     "pattern", "flags", "groups", "groupindex"):
-            setattr(self, attr, getattr(compiled, attr))
-        return getattr(compiled, name)
 
 __all__ = [
     "Chunk", "Hit", "Note", "Settings", "SearchResult", "Confidence", "IndexStats", "GateSignals", "ProgressFn",
@@ -221,7 +210,6 @@ DEFAULT_EMBED_BATCH = 32
 DEFAULT_CHUNK_CHARS = 1200         # soft upper bound of a chunk's size
 MIN_CHUNK_WORDS = 6                # smaller chunks are merged with a neighbour
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are skipped with a note
-MAX_QUESTION_CHARS = 4000
 MAX_EMBED_CHARS = 2000             # text sent per chunk; longer chunks are cut knowingly
 DOC_EXTENSIONS = (".md", ".markdown", ".txt")
 DENSE_EXACT_MAX = 10000            # up to this many vectors every one is scored exactly; above it
@@ -394,637 +382,6 @@ class _CacheCorrupt(_CacheUnusable):
 
 class _CacheOutdated(_CacheUnusable):
     """The cache file is ours but was written with another schema version."""
-
-
-# === 4. Text — normalisation, words, stop words and a light stemmer (pure) ===
-
-_EXTRA_FOLDS = str.maketrans({"ł": "l", "đ": "d", "ø": "o", "æ": "ae", "œ": "oe", "ı": "i",
-                              "ħ": "h", "ŧ": "t", "ð": "d", "þ": "th"})
-_EXTRA_FOLD_CHARS = _lazy_re("[" + "".join(chr(c) for c in _EXTRA_FOLDS) + "]")
-_TOKEN_RE = _lazy_re(r"[^\W_]+")
-_WORD_RE = _lazy_re(r"\w+")       # _TOKEN_RE once underscores are spaces, and twice as fast
-# ASCII text folded and split in one translate(): letters lower-cased, every other character a space
-_ASCII_FOLD_BREAKS = str.maketrans({chr(c): chr(c).lower() if chr(c).isalnum() else " " for c in range(128)})
-# Unicode category Cf (format characters: soft hyphen, zero-width space/joiners, word
-# joiner, BOM, bidi controls, ...), as of Unicode 15.1; tests/test_corpus_encodings.py
-# checks the list against unicodedata. Listed, not computed, so import stays instant.
-_FORMAT_RANGES_BMP = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
-                      "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb")
-_FORMAT_RANGES = _FORMAT_RANGES_BMP + (
-    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
-    "\U000e0020-\U000e007f")
-_FORMAT_CHARS = _lazy_re(f"[{_FORMAT_RANGES}]")
-# removed after NFD in one pass: combining marks (diacritics) and format characters; a text
-# with no character beyond U+FFFF (most) takes the class without the others, which sre tests
-# per character in one table lookup instead of a chain of ranges (about 5x faster)
-_MARK_RANGES = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
-_COMBINING_MARKS = _lazy_re(f"[{_MARK_RANGES}{_FORMAT_RANGES}]")
-_COMBINING_MARKS_BMP = _lazy_re(f"[{_MARK_RANGES}{_FORMAT_RANGES_BMP}]")
-
-# Function words, folded (no diacritics). English is the classic SMART-style core
-# (measured on Cranfield in reports/hybrid-vs-single.md), its modal verbs and "have"
-# included; Polish and Slovak hold the same kinds of words (musieć, móc, mieć; musieť,
-# môcť, mať) and are kept apart so the tokenizer and the language detector (4b) can tell
-# a text's language from them.
-_STOP_EN = frozenset("""
-a about above after again against all also am an and any are as at be because been
-before being below between both but by can could did do does doing down during each
-few for from further had has have having he her here hers herself him himself his how
-i if in into is it its itself just me more most my myself no nor not now of off on
-once only or other our ours ourselves out over own same she should so some such than
-that the their theirs them themselves then there these they this those through to too
-under until up upon very was we were what when where which while who whom why will
-with would you your yours yourself yourselves may must shall might can't cannot
-""".split())
-_STOP_PL = frozenset("""
-a aby albo ale bo by byc czy dla do gdy gdzie i ich jak jaki jakie jest jestem jesli
-juz kiedy ktora ktore ktory mi mnie na nad nie nim o od oraz po pod przez przy sa
-sie tak tam te tego tej ten to tu tym w we z za ze co czym jaka jego jej
-""".split())
-_STOP_SK = frozenset("""
-a aj ak ako alebo ale by bol bola bolo co do este i ich je ja jej ho ku len ma na nad
-nie od po pod pre pri sa si so su sme tak tam ten tie to tu uz v vo z za ze ktory
-ktora ktore kde kedy aky aka ake preco kto
-""".split())
-# modal verbs and "have" (English lists must, may, have): dropped from Polish and Slovak
-# texts only, as some of their forms are English words (mat, mate, mala)
-_MODALS_PL = frozenset("""
-musze musisz musi musimy musicie musza musial musiala musieli musiec trzeba
-moge mozesz moze mozemy mozecie moga mogl mogla mogli
-mam masz mamy macie maja mial miala mieli miec
-""".split())
-_MODALS_SK = frozenset("""
-musim musis musi musime musite musia musel musela museli musiet treba
-mozem mozes moze mozeme mozete mozu mohol mohla mohli
-mam mas mame mate maju mal mala mali mat
-""".split())
-_MODALS_SK |= frozenset("ne" + verb for verb in _MODALS_SK)          # nemôžem, nemusím (Polish: nie ...)
-_STOP_PL, _STOP_SK = _STOP_PL | _MODALS_PL, _STOP_SK | _MODALS_SK
-_STOP_SLAVIC = _STOP_PL | _STOP_SK
-STOP_WORDS = _STOP_EN | _STOP_SLAVIC
-_STOP_OUTSIDE_SLAVIC = STOP_WORDS - (_MODALS_PL | _MODALS_SK)      # what an English text drops
-_STOP_EN_ONLY, _STOP_SLAVIC_ONLY = _STOP_EN - _STOP_SLAVIC, _STOP_SLAVIC - _STOP_EN   # what tells
-_STOP_PL_ONLY, _STOP_SK_ONLY = _STOP_PL - _STOP_SK - _STOP_EN, _STOP_SK - _STOP_PL - _STOP_EN
-
-# Request boilerplate ("I am interested in", "I would be pleased to receive", "interesuje
-# mnie", "zaujíma ma"): dropped from questions only, never from documents, where such
-# words can be content. Words that are content in some collection ("need" in "information
-# needs", "documents", "articles", "information") are deliberately left out
-# (reports/hybrid-vs-single.md, "BM25 levers").
-REQUEST_STOP_WORDS = frozenset("""
-interested interest pleased grateful glad receive wish like want wanted looking please
-give tell describe described describing discuss discussed discussing deal deals dealing
-concerning regarding especially particularly exist exists something anything etc
-interesuje interesuja chcialbym chcialabym chcielibysmy szukam szukamy prosze
-zaujima zaujimaju zaujimalo hladam hladame chcel chcela chcem prosim
-zrobic robic zrobit urobit robit
-""".split())
-
-# Inflectional endings per language, folded (ą is a), longest match first; a light stemmer
-# in the manner of L. Dolamic and J. Savoy, "Indexing and stemming approaches for the Czech
-# language", Information Processing & Management 45(6), 2009 (the light Czech stemmer Lucene
-# ships): case and verb endings only, written from the Polish and Slovak declension and
-# conjugation tables, plus the verbal nouns (-anie/-enie) and -ow-/-ov- adjectives. A stem
-# keeps >= 3 letters, so short words are stemmed too (kasa kasy kasę kasą kasie -> kas).
-# Measured in reports/polish-slovak.md against Snowball's Polish stemmer.
-_ENDINGS_PL = """
-owiach owiami aniach eniach aniami eniami aniem eniem aniu eniu ania enia anie enie
-iejszego iejszej iejszych iejszy iejsza iejsze
-owego owej owych owym owymi owemu owa owe owy owi owo
-iego iemu iej ich imi ymi ych ego emu ej ym im ach ami owie owi ow em om iem
-am asz amy acie aja ac esz emy ecie eja ec isz imy icie ia ic ujesz ujemy ujecie uja uje owac ujcie uj
-ala alo ali aly ila ilo ili ily yla ylo yli yly ela elo eli ely
-ie ii iu y a e i u o
-"""
-_ENDINGS_SK = """
-ovia ovi ove ova ovo ovu ovy ovej ovom ovou ovych ovym ovymi oveho ovemu
-eho emu ych ymi ach ami och ov om ou ej ia ie iu ii im mi ata aty
-ovanie ovania ovani ovaniu ovanim anie ania ani aniu anim enie enia eni eniu enim
-at it iet ujem uje ujes uju ovat
-y a e i u o
-"""
-_ENDINGS_ENGLISH = "ing ed es s"      # plurals and verbs, in a text of no clear language
-
-
-_FLEETING = _lazy_re(r"(?<=[^aeiouy])[eo](?=[kcrln]\Z)")   # Peter/Petra, budynek/budynku, príspevok/-vku
-
-
-class SuffixStemmer:
-    """Strips the longest listed ending that leaves a stem of >= min_stem letters; shorter
-    words and words with a digit are kept as they are. fleeting: a stem's e or o between a
-    consonant and a final k, c, r, l or n is dropped, as the West Slavic cases drop it
-    (Peter, Petrom -> petr), so every form of such a word gets one stem."""
-
-    def __init__(self, endings: str, min_stem: int = 3, fleeting: bool = False) -> None:
-        self.min_stem, self.fleeting = min_stem, fleeting
-        by_length: dict[int, set[str]] = {}
-        for ending in endings.split():
-            by_length.setdefault(len(ending), set()).add(ending)
-        self._by_length = tuple((n, frozenset(by_length[n])) for n in sorted(by_length, reverse=True))
-
-    def __call__(self, word: str) -> str:
-        if len(word) <= self.min_stem or not word.isalpha():
-            return word
-        stem = word
-        for n, endings in self._by_length:
-            if len(word) - n >= self.min_stem and word[-n:] in endings:
-                stem = word[:-n]
-                break
-        return _FLEETING.sub("", stem) if self.fleeting and len(stem) >= 4 else stem
-
-
-text_stem_polish = SuffixStemmer(_ENDINGS_PL, fleeting=True)
-text_stem_slovak = SuffixStemmer(_ENDINGS_SK, fleeting=True)
-_stem_slavic = SuffixStemmer(_ENDINGS_PL + _ENDINGS_SK, fleeting=True)
-_stem_english_endings = SuffixStemmer(_ENDINGS_ENGLISH, min_stem=4)     # czas stays czas
-
-
-def text_stem(word: str) -> str:
-    """Return the stem of a word from a text whose stop words do not tell its language (a
-    table, a list, a heading): the Polish and Slovak endings, else an English plural or verb
-    ending (the stem kept >= 4 letters)."""
-    stem = _stem_slavic(word)
-    return stem if stem != word else _stem_english_endings(word)
-
-
-def text_fold(text: str) -> str:
-    """Return text in NFKC, casefolded, with diacritics and format characters (category
-    Cf, e.g. a zero-width space inside a word) removed (ł -> l too)."""
-    if text.isascii():             # NFKC is the identity and casefold == lower on ASCII
-        return text.lower()
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    if folded.isascii():
-        return folded
-    if _EXTRA_FOLD_CHARS.search(folded):   # translate() is slow on long non-ASCII text
-        folded = folded.translate(_EXTRA_FOLDS)
-    decomposed = unicodedata.normalize("NFD", folded)
-    if len(decomposed.encode("utf-16-le", "surrogatepass")) == 2 * len(decomposed):
-        return _COMBINING_MARKS_BMP.sub("", decomposed)           # no character beyond U+FFFF
-    return _COMBINING_MARKS.sub("", decomposed)
-
-
-def _folded_words(text: str) -> list[str]:
-    """Return _TOKEN_RE.findall(text_fold(text)), the words the index sees, computed in
-    C-level passes: ASCII text by translate() and split(), other text by \\w+ once
-    underscores are spaces (\\w is [^\\W_] plus the underscore)."""
-    folded = text if text.isascii() else text_fold(text)
-    if folded.isascii():
-        return folded.translate(_ASCII_FOLD_BREAKS).split()
-    return _WORD_RE.findall(folded.replace("_", " ") if "_" in folded else folded)
-
-
-def text_words(text: str, keep_case: bool = False) -> list[str]:
-    """Return the words of text in NFKC with their diacritics, casefolded unless keep_case
-    (the forms name morphology reads; text_fold of a word is what the tokenizer sees);
-    a format character (Ko\u200bľko, ro\u00adku) joins a word as in text_fold, never splits it."""
-    text = unicodedata.normalize("NFKC", text)
-    if not text.isascii():
-        text = _FORMAT_CHARS.sub("", text)
-    return _TOKEN_RE.findall(text if keep_case else text.casefold())
-
-
-# --- 4a. Sentences — the one splitter, used by extractive answers, the support check and the
-# model-reply parser. A sentence ends at . ! ? or an ellipsis (closing quotes, brackets and
-# citations that follow stay with it) before whitespace and a capital letter, never after
-# an abbreviation that cannot end a sentence, an initial, or inside a token (decimals,
-# URLs, file names); a line break always ends one.
-
-# Abbreviations (casefolded, without their last dot) that never end a sentence: titles
-# before a name, "for example", legal references, units before a number.
-_ABBREVIATIONS = frozenset("""
-np tzn tzw m.in ust art nr pkt par poz por zob ul al prof dr doc mgr inz inż hab lek red
-dz dz.u godz tys mln mld sw św gen płk plk ks wg ww tel wyd str rys tab cz ew jw pt
-napr tzv resp t.j tj č c ods písm pism zb z.z zák zak sb ing bc phdr rndr judr mudr mvdr
-paeddr nám nam roč roc pozn príp prip cca hod min max kap obr tis sv p s t j
-e.g i.e mr mrs ms st vs cf fig figs sec ch vol approx dept est viz
-""".split())
-_SENTENCE_END = _lazy_re(
-    r"(?P<stop>\.{3}|…|[.!?]+)(?P<tail>[\"'”’»)\]]*(?:[ \t]*\[[^\[\]\n]{1,400}\])*)"
-    r"(?P<gap>[ \t]+)(?=[\"'„“«(]?[^\W\d_])|\n+")
-_TOKEN_BEFORE = _lazy_re(r"[^\s(\"'„“«\[]+$")
-
-
-def _is_abbreviation(token: str) -> bool:
-    """Return True when token (the text before a dot) cannot end a sentence: a known
-    abbreviation, an initial (J.), or dotted letters (e.g, s.r.o)."""
-    word = token.casefold()
-    if word in _ABBREVIATIONS:
-        return True
-    if len(token) == 1 and token.isupper():
-        return True                # an initial: J. Kowalski
-    return bool(re.fullmatch(r"(?:[^\W\d_]{1,2}\.)+[^\W\d_]{1,2}", word)) and word not in ("a.s", "o.o")
-
-
-def text_sentences(text: str) -> list[tuple[int, int]]:
-    """Return the (start, end) offsets of the sentences of text, each stripped of the
-    whitespace around it; citations after a sentence's stop belong to it."""
-    spans, start = [], 0
-    for match in _SENTENCE_END.finditer(text):
-        if match.group("stop") is not None:
-            nxt = text[match.end():match.end() + 3].lstrip("\"'„“«(")
-            if not nxt[:1].isupper():
-                continue
-            if match.group("stop") in ("...", "…") and not nxt[1:2].islower():
-                continue           # GTU_01... GTU_13: a range, not an end
-            if match.group("stop") == ".":
-                before = _token_before(text, match.start())
-                if before and (_is_abbreviation(before)
-                               or _is_enumerator(text, match.start() - len(before), before)):
-                    continue
-            end = match.start("gap")
-        else:
-            end = match.start()
-        if text[start:end].strip():
-            spans.append(_strip_span(text, start, end))
-        start = match.end()
-    if text[start:].strip():
-        spans.append(_strip_span(text, start, len(text)))
-    return spans
-
-
-def _token_before(text: str, end: int) -> str:
-    """Return the word before end (_TOKEN_BEFORE: back to a space, bracket or quote; '' for
-    none), reading back only as far as it goes, so a long line is not read again per stop."""
-    window = 64
-    while True:
-        start = max(0, end - window)
-        found = _TOKEN_BEFORE.search(text, start, end)
-        if found is None or found.start() > start or start == 0:
-            return found.group(0) if found else ""
-        window *= 4
-
-
-def _is_enumerator(text: str, start: int, token: str) -> bool:
-    """Return True when token, at start, numbers a list item: 1-3 digits with nothing before
-    them on their line but blanks and at most one bullet ("1. Stop the service." and
-    "- 2. Restart it." are one sentence each)."""
-    if len(token) > 3 or not token.isdecimal():
-        return False
-    lead = start
-    while lead > 0 and text[lead - 1] != "\n" and text[lead - 1].isspace():
-        lead -= 1
-    if start > lead > 0 and text[lead - 1] in "-*+":               # a bullet, then blanks
-        lead -= 1
-        while lead > 0 and text[lead - 1] != "\n" and text[lead - 1].isspace():
-            lead -= 1
-    return lead == 0 or text[lead - 1] == "\n"
-
-
-def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
-    """Return (start, end) moved inward past surrounding whitespace."""
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
-
-
-# --- 4b. Language — one detector for questions, refusals, caveats and the tokenizer. The
-# tokenizer's English-or-not decision (_stop_word_language, by stop words) comes first; Polish
-# and Slovak are then told apart by letters, function words and inflection, so a question
-# typed without diacritics ("przepis na sernik", "kto vyhral majstrovstva") is placed too.
-
-_PL_LETTERS = frozenset("ąęłńśźżć")
-_SK_LETTERS = frozenset("ľĺŕäôťďňčšžýáíéú")
-_PL_WORDS = frozenset("""
-w we jest sie czy dla jak jaki jaka jakie jakim przez oraz gdzie kiedy jesli juz mnie
-tego tej tym aby albo byc czym jego ile moge mozna trzeba czego przy sa
-""".split())
-_SK_WORDS = frozenset("""
-v vo je ako aky aka ake akom pre pri sme ste bol bola bolo boli su preco kde kedy ku len
-uz aj alebo tiez kolko vsetky tento tato toto ktory
-""".split()) - {"ktory"}
-_PL_MARKS = _lazy_re(r"rz|sz|cz|w|(?:ego|ow|osc|ac|ic)$")
-_SK_MARKS = _lazy_re(r"v|(?:eho|ov|ou|ost|at|it)$")
-
-
-def _stop_word_language(words: list[str] | dict[str, int]) -> str:
-    """Return 'en' when folded words (a list, or each word with its count) hold more English
-    than Polish/Slovak stop words, 'other' when fewer, 'unknown' when the stop words do not
-    tell: the detector's first stage, and the tokenizer's choice of stemmer."""
-    counts = words if isinstance(words, dict) else Counter(words)
-    english = sum(map(counts.__getitem__, _STOP_EN_ONLY.intersection(counts)))
-    slavic = sum(map(counts.__getitem__, _STOP_SLAVIC_ONLY.intersection(counts)))
-    if english == slavic:
-        return "unknown"
-    return "en" if english > slavic else "other"
-
-
-def text_detect_language(text: str, default: str = "en") -> str:
-    """Return 'pl', 'sk' or 'en' for a question or text, with or without diacritics;
-    default when nothing tells (a code such as GTU_12)."""
-    raw_words = _TOKEN_RE.findall(text if text.isascii() else _FORMAT_CHARS.sub("", text))
-    words = [text_fold(w) for w in raw_words]
-    coarse = _stop_word_language(words)
-    if coarse == "en":
-        return "en"
-    scores = {"pl": 0, "sk": 0}
-    for n, (raw, word) in enumerate(zip(raw_words, words)):
-        if raw.isupper() and len(raw) > 1 or any(ch.isdigit() for ch in raw):
-            continue               # codes and acronyms (VAT, JPK_V7) say nothing
-        # a capitalised word inside the text is a name: "Jaki tytuł ma praca Jána Holpa?"
-        letters = set(raw.casefold()) if n == 0 or not raw[:1].isupper() else set()
-        scores["pl"] += 3 * bool(_PL_LETTERS & letters) + 2 * (word in _PL_WORDS) \
-            + len(_PL_MARKS.findall(word))
-        scores["sk"] += 3 * bool(_SK_LETTERS & letters) + 2 * (word in _SK_WORDS) \
-            + len(_SK_MARKS.findall(word))
-    if scores["pl"] == scores["sk"]:
-        return default if coarse == "unknown" or scores["pl"] == 0 else "pl"
-    return "pl" if scores["pl"] > scores["sk"] else "sk"
-
-
-# --- 4c. Porter stemmer — M. F. Porter, "An algorithm for suffix stripping", Program 14(3),
-# 1980, written from the paper's description; used for texts judged English.
-
-_STEP2 = (("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"),
-          ("izer", "ize"), ("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"),
-          ("ousli", "ous"), ("ization", "ize"), ("ation", "ate"), ("ator", "ate"),
-          ("alism", "al"), ("iveness", "ive"), ("fulness", "ful"), ("ousness", "ous"),
-          ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"), ("logi", "log"))
-_STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"),
-          ("ful", ""), ("ness", ""))
-_STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent",
-          "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize")
-
-
-_CV = str.maketrans("abcdefghijklmnopqrstuvwxzABCDEFGHIJKLMNOPQRSTUVWXYZ",   # y: by its neighbour
-                    "vcccvcccvcccccvcccccvcccc" + "c" * 26)
-
-
-def _cv_form(word: str) -> str:
-    """Return word as Porter's consonant/vowel string: 'c' or 'v' per letter, y a vowel
-    after a consonant (a lower-case ASCII word). m of a stem is the count of 'vc' in the
-    prefix of this string as long as the stem (y depends only on the letter before it)."""
-    form = word.translate(_CV)
-    if "y" in form:
-        letters = list(form)
-        for i, ch in enumerate(letters):
-            if ch == "y":
-                letters[i] = "v" if i and letters[i - 1] == "c" else "c"
-        form = "".join(letters)
-    return form
-
-
-def _measure(stem: str) -> int:
-    """Return m, the number of vowel-consonant sequences in [C](VC)^m[V]."""
-    return _cv_form(stem).count("vc")
-
-
-def _has_vowel(stem: str) -> bool:
-    return "v" in _cv_form(stem)
-
-
-def _double_consonant(word: str) -> bool:
-    return len(word) >= 2 and word[-1] == word[-2] and _cv_form(word)[-1] == "c"
-
-
-def _cvc(word: str) -> bool:
-    """Return True when word ends consonant-vowel-consonant and the last is not w, x or y."""
-    return len(word) >= 3 and _cv_form(word).endswith("cvc") and word[-1] not in "wxy"
-
-
-def _by_last_letter(rules: tuple) -> dict[str, tuple]:
-    """Return rules (suffix first) grouped by the suffix's last letter, longest suffix first."""
-    out: dict[str, list] = {}
-    for rule in sorted(rules, key=lambda r: -len(r[0])):
-        out.setdefault(rule[0][-1], []).append(rule)
-    return {letter: tuple(group) for letter, group in out.items()}
-
-
-_STEP2_BY_END, _STEP3_BY_END = _by_last_letter(_STEP2), _by_last_letter(_STEP3)
-_STEP4_BY_END = _by_last_letter(tuple((suffix,) for suffix in _STEP4))
-
-
-def _replace_longest(word: str, rules_by_end: dict[str, tuple], min_m: int) -> str:
-    """Apply the rule with the longest matching suffix when its stem's m > min_m."""
-    for suffix, replacement in rules_by_end.get(word[-1:], ()):
-        if word.endswith(suffix):
-            stem = word[: -len(suffix)]
-            return stem + replacement if _measure(stem) > min_m else word
-    return word
-
-
-def _porter_step1(word: str) -> str:
-    """Return word after Porter's steps 1a-1c (plurals, -ed/-ing, y -> i)."""
-    if word.endswith("sses") or word.endswith("ies"):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    if word.endswith("eed"):
-        if _measure(word[:-3]) > 0:
-            word = word[:-1]
-    else:
-        for suffix in ("ed", "ing"):
-            if word.endswith(suffix) and _has_vowel(word[: -len(suffix)]):
-                word = _porter_step1b_tidy(word[: -len(suffix)])
-                break
-    if word.endswith("y") and _has_vowel(word[:-1]):
-        word = word[:-1] + "i"
-    return word
-
-
-def _porter_step1b_tidy(word: str) -> str:
-    """Return a stem just stripped of -ed/-ing with Porter's e-restoring and undoubling."""
-    if word.endswith(("at", "bl", "iz")):
-        return word + "e"
-    if _double_consonant(word) and word[-1] not in "lsz":
-        return word[:-1]
-    if _measure(word) == 1 and _cvc(word):
-        return word + "e"
-    return word
-
-
-def text_stem_english(word: str) -> str:
-    """Return the Porter (1980) stem of an English word; words with digits or <= 2 letters as is."""
-    if len(word) <= 2 or not word.isalpha() or not word.isascii():
-        return word
-    word = _porter_step1(word)
-    word = _replace_longest(word, _STEP2_BY_END, 0)
-    word = _replace_longest(word, _STEP3_BY_END, 0)
-    for (suffix,) in _STEP4_BY_END.get(word[-1:], ()):
-        if word.endswith(suffix):
-            stem = word[: -len(suffix)]
-            if _measure(stem) > 1 and (suffix != "ion" or stem.endswith(("s", "t"))):
-                word = stem
-            break
-    if word.endswith("e"):
-        m = _measure(word[:-1])
-        if m > 1 or (m == 1 and not _cvc(word[:-1])):
-            word = word[:-1]
-    if word.endswith("ll") and _measure(word) > 1:
-        word = word[:-1]
-    return word
-
-
-# --- 4d. Terms — index terms of a text and the terms of a question, each stemmed for its
-# language (Porter for English, the Polish or Slovak light stemmer, text_stem when the stop
-# words do not tell).
-
-_QUESTION_WORD = _lazy_re(r"[^\W_]+(?:[_\-/.][^\W_]+)*")
-
-
-STEMMERS: dict[str, Callable[[str], str]] = {
-    "en": text_stem_english, "pl": text_stem_polish, "sk": text_stem_slovak, "other": text_stem}
-# a question's terms: each word under every stemmer its language's documents may have used
-# (a Polish question meets Slovak pages and pages of no clear language; duplicates merge)
-_QUERY_STEMMERS = {"en": (text_stem_english,),
-                   "other": (text_stem_polish, text_stem_slovak, text_stem),
-                   "unknown": (text_stem_polish, text_stem_slovak, text_stem, text_stem_english)}
-
-
-class _StemMemo(dict):
-    """word -> its index term (None for a stop word), stemmed on first sight."""
-
-    def __init__(self, stem: Callable[[str], str], stop_words: frozenset[str]) -> None:
-        super().__init__()
-        self.stem, self.stop_words = stem, stop_words
-
-    def __missing__(self, word: str) -> str | None:
-        term = self[word] = None if word in self.stop_words else self.stem(word)
-        return term
-
-
-class Tokenizer:
-    """Folds, splits, drops stop words and stems each text with its language's stemmer,
-    memoising the stem of each word per language."""
-
-    def __init__(self) -> None:
-        self._memo = {language: _StemMemo(stem, _STOP_OUTSIDE_SLAVIC if language == "en" else STOP_WORDS)
-                      for language, stem in STEMMERS.items()}
-
-    def language(self, text: str) -> str:
-        """Return the stemmer a text is indexed with: a key of STEMMERS."""
-        return self.words_language(_folded_words(text))
-
-    @staticmethod
-    def words_language(words: list[str] | dict[str, int]) -> str:
-        """Return the stemmer for a text's folded words (or each with its count): 'en' when
-        English stop words outnumber the others, else 'pl' or 'sk' by whose own stop words
-        are more, else 'other' (text_stem)."""
-        coarse = _stop_word_language(words)
-        if coarse != "other":
-            return "en" if coarse == "en" else "other"
-        counts = words if isinstance(words, dict) else Counter(words)
-        polish = sum(map(counts.__getitem__, _STOP_PL_ONLY.intersection(counts)))
-        slovak = sum(map(counts.__getitem__, _STOP_SK_ONLY.intersection(counts)))
-        return "other" if polish == slovak else "pl" if polish > slovak else "sk"
-
-    def tokens(self, text: str, language: str | None = None) -> list[str]:
-        """Return text's index terms, stemmed for language (a key of STEMMERS; default: the text's own)."""
-        words = _folded_words(text)
-        memo = self._memo[language or self.words_language(words)]
-        return [term for term in map(memo.__getitem__, words) if term is not None]
-
-    def weighted_counts(self, words: dict[str, int], language: str, units: int) -> dict[str, int]:
-        """Return units times how often each index term occurs, given how often each folded
-        word does (stemmed for language); terms in the order their first word came."""
-        memo, counts = self._memo[language], {}
-        get = counts.get
-        for word, n in words.items():
-            term = memo[word]
-            if term is not None:
-                counts[term] = get(term, 0) + n * units
-        return counts
-
-
-def text_tokens(text: str) -> list[str]:
-    """Return the index terms of text: folded words, stop words dropped, stemmed."""
-    return Tokenizer().tokens(text)
-
-
-def _is_code_word(word: str, case_tells: bool = True) -> bool:
-    """Return True for identifiers such as WIS, KSeF, GTU_12, VAT-26, JPK_V7M, 106j; in a
-    text written all in capitals (case_tells False) capitals alone do not make one."""
-    has_digit = any(ch.isdigit() for ch in word)
-    has_alpha = any(ch.isalpha() for ch in word)
-    joined = any(ch in "_-/." for ch in word)
-    return (has_digit and has_alpha) or (joined and has_alpha) or \
-        (case_tells and sum(ch.isupper() for ch in word) >= 2)
-
-
-def text_edit_distance(one: str, two: str, limit: int) -> int:
-    """Return the optimal-string-alignment distance of two words (an insertion, deletion,
-    substitution or swap of neighbours costs 1), or limit + 1 once it exceeds limit."""
-    if abs(len(one) - len(two)) > limit:
-        return limit + 1
-    before, row = None, list(range(len(two) + 1))
-    for i, a in enumerate(one, 1):
-        current = [i] + [0] * len(two)
-        for j, b in enumerate(two, 1):
-            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (a != b))
-            if before is not None and i > 1 and j > 1 and a == two[j - 2] and one[i - 2] == b:
-                current[j] = min(current[j], before[j - 2] + 1)
-        if min(current) > limit:
-            return limit + 1
-        before, row = row, current
-    return row[-1]
-
-
-def text_case_tells(text: str) -> bool:
-    """Return False when text has no lower-case letter, so capitals say nothing about a word."""
-    return any(ch.islower() for ch in text)
-
-
-def text_query_terms(text: str) -> list[str]:
-    """Return a question's distinct terms, in order (see text_query_counts)."""
-    return list(text_query_counts(text))
-
-
-def _query_language(folded: list[str]) -> str:
-    """Return a question's stemmer choice from its folded words: _stop_word_language's, but
-    'unknown' (every stemmer) when it holds stop words of English and of Polish or Slovak
-    both: a Slovak question quoting an English error message is stemmed both ways."""
-    language = _stop_word_language(folded)
-    if language != "unknown" and _STOP_EN_ONLY.intersection(folded) and _STOP_SLAVIC_ONLY.intersection(folded):
-        return "unknown"
-    return language
-
-
-def _query_stop_words(language: str) -> frozenset[str]:
-    """Return the words a question of language ('en', 'other', 'unknown': _stop_word_language)
-    drops: the Polish and Slovak modal verbs only from a question in those languages."""
-    return STOP_WORDS if language == "other" else _STOP_OUTSIDE_SLAVIC
-
-
-def text_query_words(text: str) -> list[tuple[str, tuple[str, ...]]]:
-    """Return each content word of a question as written (GTU_12 and e-mail whole) with its
-    terms, stemmed as text_query_counts stems the whole question (its language decides the
-    stemmers and stop words, not the word alone); stop words and boilerplate left out."""
-    language = _query_language(_folded_words(text))
-    stop_words, stemmers = _query_stop_words(language), _QUERY_STEMMERS[language]
-    case_tells, out = text_case_tells(text), []
-    for word in _QUESTION_WORD.findall(text):
-        parts = [w for w in _folded_words(word) if w not in stop_words and w not in REQUEST_STOP_WORDS]
-        terms = dict.fromkeys(stem(part) for part in parts for stem in stemmers)
-        if language == "en" and _is_code_word(word, case_tells):
-            terms.update(dict.fromkeys(text_stem(part) for part in parts))
-        if terms:
-            out.append((word, tuple(terms)))
-    return out
-
-
-def text_query_counts(text: str) -> dict[str, int]:
-    """Return a question's terms with how often the question says each (its qtf), request
-    boilerplate ('I am interested in') dropped. Each word counts under every stemmer its
-    documents may have used (_QUERY_STEMMERS): a Polish or Slovak question under both light
-    stemmers and text_stem; one whose stop words do not tell (e.g. 'zebra', 'GTU_12') under
-    Porter too, so a short query meets documents of any language. An English question also gets the
-    light stems of its code-like words, so they meet Polish documents ('WIS' is 'wi' to
-    Porter, 'wis' to them); capitals make a word code-like only when the question has lower case."""
-    folded = _folded_words(text)
-    language = _query_language(folded)
-    stop_words, stemmers = _query_stop_words(language), _QUERY_STEMMERS[language]
-    counts: Counter = Counter()
-    for word in folded:
-        if word not in stop_words and word not in REQUEST_STOP_WORDS:
-            counts.update(dict.fromkeys([stem(word) for stem in stemmers], 1))
-    if language == "en":
-        case_tells = text_case_tells(text)
-        codes = " ".join(w for w in _QUESTION_WORD.findall(text) if _is_code_word(w, case_tells))
-        for word in _folded_words(codes):
-            if word not in STOP_WORDS and text_stem(word) not in counts:
-                counts[text_stem(word)] = 1
-    return dict(counts)
 
 
 # === 5. Corpus walk — find and decode documents; the only code that reads them ===
@@ -2634,7 +1991,7 @@ def _merge_micro(lines: list[str], pieces: list[_Piece], max_chars: int) -> list
 
 def _has_few_words(text: str, n: int) -> bool:
     """Return whether text has fewer than n words (stops counting at n)."""
-    return next(itertools.islice(_TOKEN_RE.finditer(text), n - 1, None), None) is None
+    return next(itertools.islice(TEXT_WORD_RE.finditer(text), n - 1, None), None) is None
 
 
 class ParsedText(NamedTuple):
@@ -2760,7 +2117,7 @@ def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None
     """Return a chunk's postings counts and length in TF_UNITS per word, the words of a
     level-1 heading (a document's title) counting HEADING_TF_UNITS (a light BM25F: a title
     word weighs 1.5). heads: the chunk's level-1 heading lines when the caller knows them."""
-    words = Counter(_folded_words(text))
+    words = Counter(text_folded_words(text))
     language = tokenizer.words_language(words)
     counts = tokenizer.weighted_counts(words, language, TF_UNITS)
     if heads is None and "#" in text:
@@ -4542,7 +3899,7 @@ def _fuse(question: str, rankings: dict[str, list[int]], settings: Settings) -> 
     """Return the fused ranking of search() and search_rankings(): RRF weighted towards BM25
     and, for a question with a code-like word (GTU_12, JPK), BM25's top hit first."""
     fused = rrf_fuse(rankings, settings.rrf_k, FUSION_WEIGHTS)
-    if any(_is_identifier(w, text_case_tells(question)) for w in _QUESTION_WORD.findall(question)):
+    if any(_is_identifier(w, text_case_tells(question)) for w in TEXT_QUESTION_WORD.findall(question)):
         fused = rrf_floor(fused, rankings, CODE_QUESTION_FLOORS)
     return fused
 
@@ -4550,7 +3907,7 @@ def _fuse(question: str, rankings: dict[str, list[int]], settings: Settings) -> 
 def _is_identifier(word: str, case_tells: bool) -> bool:
     """Return True for a code-like word with a digit, an underscore or (in mixed-case text)
     two capitals: GTU_12, VAT-26, JPK, KSeF; not a hyphenated word such as high-speed."""
-    return _is_code_word(word, case_tells) and (
+    return text_is_code_word(word, case_tells) and (
         any(ch.isdigit() for ch in word) or "_" in word
         or (case_tells and sum(ch.isupper() for ch in word) >= 2))
 
@@ -4567,7 +3924,7 @@ def _validate_question(question: Any) -> str:
     if not isinstance(question, str):
         raise InvalidQueryError("the question must be text", ("question",))
     cleaned = "".join(ch if ch.isprintable() or ch in "\t\n" else " "    # a format character (J\u200bPK)
-                      for ch in _FORMAT_CHARS.sub("", question)).strip()    # joins, never splits
+                      for ch in TEXT_FORMAT_CHARS.sub("", question)).strip()    # joins, never splits
     if not cleaned:
         raise InvalidQueryError("the question is empty", ("question",))
     if len(question) > MAX_QUESTION_CHARS:
@@ -4967,7 +4324,7 @@ def search_feedback_wanted(question: str, weights: dict[str, float], best_terms:
     if len(text_query_words(question)) < FEEDBACK_MIN_TERMS or settings.feedback_min_share > 1:
         return False
     case_tells = text_case_tells(question)
-    if any(_is_identifier(w, case_tells) for w in _QUESTION_WORD.findall(question)):
+    if any(_is_identifier(w, case_tells) for w in TEXT_QUESTION_WORD.findall(question)):
         return False
     held = sum(w for term, w in weights.items() if term in best_terms)
     return held >= settings.feedback_min_share * sum(weights.values()) and \
@@ -5145,7 +4502,7 @@ def _question_coverage(conn: sqlite3.Connection, question: str) -> _Shares:
     for word, terms in text_query_words(question):
         ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms) or _compound_chunks(conn, word)
         weight = bm25_idf(n_chunks, max(1, len(ids))) * (
-            CODE_WORD_WEIGHT if _is_code_word(word, case_tells) else 1)
+            CODE_WORD_WEIGHT if text_is_code_word(word, case_tells) else 1)
         total += weight
         found += weight if ids else 0.0
         if not ids:
@@ -5209,10 +4566,10 @@ def _name_shaped(question: str) -> list[str]:
     """Return the words of the question written as names: a capital inside the question,
     an acronym, CamelCase, a code such as docker-compose (pure; see _absent_names)."""
     case_tells, names = text_case_tells(question), []
-    for match in _QUESTION_WORD.finditer(question):
+    for match in TEXT_QUESTION_WORD.finditer(question):
         word, before = match.group(), question[:match.start()].rstrip()
         opens_sentence = not before or before[-1] in ".!?:;\"'(\u201e\u201c\u00bf\u00a1"
-        if _is_code_word(word, case_tells) or case_tells and word[:1].isupper() and not opens_sentence:
+        if text_is_code_word(word, case_tells) or case_tells and word[:1].isupper() and not opens_sentence:
             names.append(word)
     return names
 
@@ -5734,26 +5091,11 @@ def citation_support(sentence: str, cited_text: str, cited_terms: set[str] | Non
 DEFAULT_CHAT_MODEL = "local-model"
 CHAT_MODELS_TIMEOUT_S = 10.0       # the most GET /models may take when no chat model is set
 MAX_ANSWER_CHARS = 20000           # a longer model reply is cut (with a note)
-REFUSALS = {
-    "en": "I did not find the answer in the documents.",
-    "pl": "Nie znalazłem odpowiedzi w dokumentach.",
-    "sk": "Odpoveď som v dokumentoch nenašiel.",
-}
-SOURCES_CHANGED = {               # shown instead of the refusal when cited lines changed meanwhile
-    "en": "The documents changed while I was answering; please ask again.",
-    "pl": "Dokumenty zmieniły się w trakcie odpowiadania; zapytaj ponownie.",
-    "sk": "Dokumenty sa počas odpovedania zmenili; opýtajte sa znova.",
-}
-CAVEATS = {
-    "en": "Note: the evidence shown may be partial; a list in this answer may not be complete.",
-    "pl": "Uwaga: pokazane fragmenty mogą być niepełne; wyliczenie w tej odpowiedzi może nie być kompletne.",
-    "sk": "Pozor: zobrazené dôkazy môžu byť neúplné; zoznam v tejto odpovedi nemusí byť úplný.",
-}
-WEAK_ANSWER_LABELS = {             # shown above an answer whose confidence is low (text, page, MCP)
-    "en": "Closest passages; they may not answer the question:",
-    "pl": "Najbliższe fragmenty; mogą nie odpowiadać na pytanie:",
-    "sk": "Najbližšie úryvky; nemusia odpovedať na otázku:",
-}
+# the answer's fixed texts per language, from the one LANGUAGES table
+REFUSALS = {code: language.refusal for code, language in LANGUAGES.items()}
+SOURCES_CHANGED = {code: language.sources_changed for code, language in LANGUAGES.items()}
+CAVEATS = {code: language.caveat for code, language in LANGUAGES.items()}
+WEAK_ANSWER_LABELS = {code: language.weak_answer for code, language in LANGUAGES.items()}
 EXTRACTIVE_UNITS = 3               # sentences quoted by --extractive
 ANSWER_FORMAT = ("Plain text. After every claim an inline citation [path:start-end] "
                  "naming a fragment's path and lines inside that fragment; copy the path exactly "
@@ -5779,7 +5121,7 @@ class AnswerResult:
 def _prompt(question: str, result: SearchResult) -> dict[str, str]:
     """Return the prompt parts: instructions, context (labelled fragments) and format."""
     detected = text_detect_language(question)
-    language = {"pl": "Polish", "sk": "Slovak", "en": "English"}[detected]
+    language = LANGUAGES[detected].name
     refusal = REFUSALS[detected]
     complete = {True: "true", False: "false", None: "null"}[None if not result.truncated else False]
     instructions = (
@@ -6001,7 +5343,7 @@ def _inherit_citations(group: list[_Part], citations: list[Citation]) -> None:
 def _is_claim(sentence: str) -> bool:
     """Return False for what states nothing: a heading, an enumerator or rule, a short
     label ending in ':', only function words, or the refusal itself."""
-    words = _TOKEN_RE.findall(sentence)
+    words = TEXT_WORD_RE.findall(sentence)
     if not any(ch.isalpha() for word in words for ch in word) or _HEADER_RE.match(sentence):
         return False
     if sentence.rstrip().endswith(":") and len(words) <= LABEL_MAX_WORDS:
@@ -6464,7 +5806,7 @@ _STANDALONE_NUMBER = _lazy_re(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not 
 def _is_definition(head: str, terms: set[str], tokenizer: "Tokenizer") -> bool:
     """Return True when a unit's head reads as a definition of a question term: the term and
     a copula ('X is', 'X to', 'X je') among its first DEFINITION_HEAD_WORDS words."""
-    words = _folded_words(head)[:DEFINITION_HEAD_WORDS]
+    words = text_folded_words(head)[:DEFINITION_HEAD_WORDS]
     return bool(_COPULAS & set(words)) and bool(terms & set(tokenizer.tokens(" ".join(words))))
 
 
@@ -6666,7 +6008,7 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     and no unit quoted holds another. The best comes first.
     """
     words_terms = [set(terms) for _, terms in text_query_words(question)]
-    words = _folded_words(question)
+    words = text_folded_words(question)
     wants_date, wants_code = bool(_WHEN_WORDS & set(words)), _wants_code(words)
     wants_definition = bool(_DEFINE_QUESTION.search(" ".join(words))) and not wants_code
     scored, tokenizer = [], Tokenizer()          # one, so each word is stemmed once
@@ -7002,17 +6344,6 @@ def envelope_open_schema() -> dict:
     schema["additionalProperties"] = True
     schema["properties"]["sources"]["items"]["additionalProperties"] = True
     return schema
-
-
-def _error_boundary(exc: Exception, debug: bool, log: Callable[[str], None] | None = None) -> rc.Envelope:
-    """Return the error envelope of exc: the one conversion every transport makes at its
-    boundary. Re-raise exc under --debug; give log an untyped error's traceback."""
-    if debug:
-        raise exc
-    if log is not None and not isinstance(exc, ContractError):
-        import traceback
-        log("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-    return rc.error_result(exc)
 
 
 # === 16. Operations — settings from the environment; what the transports expose ===
@@ -7693,7 +7024,7 @@ def _route_question(args: argparse.Namespace, ctx: OperationContext) -> rc.Envel
     passed_on = []
     if args.graph:
         import graph_store
-        ctx.graph = graph_store.graph_load(args.graph)
+        ctx.graph = graph_store.graph_load(args.graph, git_probe=git_probe_file)
         if graph_store.graph_parse_question(args.question, ctx.graph) is not None:
             return operation_run("graph", {"question": args.question, "limit": args.limit}, ctx)
         passed_on = [{"code": GRAPH_PASSED_ON, "message": GRAPH_PASSED_ON_MESSAGE.format(
@@ -8021,7 +7352,7 @@ def handle_request(method: str, path: str, headers: dict[str, str], body: bytes,
         _http_check_origin(headers, ctx)
         status, payload = _http_dispatch(method, path, headers, body, ctx, query)
     except Exception as exc:  # the HTTP transport's one boundary
-        payload = _error_boundary(exc, ctx.debug, ctx.log_line).to_dict()
+        payload = error_boundary(exc, ctx.debug, ctx.log_line).to_dict()
         status = exc.http_status if isinstance(exc, ContractError) else HTTPStatus.INTERNAL_SERVER_ERROR
     if isinstance(payload, PageReply):
         return status, payload.headers, payload.body
@@ -8946,7 +8277,7 @@ def _mcp_call_tool(params: dict, ctx: ServerContext) -> dict:
     except _CallCancelledError:
         raise
     except Exception as exc:  # the MCP transport's one boundary for tool failures
-        envelope = _error_boundary(exc, ctx.debug, ctx.log_line).to_dict()
+        envelope = error_boundary(exc, ctx.debug, ctx.log_line).to_dict()
     return {"content": [{"type": "text", "text": format_answer_text(envelope)}],
             "structuredContent": envelope, "isError": envelope["status"] == "error"}
 
@@ -9075,9 +8406,8 @@ class _McpSession:
                 reply = self._call(message, cancel)
             except _CallCancelledError:
                 reply = None
-            except Exception:  # a protocol-level fault: answered, logged, never fatal
-                import traceback
-                self.ctx.log_line(traceback.format_exc())
+            except Exception as exc:  # a protocol-level fault: answered, logged, never fatal
+                error_boundary(exc, self.ctx.debug, self.ctx.log_line)
                 reply = _rpc_error(message["id"], _RPC_INTERNAL, "Internal error")
             with self.idle:          # a cancel either finds the call here or its reply sent
                 self.calls.pop(json.dumps(message["id"]), None)
@@ -9147,7 +8477,7 @@ def mcp_serve(ctx: ServerContext, stdin: Any, stdout: Any) -> int:
         try:
             reply = mcp_handle(message, ctx)
         except Exception as exc:  # a protocol-level fault: answered, logged, never fatal
-            _error_boundary(exc, ctx.debug, ctx.log_line)
+            error_boundary(exc, ctx.debug, ctx.log_line)
             reply = _rpc_error(_rpc_id(message), _RPC_INTERNAL, "Internal error")
         if reply is not None:
             session.write(reply)
@@ -9185,7 +8515,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 def _report_error(exc: Exception, debug: bool, as_json: bool) -> int:
     """Print an error as a one-line message (and the JSON error envelope); return 1.
     Re-raise it under --debug."""
-    envelope = _error_boundary(exc, debug).to_dict()
+    envelope = error_boundary(exc, debug).to_dict()
     if as_json:
         sys.stdout.write(json.dumps(envelope, ensure_ascii=False, indent=2) + "\n")
     if isinstance(exc, ContractError):
@@ -9240,8 +8570,10 @@ def _server_index(ctx: ServerContext) -> None:
                      f"index_version {stats.index_version}")
         for note in stats.notes:
             ctx.log_line(f"docs_qa: ! {note.code}: {note.message}")
-    except RetrievalUnavailableError:
-        ctx.log_line("docs_qa: warning: the index could not be built; requests will answer 503")
+    except Exception as exc:     # the background thread's boundary: a message, never a traceback
+        if isinstance(exc, ContractError):
+            ctx.log_line(f"docs_qa: warning: the index could not be built: {rc.visible_text(exc.message)}")
+        error_boundary(exc, ctx.debug, ctx.log_line)
     finally:
         if startup is not None:
             startup.ready.set()
@@ -9270,7 +8602,7 @@ def _server_context(args: argparse.Namespace, settings: Settings, token: str | N
     if args.graph:
         try:
             import graph_store
-            ops.graph = graph_store.graph_load(args.graph)
+            ops.graph = graph_store.graph_load(args.graph, git_probe=git_probe_file)
         except (ImportError, OSError, ValueError, ContractError) as exc:
             ops.graph_error = RetrievalUnavailableError("the graph could not be loaded")
             ctx.log_line(f"docs_qa: warning: graph not loaded ({getattr(exc, 'message', type(exc).__name__)}); "
@@ -9372,7 +8704,6 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
 
 def _script_main() -> None:
     """Run main() as this process's whole job and exit with its code (see _rerun_imported)."""
-    sys.modules.setdefault("docs_qa", sys.modules[__name__])   # graph_store imports it: one copy
     status = main()
     gc.freeze()      # the process ends here: spare its last collection of every object (~8 ms)
     sys.exit(status)

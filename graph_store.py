@@ -13,7 +13,7 @@ Sections
     3. Errors         -- GraphFormatError (a RetrievalUnavailableError)
     4. Names          -- name morphology: a stem that keeps diacritics, match keys, the
                          Slovak and Polish case forms of a name; general text (folding,
-                         words, stop words, language) comes from docs_qa §4
+                         words, stop words, language) comes from retrieval_contract
     5. Load/validate  -- graph_load (the only file I/O), graph_build (pure), indexes
     6. Entity matching-- persons via the token index (full names, then partial ones)
          6a. Keywords and titles
@@ -28,7 +28,7 @@ Sections
                          used by docs_qa.py's CLI and MCP), main
 
 Public API
-    graph_load(path, max_bytes) -> Graph graph_build(data, index_version) -> Graph
+    graph_load(path, max_bytes, git_probe) -> Graph graph_build(data, index_version) -> Graph
     graph_parse_question(q, graph) -> Intent | None
     ask(q, graph, limits) -> GraphResult to_envelope(result) -> Envelope
     GraphLimits, Graph, Intent, GraphResult, GraphFormatError, GRAPH_EXTRA_SCHEMA
@@ -55,7 +55,6 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Callable, Iterable, Iterator
 
-import docs_qa
 import retrieval_contract as rc
 
 __all__ = [
@@ -77,7 +76,7 @@ DEFAULT_EVIDENCE_LIMIT = 20
 DEFAULT_FACT_LIMIT = 10
 DEFAULT_PATH_LIMIT = 10
 DEFAULT_MAX_PATH_LENGTH = 2
-MAX_QUESTION_CHARS = docs_qa.MAX_QUESTION_CHARS   # /graph's schema and the CLI agree
+MAX_QUESTION_CHARS = rc.MAX_QUESTION_CHARS   # /graph's schema and the CLI agree
 GRAPH_MAX_BYTES = 256 * 1024 * 1024   # a larger graph file is refused unread (500k edges: ~41 MB)
 GRAPH_MAX_INT_DIGITS = 18     # a longer integer (e.g. a 5,000-digit year) is a format error
 DEFAULT_LANGUAGE = "sk"       # a question whose words do not tell its language (a name alone)
@@ -170,20 +169,10 @@ RE_COSUPERVISE = re.compile(
 RE_LIST_ALL = re.compile(r"\b(vsetk\w*|vsetci|all|every|list|vymenuj|wymien|wszys\w*|"
                          r"kto su|who are|ktori|ktorzy|zoznam)\b")
 
-# Words of a question that never name an entity: docs_qa's stop words, plus the words
-# of the graph's question forms (thesis, supervisor, year, count, ...) and the function
-# words those forms use that docs_qa does not drop from documents (k, s, zo, ktori, ile).
-QUESTION_WORDS = docs_qa.STOP_WORDS | frozenset("""
-author authored boli brzmi byl byla called defend defended dvoch ile jointly k keyword kim
-klucove klucovom klucovym kluczowe know known kolko ktori ktorom ktorych ktorym kym list
-maju mal mala mali many named napisal napisala nazov nazywa number obhajil obhajila
-obhajoval obhajovala obronil obronila osob osoby people person persons pocet povedz prac
-praca prace pracu pracy promotor promotorow razem rok roku s slovo slovom slowo spolocne
-spolu spoluviedla spoluviedol studenti studentov students sum supervise supervised
-supervisor tell tema temu theses thesis timi title together two tytul vedie veduceho
-veduci veducich viac viedla viedol vieme viete vola volala vsetci vsetkych vymenuj
-wiadomo wrote wspolnie wymien year zname znie zo
-""".split())
+# Words of a question that never name an entity: the stop words, plus the words of the
+# graph's question forms (thesis, supervisor, year, count, ...) and the function words
+# those forms use that are not stop words (k, s, zo, ktori, ile): rc.LANGUAGES' graph_words.
+QUESTION_WORDS = rc.STOP_WORDS.union(*(language.graph_words for language in rc.LANGUAGES.values()))
 
 # The words of filtered counts, lists and rankings, and of the relations the graph lacks,
 # one table per language: each entry is a tuple of regex fragments over the folded, lower-case
@@ -857,7 +846,7 @@ class GraphFormatError(rc.RetrievalUnavailableError):
     """The graph file is unreadable, not JSON, or invalid; the message names the node/edge."""
 
 
-# === 4. Names — name morphology only; folding, words, stop words: docs_qa §4 ===
+# === 4. Names — name morphology only; folding, words, stop words: retrieval_contract ===
 
 # A name keeps its diacritics while it is stemmed, so -ová and -ou stay apart from plain
 # vowels; folding and splitting into words are docs_qa's, as for every other text.
@@ -891,13 +880,13 @@ def _drop_fleeting_e(word: str) -> str:
 
 def name_key(word: str) -> str:
     """Return the match key of one word of a name, title or keyword: stemmed first, then
-    folded (docs_qa.text_fold)."""
-    return docs_qa.text_fold(name_stem(word))
+    folded (rc.text_fold)."""
+    return rc.text_fold(name_stem(word))
 
 
 def _is_question_word(word: str) -> bool:
     """Return True for a word that never names an entity (see QUESTION_WORDS)."""
-    return docs_qa.text_fold(word) in QUESTION_WORDS
+    return rc.text_fold(word) in QUESTION_WORDS
 
 
 def _affixed(bases: Iterable[str], endings: Iterable[str]) -> set[str]:
@@ -939,8 +928,8 @@ def _name_forms(word: str, is_first: bool) -> tuple[frozenset[str], frozenset[st
             other = _affixed(bases, FEM_A_ENDINGS)
         else:
             pair = _affixed(bases, FEM_OVA_ENDINGS)
-    return (frozenset(own), frozenset(docs_qa.text_fold(f) for f in pair),
-            frozenset(docs_qa.text_fold(f) for f in other))
+    return (frozenset(own), frozenset(rc.text_fold(f) for f in pair),
+            frozenset(rc.text_fold(f) for f in other))
 
 
 def _insert_fleeting_e(base: str) -> str:
@@ -955,12 +944,12 @@ def _word_relation(question_word: str, name_word: str, is_first: bool) -> str:
     its forms, diacritics included), FOLDED (a form once diacritics are folded, the bare
     stem, or an ending not known here), GENDER (the other-gender form of a surname) or
     CLASH (a form of the other gender's first name)."""
-    q, folded = question_word, docs_qa.text_fold(question_word)
+    q, folded = question_word, rc.text_fold(question_word)
     own, pair, other = _name_forms(name_word, is_first)
     stem = name_stem(name_word)
     if q in own:
         return EXACT
-    if folded in {docs_qa.text_fold(f) for f in own} or q == stem or q == folded == docs_qa.text_fold(stem):
+    if folded in {rc.text_fold(f) for f in own} or q == stem or q == folded == rc.text_fold(stem):
         return FOLDED
     if folded in pair:
         return GENDER
@@ -971,16 +960,19 @@ def _word_relation(question_word: str, name_word: str, is_first: bool) -> str:
 
 # === 5. Load/validate — the only file I/O; graph_build is pure ===
 
-def graph_load(path: str, max_bytes: int = GRAPH_MAX_BYTES) -> Graph:
+def graph_load(path: str, max_bytes: int = GRAPH_MAX_BYTES,
+               git_probe: Callable[[str], Any] | None = None) -> Graph:
     """Return the validated, indexed graph in the JSON file at path; raise GraphFormatError
-    (also for a file that is not regular, e.g. /dev/zero or a pipe, or over max_bytes)."""
+    (also for a file that is not regular, e.g. /dev/zero or a pipe, or over max_bytes).
+    git_probe: the caller's Git probe (docs_qa.git_probe_file, which reads .git as files and
+    never runs git), whose rev and dirty flag join index_version; None: no Git part."""
     raw = _graph_read(path, max_bytes)
     # Parsing and indexing create millions of acyclic objects; the cyclic GC would rescan
     # them again and again (about 40% of load time at 500k edges), so pause it meanwhile.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _graph_parse(path, raw)
+        return _graph_parse(path, raw, git_probe)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -1027,7 +1019,7 @@ def _parse_int(text: str) -> int | _LongInteger:
     return int(text) if len(text.lstrip("-")) <= GRAPH_MAX_INT_DIGITS else _LongInteger(text)
 
 
-def _graph_parse(path: str, raw: bytes) -> Graph:
+def _graph_parse(path: str, raw: bytes, git_probe: Callable[[str], Any] | None) -> Graph:
     """Return the Graph of the raw file bytes; raise GraphFormatError naming the problem."""
     try:
         text = raw.decode("utf-8-sig")
@@ -1042,7 +1034,7 @@ def _graph_parse(path: str, raw: bytes) -> Graph:
         raise GraphFormatError(f"{path}: arrays/objects nested too deeply "
                                f"(line {line}, column {column})") from None
     label = data.get("version") if isinstance(data, dict) else None
-    git = _git_state(path)
+    git = git_probe(path) if git_probe is not None else None
     version = rc.index_version_graph(label if isinstance(label, str) else None,
                                      hashlib.sha256(raw).hexdigest(),
                                      git.rev if git else None, bool(git and git.is_dirty))
@@ -1067,12 +1059,6 @@ def _deep_place(text: str) -> tuple[int, int]:
             depth -= 1
     line = text.count("\n", 0, best_at) + 1
     return line, best_at - text.rfind("\n", 0, best_at)
-
-
-def _git_state(path: str) -> Any:
-    """Return docs_qa.git_probe_file(path): the one Git probe, which reads .git as files
-    and never runs git (a checkout's config could make git run any program)."""
-    return docs_qa.git_probe_file(path)
 
 
 def graph_build(data: Any, index_version: str | None = None) -> Graph:
@@ -1223,7 +1209,7 @@ def _index_tokens(graph: Graph) -> None:
 
     def keys_of(text: str, min_chars: int, drop_stop: bool) -> frozenset[str]:
         out = set()
-        for word in docs_qa.text_words(text):
+        for word in rc.text_words(text):
             found = memo.get(word)
             if found is None:
                 found = memo[word] = (name_key(word), _is_question_word(word))
@@ -1406,7 +1392,7 @@ def _relation(question_word: str, name_word: str, is_first: bool, memo: dict[tup
 def _variant_fit(text: str, is_label: bool, by_key: dict[str, list[str]],
                  memo: dict[tuple, str]) -> _PersonFit | None:
     """Return how the question's words fit one name (label or alias); None if none is asked."""
-    keyed = [(w, _memo_key(w, memo)) for w in docs_qa.text_words(text)]
+    keyed = [(w, _memo_key(w, memo)) for w in rc.text_words(text)]
     names = [(w, k) for w, k in keyed if len(k) >= MIN_STEM_CHARS]
     asked = []                                 # (relation, question word, name word)
     for pos, (name, key) in enumerate(names):
@@ -1451,7 +1437,7 @@ def _first_name_clash(graph: Graph, node_id: str, by_key: dict[str, list[str]],
     """
     node = graph.nodes[node_id]
     for text in (node.label, *node.aliases):
-        names = [w for w in docs_qa.text_words(text) if len(w) >= MIN_STEM_CHARS]
+        names = [w for w in rc.text_words(text) if len(w) >= MIN_STEM_CHARS]
         if len(names) < 2:
             continue
         for q in by_key.get(_memo_key(names[0], memo), ()):
@@ -1462,7 +1448,7 @@ def _first_name_clash(graph: Graph, node_id: str, by_key: dict[str, list[str]],
 
 def _partial_why(node: Node, matched: set[str]) -> str:
     """Return why a partial name match was considered (first name, surname or its form)."""
-    words = [w for w in docs_qa.text_words(node.label) if len(w) > 1]
+    words = [w for w in rc.text_words(node.label) if len(w) > 1]
     parts = []
     for pos, word in enumerate(words):
         if name_key(word) in matched:
@@ -1815,7 +1801,7 @@ def _parse(question: str, graph: Graph) -> tuple[Intent | None, tuple[str, Any] 
         raise rc.InvalidQueryError("the question is empty", field_names=["question"])
     if len(question) > MAX_QUESTION_CHARS:
         raise rc.InvalidQueryError("the question is too long", field_names=["question"])
-    folded = " ".join(docs_qa.text_fold(w) for w in docs_qa.text_words(question))
+    folded = " ".join(rc.text_fold(w) for w in rc.text_words(question))
     year_match = RE_YEAR.search(folded)
     year = int(year_match.group(1)) if year_match else None
     words = _question_words(question)
@@ -1826,7 +1812,7 @@ def _parse(question: str, graph: Graph) -> tuple[Intent | None, tuple[str, Any] 
     kind = _kind(folded, year)
     if kind is not None:
         kind = _kind_refined(kind, folded, year, graph, name_keys)[0]
-    language = docs_qa.text_detect_language(question, DEFAULT_LANGUAGE)
+    language = rc.text_detect_language(question, DEFAULT_LANGUAGE)
     ctx = _Parse(question, graph, words, folded, kind, year, language, name_keys)
     intent = _form_intent(ctx)
     if intent is not None or ctx.refusal is not None:
@@ -1834,7 +1820,7 @@ def _parse(question: str, graph: Graph) -> tuple[Intent | None, tuple[str, Any] 
     if kind is None or kind in ("count_year", "count_filtered", "supervised_by", "keyword_theses",
                                 "supervisor_list"):
         return None, None     # a count or list the form parsers did not take is not the graph's
-    words = tuple(w for w in docs_qa.text_words(question) if not RE_YEAR.fullmatch(w))
+    words = tuple(w for w in rc.text_words(question) if not RE_YEAR.fullmatch(w))
     keys = tuple(name_key(w) for w in words)
     target = _about_target(graph, words, name_keys) if kind in ("about", "who_is") else None
     if target is not None and not target[0] and not (name_keys and _suggest_persons(graph, name_keys)):
@@ -1911,7 +1897,7 @@ def _name_keys(question: str, graph: Graph) -> tuple[str, ...]:
 
 def _capitalised_keys(question: str) -> tuple[str, ...]:
     """Return the keys of capitalised non-stop words after the first word (likely names)."""
-    words = docs_qa.text_words(question, keep_case=True)[1:]
+    words = rc.text_words(question, keep_case=True)[1:]
     return tuple(name_key(w) for w in words
                  if w[:1].isupper() and len(w) > 1 and not _is_question_word(w)
                  and not w.isupper())     # all-caps words carry no name signal
@@ -1923,7 +1909,7 @@ def _name_run_keys(question: str, graph: Graph) -> tuple[str, ...]:
     index = graph.token_index.get(PERSON, {})
     keys: list[str] = []
     run: list[str] = []
-    for word in docs_qa.text_words(question) + [""]:          # the empty word ends the last run
+    for word in rc.text_words(question) + [""]:          # the empty word ends the last run
         if len(word) > 1 and not word.isdigit() and not _is_question_word(word):
             run.append(name_key(word))
             continue
@@ -1990,7 +1976,7 @@ def _question_words(question: str) -> _Words:
                 parts.append("-")
                 pos += 2
             continue
-        word = docs_qa.text_fold(token)
+        word = rc.text_fold(token)
         raw.append(token)
         folded.append(word)
         parts.append(word)
@@ -2052,7 +2038,7 @@ def _level_filter(words: _Words) -> list[Filter]:
 
 def _thesis_level(kind: str) -> str:
     """Return the level of a thesis's `kind` text (bachelor, master, doctoral), else the text folded."""
-    folded = " ".join(docs_qa.text_fold(w) for w in docs_qa.text_words(kind))
+    folded = " ".join(rc.text_fold(w) for w in rc.text_words(kind))
     for level in LEVELS:
         if RE_LEVEL[level].search(folded):
             return level
@@ -2162,7 +2148,7 @@ def _set_intent(ctx: _Parse, kind: str, ranked: str | None = None,
 
 def _intent_words(question: str) -> tuple[str, ...]:
     """Return the question's words without its years (Intent.words)."""
-    return tuple(w for w in docs_qa.text_words(question) if not RE_YEAR.fullmatch(w))
+    return tuple(w for w in rc.text_words(question) if not RE_YEAR.fullmatch(w))
 
 
 def _word_after(words: _Words, pos: int) -> int:
@@ -2665,7 +2651,7 @@ def _kind_who_is(graph: Graph, intent: Intent, limits: GraphLimits) -> GraphResu
         return _ambiguous(graph, intent, limits, match)
     node = graph.nodes[chosen[0]]
     name = _node_item(graph, node.node_id)
-    if node.title and docs_qa.text_fold(node.title.casefold()) != docs_qa.text_fold(node.label.casefold()):
+    if node.title and rc.text_fold(node.title.casefold()) != rc.text_fold(node.label.casefold()):
         name += f" ({node.title})"
     summary = _summary(graph, node.node_id, intent.language, limits.fact_limit)
     evidence = _Evidence(facts=_incident_facts(graph, node.node_id),
@@ -3092,7 +3078,7 @@ def ask(question: str, graph: Graph, limits: GraphLimits | None = None) -> Graph
     limits = limits or GraphLimits()
     intent, refusal = _parse(question, graph)
     if intent is None:
-        lang = docs_qa.text_detect_language(question, DEFAULT_LANGUAGE)
+        lang = rc.text_detect_language(question, DEFAULT_LANGUAGE)
         unsupported = Intent(kind="unsupported", language=lang, keys=())
         if refusal is None:
             result = _no_answer(unsupported, limits, "no_matching_facts",
@@ -3279,17 +3265,18 @@ def main(argv: list[str] | None = None) -> int:
     limits_kw = dict(entity_limit=args.entity_limit, evidence_limit=args.evidence_limit,
                      fact_limit=args.limit or args.fact_limit, path_limit=args.limit or args.path_limit,
                      max_path_length=args.max_path_length)
+    import docs_qa   # this CLI's edge: the Git probe (I/O) for index_version; the library never imports it
     try:
-        env = to_envelope(ask(args.question, graph_load(args.graph), GraphLimits(**limits_kw)))
+        graph = graph_load(args.graph, git_probe=docs_qa.git_probe_file)
+        env = to_envelope(ask(args.question, graph, GraphLimits(**limits_kw)))
     except Exception as exc:  # the one catch boundary of this transport
-        if args.debug:
-            raise
+        envelope = rc.error_boundary(exc, args.debug)
         if isinstance(exc, rc.ContractError):
             print(f"graph_store: {rc.visible_text(exc.message)}", file=sys.stderr)
         else:
             print("graph_store: internal error (run with --debug for the traceback)", file=sys.stderr)
         if args.json:
-            _emit(json.dumps(rc.error_result(exc).to_dict(), ensure_ascii=False, indent=2))
+            _emit(json.dumps(envelope.to_dict(), ensure_ascii=False, indent=2))
         return 1
     text = (json.dumps(env.to_dict(), ensure_ascii=False, indent=2) if args.json
             else format_answer_text(env.to_dict()))

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import docs_qa  # noqa: E402
+import retrieval_contract as rc  # noqa: E402
 import eval_retrieval as ev  # noqa: E402
 
 K1S = (0.9, 1.2, 1.4, 1.6, 2.0)
@@ -32,17 +33,23 @@ BS = (0.4, 0.6, 0.75, 0.9)
 FEEDBACK_SHARES = (0.3, 0.4, 0.5, 0.6)   # other bars for the RM3 second pass (Settings.feedback_min_share)
 
 
+def _owner(name: str):
+    """Return the module a lever's name is defined in: the text functions and word lists live
+    in retrieval_contract (docs_qa imports them), the BM25 constants in docs_qa."""
+    return rc if hasattr(rc, name) else docs_qa
+
+
 @contextmanager
 def patched(**values):
-    """Temporarily set docs_qa attributes (the lever's constant or function)."""
-    old = {k: getattr(docs_qa, k) for k in values}
+    """Temporarily set the lever's constant or function where it is defined."""
+    old = {k: getattr(_owner(k), k) for k in values}
     for k, v in values.items():
-        setattr(docs_qa, k, v)
+        setattr(_owner(k), k, v)
     try:
         yield
     finally:
         for k, v in old.items():
-            setattr(docs_qa, k, v)
+            setattr(_owner(k), k, v)
 
 
 LEVERS = {   # docs_qa attributes to patch; feedback_min_share is a Settings field
@@ -51,8 +58,11 @@ LEVERS = {   # docs_qa attributes to patch; feedback_min_share is a Settings fie
     "- request stop words": {"REQUEST_STOP_WORDS": frozenset()},
     "- all-caps rule (capitals make code words)": {"text_case_tells": lambda text: True},
     "- title weight (title words weigh 1)": {"HEADING_TF_UNITS": docs_qa.TF_UNITS},
-    "stemmer: light stripper for English too (no Porter)": {"text_stem_english": docs_qa.text_stem},
-    "stemmer: none": {"text_stem_english": lambda w: w, "text_stem": lambda w: w},
+    "stemmer: light stripper for English too (no Porter)": {
+        "STEMMERS": {**rc.STEMMERS, "en": rc.text_stem},
+        "_QUERY_STEMMERS": {**rc._QUERY_STEMMERS, "en": (rc.text_stem,)}},
+    "stemmer: none": {"STEMMERS": dict.fromkeys(rc.STEMMERS, lambda w: w),
+                      "_QUERY_STEMMERS": dict.fromkeys(rc._QUERY_STEMMERS, (lambda w: w,))},
     "- RM3 second pass (feedback_min_share above 1: never)": {"feedback_min_share": 1.01},
     "previous defaults (t3: none of the five levers)": {
         "BM25_K3": 1e-9, "REQUEST_STOP_WORDS": frozenset(), "text_case_tells": lambda text: True,

@@ -18,6 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 import docs_qa  # noqa: E402
+import retrieval_contract as rc  # noqa: E402
 
 STEMMERS = {"polish": docs_qa.text_stem_polish, "slovak": docs_qa.text_stem_slovak,
             "other": docs_qa.text_stem}
@@ -29,7 +30,7 @@ def folder_words(docs: str) -> set[str]:
     entries, _ = docs_qa.corpus_walk(docs)
     for entry in entries:
         text, _ = docs_qa.corpus_read(entry, docs_qa.MAX_FILE_BYTES)
-        words.update(w for w in docs_qa._folded_words(text or "") if w.isalpha() and w not in docs_qa.STOP_WORDS)
+        words.update(w for w in docs_qa.text_folded_words(text or "") if w.isalpha() and w not in rc.STOP_WORDS)
     return words
 
 

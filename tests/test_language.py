@@ -67,5 +67,34 @@ class RefusalLanguageTest(TempDirTest):
                 self.assertEqual(result.answer, docs_qa.REFUSALS[language])
 
 
+
+
+class LanguageTableTest(unittest.TestCase):
+    """One LANGUAGES table: every language the detector can return has every entry."""
+
+    def test_every_detectable_language_has_every_entry(self):
+        import dataclasses
+        import retrieval_contract as rc
+        detected = {rc.text_detect_language(q) for q in ("What is the deadline?", "Do kiedy składam JPK?",
+                                                          "Dokedy podám daňové priznanie?", "GTU_12")}
+        self.assertEqual(detected, {"en", "pl", "sk"})
+        self.assertEqual(set(rc.LANGUAGES), detected)
+        for code, language in rc.LANGUAGES.items():
+            with self.subTest(language=code):
+                self.assertEqual(language.code, code)
+                for entry in dataclasses.fields(language):
+                    self.assertTrue(getattr(language, entry.name), entry.name)
+                self.assertEqual(language.stem("abc1"), "abc1")          # a stemmer, callable
+        # the page's texts use the same codes
+        self.assertEqual(set(docs_qa.PAGE_TEXTS), set(rc.LANGUAGES))
+
+    def test_stop_words_of_polish_and_slovak_are_kept_apart(self):
+        import retrieval_contract as rc
+        self.assertIn("przez", rc.LANGUAGES["pl"].stop_words)
+        self.assertNotIn("przez", rc.LANGUAGES["sk"].stop_words)
+        self.assertIn("alebo", rc.LANGUAGES["sk"].stop_words)
+        self.assertNotIn("alebo", rc.LANGUAGES["pl"].stop_words)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -2,7 +2,9 @@
 import unittest
 
 import docs_qa
-from docs_qa import _stop_word_language, text_fold, text_stem, text_stem_english, text_tokens, text_words
+from docs_qa import text_fold, text_stem, text_stem_english, text_tokens, text_words
+import retrieval_contract
+from retrieval_contract import _stop_word_language
 
 
 class FoldTest(unittest.TestCase):
@@ -29,7 +31,7 @@ class FoldedWordsTest(unittest.TestCase):
         for text in ("GTU_12 VAT-26 __init__ a_b", "Tab\tcontrol\x1f\x1cchars and\x0bspaces",
                      "Łódź ŻÓŁW Koľko ťažké", "ﬁle ２０２６ Straße", "zero\u200bwidth soft\u00adhyphen",
                      "e\u0301 q\u0301x", "日本語のテキスト_和", "٣٤ ① ½ ²", "", "___", "a\u0345b"):
-            self.assertEqual(docs_qa._folded_words(text), docs_qa._TOKEN_RE.findall(text_fold(text)), text)
+            self.assertEqual(docs_qa.text_folded_words(text), docs_qa.TEXT_WORD_RE.findall(text_fold(text)), text)
 
 
 class WordsTest(unittest.TestCase):
@@ -61,7 +63,7 @@ class TokenTest(unittest.TestCase):
 
     def test_stop_words_hold_all_three_languages(self):
         for word in ("the", "which", "kiedy", "oraz", "alebo", "preco"):
-            self.assertIn(word, docs_qa.STOP_WORDS)
+            self.assertIn(word, retrieval_contract.STOP_WORDS)
 
 
 class LanguageTest(unittest.TestCase):
