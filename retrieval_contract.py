@@ -510,7 +510,10 @@ _STOP_SLAVIC = _STOP_PL | _STOP_SK
 STOP_WORDS = _STOP_EN | _STOP_SLAVIC
 _STOP_OUTSIDE_SLAVIC = STOP_WORDS - (_MODALS_PL | _MODALS_SK)      # what an English text drops
 _STOP_EN_ONLY, _STOP_SLAVIC_ONLY = _STOP_EN - _STOP_SLAVIC, _STOP_SLAVIC - _STOP_EN   # what tells
-_STOP_PL_ONLY, _STOP_SK_ONLY = _STOP_PL - _STOP_SK - _STOP_EN, _STOP_SK - _STOP_PL - _STOP_EN
+# what tells Polish from Slovak: words of two letters or more (a one-letter 'w' or 'v' is as
+# often an initial, "Mills, K. W.", as a preposition)
+_STOP_PL_TELLS = frozenset(w for w in _STOP_PL - _STOP_SK - _STOP_EN if len(w) > 1)
+_STOP_SK_TELLS = frozenset(w for w in _STOP_SK - _STOP_PL - _STOP_EN if len(w) > 1)
 
 # Request boilerplate ("I am interested in", "I would be pleased to receive", "interesuje
 # mnie", "zaujíma ma"): dropped from questions only, never from documents, where such
@@ -581,14 +584,17 @@ class SuffixStemmer:
 
 text_stem_polish = SuffixStemmer(_ENDINGS_PL, fleeting=True)
 text_stem_slovak = SuffixStemmer(_ENDINGS_SK, fleeting=True)
-_stem_slavic = SuffixStemmer(_ENDINGS_PL + _ENDINGS_SK, fleeting=True)
+# a text of no clear language may be English (a title, a list of names): a stem keeps 4
+# letters and no fleeting vowel is dropped there, so its words still meet English ones
+_stem_slavic = SuffixStemmer(_ENDINGS_PL + _ENDINGS_SK, min_stem=4)
 _stem_english_endings = SuffixStemmer(_ENDINGS_ENGLISH, min_stem=4)     # czas stays czas
 
 
 def text_stem(word: str) -> str:
     """Return the stem of a word from a text whose stop words do not tell its language (a
     table, a list, a heading): the Polish and Slovak endings, else an English plural or verb
-    ending (the stem kept >= 4 letters)."""
+    ending, the stem kept >= 4 letters ('data' and 'code' stay whole, as Porter keeps them;
+    a Polish or Slovak question meets such a text through this stem of its words too)."""
     stem = _stem_slavic(word)
     return stem if stem != word else _stem_english_endings(word)
 
@@ -1011,8 +1017,8 @@ class Tokenizer:
         if coarse != "other":
             return "en" if coarse == "en" else "other"
         counts = words if isinstance(words, dict) else Counter(words)
-        polish = sum(map(counts.__getitem__, _STOP_PL_ONLY.intersection(counts)))
-        slovak = sum(map(counts.__getitem__, _STOP_SK_ONLY.intersection(counts)))
+        polish = sum(map(counts.__getitem__, _STOP_PL_TELLS.intersection(counts)))
+        slovak = sum(map(counts.__getitem__, _STOP_SK_TELLS.intersection(counts)))
         return "other" if polish == slovak else "pl" if polish > slovak else "sk"
 
     def tokens(self, text: str, language: str | None = None) -> list[str]:
