@@ -7,7 +7,7 @@ Standard library only. Every response is a v1 envelope (see retrieval_contract.p
 Sections (in file order)
      1. Constants        -- defaults, limits, reason tables (above: a long command run as a
                             script goes on in an interpreter that imports this module)
-     2. Types            -- Chunk, Hit, Note, Settings, SearchResult, Confidence, IndexStats
+     2. Types            -- Chunk, Hit, Note, Settings, SearchResult, Confidence, Freshness, IndexStats
      3. Errors           -- typed exceptions from retrieval_contract
      4. Text             -- NFKC, casefold, diacritic folding, words, stop words, light stemmer
           4a. Sentences        -- the one sentence splitter (abbreviations, dates, URLs)
@@ -28,6 +28,7 @@ Sections (in file order)
           10a. Store writes    -- a refresh's files, chunks, postings; transactions
           10b. Indexer         -- walk -> parse (in worker processes too) -> write; index_version
           10c. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
+    10d. Watch           -- serve, mcp: a resident index kept fresh by inotify (ctypes) or a sweep
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult, search_rankings(), index_folder()
           12a. Ranking core    -- _rank(): BM25 -> dense -> RRF -> no-answer gate, one pipeline
@@ -152,7 +153,7 @@ class _lazy_re:  # noqa: N801 - used like re.compile
         return getattr(compiled, name)
 
 __all__ = [
-    "Chunk", "Hit", "Note", "Settings", "SearchResult", "Confidence", "IndexStats", "GateSignals", "ProgressFn",
+    "Chunk", "Hit", "Note", "Settings", "SearchResult", "Confidence", "Freshness", "IndexStats", "GateSignals", "ProgressFn",
     "settings_from_env", "search", "search_rankings", "search_gate_signals", "search_dense",
     "search_feedback_wanted", "search_feedback_weights", "answer", "index_folder", "index_refresh",
     "index_scan_begin",
