@@ -30,6 +30,7 @@ FRESH_S = 0.5                      # --fresh-within of the servers here
 CORPUS = {"intro.md": "# Intro\n\nThe zebra eats grass in the open field every day.\n",
           "guide/setup.md": "# Setup\n\nInstall the package, then run the configure step once.\n"}
 INOTIFY = sys.platform.startswith("linux")
+BULK_FILES = 3000                  # new files one question waits for the server to index
 
 
 def doc(word: str) -> str:
@@ -125,15 +126,31 @@ class WatchedFileTest(ServerCase):
             self.assertEqual(self.paths(word), {"guide/setup.md"})
         self.assertEqual(self.ask("narwhal")["sources"], [])
 
+    @unittest.skipUnless(hasattr(signal, "SIGSTOP"), "needs SIGSTOP")
     def test_an_edit_that_keeps_the_size_and_modification_time(self):
         before = os.stat(self.path("intro.md"))
-        with open(self.path("intro.md"), "r+", encoding="utf-8") as fh:
-            text = fh.read()
-            fh.seek(0)
-            fh.write(text.replace("zebra", "okapi"))                   # same length
-        os.utime(self.path("intro.md"), ns=(before.st_atime_ns, before.st_mtime_ns))
+        os.kill(self.server.proc.pid, signal.SIGSTOP)         # its stat is as it was when the server looks
+        try:
+            with open(self.path("intro.md"), "r+", encoding="utf-8") as fh:
+                text = fh.read()
+                fh.seek(0)
+                fh.write(text.replace("zebra", "okapi"))               # same length
+            os.utime(self.path("intro.md"), ns=(before.st_atime_ns, before.st_mtime_ns))
+        finally:
+            os.kill(self.server.proc.pid, signal.SIGCONT)
         self.changed()
         self.assertEqual(self.paths("okapi"), {"intro.md"})
+
+    @unittest.skipUnless(hasattr(signal, "SIGSTOP"), "needs SIGSTOP")
+    def test_a_question_waits_for_the_index_to_catch_up(self):
+        os.kill(self.server.proc.pid, signal.SIGSTOP)        # the changes wait, unread, meanwhile
+        try:
+            write_files(self.docs, {f"bulk/{n}.md": doc(f"filler{n}x") for n in range(BULK_FILES)})
+            self.write("bulk/target.md", doc("quoll"))
+            time.sleep(FRESH_S)                                # older than the contract when asked
+        finally:
+            os.kill(self.server.proc.pid, signal.SIGCONT)
+        self.assertEqual(self.paths("quoll"), {"bulk/target.md"})
 
 
 @unittest.skipUnless(INOTIFY, "folder events are inotify (Linux); elsewhere serve sweeps")
@@ -186,6 +203,19 @@ class WatchedFolderTest(ServerCase):
         self.assertEqual(self.paths("dingo"), {"later.md"})
         self.assertEqual(self.health()["freshness"]["mode"], "watch")
 
+    def test_the_folder_replaced_by_another_renamed_into_its_place(self):
+        fresh = write_files(self.docs + ".new", {"swapped.md": doc("margay")})
+        os.rename(self.docs, self.docs + ".old")
+        os.rename(fresh, self.docs)
+        self.changed()
+        self.assertEqual(self.paths("margay"), {"swapped.md"})
+        self.write("after.md", doc("serval"))                          # the new folder is the one watched
+        self.assertEqual(self.paths("serval"), {"after.md"})
+        with open(os.path.join(self.docs + ".old", "gone.md"), "w", encoding="utf-8") as fh:
+            fh.write(doc("caracal"))                                   # the old one is not
+        self.changed()
+        self.assertEqual(self.ask("caracal")["sources"], [])
+
     def ask_error(self, query: str) -> dict:
         time.sleep(max(0.0, self.changed_at + FRESH_S - time.monotonic()))
         status, _, body = http_request(self.server.port, "POST", "/search", json.dumps({"query": query}),
@@ -207,10 +237,8 @@ class OverflowTest(ServerCase):
         self.paths("zebra")
         os.kill(self.server.proc.pid, signal.SIGSTOP)                  # nothing reads the queue now
         try:
-            junk = self.path("junk")
-            os.mkdir(junk)
-            for n in range(queued // 2 + 100):                        # two events a file: create, close
-                os.close(os.open(os.path.join(junk, f"{n}.tmp"), os.O_CREAT | os.O_WRONLY, 0o644))
+            for n in range(queued // 2 + 100):     # in a watched folder, two events a file: create, close
+                os.close(os.open(self.path(f"{n}.tmp"), os.O_CREAT | os.O_WRONLY, 0o644))
             self.write("after/overflow.md", doc("chinchilla"))
         finally:
             os.kill(self.server.proc.pid, signal.SIGCONT)
