@@ -4468,17 +4468,18 @@ class _Inotify:
         import select
         select.select([self.fd], [], [], timeout_s)
 
-    def read(self) -> list[tuple[int, int, str]]:
-        """Return the events queued, up to WATCH_READ_BYTES of them, as (wd, mask, name)."""
+    def read(self) -> tuple[list[tuple[int, int, str]], bool]:
+        """Return the events queued, up to WATCH_READ_BYTES of them, as (wd, mask, name), and
+        whether that was all of them."""
         parts, size = [], 0
         while size < WATCH_READ_BYTES:
             try:
                 data = os.read(self.fd, 1 << 16)
             except BlockingIOError:
-                break
+                return _inotify_events(b"".join(parts)), True
             parts.append(data)
             size += len(data)
-        return _inotify_events(b"".join(parts))
+        return _inotify_events(b"".join(parts)), False
 
     def close(self) -> None:
         os.close(self.fd)
@@ -4634,8 +4635,7 @@ class _Watcher:
                 self.busy = True
             try:
                 with self.apply_lock:
-                    self._step()
-                synced = began
+                    synced = began if self._step() else None
             except Exception as exc:  # the view stays as it was: the next step starts it all again
                 self.log(f"docs_qa: warning: the index could not be refreshed ({type(exc).__name__}); retrying")
                 self.redo, synced = True, None
@@ -4646,8 +4646,9 @@ class _Watcher:
                     self.synced_at = max(self.synced_at, synced)
                 self.cond.notify_all()
 
-    def _step(self) -> None:
-        """Apply what changed since the last step: events, or a sweep, or a new start."""
+    def _step(self) -> bool:
+        """Apply what changed since the last step: events, or a sweep, or a new start; return
+        False when events were left unread (the next step takes them)."""
         if self.mode == "sweep":
             began = time.monotonic()
             self.scan = self._sweep_scan()
@@ -4656,7 +4657,10 @@ class _Watcher:
             if os.path.isdir(self.root):
                 self._restart()
         else:
-            self._apply(self.inotify.read())
+            events, drained = self.inotify.read()
+            self._apply(events)
+            return drained
+        return True
 
     def _restart(self) -> None:
         """Watch and walk the whole folder again, then refresh the index from it."""
