@@ -7,7 +7,7 @@ Standard library only. Every response is a v1 envelope (see retrieval_contract.p
 Sections (in file order)
      1. Constants        -- defaults, limits, reason tables (above: a long command run as a
                             script goes on in an interpreter that imports this module)
-     2. Types            -- Chunk, Hit, Note, Settings, SearchResult, Confidence, IndexStats
+     2. Types            -- Chunk, Hit, Note, Settings, SearchResult, Confidence, Freshness, IndexStats
      3. Errors           -- typed exceptions from retrieval_contract
     (Text -- folding, words, stop words, the stemmers, sentences, the language detector, index
      and question terms, the LANGUAGES table -- is in retrieval_contract.py, which RAG and the
@@ -26,6 +26,7 @@ Sections (in file order)
           10a. Store writes    -- a refresh's files, chunks, postings; transactions
           10b. Indexer         -- walk -> parse (in worker processes too) -> write; index_version
           10c. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
+    10d. Watch           -- serve, mcp: a resident index kept fresh by inotify (ctypes) or a sweep
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult, search_rankings(), index_folder()
           12a. Ranking core    -- _rank(): BM25 -> dense -> RRF -> no-answer gate, one pipeline
@@ -141,7 +142,7 @@ from retrieval_contract import (TEXT_WORD_RE, TEXT_FORMAT_CHARS, SuffixStemmer, 
 
 
 __all__ = [
-    "Chunk", "Hit", "Note", "Settings", "SearchResult", "Confidence", "IndexStats", "GateSignals", "ProgressFn",
+    "Chunk", "Hit", "Note", "Settings", "SearchResult", "Confidence", "Freshness", "IndexStats", "GateSignals", "ProgressFn",
     "settings_from_env", "search", "search_rankings", "search_gate_signals", "search_dense",
     "search_feedback_wanted", "search_feedback_weights", "answer", "index_folder", "index_refresh",
     "index_scan_begin",
@@ -223,6 +224,8 @@ INDEX_PARALLEL_MIN_FILES = 2000    # fewer files to parse stay in this process: 
                                    # about 60 ms; measured on tldr subsets, 1000 files index 4 % slower
                                    # with one, 2000 files 11 % faster, 8000 files 25 % faster
 INDEX_PARALLEL_MIN_BYTES = 2 << 20 # ... unless they hold this many bytes (a folder of a few large files)
+DEFAULT_FRESH_WITHIN_S = 1.0       # serve, mcp: a change made this long before a question is always seen (§10d)
+WATCH_MODES = ("events", "sweep", "off")   # serve, mcp: how the resident index learns of changes (§10d)
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
 
@@ -306,6 +309,10 @@ class Settings:
                                       # server keeps open for its lifetime (None: throw-away)
     index_lock: Any = field(default=None, compare=False, repr=False)   # serialises uses of a
                                       # memory_index (shared-cache locks are not waited for)
+    watch: str = "events"              # serve, mcp (one of WATCH_MODES): folder events, else a sweep
+    fresh_within_s: float = DEFAULT_FRESH_WITHIN_S   # ... and the changes a question always sees
+    watcher: Any = field(default=None, compare=False, repr=False)   # a server's _Watcher (§10d): a
+                                      # question reads its resident view instead of walking the folder
     # the answer and the transports (read by settings_from_env like everything above)
     chat_model: str | None = None      # None: the first chat model the server lists
     chat_timeout_s: float = DEFAULT_CHAT_TIMEOUT_S   # the whole chat call, retries included
@@ -338,6 +345,18 @@ class IndexStats:
     generation: str | None = None  # the corpus generation the index_version names (meta)
 
 
+class Freshness(NamedTuple):
+    """How fresh a result's view of the folder is: mode 'check' (the question compared every
+    file's stat), 'watch' (folder events keep a server's index fresh) or 'sweep' (a server's
+    background stat sweep does); age_s: seconds since the view was last known to be current."""
+
+    mode: str
+    age_s: float
+
+
+CHECKED = Freshness("check", 0.0)
+
+
 @dataclass
 class SearchResult:
     """Ranked fragments for a query, with the limits hit and any degradation notes."""
@@ -352,6 +371,7 @@ class SearchResult:
     stats: IndexStats
     coverage: float | None = None  # the no-answer gate's: the best fragment's IDF-weighted share
                                    # of the question (0..1); None when it was not measured
+    freshness: Freshness = CHECKED  # how fresh the view of the folder ranked was
 
     @property
     def truncated(self) -> bool:
@@ -3109,8 +3129,7 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings, progress: Progre
     try:
         scan = scan or _scan_starting_workers(settings, meta, cache_listings(conn), spare)
         if _is_built_for(meta, settings) and meta.get("stat_sig") == scan.signature:
-            stats = IndexStats(unchanged=int(meta.get("n_files", 0)),
-                               notes=scan.notes + [Note(c, m) for c, m in json.loads(meta.get("file_notes", "[]"))])
+            stats = _unchanged_stats(meta, scan)
             if scan.listings is not None:
                 cache_try_put_listings(conn, scan.listings)
         else:
@@ -3123,6 +3142,14 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings, progress: Progre
     stats.chunks, stats.generation = int(meta.get("n_chunks") or 0), meta.get("generation")
     stats.index_version = _index_version(conn, meta, settings.docs_dir, scan)
     return stats
+
+
+def _unchanged_stats(meta: dict[str, str], scan: CorpusScan) -> IndexStats:
+    """Return the IndexStats of a refresh that found nothing changed since the one meta
+    records: every file unchanged, the walk's notes and the stored notes on skipped files."""
+    return IndexStats(unchanged=int(meta.get("n_files", 0)), chunks=int(meta.get("n_chunks") or 0),
+                      notes=scan.notes + [Note(c, m) for c, m in json.loads(meta.get("file_notes", "[]"))],
+                      generation=meta.get("generation"))
 
 
 def _scan_starting_workers(settings: Settings, meta: dict[str, str], listings: bytes | None,
@@ -3859,6 +3886,421 @@ def cache_forget_vector(conn: sqlite3.Connection, key: str, model: str) -> None:
     conn.execute("COMMIT")
 
 
+# === 10d. Watch — serve and mcp keep a resident index fresh from folder events, else a stat sweep ===
+
+WATCH_SWEEP_SHARE = 0.5            # a sweep starts fresh_within_s * this after the last began ...
+WATCH_SWEEP_LOAD = 2.0             # ... and at least this many times its own duration after it ended
+WATCH_WAIT_S = 120.0               # a question waits this long at most for the view to catch up, then walks
+WATCH_POLL_S = 1.0                 # the watching thread looks up from the events this often (to stop)
+WATCH_READ_BYTES = 1 << 20         # events applied at once, at most (a storm is applied in steps)
+_IN_MODIFY, _IN_CLOSE_WRITE, _IN_MOVED_FROM, _IN_MOVED_TO = 0x2, 0x8, 0x40, 0x80
+_IN_CREATE, _IN_DELETE, _IN_DELETE_SELF, _IN_MOVE_SELF = 0x100, 0x200, 0x400, 0x800
+_IN_Q_OVERFLOW, _IN_IGNORED, _IN_ONLYDIR, _IN_DONT_FOLLOW, _IN_ISDIR = 0x4000, 0x8000, 0x1000000, 0x2000000, 0x40000000
+_WATCH_MASK = (_IN_MODIFY | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE
+               | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR | _IN_DONT_FOLLOW)
+_INOTIFY_EVENT = struct.Struct("iIII")          # struct inotify_event: wd, mask, cookie, len (name follows)
+_WATCH_LIMITS = {28: "the inotify watch limit is reached (fs.inotify.max_user_watches)",       # ENOSPC
+                 24: "the inotify instance limit is reached (fs.inotify.max_user_instances)"}  # EMFILE
+
+
+class _Inotify:
+    """Linux inotify through ctypes: one non-blocking descriptor, a watch per folder (no link
+    followed). Raises OSError where it is missing (another OS, no such libc call) or the
+    kernel refuses (ENOSPC: the watch limit; EMFILE: the instance limit)."""
+
+    def __init__(self) -> None:
+        try:
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            init, self._add, self._rm = libc.inotify_init1, libc.inotify_add_watch, libc.inotify_rm_watch
+        except (ImportError, OSError, AttributeError, TypeError):
+            raise OSError(0, "folder events (inotify) are not available here") from None
+        self._add.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32)
+        self._rm.argtypes = (ctypes.c_int, ctypes.c_int)
+        self._errno = ctypes.get_errno
+        self.fd = self._checked(init(os.O_NONBLOCK | os.O_CLOEXEC))
+
+    def _checked(self, result: int, path: str | None = None) -> int:
+        if result < 0:
+            code = self._errno()
+            raise OSError(code, os.strerror(code), path)
+        return result
+
+    def add(self, path: str) -> int:
+        """Return the watch of a folder (the one it has, if watched already)."""
+        return self._checked(self._add(self.fd, os.fsencode(path), _WATCH_MASK), path)
+
+    def remove(self, wd: int) -> None:
+        self._rm(self.fd, wd)          # a watch the kernel dropped already: EINVAL, nothing to do
+
+    def pending(self) -> bool:
+        """Return whether events wait to be read."""
+        import select
+        return bool(select.select([self.fd], [], [], 0)[0])
+
+    def wait(self, timeout_s: float) -> None:
+        import select
+        select.select([self.fd], [], [], timeout_s)
+
+    def read(self) -> tuple[list[tuple[int, int, str]], bool]:
+        """Return the events queued, up to WATCH_READ_BYTES of them, as (wd, mask, name), and
+        whether that was all of them."""
+        parts, size = [], 0
+        while size < WATCH_READ_BYTES:
+            try:
+                data = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return _inotify_events(b"".join(parts)), True
+            parts.append(data)
+            size += len(data)
+        return _inotify_events(b"".join(parts)), False
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _inotify_events(data: bytes) -> list[tuple[int, int, str]]:
+    """Return the (wd, mask, name) of each struct inotify_event in data."""
+    events, pos = [], 0
+    while pos + _INOTIFY_EVENT.size <= len(data):
+        wd, mask, _, length = _INOTIFY_EVENT.unpack_from(data, pos)
+        pos += _INOTIFY_EVENT.size
+        events.append((wd, mask, os.fsdecode(data[pos:pos + length].split(b"\0", 1)[0])))
+        pos += length
+    return events
+
+
+class _WatchedFolder(NamedTuple):
+    """A folder of the resident walk: its watch, its subfolders and documents as the walk
+    found them (§5's rules: _Lister), and what it skipped."""
+
+    wd: int                                # -1: not watched (it could not be)
+    subdirs: list[str]                     # relative paths, in listing order
+    folder: _Folder | None                 # its documents' stats (None: none)
+    skipped: dict[str, list[str]]
+    listing: _Listing | None               # its listing to keep for the next walk (_Lister.listed)
+
+
+class _WatchView(NamedTuple):
+    """What a question ranks under a server's watcher: the walk the index matches, how fresh
+    it is, and the note saying why the folder is swept rather than watched."""
+
+    scan: CorpusScan
+    freshness: Freshness
+    note: Note | None
+
+
+class _Watcher:
+    """Keeps a server's index fresh in a background thread, so that a question never walks
+    the folder, and vouches that a change made fresh_within_s before a question is in the
+    index the question ranks (view() waits for it when it is not yet).
+
+    With folder events (inotify), each folder has a watch, added before it is listed; an
+    event names the folder whose listing and stats are taken again (new subfolders walked
+    and watched, gone or replaced ones dropped), and the index is refreshed from the resident
+    walk by index_refresh, which re-reads the changed files only; an edited document is
+    marked stale, so an edit that keeps its size and mtime is read too. A lost event queue
+    (overflow), the root deleted or moved, or a failed refresh start it all again. Where
+    there are no events (another OS, the watch limit), a sweep walks the folder in the
+    background every fresh_within_s * WATCH_SWEEP_SHARE (or less often on a large folder),
+    with a note saying why."""
+
+    def __init__(self, settings: Settings, log: Callable[[str], None]) -> None:
+        import threading
+        self.settings, self.log = replace(settings, watcher=None), log
+        self.root, self.skip_ids = settings.docs_dir, _dir_ids([settings.cache_dir] if settings.cache_dir else [])
+        self.mode = "sweep" if settings.watch == "sweep" else "watch"
+        self.note: Note | None = None
+        self.cond = threading.Condition()      # guards what view() reads: busy, synced_at, running
+        self.busy = False                      # reading or applying changes
+        self.synced_at = -math.inf             # every change made before this (monotonic) is indexed
+        self.running = False
+        self.wanted = False                    # a question waits for the next sweep
+        self.apply_lock = threading.Lock()     # one refresh at a time
+        self.inotify: _Inotify | None = None
+        self.nodes: dict[str, _WatchedFolder] = {}
+        self.wds: dict[int, str] = {}          # watch -> the folder it watches
+        self.known: dict[str, _Listing] = {}   # listings the next walk may reuse (_Lister)
+        self.scan: CorpusScan | None = None
+        self.lost = False                      # the root went: poll for it, then watch it all again
+        self.redo = False                      # watch and walk it all again (overflow, a failure)
+        self.last_sweep_s = 0.0
+
+    # --- start, and what questions and /health ask
+
+    def start(self, progress: ProgressFn | None = None) -> IndexStats:
+        """Watch (or sweep) the folder, build or refresh the index from it, then keep it fresh
+        in a daemon thread; return the first refresh's stats. Raises what index_folder raises."""
+        import threading
+        began = time.monotonic()
+        if self.mode == "watch":
+            try:
+                self.known = _with_index(self.settings, lambda conn, notes: _listings_load(
+                    cache_listings(conn), self.root, self.skip_ids))
+                self._watch_all()
+            except OSError as exc:
+                self._fall_back(exc)
+        self.scan = self._resident_scan() if self.mode == "watch" else None
+        stats = index_folder(self.settings, progress, self.scan)
+        if self.mode == "sweep":
+            self.scan = self._sweep_scan()
+        self.last_sweep_s = time.monotonic() - began
+        with self.cond:
+            self.synced_at, self.running = began, True
+        threading.Thread(target=self._run, daemon=True, name="docs-qa-watch").start()
+        if self.note is not None:
+            self.log(f"docs_qa: note: {self.note.message}")
+        return stats
+
+    def view(self) -> _WatchView | None:
+        """Return the view a question ranks once every change made fresh_within_s before now is
+        in the index; None when the watcher cannot vouch for that (not running, or it did not
+        catch up within WATCH_WAIT_S): the question then walks the folder itself."""
+        due = time.monotonic() - self.settings.fresh_within_s
+        with self.cond:
+            if self.synced_at < due:             # a sweep, or a poll for a lost root: now
+                self.wanted = True
+                self.cond.notify_all()
+            caught_up = self.cond.wait_for(lambda: not self.running or self.synced_at >= due or self._idle(),
+                                           WATCH_WAIT_S)
+            if not caught_up or not self.running or self.scan is None:
+                return None
+            age = 0.0 if self._idle() else max(0.0, time.monotonic() - self.synced_at)
+            return _WatchView(self.scan, Freshness(self.mode, round(age, 3)), self.note)
+
+    def health(self) -> dict[str, Any]:
+        """Return the mode and age of the view, and the note on a fallback, for /health."""
+        with self.cond:
+            age = 0.0 if self._idle() else max(0.0, time.monotonic() - self.synced_at)
+            out: dict[str, Any] = {"mode": self.mode if self.running else "check", "age_s": round(age, 3)}
+        if self.note is not None:
+            out["note"] = self.note.message
+        return out
+
+    def refresh_now(self) -> None:
+        """Refresh the index now, in the caller's thread (after cache_mark_stale)."""
+        with self.apply_lock:
+            if self.mode == "watch" and not self.lost and self.nodes:
+                self._refresh([])
+            elif self.mode == "sweep":
+                self.scan = self._sweep_scan()
+
+    def _idle(self) -> bool:
+        """Return whether the view is current: watched, and no event waits or is being applied."""
+        return self.mode == "watch" and self.running and not (self.busy or self.lost or self.redo) \
+            and self.inotify is not None and not self.inotify.pending()
+
+    # --- the thread
+
+    def _run(self) -> None:
+        while True:
+            with self.cond:
+                if self.mode == "watch" and not self.lost and not self.redo:
+                    waiting = None
+                else:
+                    waiting = max(self.settings.fresh_within_s * WATCH_SWEEP_SHARE,
+                                  WATCH_SWEEP_LOAD * self.last_sweep_s)
+                    self.cond.wait_for(lambda: self.wanted, waiting)
+                    self.wanted = False
+            if waiting is None:
+                self.inotify.wait(WATCH_POLL_S)
+            began = time.monotonic()
+            with self.cond:
+                self.busy = True
+            try:
+                with self.apply_lock:
+                    synced = began if self._step() else None
+            except Exception as exc:  # the view stays as it was: the next step starts it all again
+                self.log(f"docs_qa: warning: the index could not be refreshed ({type(exc).__name__}); retrying")
+                self.redo, synced = True, None
+                time.sleep(WATCH_POLL_S)
+            with self.cond:
+                self.busy = False
+                if synced is not None:
+                    self.synced_at = max(self.synced_at, synced)
+                self.cond.notify_all()
+
+    def _step(self) -> bool:
+        """Apply what changed since the last step: events, or a sweep, or a new start; return
+        False when events were left unread (the next step takes them)."""
+        if self.mode == "sweep":
+            began = time.monotonic()
+            self.scan = self._sweep_scan()
+            self.last_sweep_s = time.monotonic() - began
+        elif self.lost or self.redo:
+            if os.path.isdir(self.root):
+                self._restart()
+        else:
+            events, drained = self.inotify.read()
+            self._apply(events)
+            return drained
+        return True
+
+    def _restart(self) -> None:
+        """Watch and walk the whole folder again, then refresh the index from it."""
+        try:
+            self._watch_all()
+        except OSError as exc:
+            if exc.errno not in _WATCH_LIMITS:
+                raise
+            self._fall_back(exc)
+            self.log(f"docs_qa: note: {self.note.message}")
+            self.scan = self._sweep_scan()
+            return
+        self.lost = self.redo = False
+        self._refresh([])
+
+    def _fall_back(self, exc: OSError) -> None:
+        """Give up on events for good: sweep instead, with a note saying why."""
+        self._close()
+        self.mode, self.nodes, self.wds = "sweep", {}, {}
+        why = _WATCH_LIMITS.get(exc.errno or 0, "folder events (inotify) are not available here")
+        self.note = Note("folder_swept", f"the folder is not watched: {why}; a background walk finds "
+                                         f"changes instead, within {self.settings.fresh_within_s:g} s of "
+                                         "a question or more on a large folder")
+
+    def _close(self) -> None:
+        if self.inotify is not None:
+            self.inotify.close()
+            self.inotify = None
+
+    # --- the resident walk
+
+    def _watch_all(self) -> None:
+        """Walk the whole folder anew under a new inotify instance (overflow, a lost root)."""
+        self._close()
+        self.nodes, self.wds = {}, {}
+        self.inotify = _Inotify()
+        self._walk_watched("")
+
+    def _walk_watched(self, rel_dir: str) -> None:
+        """Walk a folder and its subfolders in _walk's order, each watched before it is listed
+        (a change between is an event), with §5's rules (_Lister); raise OSError when a watch
+        cannot be added for a limit (_WATCH_LIMITS)."""
+        stack = [rel_dir]
+        while stack:
+            rel = stack.pop()
+            abs_dir = os.path.join(self.root, *rel.split("/")) if rel else self.root
+            try:
+                wd = self.inotify.add(abs_dir)
+            except OSError as exc:
+                if exc.errno in _WATCH_LIMITS:
+                    raise
+                wd = -1                        # gone or unreadable: the listing below notes it
+            lister = _Lister(self.skip_ids, self.known, _listing_cutoff_ns())
+            job, subdirs = lister.folder(abs_dir, rel)
+            folder = _stat_jobs([job], lister.skipped)[0] if job else None
+            self.nodes[rel] = _WatchedFolder(wd, [r for _, r in subdirs], folder, lister.skipped,
+                                             lister.listed.get(rel))
+            if wd >= 0:
+                self.wds[wd] = rel
+            stack += self.nodes[rel].subdirs
+
+    def _drop(self, rel_dir: str) -> None:
+        """Forget a folder and its subfolders, and their watches (unless a folder moved
+        elsewhere in the tree took a watch over)."""
+        inside = rel_dir + "/"
+        for rel in [r for r in self.nodes if r == rel_dir or r.startswith(inside)]:
+            wd = self.nodes.pop(rel).wd
+            if wd >= 0 and self.wds.get(wd) == rel:
+                del self.wds[wd]
+                self.inotify.remove(wd)
+
+    def _apply(self, events: list[tuple[int, int, str]]) -> None:
+        """Take again the listing and stats of each folder an event names, and the subfolders
+        it created, removed or moved (walked anew); refresh the index from the result."""
+        changed: dict[str, set[str]] = {}          # folder -> subfolder names events named
+        stale: list[str] = []
+        for wd, mask, name in events:
+            rel = self.wds.get(wd)
+            if mask & _IN_Q_OVERFLOW:
+                self.log("docs_qa: note: folder events were lost (the queue overflowed); walking it all again")
+                self.redo = True
+            elif rel is None:
+                continue
+            elif mask & (_IN_DELETE_SELF | _IN_MOVE_SELF | _IN_IGNORED):
+                self.lost = self.lost or rel == ""     # a subfolder's own events come with its parent's
+            else:
+                names = changed.setdefault(rel, set())
+                if mask & _IN_ISDIR:
+                    names.add(name)
+                elif mask & (_IN_MODIFY | _IN_CLOSE_WRITE) and _DOCUMENT_NAME.match(name):
+                    stale.append(f"{rel}/{name}" if rel else name)
+        if self.lost or self.redo:
+            self._close()
+            if os.path.isdir(self.root):
+                self._restart()
+            return
+        for rel in sorted(changed, key=lambda r: r.count("/") + bool(r)):   # parents first
+            self._relist(rel, changed[rel])
+        if changed:
+            self._refresh(stale)
+
+    def _relist(self, rel_dir: str, named: set[str]) -> None:
+        """Take a folder's listing and stats again; walk anew its subfolders that are new or
+        that events named (created, removed, moved or replaced), drop the ones gone."""
+        node = self.nodes.get(rel_dir)
+        if node is None:                           # dropped with a parent
+            return
+        abs_dir = os.path.join(self.root, *rel_dir.split("/")) if rel_dir else self.root
+        lister = _Lister(self.skip_ids, {}, _listing_cutoff_ns())
+        job, subdirs = lister.folder(abs_dir, rel_dir)
+        now = [r for _, r in subdirs]
+        prefix = f"{rel_dir}/" if rel_dir else ""
+        redo = {prefix + name for name in named}
+        for rel in node.subdirs:
+            if rel in redo or rel not in now:
+                self._drop(rel)
+        self.nodes[rel_dir] = node._replace(subdirs=now, folder=_stat_jobs([job], lister.skipped)[0] if job else None,
+                                            skipped=lister.skipped, listing=lister.listed.get(rel_dir))
+        for rel in now:
+            if rel not in self.nodes:
+                self._walk_watched(rel)
+
+    def _resident_scan(self) -> CorpusScan:
+        """Return the resident walk as a CorpusScan, in the order corpus_scan finds it."""
+        folders, skipped, listed, stack = [], {}, {}, [""]
+        while stack:
+            rel = stack.pop()
+            node = self.nodes.get(rel)
+            if node is None:
+                continue
+            if node.folder is not None:
+                folders.append(node.folder)
+            for code, paths in node.skipped.items():
+                skipped.setdefault(code, []).extend(paths)
+            if node.listing is not None:
+                listed[rel] = node.listing
+            stack += node.subdirs
+        self.known = listed
+        return CorpusScan(self.root, folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())],
+                          _listings_dump(listed, self.root, self.skip_ids), len(self.nodes))
+
+    def _refresh(self, stale: list[str]) -> None:
+        """Refresh the index from the resident walk, reading the stale documents again."""
+        scan = self._resident_scan()
+
+        def work(conn: sqlite3.Connection, notes: list[Note]) -> None:
+            if stale:
+                with cache_transaction(conn):
+                    cache_mark_stale(conn, stale)
+            index_refresh(conn, self.settings, None, scan)
+        _with_index(self.settings, work)
+        self.scan = scan
+
+    def _sweep_scan(self) -> CorpusScan:
+        """Walk the folder (§5, reusing kept listings) and refresh the index; return the walk."""
+        def work(conn: sqlite3.Connection, notes: list[Note]) -> CorpusScan:
+            walk = index_scan_begin(self.settings, cache_meta(conn), cache_listings(conn))
+            try:
+                scan = walk.finish()
+            finally:
+                walk.close()
+            index_refresh(conn, self.settings, None, scan)
+            return scan
+        return _with_index(self.settings, work)
+
+
 # === 11. Fusion — reciprocal rank fusion, deterministic ties ===
 
 FUSION_WEIGHTS = {"bm25": 1.5, "dense": 1.0}   # RRF weight per method: BM25's sure hits weigh more
@@ -4031,8 +4473,9 @@ def search(question: str, settings: Settings, progress: ProgressFn | None = None
     server is not an error: the result is BM25-only with an `embeddings_unavailable` note.
     """
     question = _validate_question(question)
+    view = settings.watcher.view() if settings.watcher is not None else None
     result = _with_index(settings, lambda conn, notes: _search_index(conn, notes, question,
-                                                                    settings, progress))
+                                                                    settings, progress, view))
     return _without_unreadable(result, settings)
 
 
@@ -4048,34 +4491,27 @@ def _without_unreadable(result: SearchResult, settings: Settings) -> SearchResul
                                               f"its text is not shown ({', '.join(gone)})")])
 
 
-def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
-                  settings: Settings, progress: ProgressFn | None) -> SearchResult:
+def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str, settings: Settings,
+                  progress: ProgressFn | None, view: _WatchView | None = None) -> SearchResult:
     """Return the search result over an open index (see search()): the ranking core's
-    fused list within the per-document and result limits. When a forked child shares the
-    walk of a large folder, the stored index is ranked meanwhile, and that ranking is kept
-    if the walk finds nothing changed and no other process or thread refreshed the index
-    since (else the refreshed index is ranked). The index_version names the index the hits
-    were read from, even when another refresh was committed after this one."""
+    fused list within the per-document and result limits. With a server's view (§10d), the
+    resident index is ranked as the watcher keeps it, and the folder is not walked (unless
+    the cache cannot be written: the copy in memory is refreshed as below). When a forked
+    child shares the walk of a large folder, the stored index is ranked meanwhile, and that
+    ranking is kept if the walk finds nothing changed and no other process or thread
+    refreshed the index since (else the refreshed index is ranked). The index_version names
+    the index the hits were read from, even when another refresh was committed after this one."""
     meta, pool = cache_meta(conn), settings.candidate_limit
-    walk, early = index_scan_begin(settings, meta, cache_listings(conn)), None
-    try:
-        if walk.shared and _is_built_for(meta, settings):
-            early_notes: list[Note] = []
-            early = _find(conn, question, settings, progress, early_notes), early_notes
-        scan = walk.finish()
-    finally:
-        walk.close()
-    stats = index_refresh(conn, settings, progress, scan)
-    notes = notes + stats.notes
-    if early is not None and not (stats.new or stats.updated or stats.removed) \
-            and early[0].generation == stats.generation:
-        found = early[0]
-        notes += early[1]
-    else:
+    freshness = CHECKED
+    if view is not None and _CACHE_UNAVAILABLE not in notes:
+        stats, scan, freshness = _unchanged_stats(meta, view.scan), view.scan, view.freshness
+        notes = notes + stats.notes + ([view.note] if view.note else [])
         found = _find(conn, question, settings, progress, notes)
-    if found.generation != stats.generation:        # another refresh was committed meanwhile
-        stats.index_version = _index_version(conn, {**cache_meta(conn), "generation": found.generation},
+        stats.index_version = _index_version(conn, {**meta, "generation": found.generation},
                                              settings.docs_dir, scan)
+    else:
+        found, stats, ranking_notes = _find_walked(conn, question, settings, progress, meta)
+        notes = notes + stats.notes + ranking_notes
     ranked = found.ranked
     truncation = ["candidate_limit"] if ranked.bm25_matches > pool and ranked.gate is None else []
     verdict = _no_documents_note(stats, settings) or ranked.gate     # no document: the gate's shares mean nothing
@@ -4086,7 +4522,32 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str,
         truncation_reasons=sorted(set(truncation + found.limit_reasons)),
         limits={"candidate_limit": pool, "per_document_limit": settings.per_document_limit,
                 "result_limit": settings.limit},
-        notes=notes, stats=stats, coverage=ranked.coverage)
+        notes=notes, stats=stats, coverage=ranked.coverage, freshness=freshness)
+
+
+def _find_walked(conn: sqlite3.Connection, question: str, settings: Settings, progress: ProgressFn | None,
+                 meta: dict[str, str]) -> tuple[_Found, IndexStats, list[Note]]:
+    """Return the question's _Found, the refresh's stats and the ranking's notes, after
+    walking the folder (see _search_index)."""
+    walk, early, notes = index_scan_begin(settings, meta, cache_listings(conn)), None, []
+    try:
+        if walk.shared and _is_built_for(meta, settings):
+            early_notes: list[Note] = []
+            early = _find(conn, question, settings, progress, early_notes), early_notes
+        scan = walk.finish()
+    finally:
+        walk.close()
+    stats = index_refresh(conn, settings, progress, scan)
+    if early is not None and not (stats.new or stats.updated or stats.removed) \
+            and early[0].generation == stats.generation:
+        found = early[0]
+        notes += early[1]
+    else:
+        found = _find(conn, question, settings, progress, notes)
+    if found.generation != stats.generation:        # another refresh was committed meanwhile
+        stats.index_version = _index_version(conn, {**cache_meta(conn), "generation": found.generation},
+                                             settings.docs_dir, scan)
+    return found, stats, notes
 
 
 class _Found(NamedTuple):
@@ -4169,6 +4630,8 @@ def _index_mark_stale(settings: Settings, paths: list[str]) -> None:
         with cache_transaction(conn):
             cache_mark_stale(conn, paths)
     _with_index(settings, work)
+    if settings.watcher is not None:       # a server's questions do not refresh: its watcher does
+        settings.watcher.refresh_now()
 
 
 def _no_documents_note(stats: IndexStats, settings: Settings) -> Note | None:
@@ -4179,10 +4642,12 @@ def _no_documents_note(stats: IndexStats, settings: Settings) -> Note | None:
     return corpus_no_documents_note(settings.docs_dir, [settings.cache_dir] if settings.cache_dir else [])
 
 
-def index_folder(settings: Settings, progress: ProgressFn | None = None) -> IndexStats:
-    """Index (or refresh) settings.docs_dir and, when embeddings are on, embed new chunks."""
+def index_folder(settings: Settings, progress: ProgressFn | None = None,
+                 scan: CorpusScan | None = None) -> IndexStats:
+    """Index (or refresh) settings.docs_dir (scan: its walk, when already made) and, when
+    embeddings are on, embed new chunks."""
     def work(conn: sqlite3.Connection, notes: list[Note]) -> IndexStats:
-        stats = index_refresh(conn, settings, progress)
+        stats = index_refresh(conn, settings, progress, scan)
         stats.notes = notes + stats.notes + [n for n in (_no_documents_note(stats, settings),) if n]
         if settings.use_embeddings:
             try:
@@ -6312,7 +6777,8 @@ def _source(n: int, hit: Hit) -> rc.Source:
 
 def _search_fields(result: SearchResult, notes: list[Note]) -> dict[str, Any]:
     return {"tool": "search", "query": result.query, "mode": result.mode, "limits": result.limits,
-            "notes": [{"code": n.code, "message": n.message} for n in notes]}
+            "notes": [{"code": n.code, "message": n.message} for n in notes],
+            "freshness": {"mode": result.freshness.mode, "age_s": result.freshness.age_s}}  # optional v1
 
 
 def to_envelope(result: SearchResult | AnswerResult) -> rc.Envelope:
@@ -6378,16 +6844,16 @@ def _gate_threshold(text: str, name: str) -> float:
     return value
 
 
-def _env_chat_timeout(text: str) -> float:
-    """Return DOCS_QA_CHAT_TIMEOUT in seconds; raise InvalidRequestError unless it is a
-    positive finite number."""
+def _env_seconds(text: str, name: str, field_name: str, zero_ok: bool = False) -> float:
+    """Return the environment variable name, in seconds; raise InvalidRequestError (naming
+    field_name) unless it is a positive (or zero_ok: non-negative) finite number."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not value > 0 or not math.isfinite(value):
-        raise InvalidRequestError("DOCS_QA_CHAT_TIMEOUT must be a positive number of seconds",
-                                  ("chat_timeout",))
+    if not (value >= 0 if zero_ok else value > 0) or not math.isfinite(value):
+        raise InvalidRequestError(f"{name} must be a {'non-negative' if zero_ok else 'positive'} "
+                                  "number of seconds", (field_name,))
     return value
 
 
@@ -6424,7 +6890,15 @@ def settings_from_env(environ: dict[str, str], **overrides: Any) -> Settings:
         if environ.get(name):
             values[key] = _gate_threshold(environ[name], name)
     if overrides.get("chat_timeout_s") is None and environ.get("DOCS_QA_CHAT_TIMEOUT"):
-        values["chat_timeout_s"] = _env_chat_timeout(environ["DOCS_QA_CHAT_TIMEOUT"])
+        values["chat_timeout_s"] = _env_seconds(environ["DOCS_QA_CHAT_TIMEOUT"], "DOCS_QA_CHAT_TIMEOUT",
+                                                "chat_timeout")
+    if overrides.get("fresh_within_s") is None and environ.get("DOCS_QA_FRESH_WITHIN"):
+        values["fresh_within_s"] = _env_seconds(environ["DOCS_QA_FRESH_WITHIN"], "DOCS_QA_FRESH_WITHIN",
+                                                "fresh_within", zero_ok=True)
+    if environ.get("DOCS_QA_WATCH"):
+        if environ["DOCS_QA_WATCH"].strip() not in WATCH_MODES:
+            raise InvalidRequestError(f"DOCS_QA_WATCH must be one of {', '.join(WATCH_MODES)}", ("watch",))
+        values["watch"] = environ["DOCS_QA_WATCH"].strip()
     if environ.get("DOCS_QA_INDEX_WORKERS"):
         values["index_workers"] = _env_index_workers(environ["DOCS_QA_INDEX_WORKERS"])
     values.update({k: v for k, v in overrides.items() if v is not None})
@@ -6523,7 +6997,7 @@ OPERATIONS: dict[str, Operation] = {
                         "query (keywords and meaning); each comes with its file, lines and text.",
                         _request_schema("query", {"limit": _LIMIT_SCHEMA}), _run_search,
                         tool="search_docs", response_schema=rc.envelope_schema(
-                            SEARCH_FIELDS_SCHEMA, SOURCE_FIELDS_SCHEMA)),
+                            SEARCH_FIELDS_SCHEMA, SOURCE_FIELDS_SCHEMA, optional=("freshness",))),
     "rag": Operation("rag", "Answer a question from the document folder, citing file:lines "
                      "after every claim; every citation is checked against the documents, "
                      "status no_answer means the documents do not say, and confidence level low "
@@ -6531,7 +7005,7 @@ OPERATIONS: dict[str, Operation] = {
                      _request_schema("question", {"limit": _LIMIT_SCHEMA,
                                                   "extractive": {"type": "boolean"}}), _run_rag,
                      tool="ask_docs", response_schema=rc.envelope_schema(
-                         RAG_FIELDS_SCHEMA, SOURCE_FIELDS_SCHEMA, optional=("confidence",))),
+                         RAG_FIELDS_SCHEMA, SOURCE_FIELDS_SCHEMA, optional=("confidence", "freshness"))),
     "graph": Operation("graph", "Answer a structured question from the knowledge graph of "
                        "people, theses, supervisors and keywords: who wrote or supervised a "
                        "thesis, its title and year, theses by keyword or year, how many; facts "
@@ -6719,6 +7193,17 @@ def _server_parser(command: str) -> argparse.ArgumentParser:
     parser.add_argument("--graph", metavar="FILE", help="JSON knowledge graph for /graph (query_graph)")
     _add_gate_flags(parser)
     _add_chat_flags(parser)
+    parser.add_argument("--watch", choices=WATCH_MODES,
+                        help="how the resident index learns of changes to the folder: events (the "
+                             "default: inotify on Linux, one watch per folder; elsewhere, or past "
+                             "fs.inotify.max_user_watches, a background walk, said in a note and in "
+                             "/health), sweep (a background walk), off (every question walks the "
+                             "folder, as the CLI does); env DOCS_QA_WATCH")
+    parser.add_argument("--fresh-within", type=_bounded_float(0.0), metavar="S",
+                        help="a change made S seconds before a question is always in its answer: the "
+                             "question waits for the index to catch up when it has not "
+                             f"(env DOCS_QA_FRESH_WITHIN, default {DEFAULT_FRESH_WITHIN_S:g}); every "
+                             "envelope's freshness says how old its view is")
     if command == "serve":
         parser.add_argument("--host", default=DEFAULT_HOST,
                             help=f"address to bind (default {DEFAULT_HOST}; any other than loopback "
@@ -6782,7 +7267,8 @@ def _settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Se
         min_similarity=getattr(args, "min_similarity", None),
         min_confidence=getattr(args, "min_confidence", None),
         chat_model=getattr(args, "chat_model", None), chat_timeout_s=getattr(args, "chat_timeout", None),
-        extractive=getattr(args, "extractive", None), cors_origins=getattr(args, "cors_origin", None) or None)
+        extractive=getattr(args, "extractive", None), cors_origins=getattr(args, "cors_origin", None) or None,
+        watch=getattr(args, "watch", None), fresh_within_s=getattr(args, "fresh_within", None))
 
 
 # --- 17a. Text output — format_* return the text of an envelope: one renderer per tool
@@ -7081,7 +7567,11 @@ HTTP_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")   # the Host names a l
 _HEALTH_SCHEMA = {"type": "object", "properties": {
     "status": {"const": "ok"}, "contract_version": {"type": "string"},
     "operations": {"type": "array", "items": {"type": "string"}},
-    "graph_loaded": {"type": "boolean"}},
+    "graph_loaded": {"type": "boolean"},
+    "freshness": {"type": "object", "properties": {           # how the server learns of changes
+        "mode": {"enum": ["check", "watch", "sweep"]}, "age_s": {"type": "number", "minimum": 0},
+        "note": {"type": "string"}},                            # why a wanted watch is a sweep
+        "required": ["mode", "age_s"], "additionalProperties": False}},
     "required": ["status", "contract_version", "operations", "graph_loaded"],
     "additionalProperties": False}
 
@@ -7260,8 +7750,10 @@ def _http_dispatch(method: str, path: str, headers: dict[str, str], body: bytes,
         raise rc.MethodNotAllowedError()
     target = route[1]
     if target == "health":
+        watcher = ctx.ops.settings.watcher
         return HTTPStatus.OK, {"status": "ok", "contract_version": rc.CONTRACT_VERSION,
-                     "operations": list(OPERATIONS), "graph_loaded": ctx.ops.graph is not None}
+                               "operations": list(OPERATIONS), "graph_loaded": ctx.ops.graph is not None,
+                               "freshness": watcher.health() if watcher is not None else dict(CHECKED._asdict())}
     if target == "openapi":
         return HTTPStatus.OK, http_openapi(ctx.token is not None, ctx.ops.graph is not None)
     if target == "page":
@@ -8565,7 +9057,8 @@ def _server_index(ctx: ServerContext) -> None:
         if startup is not None:
             startup.progress(stage, done, total)
     try:
-        stats = index_folder(ctx.ops.settings, progress)
+        watcher = ctx.ops.settings.watcher
+        stats = watcher.start(progress) if watcher is not None else index_folder(ctx.ops.settings, progress)
         ctx.log_line(f"docs_qa: indexed {stats.chunks} chunks ({stats.new} new, {stats.updated} updated); "
                      f"index_version {stats.index_version}")
         for note in stats.notes:
@@ -8593,6 +9086,8 @@ def _server_context(args: argparse.Namespace, settings: Settings, token: str | N
     ops = OperationContext(settings)
     ctx = ServerContext(ops, token=token, debug=args.debug, log=sys.stderr.write,
                         index_keeper=keeper)
+    if settings.watch != "off":                  # questions read a resident view (§10d)
+        ops.settings = replace(settings, watcher=_Watcher(settings, ctx.log_line))
     if background:
         import threading
         ctx.startup = _StartupIndex()

@@ -63,7 +63,8 @@ from http import HTTPStatus
 from typing import Any, Callable
 
 __all__ = [
-    "CONTRACT_VERSION", "STATUSES", "REASONS", "ERROR_DETAILS", "CONFIDENCE_LEVELS", "OPTIONAL_FIELDS",
+    "CONTRACT_VERSION", "STATUSES", "REASONS", "ERROR_DETAILS", "CONFIDENCE_LEVELS", "FRESHNESS_MODES",
+    "OPTIONAL_FIELDS",
     "Source", "Envelope",
     "ContractError", "InvalidQueryError", "UnauthorizedError", "ForbiddenHostError", "NotFoundError",
     "MethodNotAllowedError", "InvalidRequestError", "RetrievalUnavailableError",
@@ -117,6 +118,7 @@ ERROR_DETAILS: dict[str, str] = {
 }
 
 CONFIDENCE_LEVELS = ("high", "low")
+FRESHNESS_MODES = ("check", "watch", "sweep")
 
 # The optional fields v1 has grown by (an older client ignores them): a tool names those its
 # envelopes may carry (envelope_schema's `optional`) and adds each only when it has the value.
@@ -127,6 +129,13 @@ OPTIONAL_FIELDS: dict[str, dict] = {
                    "properties": {"level": {"enum": list(CONFIDENCE_LEVELS)},
                                   "score": {"type": "number", "minimum": 0, "maximum": 1}},
                    "required": ["level", "score"], "additionalProperties": False},
+    # how fresh the tool's view of its documents is: mode check (this answer compared every
+    # file), watch (a server learns of changes from folder events) or sweep (from a background
+    # walk); age_s: seconds since the view was last known to be current
+    "freshness": {"type": "object",
+                  "properties": {"mode": {"enum": list(FRESHNESS_MODES)},
+                                 "age_s": {"type": "number", "minimum": 0}},
+                  "required": ["mode", "age_s"], "additionalProperties": False},
 }
 
 

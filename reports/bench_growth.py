@@ -17,7 +17,12 @@ not timed.
 Measured per size, BM25 only (DOCS_QA_BASE_URL points at a port where nothing listens):
 - first index, `python3 docs_qa.py index --docs D --cache-dir CACHE`: wall, peak RSS, cache size;
 - a question as a cold CLI process (`--extractive --json`, every file's freshness verified);
-- the same questions to a warm `serve` process over HTTP (POST /rag, extractive), and its RSS;
+- the same questions to a warm `serve` process over HTTP (POST /rag, extractive), and its RSS,
+  twice: `--watch off` (every question walks the folder, as before issue 35) and the default
+  `--watch events` (a resident index kept fresh by inotify), p50 and p99 of --warm-runs each;
+- with `--watch events`, how long until an edit is seen: a probe document is written, then
+  rewritten with a new word, and POST /search is asked for that word every EDIT_POLL_S until
+  it is found (--edit-runs times; the probe is the only file written: the folders are links);
 - optionally bm25s (--anchor-python) building and answering over the same folder, alternately.
 Each metric's growth is fitted as y ~ N^slope on a log-log scale (slope 1 = linear).
 Standard library only.
@@ -54,6 +59,8 @@ PERTURB_RATE = 0.15                 # share of the words of 4+ letters respelled
 MAX_VARIANT = 64                    # spelling variants per word (Zipf-like: variant 1 most often)
 SUFFIXES = (".md", ".markdown", ".txt")
 QUESTIONS = ("how to list files in a directory", "extract a tar archive", "show the git commit history")
+EDIT_POLL_S = 0.005                 # how often a probe word is asked for until an edit is seen
+PROBE = "edit-probe.md"             # the document the edit probe writes (and removes)
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 WORD = re.compile(r"[A-Za-z]{4,}")
 PRACTICAL = {"index_s": (600, "a first index over 10 minutes"),
@@ -61,6 +68,7 @@ PRACTICAL = {"index_s": (600, "a first index over 10 minutes"),
              "cold_s": (1.0, "a cold CLI question over 1 s"),
              "cold_cpu": (1.0, "a cold CLI question over 1 CPU second"),
              "warm_s": (1.0, "a warm `serve` question over 1 s"),
+             "watch_s": (0.05, "a watched `serve` question over 50 ms"),
              "index_mb": (12 * 1024, "an index peak over half of the 24 GB")}
 
 
@@ -178,10 +186,10 @@ def _anchor(anchor: str, script: str, *args: str) -> dict:
 class ServeProcess:
     """`docs_qa.py serve` on a free loopback port, BM25 only, with the folder's cache."""
 
-    def __init__(self, folder: str, cache: str):
+    def __init__(self, folder: str, cache: str, *extra: str):
         start = time.perf_counter()
         self.proc = subprocess.Popen([PYTHON, DOCS_QA, "serve", "--docs", folder, "--cache-dir", cache,
-                                      "--host", "127.0.0.1", "--port", "0"], env=docs_qa_env(), text=True,
+                                      "--host", "127.0.0.1", "--port", "0", *extra], env=docs_qa_env(), text=True,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         for line in self.proc.stderr:
             found = re.search(r"serving http://127\.0\.0\.1:(\d+)", line)
@@ -194,16 +202,36 @@ class ServeProcess:
 
     def ask(self, question: str) -> float:
         """Return the wall seconds of one POST /rag (extractive) on a new connection."""
-        body = json.dumps({"question": question, "extractive": True}).encode("utf-8")
         start = time.perf_counter()
+        self.post("/rag", {"question": question, "extractive": True})
+        return time.perf_counter() - start
+
+    def post(self, route: str, request: dict) -> dict:
+        """Return the envelope of one POST on a new connection."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
-        conn.request("POST", "/rag", body=body, headers={"Content-Type": "application/json"})
+        conn.request("POST", route, body=json.dumps(request).encode("utf-8"),
+                     headers={"Content-Type": "application/json"})
         reply = conn.getresponse()
-        reply.read()
+        data = reply.read()
         conn.close()
         if reply.status != 200:
             raise RuntimeError(f"serve: HTTP {reply.status}")
-        return time.perf_counter() - start
+        return json.loads(data)
+
+    def edit_seen(self, folder: str, run: int) -> float:
+        """Return the seconds from an edit of a document to the first POST /search that finds
+        its new word (see EDIT_POLL_S); the probe document is made first, removed after."""
+        probe = os.path.join(folder, PROBE)
+        words = [f"zqprobe{LETTERS[run % 26]}{LETTERS[step]}" for step in range(2)]
+        for step, word in enumerate(words):
+            with open(probe, "w", encoding="utf-8") as fh:
+                fh.write(f"# Probe\n\nThe {word} is written here to time how soon an edit is seen.\n")
+            written = time.perf_counter()
+            while not any(PROBE in s["document_path"] for s in self.post("/search", {"query": word})["sources"]):
+                time.sleep(EDIT_POLL_S)
+            seen = time.perf_counter() - written
+        os.remove(probe)
+        return seen
 
     def peak_mb(self) -> int:
         with open(f"/proc/{self.proc.pid}/status") as fh:
@@ -213,7 +241,8 @@ class ServeProcess:
         stop_child(self.proc)
 
 
-def measure_size(folder: str, work: str, anchor: str | None, question_runs: int, warm_runs: int) -> dict:
+def measure_size(folder: str, work: str, anchor: str | None, question_runs: int, warm_runs: int,
+                 edit_runs: int = 5) -> dict:
     """Return the figures of one folder (see the module docstring)."""
     cache = os.path.join(work, "cache")
     row: dict = {"docs_mb": folder_mb(folder)}
@@ -235,21 +264,25 @@ def measure_size(folder: str, work: str, anchor: str | None, question_runs: int,
             run = _anchor(anchor, BM25S_QUERY, out_dir, question)
             row["anchor_query"].append(run["wall"])
             row["anchor_query_cpu"].append(run["cpu"])
-    server = ServeProcess(folder, cache)
-    try:
-        row["serve_ready_s"] = server.ready_s
-        server.ask(QUESTIONS[0])                           # the first request loads what it keeps
-        row["warm"] = [server.ask(QUESTIONS[i % len(QUESTIONS)]) for i in range(warm_runs)]
-        row["serve_mb"] = server.peak_mb()
-    finally:
-        server.stop()
+    for watch, key in (("off", "warm"), ("events", "watch")):
+        server = ServeProcess(folder, cache, "--watch", watch)
+        try:
+            row[f"{key}_ready_s"] = server.ready_s
+            server.ask(QUESTIONS[0])                       # the first request loads what it keeps
+            row[key] = [server.ask(QUESTIONS[i % len(QUESTIONS)]) for i in range(warm_runs)]
+            row[f"{key}_mb"] = server.peak_mb()
+            if watch == "events":
+                row["seen"] = [server.edit_seen(folder, run) for run in range(edit_runs)]
+        finally:
+            server.stop()
+    row["serve_mb"] = row["warm_mb"]
     shutil.rmtree(cache, ignore_errors=True)
     shutil.rmtree(out_dir, ignore_errors=True)
     return row
 
 
 def measure(docs: str, sizes: list[int] | None, work: str, anchor_python: str | None = None,
-            question_runs: int = 5, warm_runs: int = 10) -> dict:
+            question_runs: int = 5, warm_runs: int = 10, edit_runs: int = 5) -> dict:
     """Return {size: figures} for each size (default: 10k, all of docs, 100k, 300k)."""
     files = source_files(docs)
     sizes = sizes or [10_000, len(files), 100_000, 300_000]
@@ -261,7 +294,7 @@ def measure(docs: str, sizes: list[int] | None, work: str, anchor_python: str | 
     for size in sorted(sizes):
         folder = build_folder(docs, files, size, work)
         started = os.getloadavg()[0]
-        rows[size] = measure_size(folder, work, anchor, question_runs, warm_runs)
+        rows[size] = measure_size(folder, work, anchor, question_runs, warm_runs, edit_runs)
         rows[size]["load"] = (started, os.getloadavg()[0])
         print(f"growth: {size} files: index {rows[size]['wall']:.1f} s, {rows[size]['mb']} MB, "
               f"cold {statistics.median(rows[size]['cold']):.3f} s, warm {statistics.median(rows[size]['warm']):.3f} s",
@@ -300,7 +333,9 @@ def _metrics(rows: dict) -> dict[str, tuple[str, list[tuple[int, float]]]]:
               "cache_mb": ("cache size (MB)", [(n, r["cache_mb"]) for n, r in rows.items()]),
               "cold_s": ("cold CLI question (s)", [(n, med(r["cold"])) for n, r in rows.items()]),
               "cold_cpu": ("cold CLI question, CPU (s)", [(n, med(r["cold_cpu"])) for n, r in rows.items()]),
-              "warm_s": ("warm `serve` question (s)", [(n, med(r["warm"])) for n, r in rows.items()]),
+              "warm_s": ("warm `serve --watch off` question (s)", [(n, med(r["warm"])) for n, r in rows.items()]),
+              "watch_s": ("watched `serve` question (s)", [(n, med(r["watch"])) for n, r in rows.items()]),
+              "seen_s": ("watched `serve`: edit seen (s)", [(n, med(r["seen"])) for n, r in rows.items()]),
               "serve_mb": ("`serve` peak RSS (MB)", [(n, r["serve_mb"]) for n, r in rows.items()])}
     if all("anchor_index_s" in r for r in rows.values()):
         series["anchor_index_s"] = ("bm25s build (s)", [(n, r["anchor_index_s"]) for n, r in rows.items()])
@@ -324,6 +359,12 @@ def _practical_limit(points: list[tuple[int, float]], slope: float, threshold: f
     return f"≈ {estimate:,.0f} files" if estimate < 1e9 else "beyond 10⁹ files"
 
 
+def _p99(values: list[float]) -> float:
+    """Return the 99th percentile of values (nearest rank: the largest of fewer than 100)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
+
+
 def _span(values: list[float]) -> str:
     return f"{statistics.median(values):.3f} ({min(values):.3f}–{max(values):.3f})"
 
@@ -338,11 +379,13 @@ def section(figures: dict, command: str, chart: str | None = None) -> str:
              f"larger ones add renamed copies with {PERTURB_RATE:.0%} of the words of 4+ letters respelled "
              f"(Zipf-like choice among {MAX_VARIANT} variants per word, seed {SEED}).",
              "- BM25 only (no embedding server). Times are whole processes (index, cold question) or one HTTP "
-             "request to a warm `serve` (`POST /rag`, extractive); every question verifies every file's freshness.",
+             "request to a warm `serve` (`POST /rag`, extractive). A CLI question and `serve --watch off` verify "
+             "every file's stat per question; `serve --watch events` (the default) answers from a resident index "
+             "that inotify keeps fresh (a change made 1 s before a question is always seen).",
              f"- docs-qa runs under the anchor's interpreter when one is given (`{'VENV/bin/python' if PYTHON != sys.executable else 'python3'}`), "
              "so both start alike; the load average per size is in the table (its own processes included).", "",
              "| files | chunks | docs MB | first index: wall, CPU | index peak RSS | cache | "
-             "cold CLI question: wall, median (min–max); CPU | warm `serve` question | `serve` RSS | load |",
+             "cold CLI question: wall, median (min–max); CPU | warm `serve --watch off` question | `serve` RSS | load |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for n, r in rows.items():
         lines.append(f"| {r['files']:,} | {r['chunks']:,} | {r['docs_mb']:.1f} | {r['wall']:.1f} s, {r['cpu']:.1f} s | "
@@ -350,6 +393,18 @@ def section(figures: dict, command: str, chart: str | None = None) -> str:
                      f"{statistics.median(r['cold_cpu']):.3f} s | "
                      f"{_span(r['warm'])} s (n={len(r['warm'])}) | {r['serve_mb']} MB | "
                      f"{r['load'][0]:.1f}–{r['load'][1]:.1f} |")
+    lines += ["", "`serve` per question (`POST /rag`, extractive; one process per mode, the first request not "
+              "counted), and the time from an edit to the first `POST /search` that finds its new word "
+              f"(asked every {EDIT_POLL_S * 1000:g} ms):", "",
+              "| files | `--watch off`: p50, p99 | `--watch events`: p50, p99 | events / off (p50) | "
+              "edit seen: median (min–max) | ready (off, events) | RSS (off, events) |",
+              "|---|---|---|---|---|---|---|"]
+    for n, r in rows.items():
+        med = statistics.median
+        lines.append(f"| {r['files']:,} | {med(r['warm']) * 1000:.1f}, {_p99(r['warm']) * 1000:.1f} ms (n={len(r['warm'])}) | "
+                     f"{med(r['watch']) * 1000:.1f}, {_p99(r['watch']) * 1000:.1f} ms (n={len(r['watch'])}) | "
+                     f"{med(r['watch']) / med(r['warm']):.3f}x | {_span(r['seen'])} s (n={len(r['seen'])}) | "
+                     f"{r['warm_ready_s']:.1f} s, {r['watch_ready_s']:.1f} s | {r['warm_mb']} MB, {r['watch_mb']} MB |")
     if figures["anchor"]:
         lines += ["", "bm25s on the same folders, run alternately with docs-qa (`VENV/bin/python -c <BM25S_BUILD>` "
                   "and `<BM25S_QUERY>` of reports/bench_index.py):", "",
@@ -387,7 +442,7 @@ def growth_chart(figures: dict) -> str:
     rows = figures["rows"]
     n0 = min(rows)
     series = {"linear (reference)": [(n, n / n0) for n in rows]}
-    for key in ("index_cpu", "cache_mb", "index_mb", "cold_cpu", "warm_s"):
+    for key in ("index_cpu", "cache_mb", "index_mb", "cold_cpu", "warm_s", "watch_s"):
         label, points = _metrics(rows)[key]
         series[label] = [(n, y / points[0][1]) for n, y in points]
     return line_chart(series, "docs-qa growth with the folder (relative to the smallest)", "files (log scale)",
@@ -396,19 +451,21 @@ def growth_chart(figures: dict) -> str:
 
 
 def growth_section(docs: str, sizes: list[int] | None, work: str, anchor_python: str | None = None,
-                   question_runs: int = 5, warm_runs: int = 10, chart: str | None = None) -> str:
+                   question_runs: int = 5, warm_runs: int = 10, chart: str | None = None,
+                   edit_runs: int = 5) -> str:
     """Return the markdown growth report of docs at each size; generated folders and caches
     live under work (kept there, so a re-run does not generate them again)."""
-    return section(measure(docs, sizes, work, anchor_python, question_runs, warm_runs),
-                   _command(sizes, anchor_python, question_runs, warm_runs), chart)
+    return section(measure(docs, sizes, work, anchor_python, question_runs, warm_runs, edit_runs),
+                   _command(sizes, anchor_python, question_runs, warm_runs, edit_runs), chart)
 
 
-def _command(sizes: list[int] | None, anchor_python: str | None, question_runs: int, warm_runs: int) -> str:
+def _command(sizes: list[int] | None, anchor_python: str | None, question_runs: int, warm_runs: int,
+             edit_runs: int = 5) -> str:
     """Return the command line of a run, with placeholders instead of this machine's paths."""
     return ("python3 reports/bench_growth.py DOCS --work WORK"
             + (f" --sizes {','.join(map(str, sizes))}" if sizes else "")
             + (" --anchor-python VENV/bin/python" if anchor_python else "")
-            + f" --question-runs {question_runs} --warm-runs {warm_runs}")
+            + f" --question-runs {question_runs} --warm-runs {warm_runs} --edit-runs {edit_runs}")
 
 
 def main() -> int:
@@ -419,14 +476,15 @@ def main() -> int:
     parser.add_argument("--sizes", default=None, help="comma-separated file counts (default 10000,ALL,100000,300000)")
     parser.add_argument("--question-runs", type=int, default=5)
     parser.add_argument("--warm-runs", type=int, default=10)
+    parser.add_argument("--edit-runs", type=int, default=5, help="edits timed until seen, per size")
     parser.add_argument("--anchor-python", default=None, metavar="VENV/bin/python")
     parser.add_argument("--out", default=None, help="write the report here too")
     parser.add_argument("--svg", default=None, help="write the chart here (linked from the report by name)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
     figures = measure(os.path.abspath(args.docs), sizes, os.path.abspath(args.work), args.anchor_python,
-                      args.question_runs, args.warm_runs)
-    text = section(figures, _command(sizes, args.anchor_python, args.question_runs, args.warm_runs),
+                      args.question_runs, args.warm_runs, args.edit_runs)
+    text = section(figures, _command(sizes, args.anchor_python, args.question_runs, args.warm_runs, args.edit_runs),
                    os.path.basename(args.svg) if args.svg else None)
     extra = ((args.svg, growth_chart(figures)),) if args.svg else ()
     for path, content in ((args.out, text),) + extra:
