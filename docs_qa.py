@@ -5039,15 +5039,21 @@ def _name_shaped(question: str) -> list[str]:
     return names
 
 
-def _absent_names(conn: sqlite3.Connection, question: str, absent: tuple[str, ...]) -> list[str]:
-    """Return the names of the question (see _name_shaped) among the absent words (no form
-    of which the folder holds; _Shares.absent) that are not one slip from a folder word
-    either (two for a word of ABSENT_NAME_FUZZY_LONG letters or more; none under
-    ABSENT_NAME_FUZZY_MIN letters): 'PythonAnywere' is the folder's PythonAnywhere, while
-    'Docker', in a folder without it, is named."""
+def _unknown_words(conn: sqlite3.Connection, question: str, absent: tuple[str, ...]) -> list[str]:
+    """Return the absent words (no form of which the folder holds; _Shares.absent) that are
+    not one slip from a folder word either (two for a word of ABSENT_NAME_FUZZY_LONG letters
+    or more; none under ABSENT_NAME_FUZZY_MIN letters): 'PythonAnywere' is the folder's
+    PythonAnywhere, while 'Docker', in a folder without it, is unknown to it."""
+    if not absent:
+        return []
     terms = dict(text_query_words(question))
-    return [word for word in dict.fromkeys(_name_shaped(question)) if word in absent
-            and not any(_has_near_term(conn, term, len(word)) for term in terms.get(word, ()))]
+    return [word for word in absent
+            if not any(_has_near_term(conn, term, len(word)) for term in terms.get(word, ()))]
+
+
+def _absent_names(unknown: list[str], question: str) -> list[str]:
+    """Return the names of the question (see _name_shaped) among its unknown words."""
+    return [word for word in dict.fromkeys(_name_shaped(question)) if word in unknown]
 
 
 def _has_near_term(conn: sqlite3.Connection, term: str, letters: int) -> bool:
@@ -5067,14 +5073,19 @@ def _implausible_note(conn: sqlite3.Connection, question: str, shares: _Shares,
     the folder holds and no embedding match is close: shares is _question_coverage's
     answer), else None: the no-answer gate, shared by search() and search_rankings()."""
     coverage, folder_coverage, identifier, absent = shares
-    names = _absent_names(conn, question, absent) if settings.absent_name_gate \
+    unknown = _unknown_words(conn, question, absent)
+    names = _absent_names(unknown, question) if settings.absent_name_gate \
         and 1 - folder_coverage >= ABSENT_NAME_MIN_SHARE else []
     if names:
         return Note("no_plausible_match", f"the documents never mention {', '.join(names)}, and "
                     f"{1 - folder_coverage:.0%} of the question's words (weighted by rarity) occur "
                     "nowhere in the folder; nothing is returned rather than weak hits")
     best_similarity = max(dense_scores, default=None)
-    if coverage >= settings.min_coverage or folder_coverage >= settings.min_folder_coverage or (
+    # the folder's share lets a long question spread over a fragment through, but not one
+    # with a word the folder knows in no form, not even within a slip: that is a question
+    # about something else ('Docker', 'paginaton' in a tutorial without pagination)
+    spread = folder_coverage >= settings.min_folder_coverage and not unknown
+    if coverage >= settings.min_coverage or spread or (
             best_similarity is not None and best_similarity >= settings.min_similarity) or (
             identifier is not None and settings.identifier_gate):
         return None

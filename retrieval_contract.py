@@ -495,11 +495,17 @@ _STOP_PL = frozenset("""
 a aby albo ale bo by byc czy dla do gdy gdzie i ich jak jaki jakie jest jestem jesli
 juz kiedy ktora ktore ktory mi mnie na nad nie nim o od oraz po pod przez przy sa
 sie tak tam te tego tej ten to tu tym w we z za ze co czym jaka jego jej
+jestes jestesmy jestescie
+moj moja moje mojego mojej moim moich moimi twoj twoja twoje twojego twojej twoim twoich
+swoj swoja swoje swojego swojej swoim swoich swoimi nasz nasza nasze naszego naszej naszym naszych
 """.split())
 _STOP_SK = frozenset("""
 a aj ak ako alebo ale by bol bola bolo co do este i ich je ja jej ho ku len ma na nad
 nie od po pod pre pri sa si so su sme tak tam ten tie to tu uz v vo z za ze ktory
 ktora ktore kde kedy aky aka ake preco kto
+som ste naco
+moj moja moje mojho mojej mojom mojim mojou moji tvoj tvoja tvoje tvojho tvojej tvojom tvojim
+svoj svoja svoje svojho svojej svojom svojim svojou svoji nas nasa nase nasho nasej nasom nasim
 """.split())
 # modal verbs and "have" (English lists must, may, have): dropped from Polish and Slovak
 # texts only, as some of their forms are English words (mat, mate, mala)
@@ -593,9 +599,14 @@ class SuffixStemmer:
 
 text_stem_polish = SuffixStemmer(_ENDINGS_PL, fleeting=True)
 text_stem_slovak = SuffixStemmer(_ENDINGS_SK, fleeting=True)
-# a text of no clear language may be English (a title, a list of names): a stem keeps 4
-# letters and no fleeting vowel is dropped there, so its words still meet English ones
-_stem_slavic = SuffixStemmer(_ENDINGS_PL + _ENDINGS_SK, min_stem=4)
+# a text of no clear language may be English (a title, a list of names): only the endings the
+# two languages share that seldom end an English word (not -at, -it, -ic: format, circuit,
+# logic), a stem of 4 letters, no fleeting vowel, so its English words still meet Porter's
+_ENDINGS_SHARED = """
+ami ach ych ich ymi imi owi ow om em ego emu ej ie iu ou ov ia eho och am asz amy acie aja ac
+y a e i u o
+"""
+_stem_slavic = SuffixStemmer(_ENDINGS_SHARED, min_stem=4)
 _stem_english_endings = SuffixStemmer(_ENDINGS_ENGLISH, min_stem=4)     # czas stays czas
 
 

@@ -393,11 +393,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def run_one_dataset(folder: str, args: argparse.Namespace,
-                    methods: list[str]) -> tuple[docs_qa.Settings, dict[str, dict[str, float]], int]:
-    """Return (settings, row name -> metrics, query count) for one dataset folder."""
+                    methods: list[str]) -> tuple[docs_qa.Settings, dict[str, dict[str, float]], int, int]:
+    """Return (settings, row name -> metrics, query count, questions the gate refused) for
+    one dataset folder (every judged question has an answer there)."""
     docs_dir, queries = load_dataset(folder)
     settings = _settings(args, docs_dir)
     per_method = run_dataset(queries, settings)
+    refused = sum(1 for ranking in per_method["gated"].values() if not ranking)
     summaries = {METHOD_NAMES[m]: dataset_summary(per_method[m], queries) for m in methods + ["gated"]
                  if m in per_method}
     if args.anchors:
@@ -406,7 +408,7 @@ def run_one_dataset(folder: str, args: argparse.Namespace,
                 summaries[f"{name}: not installed, skipped"] = None
             else:
                 summaries[found[0]] = dataset_summary(found[1], queries)
-    return settings, summaries, len(queries)
+    return settings, summaries, len(queries), refused
 
 
 def format_collections(results: dict[str, dict[str, dict[str, float] | None]], methods: list[str]) -> str:
@@ -454,14 +456,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         parts, results = [], {}
         for folder in args.dataset:
-            settings, summaries, n_queries = run_one_dataset(folder, args, methods)
+            settings, summaries, n_queries, refused = run_one_dataset(folder, args, methods)
             name = os.path.basename(os.path.normpath(folder))
             results[name] = summaries
             shown = {k: v for k, v in summaries.items() if v is not None}
             skipped = [k for k, v in summaries.items() if v is None]
             if args.svg_dir:
                 chart = svg_charts.save_ndcg_chart(args.svg_dir, name, shown, model.split(" at ")[0])
-            parts.append(f"#### {name}\n\n{n_queries} judged queries."
+            parts.append(f"#### {name}\n\n{n_queries} judged queries; the no-answer gate refused "
+                         f"{refused} ({refused / max(n_queries, 1):.1%}), each answerable."
                          + (f" Skipped: {'; '.join(skipped)}." if skipped else "")
                          + "\n\n" + format_dataset(shown))
         if len(args.dataset) > 1:

@@ -56,7 +56,7 @@ class AnswerTest(StubServerCase):
 
     def test_exhaustive_claim_is_flagged_only_when_evidence_is_truncated(self):
         reply = "To są wszystkie terminy: plik JPK_V7M składa się do 25. dnia miesiąca [jpk.md:5]."
-        truncated = self.ask(reply, question="jakie są terminy pliku JPK_V7M i kasa fiskalna", limit=1)
+        truncated = self.ask(reply, question="jakie są terminy pliku JPK_V7M dla podatników VAT i kasy", limit=1)
         self.assertTrue(truncated.search.truncated)
         self.assertIn("exhaustive_claim", [u["problem"] for u in truncated.unsupported])
         self.assertIn(docs_qa.CAVEATS["pl"], truncated.answer)

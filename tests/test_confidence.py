@@ -4,12 +4,12 @@ unit holds; a low one gets the weak_answer note and the closest-passages label i
 output and on MCP, in the question's language (the page's label: tests/test_page.py and
 tests/test_page_browser.py).
 
-The corpora are built so the shares are known by hand. ORCHARD: four one-line files, each
-holding exactly one of the question's five content words (jabłoń, grusza, śliwa, wiśnia;
-'wybrać' is in none), so every word has the same weight (each is in one fragment, a missing
-word counts as if one fragment had it): the best fragment holds 1/5 = 0.2 of the question,
-the folder 4/5 (the gate passes), and whichever sentence is quoted first holds 1 of the 5
-words: score (0.2 + 0.2) / 2 = 0.2. INVOICES: one sentence holds both content words of
+The corpora are built so the shares are known by hand. ORCHARD: five one-line files, each
+holding exactly one of the question's five content words (wybrać, jabłoń, grusza, śliwa,
+wiśnia), so every word has the same weight (each is in one fragment): the best fragment
+holds 1/5 = 0.2 of the question, the folder all of it (the gate passes: no word is unknown
+to the folder), and whichever sentence is quoted first holds 1 of the 5 words: score
+(0.2 + 0.2) / 2 = 0.2. INVOICES: one sentence holds both content words of
 "When are invoices filed?": score (1 + 1) / 2 = 1.0."""
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ ORCHARD = {
     "grusza.md": "Grusza daje słodkie owoce jesienią.\n",
     "sliwa.md": "Śliwa potrzebuje ciepłego stanowiska.\n",
     "wisnia.md": "Wiśnia ma kwaśne owoce.\n",
+    "wybor.md": "Wybrać trzeba rozważnie, po namyśle.\n",
 }
 ORCHARD_QUESTION = "Co wybrać: jabłoń, grusza, śliwa czy wiśnia?"
 ORCHARD_SCORE = 0.2

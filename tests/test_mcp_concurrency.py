@@ -20,7 +20,7 @@ import threading
 import time
 import unittest
 
-from helpers import INIT, REPO, WAIT_S, McpProcess, StubServerCase, http_request, write_files
+from helpers import INIT, REPO, WAIT_S, McpProcess, StubServerCase, docs_qa, http_request, write_files
 
 PROMPT_S = 5.0                     # what "at once" may take on a loaded machine (it takes ~0.5 s)
 HANG_S = 120.0                     # a hang nobody waits out: the test releases it
@@ -204,6 +204,7 @@ class NoCacheServerTest(StubServerCase):
         with open(os.path.join(self.docs, "notes.txt"), "a", encoding="utf-8") as fh:
             fh.write("\nRejestr zwolnień z kasy fiskalnej prowadzi urząd skarbowy.\n")
         os.utime(os.path.join(self.docs, "notes.txt"), (time.time() + 5, time.time() + 5))
+        time.sleep(docs_qa.DEFAULT_FRESH_WITHIN_S + 0.2)   # the server's promise: a change this old is seen
         found = search("kasa fiskalna zwolnienie")
         self.assertEqual(found["sources"][0]["document_path"], "notes.txt")
         self.assertLess(self.stub.embedded_texts - after_start - 3, after_start,

@@ -184,7 +184,8 @@ class PageInBrowserTest(unittest.TestCase):
         live = LiveDocsServer({"jablon.md": "Jabłoń lubi słońce i żyzną glebę.\n",
                                "grusza.md": "Grusza daje słodkie owoce jesienią.\n",
                                "sliwa.md": "Śliwa potrzebuje ciepłego stanowiska.\n",
-                               "wisnia.md": "Wiśnia ma kwaśne owoce.\n"})
+                               "wisnia.md": "Wiśnia ma kwaśne owoce.\n",
+                               "wybor.md": "Wybrać trzeba rozważnie, po namyśle.\n"})
         self.addCleanup(live.close)
         dom = self.dom(self.url(live, q="Co wybrać: jabłoń, grusza, śliwa czy wiśnia?", mode="extractive"))
         self.assertTrue(dom.text["answer"].startswith("Najbliższe fragmenty; mogą nie odpowiadać na pytanie:"),

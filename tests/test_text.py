@@ -100,7 +100,7 @@ class LightStemTest(unittest.TestCase):
     def test_slovak_forms_share_a_stem(self):
         # daňové, daňového: a text of no clear language keeps a stem of four letters
         self.assertEqual({text_stem("danove"), text_stem("danoveho")}, {"danov"})
-        self.assertEqual({text_stem("priznanie"), text_stem("priznania")}, {"prizn"})
+        self.assertEqual({text_stem("priznanie"), text_stem("priznania")}, {"priznan"})
 
     def test_short_words_and_numbers_are_kept(self):
         # three letters are a stem already; an English -s needs a stem of four

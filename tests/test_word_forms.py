@@ -44,7 +44,8 @@ class StemmerFormsTest(unittest.TestCase):
     def test_text_of_no_clear_language_joins_the_case_forms_of_longer_words(self):
         # its stem keeps four letters (an English 'data' or 'code' stays whole), so kasa and
         # Peter keep theirs; a question meets such a text through this stemmer's stem too
-        for forms in (POLISH_FORMS[1], POLISH_FORMS[2], SLOVAK_FORMS[1], SLOVAK_FORMS[5]):
+        # (only the endings both languages share that seldom end an English word: -ím, -ým not)
+        for forms in (POLISH_FORMS[1], POLISH_FORMS[2], "hodnotenie hodnotenia hodnoteniu", "daňové daňového daňovej"):
             with self.subTest(forms=forms):
                 self.assertEqual(len(stems(text_stem, forms)), 1, stems(text_stem, forms))
         self.assertEqual([text_stem(w) for w in ("data", "code", "kasa")], ["data", "code", "kasa"])
