@@ -21,6 +21,9 @@ import unittest
 from dataclasses import replace
 
 from helpers import REPO, StubServerCase, assert_clean_failure_output, docs_qa, run_cli
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 QUESTION = "do kiedy składam plik JPK"
 REPLY = "Plik JPK_V7M składa się do 25. dnia miesiąca [jpk.md:5-5]."

@@ -12,6 +12,9 @@ import unittest
 from unittest import mock
 
 from helpers import LiveDocsServer, TempDirTest, assert_clean_failure_output, docs_qa, run_cli, write_files
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 

@@ -16,6 +16,9 @@ import unittest
 from unittest import mock
 
 from helpers import SERVE_POLL_S, TAX_CORPUS, REPO, http_request, run_cli, write_files
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 import docs_qa
 import retrieval_contract as rc

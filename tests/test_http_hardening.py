@@ -17,6 +17,9 @@ from unittest import mock
 
 from helpers import (TAX_CORPUS, LiveDocsServer, ServeProcess, http_exchange, http_parse_reply, run_cli,
                      write_files)
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 import docs_qa
 import retrieval_contract as rc

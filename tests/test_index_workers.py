@@ -20,6 +20,9 @@ import unittest
 from unittest import mock
 
 from helpers import REPO, TempDirTest, docs_qa, marking_modules, write_files
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 WAIT_S = 60                        # a guard against a hang, never a measured time
 # Every index compared here keeps no folder listing: whether a walk keeps one depends on the
