@@ -116,21 +116,12 @@ class _Named:
         return self._description
 
 
-class _NamedSubTest(unittest.case._SubTest):
+class _NamedSubTest(_Named, unittest.case._SubTest):
     """Stands for a subtest of a test (a result prints it indented, as it prints its own)."""
 
     def __init__(self, test, sub_id: str, text: str, description: str | None) -> None:
-        super().__init__(test, text, {})
-        self._id, self._text, self._description = sub_id, text, description
-
-    def id(self) -> str:
-        return self._id
-
-    def __str__(self) -> str:
-        return self._text
-
-    def shortDescription(self) -> str | None:
-        return self._description
+        unittest.case._SubTest.__init__(self, test, text, {})
+        _Named.__init__(self, sub_id, text, description)
 
 
 class _WorkerSuite(unittest.TestSuite):
