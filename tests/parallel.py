@@ -91,8 +91,9 @@ def _processes() -> int:
 
 
 def _runs_parallel(pattern: str | None) -> bool:
-    """Return whether this loading discovers more than one test file with workers allowed."""
-    if pattern is None or _processes() <= 1:
+    """Return whether this loading discovers more than one test file with workers allowed
+    (on POSIX: the workers are read with select() on pipes)."""
+    if pattern is None or _processes() <= 1 or os.name != "posix":
         return False
     return sum(fnmatch.fnmatch(name, pattern) for name in os.listdir(HERE) if name.endswith(".py")) > 1
 
