@@ -1,5 +1,7 @@
 """Tests of the folder generator and the growth fit in reports/bench_growth.py (no timing)."""
 
+import contextlib
+import io
 import os
 import random
 import re
@@ -53,7 +55,9 @@ class FolderTest(unittest.TestCase):
             work = os.path.join(root, "work")
             small = bg.build_folder(docs, files, 2, work)
             self.assertEqual(sum(len(n) for _, _, n in os.walk(small)), 2)
-            large = bg.build_folder(docs, files, 7, work)
+            with contextlib.redirect_stderr(io.StringIO()) as progress:   # not into the suite's output
+                large = bg.build_folder(docs, files, 7, work)
+            self.assertEqual(progress.getvalue(), "growth: copy 1 of 2 written\ngrowth: copy 2 of 2 written\n")
             found = sorted(os.path.relpath(os.path.join(d, n), large) for d, _, names in os.walk(large) for n in names)
             self.assertEqual(len(found), 7)
             self.assertIn(os.path.join("copy02", "a-c2.md"), found)          # 3 + 3 + the first of copy 2

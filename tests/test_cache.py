@@ -14,6 +14,9 @@ import unittest
 from unittest import mock
 
 from helpers import TAX_CORPUS, StubModelServer, TempDirTest, run_cli, write_files
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 import docs_qa
 

@@ -21,6 +21,9 @@ import unittest
 from dataclasses import replace
 
 from helpers import REPO, StubServerCase, assert_clean_failure_output, docs_qa, run_cli
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 QUESTION = "do kiedy składam plik JPK"
 REPLY = "Plik JPK_V7M składa się do 25. dnia miesiąca [jpk.md:5-5]."
@@ -72,8 +75,9 @@ class StreamedReplyTest(ChatStreamCase):
 
     def test_slow_but_steady_tokens_are_waited_for_past_the_gap_timeout(self):
         self.stub.chat_fault = "slow"
-        self.stub.token_gap_s = 0.25           # 9 words: over 2 s in all, never 1 s silent
-        envelope = self.ask("--timeout", "1", "--chat-timeout", "60")
+        self.stub.token_gap_s = 0.05           # 59 words: about 3 s in all, twice the 1.5 s gap
+        self.stub.chat_reply = " ".join(["słowo"] * 50) + " " + REPLY   # timeout, never near 1.5 s silent
+        envelope = self.ask("--timeout", "1.5", "--chat-timeout", "60")
         self.assertEqual(envelope["answer_mode"], "assistant", envelope["notes"])
         self.assertEqual(self.stub.chat_requests, 1)
         self.assertIn("25. dnia", envelope["answer"])
@@ -100,9 +104,9 @@ class HungServerTest(ChatStreamCase):
 
     def test_a_steady_stream_longer_than_the_chat_timeout_ends_at_it(self):
         self.stub.chat_fault = "slow"
-        self.stub.token_gap_s = 0.2            # never 1 s silent; ~14 s of tokens in all
+        self.stub.token_gap_s = 0.05           # never near the 10 s gap timeout; ~3.5 s of tokens in all
         self.stub.chat_reply = " ".join(["słowo"] * 60) + " " + REPLY
-        envelope = self.ask("--timeout", "1", env=self.env(DOCS_QA_CHAT_TIMEOUT="1"))
+        envelope = self.ask("--timeout", "10", env=self.env(DOCS_QA_CHAT_TIMEOUT="1"))
         self.assert_fell_back(envelope, "deadline")
 
     def test_a_server_error_after_the_request_was_accepted_is_not_resent(self):

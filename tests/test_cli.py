@@ -5,6 +5,9 @@ import subprocess
 import sys
 
 from helpers import REPO, StubServerCase, TempDirTest, assert_clean_failure_output, marking_modules, run_cli, write_files
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 import retrieval_contract as rc
 
 

@@ -24,6 +24,9 @@ import unittest
 from unittest import mock
 
 from helpers import INIT, REPO, TAX_CORPUS, McpProcess, ServeProcess, TempDirTest, http_request, write_files
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 import docs_qa
 import retrieval_contract as rc

@@ -6,6 +6,9 @@ import sqlite3
 import unittest
 
 from helpers import StubServerCase, docs_qa, write_files
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 
 def closed_port_url() -> str:

@@ -9,6 +9,9 @@ import tempfile
 import unittest
 
 from helpers import REPO, assert_clean_failure_output
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 sys.path.insert(0, os.path.join(REPO, "examples"))
 import regenerate  # noqa: E402

@@ -13,6 +13,9 @@ import unittest
 
 from helpers import (StubServerCase, TAX_CORPUS, StubModelServer, TempDirTest, assert_clean_failure_output,
                      docs_qa, run_cli, write_files)
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 TIMEOUT_S = 0.5
 RETRIES = 1

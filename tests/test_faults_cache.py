@@ -16,6 +16,9 @@ from unittest import mock
 
 from helpers import (REPO, TAX_CORPUS, TempDirTest, assert_clean_failure_output, docs_qa,
                      run_cli, write_files)
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 QUESTION = "faktura korygująca rabat"

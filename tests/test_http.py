@@ -16,6 +16,9 @@ import unittest
 from unittest import mock
 
 from helpers import SERVE_POLL_S, TAX_CORPUS, REPO, http_request, run_cli, write_files
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 import docs_qa
 import retrieval_contract as rc
@@ -360,10 +363,13 @@ class HttpServerTest(unittest.TestCase):
 
     # -- slow clients ----------------------------------------------------------------
     def test_a_client_dripping_its_body_is_disconnected_by_the_body_deadline(self):
-        # each byte comes within the 0.5 s socket timeout, but the body would take ~8 s in all
-        with mock.patch.object(self.open.ctx, "socket_timeout_s", 0.5), \
+        # each byte comes well within the socket timeout, but the body would take ~8 s in all;
+        # the socket timeout (20 s) cuts only after 20 s of silence, so a cut sooner than
+        # that can only be the 1 s body deadline's, however late a loaded machine sends a byte
+        socket_timeout_s, started = 20.0, time.monotonic()
+        with mock.patch.object(self.open.ctx, "socket_timeout_s", socket_timeout_s), \
                 mock.patch.object(docs_qa, "HTTP_BODY_DEADLINE_S", 1.0):
-            with socket.create_connection(("127.0.0.1", self.open.port), timeout=10) as sock:
+            with socket.create_connection(("127.0.0.1", self.open.port), timeout=60) as sock:
                 sock.sendall(b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 40\r\n\r\n")
                 closed = False
                 for _ in range(40):
@@ -374,8 +380,11 @@ class HttpServerTest(unittest.TestCase):
                         break
                     time.sleep(0.2)
                 data = b"" if closed else _read_until_closed(sock)
+                cut_after_s = time.monotonic() - started
         self.assertTrue(closed, "the server waited for the whole body")   # cut near 1 s of ~8 s
         self.assertEqual(data, b"")
+        self.assertGreaterEqual(cut_after_s, 1.0)                 # not before the deadline
+        self.assertLess(cut_after_s, socket_timeout_s)            # so not by the socket timeout
 
     def test_a_stuck_client_is_disconnected_by_the_socket_timeout(self):
         with mock.patch.object(self.open.ctx, "socket_timeout_s", 0.5):

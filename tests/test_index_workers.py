@@ -20,8 +20,15 @@ import unittest
 from unittest import mock
 
 from helpers import REPO, TempDirTest, docs_qa, marking_modules, write_files
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 WAIT_S = 60                        # a guard against a hang, never a measured time
+# Every index compared here keeps no folder listing: whether a walk keeps one depends on the
+# clock (a folder changed under LISTING_SETTLE_NS ago is not kept), and a kept one names its
+# own cache folder, so two indexes would differ by when they ran on a loaded machine.
+NO_LISTINGS = 10**18
 
 # Indexes DOCS into CACHE with three parsing processes (two workers) from the first file on,
 # in batches of three files, committing after each batch and writing ahead one posting list
@@ -48,6 +55,7 @@ stop = threading.Event()
 if mode == "thread":
     threading.Thread(target=stop.wait, daemon=True).start()
 docs_qa.PARSE_BATCH_FILES, docs_qa.CACHE_COMMIT_S, docs_qa.WRITE_AHEAD_TERMS = 3, 0, 1
+docs_qa.LISTING_SETTLE_NS = 10**18           # NO_LISTINGS
 if mode == "bytes":
     docs_qa.PARSE_BATCH_FILES, docs_qa.PARSE_BATCH_BYTES, docs_qa.PARSE_BATCH_MIN_BYTES = 1000, 2048, 2048
 settings = docs_qa.Settings(docs_dir=docs, cache_dir=cache, use_embeddings=False, index_workers=3,
@@ -118,6 +126,7 @@ os.posix_spawn, docs_qa.ScanRun.finish, docs_qa._apply_batch = spawn, finish, ap
 docs_qa._can_fork = lambda: True
 docs_qa.SCAN_SPLIT_UNITS = int(sys.argv[5]) if len(sys.argv) > 5 else 2
 docs_qa.PARSE_BATCH_FILES, docs_qa.CACHE_COMMIT_S = 3, 0
+docs_qa.LISTING_SETTLE_NS = 10**18           # NO_LISTINGS
 settings = docs_qa.Settings(docs_dir=docs, cache_dir=cache, use_embeddings=False, index_workers=3,
                             index_parallel_min_files=min_files)
 stats = docs_qa.index_folder(settings)
@@ -182,6 +191,9 @@ class IndexWorkersTest(TempDirTest):
     def setUp(self) -> None:
         super().setUp()
         write_files(self.docs, corpus(40))
+        patch = mock.patch.object(docs_qa, "LISTING_SETTLE_NS", NO_LISTINGS)
+        patch.start()
+        self.addCleanup(patch.stop)
 
     def run_index(self, cache: str, mode: str = "plain", *extra: str) -> dict:
         proc = subprocess.run([sys.executable, "-c", INDEX_SCRIPT, REPO, self.docs, cache, mode, *extra],

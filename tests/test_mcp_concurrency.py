@@ -21,6 +21,9 @@ import time
 import unittest
 
 from helpers import INIT, REPO, WAIT_S, McpProcess, StubServerCase, docs_qa, http_request, write_files
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 PROMPT_S = 5.0                     # what "at once" may take on a loaded machine (it takes ~0.5 s)
 HANG_S = 120.0                     # a hang nobody waits out: the test releases it

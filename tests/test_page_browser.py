@@ -18,6 +18,9 @@ import urllib.parse
 from html.parser import HTMLParser
 
 from helpers import LiveDocsServer
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 BROWSER_TIMEOUT_S = 120

@@ -17,6 +17,9 @@ import tempfile
 import unittest
 
 from helpers import REPO, ServeProcess, http_request, run_cli, write_files
+import parallel
+
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 import docs_qa
 import retrieval_contract as rc
