@@ -12,27 +12,32 @@ Sections (in file order)
     (Text -- folding, words, stop words, the stemmers, sentences, the language detector, index
      and question terms, the LANGUAGES table -- is in retrieval_contract.py, which RAG and the
      graph both import: neither imports the other for it.)
-     5. Corpus walk      -- the only code that reads documents; kept folder listings; a scan's stat signature
-          5a. Shared walk      -- a forked child and this process take subtrees off one queue
-          5b. Reading          -- decode, size cap, re-read without following a link
-     5c. Git checkout    -- HEAD, refs and the index, read from .git's files; git never run
-     5d. Git objects     -- loose and packed objects, deltas
-     5e. Git dirty check -- do the documents differ from HEAD's tree
+     5. Corpus walk      -- the only code that reads documents; a scan's stat signature
+          5a. Folder listings  -- list a folder; a kept listing serves again while its stat holds
+          5b. Shared walk      -- a forked child and this process take subtrees off one queue
+          5c. Reading          -- decode, size cap, re-read without following a link
+     5d. Git checkout    -- HEAD, refs and the index, read from .git's files; git never run
+     5e. Git objects     -- loose and packed objects, deltas
+     5f. Git dirty check -- do the documents differ from HEAD's tree
      6. Chunking         -- split on headers / blank lines with exact 1-based line ranges
      7. BM25             -- Okapi BM25 scoring over postings
      8. HTTP client      -- _request_json, the one network helper (JSON or streamed events)
      9. Embeddings       -- batching, nomic prefixes, EMBED_MOCK vectors, cosine, sign bits
-    10. Cache store      -- the sqlite3 index: schema, open, faults, meta (all SQL in 10-10c)
+    10. Cache store      -- the sqlite3 index: schema, open, faults, meta (all SQL in 10, 10a, 10e)
           10a. Store writes    -- a refresh's files, chunks, postings; transactions
-          10b. Indexer         -- walk -> parse (in worker processes too) -> write; index_version
-          10c. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
-    10d. Watch           -- serve, mcp: a resident index kept fresh by inotify (ctypes) or a sweep
+          10b. Indexer         -- walk -> parse -> write; index_version
+          10c. Parse pool      -- batches parsed here and in worker processes, applied in order
+          10d. Parse workers   -- the worker processes: start, stop, pipes, messages
+          10e. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
+    10f. Watched folders -- inotify (ctypes): a watch per folder, its events, the kernel's limits
+    10g. Watch           -- serve, mcp: a resident index kept fresh by folder events or a sweep
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult, search_rankings(), index_folder()
           12a. Ranking core    -- _rank(): BM25 -> dense -> RRF -> no-answer gate, one pipeline
           12b. No-answer gate  -- IDF-weighted coverage, identifiers, embedding similarity
     13. Citations        -- the one parser (inline, bracketed, reference lists; quoted paths)
-          13a. Checks          -- the one validator, re-check against the file, support score
+          13a. Bare citations  -- path:lines without brackets, or wrapped whole in quotes
+          13b. Checks          -- the one validator, re-check against the file, support score
     14. Answer           -- prompt, streamed chat call, refusal
           14a. Reply units     -- a reply as groups of sentences, blocks and cut marks
           14b. Reply check     -- citations, support, verbatim code; what is kept and shown
@@ -46,15 +51,17 @@ Sections (in file order)
           17b. CLI runs        -- progress, a question through OPERATIONS, the index command
     18. HTTP server      -- handle_request: routes, auth, framing, CORS, OpenAPI
           18a. HTTP handler    -- the thin threaded server: deadlines, connection cap
-          18b. Page texts      -- the page's words (en/pl/sk), HTML and style
-          18c. Page script     -- the page's one inline script (strict CSP, textContent only)
-          18d. Web page        -- GET / and GET /source
+          18b. Web page        -- GET / and GET /source
     19. MCP              -- JSON-RPC over stdio; concurrent tool calls, background start-up index
     20. main             -- dispatch, start-up checks, exit codes
+    21. Assets           -- the page's words (en/pl/sk), HTML and style
+          21a. Page script     -- the page's one inline script (strict CSP, textContent only)
 
 Constants are UPPER_SNAKE and live at the head of the section that owns them (STYLE.md's
 "at the top", amended): section 1 holds the defaults of Settings and the limits several
-sections share; a table built from a section's functions (OPERATIONS) follows them.
+sections share; a table built from a section's functions (OPERATIONS) follows them. The web
+page's texts, HTML, CSS and script are data in the closing Assets section (21), as bottle.py
+keeps its templates at the end; nothing reads them at import.
 """
 
 from __future__ import annotations
@@ -224,8 +231,8 @@ INDEX_PARALLEL_MIN_FILES = 2000    # fewer files to parse stay in this process: 
                                    # about 60 ms; measured on tldr subsets, 1000 files index 4 % slower
                                    # with one, 2000 files 11 % faster, 8000 files 25 % faster
 INDEX_PARALLEL_MIN_BYTES = 2 << 20 # ... unless they hold this many bytes (a folder of a few large files)
-DEFAULT_FRESH_WITHIN_S = 1.0       # serve, mcp: a change made this long before a question is always seen (§10d)
-WATCH_MODES = ("events", "sweep", "off")   # serve, mcp: how the resident index learns of changes (§10d)
+DEFAULT_FRESH_WITHIN_S = 1.0       # serve, mcp: a change made this long before a question is always seen (§10g)
+WATCH_MODES = ("events", "sweep", "off")   # serve, mcp: how the resident index learns of changes (§10g)
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
 
@@ -303,7 +310,7 @@ class Settings:
     dense_rescore_share: float = DENSE_RESCORE_SHARE    # at least this many or this share of the folder
     feedback_min_share: float = FEEDBACK_MIN_SHARE      # RM3 second pass of BM25 (above 1: never)
     index_workers: int = DEFAULT_INDEX_WORKERS          # processes parsing a refresh of at least
-    index_parallel_min_files: int = INDEX_PARALLEL_MIN_FILES   # this many files (see §10b)
+    index_parallel_min_files: int = INDEX_PARALLEL_MIN_FILES   # this many files (see §10c)
     index_parallel_min_bytes: int = INDEX_PARALLEL_MIN_BYTES   # or this many bytes
     memory_index: str | None = None   # with cache_dir None: a shared in-memory sqlite URI a
                                       # server keeps open for its lifetime (None: throw-away)
@@ -311,7 +318,7 @@ class Settings:
                                       # memory_index (shared-cache locks are not waited for)
     watch: str = "events"              # serve, mcp (one of WATCH_MODES): folder events, else a sweep
     fresh_within_s: float = DEFAULT_FRESH_WITHIN_S   # ... and the changes a question always sees
-    watcher: Any = field(default=None, compare=False, repr=False)   # a server's _Watcher (§10d): a
+    watcher: Any = field(default=None, compare=False, repr=False)   # a server's _Watcher (§10g): a
                                       # question reads its resident view instead of walking the folder
     # the answer and the transports (read by settings_from_env like everything above)
     chat_model: str | None = None      # None: the first chat model the server lists
@@ -426,8 +433,6 @@ _SKIP_MESSAGES = {
     "cache_dir_skipped": "skipped {n} folder(s) inside the docs folder that hold the cache "
                          "(--cache-dir), with every file under them",
 }
-LISTING_SETTLE_NS = 2 * 10**9      # a folder changed this recently is listed again by the next walk
-LISTINGS_VERSION = 1               # a kept listing's layout and walk rules (bump on a change: others are ignored)
 _STAT_AT = os.stat in os.supports_dir_fd and os.stat in os.supports_follow_symlinks \
     and hasattr(os, "O_DIRECTORY")  # a folder's documents are stat'ed by its descriptor
 STAT_AT_MIN_NAMES = 8              # ... when it holds this many: opening and closing it costs about
@@ -551,125 +556,6 @@ _NEW_FILE_ENTRY = functools.partial(tuple.__new__, FileEntry)
 _ENTRY_SIZE = operator.attrgetter("size")
 
 
-_Listing = tuple[int, int, int, int, str, str, tuple]
-# a folder as a walk listed it: (st_dev, st_ino, mtime_ns, ctime_ns, its document names, its
-# subfolders to walk (both "\0"-joined: NUL is in no file name), its notes ((code, path), ...))
-
-
-class _Lister:
-    """Lists the folders of one walk, noting skips in `skipped`.
-
-    A folder whose stat (device, inode, mtime, ctime) is the one a past walk recorded holds
-    the entries it held then: adding, removing or renaming an entry changes its mtime and
-    ctime, and no call sets a ctime back. So that listing is reused: a stat instead of a
-    listing. A folder whose ctime is within LISTING_SETTLE_NS of the walk is not recorded (an
-    entry added within the same clock tick would leave its stat as it was). `listed` holds
-    this walk's listings to keep, reused or new."""
-
-    def __init__(self, skip_ids: set[tuple[int, int]], known: dict[str, _Listing], settled_ns: int) -> None:
-        self.skip_ids, self.known, self.settled_ns = skip_ids, known, settled_ns
-        self.skipped: dict[str, list[str]] = {}
-        self.listed: dict[str, _Listing] = {}
-        self.walked = 0                                # folders stat'ed
-
-    def folder(self, abs_dir: str, rel_dir: str) -> tuple[_Job | None, list[tuple[str, str]]]:
-        """Return a folder's _Job (None without documents) and its subfolders to walk, in
-        listing order, noting its skips."""
-        try:
-            st = os.stat(abs_dir)
-            stamp = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
-            listing = self.known.get(rel_dir)
-            if listing is None or not _is_listing(listing) or listing[:4] != stamp:
-                listing = _list_folder(abs_dir, rel_dir, self.skip_ids, stamp)
-        except OSError:
-            self.skipped.setdefault("unreadable_folder", []).append(rel_dir or ".")
-            return None, []
-        self.walked += 1
-        if stamp[3] < self.settled_ns:
-            self.listed[rel_dir] = listing
-        names, subdirs, notes = listing[4:]
-        for code, path in notes:
-            self.skipped.setdefault(code, []).append(path)
-        prefix = f"{rel_dir}/" if rel_dir else ""
-        base = abs_dir if abs_dir.endswith(os.sep) else abs_dir + os.sep
-        return ((abs_dir, prefix, names.split("\0")) if names else None,
-                [(base + name, prefix + name) for name in subdirs.split("\0")] if subdirs else [])
-
-
-def _listing_cutoff_ns() -> int:
-    """Return the ctime before which a folder's listing is kept: LISTING_SETTLE_NS ago on
-    POSIX; never elsewhere (Windows reports a creation time as st_ctime, which an added
-    entry does not change)."""
-    return time.time_ns() - LISTING_SETTLE_NS if os.name == "posix" else -1
-
-
-def _list_folder(abs_dir: str, rel_dir: str, skip_ids: set[tuple[int, int]],
-                 stamp: tuple[int, int, int, int]) -> _Listing:
-    """Return the _Listing of a folder whose stat is stamp; raise OSError if it cannot be listed."""
-    with os.scandir(abs_dir) as it:
-        entries = list(it)
-    prefix = f"{rel_dir}/" if rel_dir else ""
-    skipped: dict[str, list[str]] = {}
-    regular, dirs, links = _classify(entries, prefix, skipped)
-    names = _with_good_names(list(filter(_DOCUMENT_NAME.match, map(_NAME, regular))), prefix, skipped)
-    if len(regular) + len(dirs) + len(links) < len(entries):
-        _note_not_regular(entries, regular, dirs, links, prefix, skipped)
-    subdirs = []
-    for entry in dirs:
-        if entry.name[0] == ".":
-            continue
-        if skip_ids and _is_skipped_dir(entry, skip_ids):
-            skipped.setdefault("cache_dir_skipped", []).append(prefix + entry.name)
-        else:
-            subdirs.append(entry.name)
-    for entry in links:
-        if entry.name[0] != ".":
-            skipped.setdefault("symlink_skipped", []).append(prefix + entry.name)
-    return (*stamp, "\0".join(names), "\0".join(subdirs),
-            tuple((code, path) for code, paths in skipped.items() for path in paths))
-
-
-def _listings_dump(listed: dict[str, _Listing], root: str, skip_ids: set[tuple[int, int]]) -> bytes:
-    """Return a walk's listings as stored for the next walk of root with the same skips."""
-    return marshal.dumps((LISTINGS_VERSION, root, sorted(skip_ids), listed))
-
-
-def _listings_load(data: bytes | None, root: str, skip_ids: set[tuple[int, int]]) -> dict[str, _Listing]:
-    """Return the listings _listings_dump stored for a walk of root with skip_ids, {} when
-    there are none or they are for another walk. Each listing is checked when the walk
-    would use it (_is_listing; a malformed one is listed again), so the checks are shared
-    by the processes of a shared walk."""
-    try:
-        version, stored_root, stored_skips, listed = marshal.loads(data) if data else (0, "", [], {})
-    except (EOFError, ValueError, TypeError):
-        return {}
-    if version != LISTINGS_VERSION or stored_root != root or stored_skips != sorted(skip_ids) \
-            or not isinstance(listed, dict):
-        return {}
-    return listed
-
-
-def _is_listing(listing: Any) -> bool:
-    """Return whether a kept listing is well formed: no name that could leave its folder or
-    name the folder itself (an empty subfolder name would walk the same folder forever)."""
-    if type(listing) is not tuple or len(listing) != 7:
-        return False
-    dev, ino, mtime_ns, ctime_ns, names, subdirs, notes = listing
-    if type(names) is not str or type(subdirs) is not str or type(notes) is not tuple \
-            or not type(dev) is type(ino) is type(mtime_ns) is type(ctime_ns) is int:
-        return False
-    joined = f"{names}\0{subdirs}"
-    return "/" not in joined and "\0." not in joined and not joined.startswith(".") \
-        and not _has_empty_name(names) and not _has_empty_name(subdirs) and (not notes or all(
-            type(note) is tuple and len(note) == 2 and note[0] in _SKIP_MESSAGES and type(note[1]) is str
-            for note in notes))
-
-
-def _has_empty_name(joined: str) -> bool:
-    """Return whether NUL-joined names (none when empty) hold an empty one."""
-    return bool(joined) and "\0\0" in f"\0{joined}\0"
-
-
 def _walk(stack: list[tuple[str, str]], lister: _Lister) -> list[_Job]:
     """Return the _Job of every folder under the (abs dir, rel dir) pairs of stack, walked
     depth first from its end (the order every scan of the folder repeats)."""
@@ -684,58 +570,6 @@ def _walk(stack: list[tuple[str, str]], lister: _Lister) -> list[_Job]:
 
 def _stat_jobs(jobs: list[_Job], skipped: dict[str, list[str]]) -> list[_Folder]:
     return [_folder_stats(abs_dir, names, prefix, skipped) for abs_dir, prefix, names in jobs]
-
-
-def _classify(entries: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
-              ) -> tuple[list[os.DirEntry], list[os.DirEntry], list[os.DirEntry]]:
-    """Return (regular files, folders, symlinks) among entries, none followed (the type
-    comes with the listing); an entry whose type cannot be read is noted and left out."""
-    try:
-        is_file = list(map(_IS_FILE, entries))
-        regular = list(itertools.compress(entries, is_file))
-        others = list(itertools.compress(entries, map(operator.not_, is_file))) \
-            if len(regular) < len(entries) else []
-        return (regular, list(itertools.compress(others, map(_IS_DIR, others))),
-                list(itertools.compress(others, map(os.DirEntry.is_symlink, others))))
-    except OSError:
-        pass
-    out: tuple[list, list, list] = ([], [], [])
-    for entry in entries:
-        try:
-            for kind, test in enumerate((_IS_FILE, _IS_DIR, os.DirEntry.is_symlink)):
-                if test(entry):
-                    out[kind].append(entry)
-        except OSError:
-            if entry.name[0] != ".":
-                skipped.setdefault("unreadable_file", []).append(prefix + entry.name)
-    return out
-
-
-def _with_good_names(names: list[str], prefix: str, skipped: dict[str, list[str]]) -> list[str]:
-    """Return names without those whose path is not valid UTF-8 or holds a control
-    character such as a newline (noted as bad_name); one check per folder unless one fails."""
-    if not _has_bad_name(prefix + "/".join(names)):
-        return names
-    good = []
-    for name in names:
-        rel = prefix + name
-        if _has_bad_name(rel):    # cannot be stored, printed or cited as path:lines
-            shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-            skipped.setdefault("bad_name", []).append(
-                _CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", shown))
-        else:
-            good.append(name)
-    return good
-
-
-def _note_not_regular(entries: list[os.DirEntry], regular: list, dirs: list, links: list,
-                      prefix: str, skipped: dict[str, list[str]]) -> None:
-    """Note the document-named entries that are neither files, folders nor links (a FIFO
-    would block the read)."""
-    known = {id(e) for group in (regular, dirs, links) for e in group}
-    for entry in entries:
-        if id(entry) not in known and _DOCUMENT_NAME.match(entry.name):
-            skipped.setdefault("not_regular", []).append(prefix + entry.name)
 
 
 def _folder_stats(abs_dir: str, names: list[str], prefix: str, skipped: dict[str, list[str]]
@@ -862,7 +696,185 @@ def corpus_no_documents_note(root: str, skip_dirs: Iterable[str] = ()) -> Note:
                                 f"{sum(types.values())} file(s) of other types: {shown}")
 
 
-# --- 5a. Shared walk — on a large folder a forked child and this process list and stat it
+# --- 5a. Folder listings — a folder listed once: its listing, kept for the next walk, serves
+# that walk again while the folder's stat is unchanged (a stat instead of a listing)
+
+LISTING_SETTLE_NS = 2 * 10**9      # a folder changed this recently is listed again by the next walk
+LISTINGS_VERSION = 1               # a kept listing's layout and walk rules (bump on a change: others are ignored)
+
+
+_Listing = tuple[int, int, int, int, str, str, tuple]
+# a folder as a walk listed it: (st_dev, st_ino, mtime_ns, ctime_ns, its document names, its
+# subfolders to walk (both "\0"-joined: NUL is in no file name), its notes ((code, path), ...))
+
+
+class _Lister:
+    """Lists the folders of one walk, noting skips in `skipped`.
+
+    A folder whose stat (device, inode, mtime, ctime) is the one a past walk recorded holds
+    the entries it held then: adding, removing or renaming an entry changes its mtime and
+    ctime, and no call sets a ctime back. So that listing is reused: a stat instead of a
+    listing. A folder whose ctime is within LISTING_SETTLE_NS of the walk is not recorded (an
+    entry added within the same clock tick would leave its stat as it was). `listed` holds
+    this walk's listings to keep, reused or new."""
+
+    def __init__(self, skip_ids: set[tuple[int, int]], known: dict[str, _Listing], settled_ns: int) -> None:
+        self.skip_ids, self.known, self.settled_ns = skip_ids, known, settled_ns
+        self.skipped: dict[str, list[str]] = {}
+        self.listed: dict[str, _Listing] = {}
+        self.walked = 0                                # folders stat'ed
+
+    def folder(self, abs_dir: str, rel_dir: str) -> tuple[_Job | None, list[tuple[str, str]]]:
+        """Return a folder's _Job (None without documents) and its subfolders to walk, in
+        listing order, noting its skips."""
+        try:
+            st = os.stat(abs_dir)
+            stamp = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+            listing = self.known.get(rel_dir)
+            if listing is None or not _is_listing(listing) or listing[:4] != stamp:
+                listing = _list_folder(abs_dir, rel_dir, self.skip_ids, stamp)
+        except OSError:
+            self.skipped.setdefault("unreadable_folder", []).append(rel_dir or ".")
+            return None, []
+        self.walked += 1
+        if stamp[3] < self.settled_ns:
+            self.listed[rel_dir] = listing
+        names, subdirs, notes = listing[4:]
+        for code, path in notes:
+            self.skipped.setdefault(code, []).append(path)
+        prefix = f"{rel_dir}/" if rel_dir else ""
+        base = abs_dir if abs_dir.endswith(os.sep) else abs_dir + os.sep
+        return ((abs_dir, prefix, names.split("\0")) if names else None,
+                [(base + name, prefix + name) for name in subdirs.split("\0")] if subdirs else [])
+
+
+def _listing_cutoff_ns() -> int:
+    """Return the ctime before which a folder's listing is kept: LISTING_SETTLE_NS ago on
+    POSIX; never elsewhere (Windows reports a creation time as st_ctime, which an added
+    entry does not change)."""
+    return time.time_ns() - LISTING_SETTLE_NS if os.name == "posix" else -1
+
+
+def _list_folder(abs_dir: str, rel_dir: str, skip_ids: set[tuple[int, int]],
+                 stamp: tuple[int, int, int, int]) -> _Listing:
+    """Return the _Listing of a folder whose stat is stamp; raise OSError if it cannot be listed."""
+    with os.scandir(abs_dir) as it:
+        entries = list(it)
+    prefix = f"{rel_dir}/" if rel_dir else ""
+    skipped: dict[str, list[str]] = {}
+    regular, dirs, links = _classify(entries, prefix, skipped)
+    names = _with_good_names(list(filter(_DOCUMENT_NAME.match, map(_NAME, regular))), prefix, skipped)
+    if len(regular) + len(dirs) + len(links) < len(entries):
+        _note_not_regular(entries, regular, dirs, links, prefix, skipped)
+    subdirs = []
+    for entry in dirs:
+        if entry.name[0] == ".":
+            continue
+        if skip_ids and _is_skipped_dir(entry, skip_ids):
+            skipped.setdefault("cache_dir_skipped", []).append(prefix + entry.name)
+        else:
+            subdirs.append(entry.name)
+    for entry in links:
+        if entry.name[0] != ".":
+            skipped.setdefault("symlink_skipped", []).append(prefix + entry.name)
+    return (*stamp, "\0".join(names), "\0".join(subdirs),
+            tuple((code, path) for code, paths in skipped.items() for path in paths))
+
+
+def _classify(entries: list[os.DirEntry], prefix: str, skipped: dict[str, list[str]]
+              ) -> tuple[list[os.DirEntry], list[os.DirEntry], list[os.DirEntry]]:
+    """Return (regular files, folders, symlinks) among entries, none followed (the type
+    comes with the listing); an entry whose type cannot be read is noted and left out."""
+    try:
+        is_file = list(map(_IS_FILE, entries))
+        regular = list(itertools.compress(entries, is_file))
+        others = list(itertools.compress(entries, map(operator.not_, is_file))) \
+            if len(regular) < len(entries) else []
+        return (regular, list(itertools.compress(others, map(_IS_DIR, others))),
+                list(itertools.compress(others, map(os.DirEntry.is_symlink, others))))
+    except OSError:
+        pass
+    out: tuple[list, list, list] = ([], [], [])
+    for entry in entries:
+        try:
+            for kind, test in enumerate((_IS_FILE, _IS_DIR, os.DirEntry.is_symlink)):
+                if test(entry):
+                    out[kind].append(entry)
+        except OSError:
+            if entry.name[0] != ".":
+                skipped.setdefault("unreadable_file", []).append(prefix + entry.name)
+    return out
+
+
+def _with_good_names(names: list[str], prefix: str, skipped: dict[str, list[str]]) -> list[str]:
+    """Return names without those whose path is not valid UTF-8 or holds a control
+    character such as a newline (noted as bad_name); one check per folder unless one fails."""
+    if not _has_bad_name(prefix + "/".join(names)):
+        return names
+    good = []
+    for name in names:
+        rel = prefix + name
+        if _has_bad_name(rel):    # cannot be stored, printed or cited as path:lines
+            shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            skipped.setdefault("bad_name", []).append(
+                _CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", shown))
+        else:
+            good.append(name)
+    return good
+
+
+def _note_not_regular(entries: list[os.DirEntry], regular: list, dirs: list, links: list,
+                      prefix: str, skipped: dict[str, list[str]]) -> None:
+    """Note the document-named entries that are neither files, folders nor links (a FIFO
+    would block the read)."""
+    known = {id(e) for group in (regular, dirs, links) for e in group}
+    for entry in entries:
+        if id(entry) not in known and _DOCUMENT_NAME.match(entry.name):
+            skipped.setdefault("not_regular", []).append(prefix + entry.name)
+
+
+def _listings_dump(listed: dict[str, _Listing], root: str, skip_ids: set[tuple[int, int]]) -> bytes:
+    """Return a walk's listings as stored for the next walk of root with the same skips."""
+    return marshal.dumps((LISTINGS_VERSION, root, sorted(skip_ids), listed))
+
+
+def _listings_load(data: bytes | None, root: str, skip_ids: set[tuple[int, int]]) -> dict[str, _Listing]:
+    """Return the listings _listings_dump stored for a walk of root with skip_ids, {} when
+    there are none or they are for another walk. Each listing is checked when the walk
+    would use it (_is_listing; a malformed one is listed again), so the checks are shared
+    by the processes of a shared walk."""
+    try:
+        version, stored_root, stored_skips, listed = marshal.loads(data) if data else (0, "", [], {})
+    except (EOFError, ValueError, TypeError):
+        return {}
+    if version != LISTINGS_VERSION or stored_root != root or stored_skips != sorted(skip_ids) \
+            or not isinstance(listed, dict):
+        return {}
+    return listed
+
+
+def _is_listing(listing: Any) -> bool:
+    """Return whether a kept listing is well formed: no name that could leave its folder or
+    name the folder itself (an empty subfolder name would walk the same folder forever)."""
+    if type(listing) is not tuple or len(listing) != 7:
+        return False
+    dev, ino, mtime_ns, ctime_ns, names, subdirs, notes = listing
+    if type(names) is not str or type(subdirs) is not str or type(notes) is not tuple \
+            or not type(dev) is type(ino) is type(mtime_ns) is type(ctime_ns) is int:
+        return False
+    joined = f"{names}\0{subdirs}"
+    return "/" not in joined and "\0." not in joined and not joined.startswith(".") \
+        and not _has_empty_name(names) and not _has_empty_name(subdirs) and (not notes or all(
+            type(note) is tuple and len(note) == 2 and note[0] in _SKIP_MESSAGES and type(note[1]) is str
+            for note in notes))
+
+
+def _has_empty_name(joined: str) -> bool:
+    """Return whether NUL-joined names (none when empty) hold an empty one."""
+    return bool(joined) and "\0\0" in f"\0{joined}\0"
+
+
+# --- 5b. Shared walk — on a large folder a forked child and this process list and stat it
 # together (a system call per file is most of a question's cost); the same folders, notes
 # and order as one process finds
 
@@ -1104,7 +1116,7 @@ def _runs_one_thread() -> bool:
         return threading is None or threading.active_count() == 1
 
 
-# --- 5b. Reading — decode a document, cap its size, re-read it without following a link
+# --- 5c. Reading — decode a document, cap its size, re-read it without following a link
 
 _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NO_BLOCK = getattr(os, "O_NONBLOCK", 0)        # a FIFO put in a document's place must not block
@@ -1236,12 +1248,12 @@ def _open_beneath(root: str, parts: list[str]) -> int:
         os.close(fd)
 
 
-# === 5c. Git checkout — HEAD, refs and the index, read from .git's files; git is never run ===
+# === 5d. Git checkout — HEAD, refs and the index, read from .git's files; git is never run ===
 #
 # The docs folder's Git metadata is untrusted data: git itself is never run (its config,
 # hooks, fsmonitor, pager, filters and the like could name any program). HEAD, loose refs,
 # packed-refs, a worktree's `gitdir:` file and `commondir`, the index, and the commit and
-# tree objects (loose, or in packs) are parsed here and in 5d-5e.
+# tree objects (loose, or in packs) are parsed here and in 5e-5f.
 
 GIT_MAX_SYMREF_DEPTH = 5           # HEAD -> ref -> ref ... deeper is taken as a loop
 GIT_MAX_REF_BYTES = 64 * 1024      # a larger HEAD or loose ref is not a ref
@@ -1486,7 +1498,7 @@ def _git_index_stamp(checkout: GitCheckout) -> str:
     return f"{st.st_mtime_ns}:{st.st_size}"
 
 
-# === 5d. Git objects — loose and packed objects, deltas (read as data) ===
+# === 5e. Git objects — loose and packed objects, deltas (read as data) ===
 
 GIT_MAX_DELTA_DEPTH = 100          # a longer delta chain (git's default limit is 50) is a loop
 GIT_MAX_OBJECT_BYTES = 64 * 1024 * 1024   # a larger commit or tree is not read
@@ -1676,7 +1688,7 @@ class _GitObjects:
         return kind, data
 
 
-# === 5e. Git dirty check — do the documents differ from HEAD's tree ===
+# === 5f. Git dirty check — do the documents differ from HEAD's tree ===
 
 def _git_tree_entries(body: bytes, hash_bytes: int) -> dict[bytes, tuple[int, bytes]]:
     """Return name -> (mode, object id) of a tree object's body."""
@@ -2559,7 +2571,7 @@ def _model_tag(settings: Settings) -> str:
     return f"{settings.embed_model}|{_prefix(settings, 'document')}|{MAX_EMBED_CHARS}"
 
 
-# === 10. Cache store — the sqlite3 index file; every SQL statement lives in §10-§10c ===
+# === 10. Cache store — the sqlite3 index file; every SQL statement lives in §10, §10a, §10e ===
 
 CACHE_SCHEMA_VERSION = 5          # 2: postings as packed arrays per term; 3: chunks_by_sha;
                                   # 4: vectors keyed by breadcrumb + text (embed_input),
@@ -2930,28 +2942,8 @@ CACHE_COMMIT_S = 30.0              # while indexing, what is written is committe
                                    # this long after the last commit: an interrupted run keeps its
                                    # progress, and each commit's rewrite of every posting list touched
                                    # costs at most a small share of the run
-PARSE_BATCH_FILES = 500            # files read and parsed between two progress reports, at most
-PARSE_BATCHES = 48                 # a refresh of fewer than PARSE_BATCHES * PARSE_BATCH_FILES files is cut
-PARSE_BATCH_MIN_FILES = 50         # into about this many batches (of this many files or more), so the
-                                   # processes share it in fine steps (see _batch_files)
-PARSE_BATCH_BYTES = 1 << 20        # a batch is closed at this many bytes too, or at fewer, down to
-PARSE_BATCH_MIN_BYTES = 64 << 10   # this many, so a folder of large files makes about PARSE_BATCHES too
-INDEX_MAX_WORKERS = 4              # auto: at most this many parsing processes (the writer spends about
-                                   # 18 ms applying a batch that takes about 43 ms to parse: it keeps up
-                                   # with two or three others)
-PARSE_AHEAD = 4                    # batches queued at a worker, so it parses on while this process writes
 WRITE_AHEAD_TERMS = 4096           # posting lists written per step of _IndexWriter.write_ahead()
-PARSE_GC_PAUSED = True             # with workers (so this process runs one thread), it and they parse
-                                   # with the cyclic garbage collector off: what they make is freed by
-                                   # its reference count, and collections over the growing heap took
-                                   # 5-9 % of the parsing CPU on tldr (reports/performance.md)
-PARSE_STASH = 4                    # batches this process may hold parsed ahead of the next one applied
-                                   # (plus those the workers sent back before they were due)
-PARSE_PIPE_BYTES = 1 << 20         # a result pipe holds about two parsed batches (Linux's F_SETPIPE_SZ, its
-                                   # default maximum), and reads take up to this much at once
 _NO_STATE = FileState(-1, -1, "")
-_MESSAGE_HEAD = struct.Struct("=IQ")  # a job or a parsed batch on a worker's pipe: batch number, length
-                                      # of the marshal data that follows
 
 
 def _drop_triples(data: array.array, chunk_ids: set[int]) -> None:
@@ -2962,25 +2954,6 @@ def _drop_triples(data: array.array, chunk_ids: set[int]) -> None:
         i = bisect.bisect_left(ids, chunk_id)
         if i < len(ids) and ids[i] == chunk_id:
             del data[3 * i:3 * i + 3]
-
-
-class ParsedBatch(NamedTuple):
-    """A batch of documents as the indexer read them, in the columns the store writes.
-
-    files: per document, in batch order, (skip code, content hash, title, url, chunk count):
-    a skipped one holds only its code; one whose hash is the one already stored has chunk
-    count None (not re-chunked). chunks: the chunks rows of the others without their id
-    (path, start_line, end_line, sections JSON, text, n_terms, embed_sha), in file order.
-    Postings: terms (each once, in order of first use) with sizes[i] numbers each in triples,
-    native array('I') bytes of (the chunk's index in chunks, tf, n_terms), grouped by term.
-    Only str, int, bytes, tuples, lists and None, so marshal can carry it between processes.
-    """
-
-    files: list[tuple[str | None, str | None, str | None, str | None, int | None]]
-    chunks: list[tuple[str, int, int, str, str, int, str]]
-    terms: list[str]
-    sizes: list[int]
-    triples: bytes
 
 
 class _IndexWriter:
@@ -3225,6 +3198,91 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     return stats
 
 
+def _apply_batch(writer: _IndexWriter, entries: list[FileEntry], batch: ParsedBatch,
+                 known: dict[str, FileState], stats: IndexStats, skipped: dict[str, list[str]]) -> None:
+    """Queue a parsed batch: replace each new or touched file's chunks if its content
+    changed, drop the known files now skipped, note every skip."""
+    for entry, (skip, sha, title, url, n_chunks) in zip(entries, batch.files):
+        is_known = entry.rel_path in known
+        if skip is not None:
+            skipped.setdefault(skip, []).append(entry.rel_path)
+            if is_known:
+                writer.drop_file(entry.rel_path)
+                cache_delete_files(writer.conn, [entry.rel_path])
+                stats.removed += 1
+            continue
+        if n_chunks is None:
+            stats.unchanged += 1
+        elif is_known:
+            writer.drop_file(entry.rel_path)
+            stats.updated += 1
+        else:
+            stats.new += 1
+    writer.add_batch(batch, entries)
+
+
+def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str,
+                   scan: CorpusScan) -> str | None:
+    """Return the index version (retrieval_contract.index_version_docs): the corpus
+    generation plus the Git revision when the folder is in a checkout. HEAD is resolved
+    every time (a few small reads); the dirty check runs only when HEAD, the git index or
+    a document's stat changed since the last answer (the result is kept in meta)."""
+    generation = meta.get("generation")
+    if generation is None:
+        return None
+    checkout = git_checkout(docs_dir)
+    rev = git_head(checkout) if checkout else None
+    if checkout is None or rev is None:
+        return rc.index_version_docs(generation)
+    key = "|".join((rev, meta.get("stat_sig", ""), _git_index_stamp(checkout)))
+    if meta.get("git_key") == key:
+        is_dirty = meta.get("git_dirty") == "1"
+    else:
+        is_dirty = bool(git_is_dirty(checkout, rev, docs_dir, scan.entries, _is_document_name))
+        cache_meta_put(conn, {"git_key": key, "git_dirty": "1" if is_dirty else "0"})
+    return rc.index_version_docs(generation, rev, is_dirty)
+
+
+# --- 10c. Parse pool — a refresh's files cut into batches, parsed in worker processes and in
+# this one, and handed to the indexer in batch order
+
+PARSE_BATCH_FILES = 500            # files read and parsed between two progress reports, at most
+PARSE_BATCHES = 48                 # a refresh of fewer than PARSE_BATCHES * PARSE_BATCH_FILES files is cut
+PARSE_BATCH_MIN_FILES = 50         # into about this many batches (of this many files or more), so the
+                                   # processes share it in fine steps (see _batch_files)
+PARSE_BATCH_BYTES = 1 << 20        # a batch is closed at this many bytes too, or at fewer, down to
+PARSE_BATCH_MIN_BYTES = 64 << 10   # this many, so a folder of large files makes about PARSE_BATCHES too
+INDEX_MAX_WORKERS = 4              # auto: at most this many parsing processes (the writer spends about
+                                   # 18 ms applying a batch that takes about 43 ms to parse: it keeps up
+                                   # with two or three others)
+PARSE_AHEAD = 4                    # batches queued at a worker, so it parses on while this process writes
+PARSE_GC_PAUSED = True             # with workers (so this process runs one thread), it and they parse
+                                   # with the cyclic garbage collector off: what they make is freed by
+                                   # its reference count, and collections over the growing heap took
+                                   # 5-9 % of the parsing CPU on tldr (reports/performance.md)
+PARSE_STASH = 4                    # batches this process may hold parsed ahead of the next one applied
+                                   # (plus those the workers sent back before they were due)
+
+
+class ParsedBatch(NamedTuple):
+    """A batch of documents as the indexer read them, in the columns the store writes.
+
+    files: per document, in batch order, (skip code, content hash, title, url, chunk count):
+    a skipped one holds only its code; one whose hash is the one already stored has chunk
+    count None (not re-chunked). chunks: the chunks rows of the others without their id
+    (path, start_line, end_line, sections JSON, text, n_terms, embed_sha), in file order.
+    Postings: terms (each once, in order of first use) with sizes[i] numbers each in triples,
+    native array('I') bytes of (the chunk's index in chunks, tf, n_terms), grouped by term.
+    Only str, int, bytes, tuples, lists and None, so marshal can carry it between processes.
+    """
+
+    files: list[tuple[str | None, str | None, str | None, str | None, int | None]]
+    chunks: list[tuple[str, int, int, str, str, int, str]]
+    terms: list[str]
+    sizes: list[int]
+    triples: bytes
+
+
 def _parse_batch(entries: list[FileEntry], known_shas: list[str | None], max_bytes: int,
                  chunk_chars: int, tokenizer: Tokenizer) -> ParsedBatch:
     """Return a batch of files read, hashed, titled and, unless a file's hash is its known
@@ -3259,97 +3317,6 @@ def _parse_batch(entries: list[FileEntry], known_shas: list[str | None], max_byt
                 triples += (index, tf, n_terms)
     return ParsedBatch(files, rows, list(postings), list(map(len, postings.values())),
                        array.array("I", itertools.chain.from_iterable(postings.values())).tobytes())
-
-
-class _WorkerLost(Exception):
-    """A parse worker exited, or its pipe broke, before it sent a batch it was given."""
-
-
-class _Link:
-    """This process's end of the two pipes to another: messages (a batch number and marshal
-    data) leave through an outbox and arrive in an inbox, both pipes non-blocking, so
-    neither process ever blocks on a pipe while the other blocks on the other pipe; a
-    process with nothing to do waits in _wait_links()."""
-
-    def __init__(self, incoming: int, outgoing: int) -> None:
-        os.set_blocking(incoming, False)
-        os.set_blocking(outgoing, False)
-        self.incoming, self.outgoing = incoming, outgoing
-        self.inbox, self.outbox = bytearray(), bytearray()
-        self.ended = False                     # the other process closed its end
-
-    def send(self, number: int, data: bytes) -> None:
-        """Queue a message and write what the pipe takes now."""
-        self.outbox += _MESSAGE_HEAD.pack(number, len(data))
-        self.outbox += data
-        self.pump()
-
-    def pump(self) -> None:
-        """Write as much of the outbox as the pipe takes now; raise _WorkerLost if it broke."""
-        while self.outbox:
-            try:
-                sent = os.write(self.outgoing, self.outbox)
-            except BlockingIOError:
-                return
-            except OSError:
-                raise _WorkerLost() from None
-            del self.outbox[:sent]
-
-    def fill(self) -> None:
-        """Read what the pipe holds now into the inbox (its end sets ended)."""
-        while not self.ended:
-            try:
-                data = os.read(self.incoming, PARSE_PIPE_BYTES)
-            except BlockingIOError:
-                return
-            except OSError:
-                data = b""
-            self.ended = not data
-            self.inbox += data
-
-    def receive(self) -> tuple[int, bytes] | None:
-        """Return the next whole message (number, data) read so far, or None."""
-        self.fill()
-        if len(self.inbox) < _MESSAGE_HEAD.size:
-            return None
-        number, size = _MESSAGE_HEAD.unpack_from(self.inbox)
-        end = _MESSAGE_HEAD.size + size
-        if len(self.inbox) < end:
-            return None
-        data = bytes(self.inbox[_MESSAGE_HEAD.size:end])
-        del self.inbox[:end]
-        return number, data
-
-
-def _wait_links(links: list[_Link]) -> None:
-    """Block until one of links has data to read (read it) or room for its outbox (write
-    it); raise _WorkerLost when none can ever do either."""
-    import select
-    poller, by_fd = select.poll(), {}
-    for link in links:
-        if not link.ended:
-            poller.register(link.incoming, select.POLLIN)
-            by_fd[link.incoming] = link
-        if link.outbox:
-            poller.register(link.outgoing, select.POLLOUT)
-            by_fd[link.outgoing] = link
-    if not by_fd:
-        raise _WorkerLost()
-    for fd, _ in poller.poll():
-        link = by_fd[fd]
-        if fd == link.incoming:
-            link.fill()
-        else:
-            link.pump()
-
-
-class _Worker(NamedTuple):
-    """A parse worker process: its pid, its link, and the batch numbers it was given and
-    has not sent back, oldest first."""
-
-    pid: int
-    link: _Link
-    queue: Any                     # collections.deque[int]
 
 
 class _ParsePool:
@@ -3482,6 +3449,153 @@ def _parse_job(job: tuple, tokenizer: Tokenizer) -> ParsedBatch:
     return _parse_batch(list(map(_NEW_FILE_ENTRY, entries)), known_shas, max_bytes, chunk_chars, tokenizer)
 
 
+def _batch_files(n_files: int) -> int:
+    """Return how many files a parse batch of a refresh of n_files files holds: PARSE_BATCH_FILES,
+    or fewer, down to PARSE_BATCH_MIN_FILES, so a folder of a few thousand files still makes
+    about PARSE_BATCHES batches. A worker starts about 0.1-0.2 s after this process and stems
+    its first words afresh; with a dozen large batches it got a third of them (LISA's 6,000
+    files: 1.27x bm25s' build in 500-file batches, 0.84x in 125-file ones)."""
+    return min(PARSE_BATCH_FILES, max(PARSE_BATCH_MIN_FILES, -(-n_files // PARSE_BATCHES)))
+
+
+def _parse_batches(todo: list[FileEntry]) -> list[list[FileEntry]]:
+    """Return a refresh's files cut into parse batches, in order: each batch holds at most
+    _batch_files(len(todo)) files and is closed once it holds _batch_bytes() of their bytes,
+    so the processes share a folder of a few large files as evenly as one of many small ones."""
+    ends = list(itertools.accumulate(map(_ENTRY_SIZE, todo)))    # the bytes up to each file
+    most_files, most_bytes = _batch_files(len(todo)), _batch_bytes(ends[-1] if ends else 0)
+    batches, start, before = [], 0, 0
+    while start < len(todo):
+        end = min(start + most_files, len(todo))
+        end = min(end, bisect.bisect_left(ends, before + most_bytes, start, end) + 1)
+        batches.append(todo[start:end])
+        start, before = end, ends[end - 1]
+    return batches
+
+
+def _batch_bytes(n_bytes: int) -> int:
+    """Return the bytes at which a parse batch of a refresh of n_bytes bytes is closed:
+    PARSE_BATCH_BYTES, or fewer, down to PARSE_BATCH_MIN_BYTES, for about PARSE_BATCHES."""
+    return min(PARSE_BATCH_BYTES, max(PARSE_BATCH_MIN_BYTES, -(-n_bytes // PARSE_BATCHES)))
+
+
+def _parse_processes(settings: Settings, n_files: int, n_bytes: int = 0, n_batches: int | None = None) -> int:
+    """Return how many processes parse a refresh of n_files files of n_bytes bytes cut into
+    n_batches (by default, of _batch_files): this one alone below both
+    settings.index_parallel_min_files and settings.index_parallel_min_bytes, without
+    posix_spawn, or when another thread runs (a server's background index); else
+    settings.index_workers, 0 meaning one per CPU this process may use, at most
+    INDEX_MAX_WORKERS; never more than there are batches."""
+    if settings.index_workers == 1 or not hasattr(os, "posix_spawn") or (
+            n_files < settings.index_parallel_min_files and n_bytes < settings.index_parallel_min_bytes):
+        return 1
+    if settings.index_workers:
+        wanted = settings.index_workers
+    else:
+        wanted = min(_usable_cpus(), INDEX_MAX_WORKERS)
+    wanted = min(wanted, -(-n_files // _batch_files(n_files)) if n_batches is None else n_batches)
+    return wanted if wanted > 1 and _runs_one_thread() else 1
+
+
+# --- 10d. Parse workers — the worker processes: started, stopped, and spoken to over pipes
+
+PARSE_PIPE_BYTES = 1 << 20         # a result pipe holds about two parsed batches (Linux's F_SETPIPE_SZ, its
+                                   # default maximum), and reads take up to this much at once
+_MESSAGE_HEAD = struct.Struct("=IQ")  # a job or a parsed batch on a worker's pipe: batch number, length
+                                      # of the marshal data that follows
+
+
+class _WorkerLost(Exception):
+    """A parse worker exited, or its pipe broke, before it sent a batch it was given."""
+
+
+class _Link:
+    """This process's end of the two pipes to another: messages (a batch number and marshal
+    data) leave through an outbox and arrive in an inbox, both pipes non-blocking, so
+    neither process ever blocks on a pipe while the other blocks on the other pipe; a
+    process with nothing to do waits in _wait_links()."""
+
+    def __init__(self, incoming: int, outgoing: int) -> None:
+        os.set_blocking(incoming, False)
+        os.set_blocking(outgoing, False)
+        self.incoming, self.outgoing = incoming, outgoing
+        self.inbox, self.outbox = bytearray(), bytearray()
+        self.ended = False                     # the other process closed its end
+
+    def send(self, number: int, data: bytes) -> None:
+        """Queue a message and write what the pipe takes now."""
+        self.outbox += _MESSAGE_HEAD.pack(number, len(data))
+        self.outbox += data
+        self.pump()
+
+    def pump(self) -> None:
+        """Write as much of the outbox as the pipe takes now; raise _WorkerLost if it broke."""
+        while self.outbox:
+            try:
+                sent = os.write(self.outgoing, self.outbox)
+            except BlockingIOError:
+                return
+            except OSError:
+                raise _WorkerLost() from None
+            del self.outbox[:sent]
+
+    def fill(self) -> None:
+        """Read what the pipe holds now into the inbox (its end sets ended)."""
+        while not self.ended:
+            try:
+                data = os.read(self.incoming, PARSE_PIPE_BYTES)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            self.ended = not data
+            self.inbox += data
+
+    def receive(self) -> tuple[int, bytes] | None:
+        """Return the next whole message (number, data) read so far, or None."""
+        self.fill()
+        if len(self.inbox) < _MESSAGE_HEAD.size:
+            return None
+        number, size = _MESSAGE_HEAD.unpack_from(self.inbox)
+        end = _MESSAGE_HEAD.size + size
+        if len(self.inbox) < end:
+            return None
+        data = bytes(self.inbox[_MESSAGE_HEAD.size:end])
+        del self.inbox[:end]
+        return number, data
+
+
+def _wait_links(links: list[_Link]) -> None:
+    """Block until one of links has data to read (read it) or room for its outbox (write
+    it); raise _WorkerLost when none can ever do either."""
+    import select
+    poller, by_fd = select.poll(), {}
+    for link in links:
+        if not link.ended:
+            poller.register(link.incoming, select.POLLIN)
+            by_fd[link.incoming] = link
+        if link.outbox:
+            poller.register(link.outgoing, select.POLLOUT)
+            by_fd[link.outgoing] = link
+    if not by_fd:
+        raise _WorkerLost()
+    for fd, _ in poller.poll():
+        link = by_fd[fd]
+        if fd == link.incoming:
+            link.fill()
+        else:
+            link.pump()
+
+
+class _Worker(NamedTuple):
+    """A parse worker process: its pid, its link, and the batch numbers it was given and
+    has not sent back, oldest first."""
+
+    pid: int
+    link: _Link
+    queue: Any                     # collections.deque[int]
+
+
 def _spawn_workers(workers: list[_Worker], n: int) -> None:
     """Start parse workers into the list until it holds n, fewer when the OS has no process
     or pipe left (whoever holds the list stops them with _stop_workers, also on Ctrl-C)."""
@@ -3564,100 +3678,7 @@ def _parse_worker_main() -> None:
         os._exit(code)                         # quietly: the parent parses a failed job itself
 
 
-def _batch_files(n_files: int) -> int:
-    """Return how many files a parse batch of a refresh of n_files files holds: PARSE_BATCH_FILES,
-    or fewer, down to PARSE_BATCH_MIN_FILES, so a folder of a few thousand files still makes
-    about PARSE_BATCHES batches. A worker starts about 0.1-0.2 s after this process and stems
-    its first words afresh; with a dozen large batches it got a third of them (LISA's 6,000
-    files: 1.27x bm25s' build in 500-file batches, 0.84x in 125-file ones)."""
-    return min(PARSE_BATCH_FILES, max(PARSE_BATCH_MIN_FILES, -(-n_files // PARSE_BATCHES)))
-
-
-def _parse_batches(todo: list[FileEntry]) -> list[list[FileEntry]]:
-    """Return a refresh's files cut into parse batches, in order: each batch holds at most
-    _batch_files(len(todo)) files and is closed once it holds _batch_bytes() of their bytes,
-    so the processes share a folder of a few large files as evenly as one of many small ones."""
-    ends = list(itertools.accumulate(map(_ENTRY_SIZE, todo)))    # the bytes up to each file
-    most_files, most_bytes = _batch_files(len(todo)), _batch_bytes(ends[-1] if ends else 0)
-    batches, start, before = [], 0, 0
-    while start < len(todo):
-        end = min(start + most_files, len(todo))
-        end = min(end, bisect.bisect_left(ends, before + most_bytes, start, end) + 1)
-        batches.append(todo[start:end])
-        start, before = end, ends[end - 1]
-    return batches
-
-
-def _batch_bytes(n_bytes: int) -> int:
-    """Return the bytes at which a parse batch of a refresh of n_bytes bytes is closed:
-    PARSE_BATCH_BYTES, or fewer, down to PARSE_BATCH_MIN_BYTES, for about PARSE_BATCHES."""
-    return min(PARSE_BATCH_BYTES, max(PARSE_BATCH_MIN_BYTES, -(-n_bytes // PARSE_BATCHES)))
-
-
-def _parse_processes(settings: Settings, n_files: int, n_bytes: int = 0, n_batches: int | None = None) -> int:
-    """Return how many processes parse a refresh of n_files files of n_bytes bytes cut into
-    n_batches (by default, of _batch_files): this one alone below both
-    settings.index_parallel_min_files and settings.index_parallel_min_bytes, without
-    posix_spawn, or when another thread runs (a server's background index); else
-    settings.index_workers, 0 meaning one per CPU this process may use, at most
-    INDEX_MAX_WORKERS; never more than there are batches."""
-    if settings.index_workers == 1 or not hasattr(os, "posix_spawn") or (
-            n_files < settings.index_parallel_min_files and n_bytes < settings.index_parallel_min_bytes):
-        return 1
-    if settings.index_workers:
-        wanted = settings.index_workers
-    else:
-        wanted = min(_usable_cpus(), INDEX_MAX_WORKERS)
-    wanted = min(wanted, -(-n_files // _batch_files(n_files)) if n_batches is None else n_batches)
-    return wanted if wanted > 1 and _runs_one_thread() else 1
-
-
-def _apply_batch(writer: _IndexWriter, entries: list[FileEntry], batch: ParsedBatch,
-                 known: dict[str, FileState], stats: IndexStats, skipped: dict[str, list[str]]) -> None:
-    """Queue a parsed batch: replace each new or touched file's chunks if its content
-    changed, drop the known files now skipped, note every skip."""
-    for entry, (skip, sha, title, url, n_chunks) in zip(entries, batch.files):
-        is_known = entry.rel_path in known
-        if skip is not None:
-            skipped.setdefault(skip, []).append(entry.rel_path)
-            if is_known:
-                writer.drop_file(entry.rel_path)
-                cache_delete_files(writer.conn, [entry.rel_path])
-                stats.removed += 1
-            continue
-        if n_chunks is None:
-            stats.unchanged += 1
-        elif is_known:
-            writer.drop_file(entry.rel_path)
-            stats.updated += 1
-        else:
-            stats.new += 1
-    writer.add_batch(batch, entries)
-
-
-def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str,
-                   scan: CorpusScan) -> str | None:
-    """Return the index version (retrieval_contract.index_version_docs): the corpus
-    generation plus the Git revision when the folder is in a checkout. HEAD is resolved
-    every time (a few small reads); the dirty check runs only when HEAD, the git index or
-    a document's stat changed since the last answer (the result is kept in meta)."""
-    generation = meta.get("generation")
-    if generation is None:
-        return None
-    checkout = git_checkout(docs_dir)
-    rev = git_head(checkout) if checkout else None
-    if checkout is None or rev is None:
-        return rc.index_version_docs(generation)
-    key = "|".join((rev, meta.get("stat_sig", ""), _git_index_stamp(checkout)))
-    if meta.get("git_key") == key:
-        is_dirty = meta.get("git_dirty") == "1"
-    else:
-        is_dirty = bool(git_is_dirty(checkout, rev, docs_dir, scan.entries, _is_document_name))
-        cache_meta_put(conn, {"git_key": key, "git_dirty": "1" if is_dirty else "0"})
-    return rc.index_version_docs(generation, rev, is_dirty)
-
-
-# --- 10c. Reads and vectors — postings, chunks, vectors by model, sign-bit signatures
+# --- 10e. Reads and vectors — postings, chunks, vectors by model, sign-bit signatures
 
 _CHUNK_VECTORS_SQL = ("SELECT c.id, v.data FROM chunks c"
                       " JOIN vectors v ON v.embed_sha = c.embed_sha AND v.model = ?")
@@ -3886,12 +3907,8 @@ def cache_forget_vector(conn: sqlite3.Connection, key: str, model: str) -> None:
     conn.execute("COMMIT")
 
 
-# === 10d. Watch — serve and mcp keep a resident index fresh from folder events, else a stat sweep ===
+# === 10f. Watched folders — Linux inotify through ctypes; a folder as the resident walk holds it ===
 
-WATCH_SWEEP_SHARE = 0.5            # a sweep starts fresh_within_s * this after the last began ...
-WATCH_SWEEP_LOAD = 2.0             # ... and at least this many times its own duration after it ended
-WATCH_WAIT_S = 120.0               # a question waits this long at most for the view to catch up, then walks
-WATCH_POLL_S = 1.0                 # the watching thread looks up from the events this often (to stop)
 WATCH_READ_BYTES = 1 << 20         # events applied at once, at most (a storm is applied in steps)
 _IN_MODIFY, _IN_CLOSE_WRITE, _IN_MOVED_FROM, _IN_MOVED_TO = 0x2, 0x8, 0x40, 0x80
 _IN_CREATE, _IN_DELETE, _IN_DELETE_SELF, _IN_MOVE_SELF = 0x100, 0x200, 0x400, 0x800
@@ -3972,13 +3989,21 @@ def _inotify_events(data: bytes) -> list[tuple[int, int, str]]:
 
 class _WatchedFolder(NamedTuple):
     """A folder of the resident walk: its watch, its subfolders and documents as the walk
-    found them (§5's rules: _Lister), and what it skipped."""
+    found them (§5a's rules: _Lister), and what it skipped."""
 
     wd: int                                # -1: not watched (it could not be)
     subdirs: list[str]                     # relative paths, in listing order
     folder: _Folder | None                 # its documents' stats (None: none)
     skipped: dict[str, list[str]]
     listing: _Listing | None               # its listing to keep for the next walk (_Lister.listed)
+
+
+# === 10g. Watch — serve and mcp keep a resident index fresh from folder events, else a stat sweep ===
+
+WATCH_SWEEP_SHARE = 0.5            # a sweep starts fresh_within_s * this after the last began ...
+WATCH_SWEEP_LOAD = 2.0             # ... and at least this many times its own duration after it ended
+WATCH_WAIT_S = 120.0               # a question waits this long at most for the view to catch up, then walks
+WATCH_POLL_S = 1.0                 # the watching thread looks up from the events this often (to stop)
 
 
 class _WatchView(NamedTuple):
@@ -4175,7 +4200,7 @@ class _Watcher:
 
     def _walk_watched(self, rel_dir: str) -> None:
         """Walk a folder and its subfolders in _walk's order, each watched before it is listed
-        (a change between is an event), with §5's rules (_Lister); raise OSError when a watch
+        (a change between is an event), with §5a's rules (_Lister); raise OSError when a watch
         cannot be added for a limit (_WATCH_LIMITS)."""
         stack = [rel_dir]
         while stack:
@@ -4289,7 +4314,7 @@ class _Watcher:
         self.scan = scan
 
     def _sweep_scan(self) -> CorpusScan:
-        """Walk the folder (§5, reusing kept listings) and refresh the index; return the walk."""
+        """Walk the folder (§5, reusing kept listings: §5a) and refresh the index; return the walk."""
         def work(conn: sqlite3.Connection, notes: list[Note]) -> CorpusScan:
             walk = index_scan_begin(self.settings, cache_meta(conn), cache_listings(conn))
             try:
@@ -4511,7 +4536,7 @@ def _without_unreadable(result: SearchResult, settings: Settings) -> SearchResul
 def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str, settings: Settings,
                   progress: ProgressFn | None, view: _WatchView | None = None) -> SearchResult:
     """Return the search result over an open index (see search()): the ranking core's
-    fused list within the per-document and result limits. With a server's view (§10d), the
+    fused list within the per-document and result limits. With a server's view (§10g), the
     resident index is ranked as the watcher keeps it, and the folder is not walked (unless
     the cache cannot be written: the copy in memory is refreshed as below). When a forked
     child shares the walk of a large folder, the stored index is ranked meanwhile, and that
@@ -5155,12 +5180,9 @@ MAX_CITATION_GROUP_CHARS = 4000    # a bracketed group longer than this is not r
 _CITE_RANGE = _lazy_re(r":[ \t]*L?(?P<start>\d{1,9})(?:[ \t]*[-\u2013\u2014][ \t]*L?(?P<end>\d{1,9}))?")
 _CITE_PREFIX = _lazy_re(r"S\d{1,4}(?:[ \t]*[:=][ \t]*|[ \t]+)")     # "S1: a.md:3", "S2=a.md:3"
 _CITE_LOOSE_PATH = _lazy_re(r"[^\s\[\]()\"`,;]+")   # an unquoted path that was not returned
-_CITE_BARE_PATH = _lazy_re(r"[\w./\-]+\.(?:md|markdown|txt)", re.IGNORECASE)
-_CITE_BARE_TOKEN = _lazy_re(r"[^\s\[\]()\"`]+\Z")   # the word before a bare ':12'
 _CITE_PLAIN_NAME = _lazy_re(r"[\w./+@~-]+")          # printed without quotes
 _CITE_QUOTES = "\"`"
 _CITE_OPEN = {"[": "]", "(": ")"}
-_CITE_BOUNDARY = frozenset(" \t\n\r\f\v[(")           # a bare path starts after one of these (or at 0)
 
 
 @dataclass
@@ -5389,6 +5411,13 @@ def _cite_resolved(scan: _CiteScan, items: list[tuple[str, int, int]]) -> list[t
     return out
 
 
+# --- 13a. Bare citations — a path:lines written without brackets, or wrapped whole in quotes
+
+_CITE_BARE_PATH = _lazy_re(r"[\w./\-]+\.(?:md|markdown|txt)", re.IGNORECASE)
+_CITE_BARE_TOKEN = _lazy_re(r"[^\s\[\]()\"`]+\Z")   # the word before a bare ':12'
+_CITE_BOUNDARY = frozenset(" \t\n\r\f\v[(")           # a bare path starts after one of these (or at 0)
+
+
 def _cite_bare(scan: _CiteScan, ref: int) -> Citation | None:
     """Return the citation whose line reference is at ref, written without brackets, or None."""
     text, match = scan.text, scan.ranges[ref]
@@ -5491,7 +5520,7 @@ def _inside_open_bracket(text: str, begin: int, after: int) -> bool:
     return before != "" and not before.endswith(":")
 
 
-# --- 13a. Citation checks — the one validator, the re-check against the file, the support score
+# --- 13b. Citation checks — the one validator, the re-check against the file, the support score
 
 SUPPORT_THRESHOLD = 0.5            # share of a sentence's terms found in its cited lines
 
@@ -8117,487 +8146,7 @@ def http_is_loopback(host: str) -> bool:
         return False
 
 
-# --- 18b. Web page texts — the page's words in each language, its HTML and its style
-
-# The page's texts; the language follows the question (text_detect_language), as refusals do.
-PAGE_TEXTS: dict[str, dict[str, Any]] = {
-    "en": {
-        "title": "Ask the documents", "question": "Your question", "ask": "Ask",
-        "mode": "Answer from", "assistant": "the model (citations checked)",
-        "extractive": "quotes only (no model)", "graph": "the knowledge graph",
-        "answer": "Answer", "sources": "Sources", "notes": "Notes", "viewer": "Cited lines",
-        "index_version": "Index version", "working": "Searching…", "done": "Answer ready.",
-        "lines": "lines", "cited": "cited", "back": "Back to the answer",
-        "token_intro": "This server needs an access token. It is kept only in this browser tab.",
-        "token": "Access token", "token_use": "Use token", "token_wrong": "The token was not accepted.",
-        "changed": "This file changed after it was indexed: the lines below are its current "
-                   "content and may differ from what the answer cited.",
-        "unchanged": "The file is unchanged since it was indexed.",
-        "no_source": "These lines cannot be shown: the file is not in the index or cannot be read.",
-        "error": "The request failed", "show": "Show the cited lines",
-        "count": "Count", "count_complete": "exact: everything was counted",
-        "count_partial": "may be incomplete", "partial": "The evidence shown is not all there is.",
-        "facts": "Facts", "candidates": "The question fits several; which one did you mean?",
-        "removed": "Removed from the answer", "truncated": "Only the best fragments are shown; "
-                   "more passages may match.",
-        "weak_answer": WEAK_ANSWER_LABELS["en"],
-        "problems": {"no_valid_citation": "no valid citation",
-                     "not_supported_by_cited_lines": "the cited lines do not support it",
-                     "exhaustive_claim": "it claims a complete list the evidence cannot guarantee",
-                     "unknown_path": "cites a file that was not among the sources",
-                     "out_of_range": "cites lines outside its source",
-                     "bad_range": "cites an impossible line range",
-                     "outside_root": "cites a path outside the documents",
-                     "link_disguised": "a citation disguised as a link",
-                     "too_many": "too many citations"},
-        "note_codes": {"embeddings_unavailable": "The embedding server did not answer, so the "
-                                                 "search used keywords only.",
-                       "embeddings_disabled": "Embeddings are switched off: keyword search only.",
-                       "llm_unavailable": "The model did not answer, so the answer quotes the "
-                                          "documents instead.",
-                       "no_plausible_match": "Too few of the question's words occur in the "
-                                             "documents, so nothing is returned.",
-                       "answer_truncated": "The model's reply was too long and was cut.",
-                       "weak_answer": "This answer's confidence is low, so it is shown as the "
-                                      "closest passages."},
-    },
-    "pl": {
-        "title": "Zapytaj dokumenty", "question": "Twoje pytanie", "ask": "Zapytaj",
-        "mode": "Odpowiedź", "assistant": "modelu (cytowania sprawdzone)",
-        "extractive": "tylko cytaty (bez modelu)", "graph": "z grafu wiedzy",
-        "answer": "Odpowiedź", "sources": "Źródła", "notes": "Uwagi", "viewer": "Cytowane wiersze",
-        "index_version": "Wersja indeksu", "working": "Szukam…", "done": "Odpowiedź gotowa.",
-        "lines": "wiersze", "cited": "cytowany", "back": "Wróć do odpowiedzi",
-        "token_intro": "Ten serwer wymaga tokenu dostępu. Jest przechowywany tylko w tej karcie.",
-        "token": "Token dostępu", "token_use": "Użyj tokenu", "token_wrong": "Token nie został przyjęty.",
-        "changed": "Ten plik zmienił się po indeksowaniu: poniżej jest jego obecna treść, "
-                   "która może różnić się od cytowanej.",
-        "unchanged": "Plik nie zmienił się od indeksowania.",
-        "no_source": "Nie można pokazać tych wierszy: pliku nie ma w indeksie albo nie da się go odczytać.",
-        "error": "Żądanie nie powiodło się", "show": "Pokaż cytowane wiersze",
-        "count": "Liczba", "count_complete": "dokładna: policzono wszystko",
-        "count_partial": "może być niepełna", "partial": "Pokazane dowody nie są wszystkimi.",
-        "facts": "Fakty", "candidates": "Pytanie pasuje do kilku; o kogo chodzi?",
-        "removed": "Usunięte z odpowiedzi", "truncated": "Pokazano tylko najlepsze fragmenty; "
-                   "pasujących może być więcej.",
-        "weak_answer": WEAK_ANSWER_LABELS["pl"],
-        "problems": {"no_valid_citation": "brak poprawnego cytowania",
-                     "not_supported_by_cited_lines": "cytowane wiersze tego nie potwierdzają",
-                     "exhaustive_claim": "twierdzi, że lista jest pełna, czego dowody nie gwarantują",
-                     "unknown_path": "cytuje plik spoza źródeł",
-                     "out_of_range": "cytuje wiersze spoza źródła",
-                     "bad_range": "cytuje niemożliwy zakres wierszy",
-                     "outside_root": "cytuje ścieżkę spoza dokumentów",
-                     "link_disguised": "cytowanie udające link",
-                     "too_many": "zbyt wiele cytowań"},
-        "note_codes": {"embeddings_unavailable": "Serwer embeddingów nie odpowiedział, więc "
-                                                 "szukano tylko po słowach.",
-                       "embeddings_disabled": "Embeddingi są wyłączone: wyszukiwanie tylko po słowach.",
-                       "llm_unavailable": "Model nie odpowiedział, więc odpowiedź cytuje dokumenty.",
-                       "no_plausible_match": "Za mało słów pytania występuje w dokumentach, "
-                                             "więc nic nie zwrócono.",
-                       "answer_truncated": "Odpowiedź modelu była za długa i została obcięta.",
-                       "weak_answer": "Pewność tej odpowiedzi jest niska, więc pokazano ją "
-                                      "jako najbliższe fragmenty."},
-    },
-    "sk": {
-        "title": "Opýtajte sa dokumentov", "question": "Vaša otázka", "ask": "Opýtať sa",
-        "mode": "Odpoveď", "assistant": "modelu (citácie overené)",
-        "extractive": "iba citáty (bez modelu)", "graph": "z grafu znalostí",
-        "answer": "Odpoveď", "sources": "Zdroje", "notes": "Poznámky", "viewer": "Citované riadky",
-        "index_version": "Verzia indexu", "working": "Hľadám…", "done": "Odpoveď je hotová.",
-        "lines": "riadky", "cited": "citovaný", "back": "Späť na odpoveď",
-        "token_intro": "Tento server vyžaduje prístupový token. Uchováva sa len v tejto karte.",
-        "token": "Prístupový token", "token_use": "Použiť token", "token_wrong": "Token nebol prijatý.",
-        "changed": "Tento súbor sa po indexovaní zmenil: nižšie je jeho aktuálny obsah, "
-                   "ktorý sa môže líšiť od citovaného.",
-        "unchanged": "Súbor sa od indexovania nezmenil.",
-        "no_source": "Tieto riadky nemožno zobraziť: súbor nie je v indexe alebo sa nedá prečítať.",
-        "error": "Požiadavka zlyhala", "show": "Zobraziť citované riadky",
-        "count": "Počet", "count_complete": "presný: spočítalo sa všetko",
-        "count_partial": "nemusí byť úplný", "partial": "Zobrazené dôkazy nie sú všetky.",
-        "facts": "Fakty", "candidates": "Otázke zodpovedá viacero; koho ste mysleli?",
-        "removed": "Odstránené z odpovede", "truncated": "Zobrazené sú len najlepšie fragmenty; "
-                   "zodpovedať môže aj viac pasáží.",
-        "weak_answer": WEAK_ANSWER_LABELS["sk"],
-        "problems": {"no_valid_citation": "chýba platná citácia",
-                     "not_supported_by_cited_lines": "citované riadky to nepotvrdzujú",
-                     "exhaustive_claim": "tvrdí, že zoznam je úplný, čo dôkazy nezaručujú",
-                     "unknown_path": "cituje súbor mimo zdrojov",
-                     "out_of_range": "cituje riadky mimo zdroja",
-                     "bad_range": "cituje nemožný rozsah riadkov",
-                     "outside_root": "cituje cestu mimo dokumentov",
-                     "link_disguised": "citácia maskovaná ako odkaz",
-                     "too_many": "príliš veľa citácií"},
-        "note_codes": {"embeddings_unavailable": "Server embeddingov neodpovedal, hľadalo sa "
-                                                 "len podľa slov.",
-                       "embeddings_disabled": "Embeddingy sú vypnuté: hľadá sa len podľa slov.",
-                       "llm_unavailable": "Model neodpovedal, odpoveď preto cituje dokumenty.",
-                       "no_plausible_match": "V dokumentoch sa vyskytuje príliš málo slov "
-                                             "otázky, preto sa nič nevrátilo.",
-                       "answer_truncated": "Odpoveď modelu bola príliš dlhá a bola skrátená.",
-                       "weak_answer": "Táto odpoveď je málo istá, preto sa zobrazuje ako "
-                                      "najbližšie úryvky."},
-    },
-}
-
-_PAGE_HTML = """<!doctype html>
-<html lang="{lang}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>{title} — docs-qa</title>
-<style nonce="{nonce}">{css}</style>
-</head>
-<body>
-<header>
-<h1>{title}</h1>
-<form class="ask" method="get" action="/" role="search">
-<div class="q"><label for="q">{question}</label>
-<input type="text" id="q" name="q" maxlength="{max_chars}" required autocomplete="off"></div>
-<button type="submit">{ask}</button>
-<fieldset><legend class="sr-only">{mode}</legend><span aria-hidden="true">{mode}: </span>
-<label><input type="radio" name="mode" value="assistant" checked> {assistant}</label>
-<label><input type="radio" name="mode" value="extractive"> {extractive}</label>{graph_radio}
-</fieldset>
-</form>
-<div id="token-box" hidden>
-<p>{token_intro}</p>
-<p id="token-wrong" class="warn" hidden>{token_wrong}</p>
-<form id="token-form"><label for="token-input">{token}</label>
-<input type="password" id="token-input" autocomplete="off">
-<button type="submit">{token_use}</button></form>
-</div>
-<p id="status" role="status" aria-live="polite" class="muted"></p>
-</header>
-<main>
-<div>
-<section id="answer-box" aria-labelledby="answer-title" hidden>
-<h2 id="answer-title">{answer}</h2>
-<div id="answer" aria-live="polite"></div>
-</section>
-<section id="sources-box" aria-labelledby="sources-title" hidden>
-<h2 id="sources-title">{sources}</h2><ol id="sources" class="sources"></ol>
-</section>
-<section id="notes-box" aria-labelledby="notes-title" hidden>
-<h2 id="notes-title">{notes}</h2><ul id="notes" class="notes"></ul>
-</section>
-<footer><p>{index_version}: <span id="index-version">—</span></p></footer>
-</div>
-<section id="viewer" aria-labelledby="viewer-title" hidden>
-<h2 id="viewer-title" tabindex="-1">{viewer}</h2>
-<p id="freshness"></p>
-<ol id="lines" class="lines"></ol>
-<p><a href="#answer-title" id="back">{back}</a></p>
-</section>
-</main>
-<script type="application/json" id="ui">{ui_json}</script>
-<script nonce="{nonce}">{js}</script>
-</body>
-</html>
-"""
-_PAGE_GRAPH_RADIO = '\n<label><input type="radio" name="mode" value="graph"> {graph}</label>'
-
-_PAGE_CSS = """
-:root{color-scheme:light dark;--fg:#1b1b1b;--bg:#fdfdfb;--muted:#555;--line:#d8d8d0;--hit:#fff1a8;--warn:#8a4b00;--link:#0645ad}
-@media (prefers-color-scheme:dark){:root{--fg:#e8e8e3;--bg:#16171a;--muted:#aaa;--line:#3a3b40;--hit:#5a4a00;--warn:#ffb86b;--link:#8ab4f8}}
-*{box-sizing:border-box}
-body{margin:0;font:1rem/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
-header,main{max-width:72rem;margin:0 auto;padding:0.75rem 1rem}
-h1{font-size:1.4rem;margin:0.25rem 0}
-h2{font-size:1.1rem;margin:1rem 0 0.4rem}
-a{color:var(--link)}
-:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}
-form.ask{display:flex;flex-wrap:wrap;gap:0.5rem;align-items:end}
-form.ask .q{flex:1 1 20rem;display:flex;flex-direction:column}
-input[type=text],input[type=password]{font:inherit;padding:0.5rem;border:1px solid var(--muted);border-radius:4px;background:var(--bg);color:var(--fg);width:100%}
-button{font:inherit;padding:0.5rem 1rem;border-radius:4px;border:1px solid var(--muted);cursor:pointer}
-fieldset{border:0;padding:0;margin:0.5rem 0;width:100%}
-fieldset label{margin-right:1rem;white-space:nowrap}
-.answer{white-space:pre-wrap;overflow-wrap:anywhere}
-.muted,.crumbs{color:var(--muted);font-size:0.9rem}
-.warn{color:var(--warn);font-weight:600}
-ol.sources li,ul.notes li{margin-bottom:0.4rem;overflow-wrap:anywhere}
-ol.lines{font:0.9rem/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;padding-left:4.5ch;margin:0;border:1px solid var(--line);border-radius:4px;overflow-x:auto}
-ol.lines li{white-space:pre-wrap;overflow-wrap:anywhere;padding:0 0.5rem}
-ol.lines li.hit{background:var(--hit)}
-ol.lines mark{background:none;color:inherit}
-ol.lines li::marker{color:var(--muted)}
-.sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
-@media (min-width:60rem){main{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:1.5rem}
-  #viewer{position:sticky;top:0.5rem;align-self:start;max-height:96vh;overflow:auto}}
-footer{font-size:0.85rem;color:var(--muted)}
-#status{margin:0.25rem 0;min-height:1.5em}
-main>div>section:first-child h2{margin-top:0.25rem}
-"""
-
-
-# --- 18c. Web page script — the page's one inline script. The page is one self-contained
-# document: inline style and script carry a per-response nonce named by a strict
-# Content-Security-Policy, nothing is fetched from elsewhere, and every text from documents
-# or answers reaches the DOM through textContent only (Trusted Types are required, so an
-# innerHTML assignment would throw).
-
-_PAGE_JS = r"""
-"use strict";
-(function () {
-  const ui = JSON.parse(document.getElementById("ui").textContent);
-  const T = ui.texts;
-  const TOKEN_KEY = "docs-qa-token";
-  const $ = (id) => document.getElementById(id);
-  const params = new URLSearchParams(location.search);
-  let retry = null;
-
-  function el(tag, text, cls) {
-    const node = document.createElement(tag);
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    if (cls) node.className = cls;
-    return node;
-  }
-  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
-  function say(text) { $("status").textContent = text; }
-
-  class NeedToken extends Error {}
-
-  async function call(method, url, body) {
-    const headers = {"Accept": "application/json"};
-    const token = sessionStorage.getItem(TOKEN_KEY);
-    if (token) headers["Authorization"] = "Bearer " + token;
-    if (body) headers["Content-Type"] = "application/json";
-    const reply = await fetch(url, {method: method, headers: headers, cache: "no-store",
-                                    credentials: "omit", body: body ? JSON.stringify(body) : undefined});
-    if (reply.status === 401) throw new NeedToken();
-    return {status: reply.status, data: await reply.json()};
-  }
-
-  function askToken(wasWrong) {
-    $("token-box").hidden = false;
-    $("token-wrong").hidden = !wasWrong;
-    $("token-input").focus();
-  }
-
-  async function guarded(action) {
-    try {
-      await action();
-    } catch (err) {
-      if (err instanceof NeedToken) {
-        const hadToken = sessionStorage.getItem(TOKEN_KEY) !== null;
-        sessionStorage.removeItem(TOKEN_KEY);
-        retry = action;
-        askToken(hadToken);
-        say(T.token_intro);
-      } else {
-        say(T.error + ".");
-      }
-    }
-  }
-
-  function citeLink(path, start, end, label) {
-    const link = el("a", label, "cite");
-    link.href = "?" + new URLSearchParams({path: path, start: String(start), end: String(end)}).toString();
-    link.dataset.path = path;
-    link.dataset.start = String(start);
-    link.dataset.end = String(end);
-    link.setAttribute("aria-label", T.show + ": " + path + ":" + start + "-" + end);
-    return link;
-  }
-
-  function renderAnswerText(box, text, citations) {
-    const labels = [];      // a citation as written: the path bare, or quoted (citation_format)
-    for (const c of citations.filter((c) => c.valid)) {
-      for (const name of [c.path, '"' + c.path + '"', "`" + c.path + "`"]) {
-        labels.push({text: "[" + name + ":" + c.start_line + "-" + c.end_line + "]", c: c});
-      }
-    }
-    let pos = 0;
-    while (pos < text.length) {
-      let best = null;
-      for (const item of labels) {
-        const at = text.indexOf(item.text, pos);
-        if (at >= 0 && (best === null || at < best.at)) best = {at: at, item: item};
-      }
-      if (best === null) { box.appendChild(document.createTextNode(text.slice(pos))); break; }
-      box.appendChild(document.createTextNode(text.slice(pos, best.at)));
-      const c = best.item.c;
-      box.appendChild(citeLink(c.path, c.start_line, c.end_line, best.item.text));
-      pos = best.at + best.item.text.length;
-    }
-  }
-
-  function addNote(list, text) { list.appendChild(el("li", text)); }
-
-  function renderNotes(env) {
-    const list = $("notes");
-    for (const note of env.notes || []) addNote(list, T.note_codes[note.code] || note.message);
-    for (const item of env.unsupported || []) {
-      addNote(list, T.removed + ": “" + item.sentence + "” (" + (T.problems[item.problem] || item.problem) + ")");
-    }
-    for (const c of env.citations || []) {
-      if (!c.valid) addNote(list, T.removed + ": [" + c.path + ":" + c.start_line + "-" + c.end_line + "] ("
-                                  + (T.problems[c.problem] || c.problem || "") + ")");
-    }
-    if (env.truncated && env.tool !== "graph") addNote(list, T.truncated);
-    if (env.tool === "graph" && env.complete === false && env.status === "ok") addNote(list, T.partial);
-    for (const reason of env.reasons || []) addNote(list, reason);
-    $("notes-box").hidden = list.childElementCount === 0;
-  }
-
-  function renderSources(env) {
-    const list = $("sources");
-    for (const src of env.sources || []) {
-      const item = el("li");
-      item.appendChild(el("strong", src.source_id + " "));
-      item.appendChild(el("span", src.title || src.document_path));
-      if (src.sections && src.sections.length) item.appendChild(el("div", src.sections.join(" › "), "crumbs"));
-      const where = el("div", "", "muted");
-      if (src.start_line) {
-        where.appendChild(citeLink(src.document_path, src.start_line, src.end_line,
-                                   src.document_path + ":" + src.start_line + "-" + src.end_line));
-        where.appendChild(document.createTextNode(" (" + T.lines + " " + src.start_line + "–" + src.end_line + ")"));
-      } else {
-        where.textContent = src.document_path || src.source_url || "";
-      }
-      item.appendChild(where);
-      list.appendChild(item);
-    }
-    $("sources-box").hidden = list.childElementCount === 0;
-  }
-
-  function renderGraph(env, box) {
-    if (env.aggregation) {
-      const agg = env.aggregation;
-      box.appendChild(el("p", T.count + ": " + agg.count + " (" +
-                              (agg.complete ? T.count_complete : T.count_partial) + ")", "count"));
-    }
-    const byId = {};
-    for (const src of env.sources || []) byId[src.source_id] = src;
-    if ((env.facts || []).length) {
-      box.appendChild(el("h3", T.facts));
-      const list = el("ul", null, "facts");
-      for (const fact of env.facts) {
-        const src = byId[fact.source_id];
-        list.appendChild(el("li", fact.text + (src ? " — " + fact.source_id + " " + (src.document_path || src.title || "") : "")));
-      }
-      box.appendChild(list);
-    }
-    if (env.status === "ambiguous" && (env.entities || []).length) {
-      box.appendChild(el("h3", T.candidates));
-      const list = el("ul", null, "candidates");
-      for (const entity of env.entities) {
-        const why = entity.why_text || entity.why;     // why_text: in the question's language
-        list.appendChild(el("li", entity.name + (why ? " — " + why : "")));
-      }
-      box.appendChild(list);
-    }
-  }
-
-  function errorText(env) { return T.error + ": " + env.reason + (env.detail ? " — " + env.detail : ""); }
-
-  function render(env) {
-    const box = $("answer");
-    if (env.status === "error") {
-      box.appendChild(el("p", errorText(env), "warn"));
-    } else {
-      const weak = env.answer && env.confidence && env.confidence.level === "low";
-      if (weak) box.appendChild(el("p", T.weak_answer, "warn weak"));
-      const text = el("p", null, "answer");
-      if (env.tool === "graph") text.textContent = env.answer || "";
-      else renderAnswerText(text, env.answer || "", env.citations || []);
-      box.appendChild(text);
-      if (env.tool === "graph") renderGraph(env, box);
-    }
-    renderSources(env);
-    renderNotes(env);
-    $("index-version").textContent = env.index_version || "—";
-  }
-
-  async function ask(question, mode) {
-    for (const id of ["answer", "sources", "notes"]) clear($(id));
-    $("answer-box").hidden = false;
-    say(T.working);
-    const graph = mode === "graph";
-    const body = graph ? {question: question} : {question: question, extractive: mode === "extractive"};
-    const reply = await call("POST", graph ? "graph" : "rag", body);
-    render(reply.data);
-    say(reply.data.status === "error" ? errorText(reply.data) : T.done);
-    const n = parseInt(params.get("cite") || "", 10);
-    const links = $("answer").querySelectorAll("a.cite");
-    if (n >= 1 && n <= links.length) links[n - 1].click();
-  }
-
-  async function showSource(link) {
-    const query = new URLSearchParams({path: link.dataset.path, start: link.dataset.start,
-                                       end: link.dataset.end});
-    const reply = await call("GET", "source?" + query.toString());
-    const box = $("viewer");
-    box.hidden = false;
-    $("viewer-title").textContent = T.viewer + ": " + link.dataset.path + ":" + link.dataset.start + "-" + link.dataset.end;
-    const lines = $("lines");
-    clear(lines);
-    const fresh = $("freshness");
-    if (reply.status !== 200) {
-      fresh.textContent = T.no_source;
-      fresh.className = "warn";
-    } else {
-      const data = reply.data;
-      fresh.textContent = data.freshness === "changed" ? T.changed : T.unchanged;
-      fresh.className = data.freshness === "changed" ? "warn" : "muted";
-      for (const line of data.lines) {
-        const item = el("li", null, line.cited ? "hit" : "");
-        item.value = line.line;
-        if (line.cited) {
-          item.appendChild(el("span", T.cited + ": ", "sr-only"));
-          item.appendChild(el("mark", line.text));
-        } else {
-          item.textContent = line.text;
-        }
-        lines.appendChild(item);
-      }
-    }
-    $("viewer-title").focus();
-  }
-
-  let lastLink = null;
-  document.addEventListener("click", (event) => {
-    const link = event.target.closest ? event.target.closest("a.cite") : null;
-    if (!link) return;
-    event.preventDefault();
-    lastLink = link;
-    guarded(() => showSource(link));
-  });
-  $("back").addEventListener("click", (event) => {
-    if (!lastLink) return;
-    event.preventDefault();
-    lastLink.focus();
-  });
-  $("token-form").addEventListener("submit", (event) => {
-    event.preventDefault();
-    const value = $("token-input").value.trim();
-    if (!value) return;
-    sessionStorage.setItem(TOKEN_KEY, value);
-    $("token-input").value = "";
-    $("token-box").hidden = true;
-    if (retry) { const action = retry; retry = null; guarded(action); }
-  });
-
-  const shown = params.get("path");
-  if (shown && params.get("start")) {
-    const start = params.get("start");
-    guarded(() => showSource({dataset: {path: shown, start: start, end: params.get("end") || start}}));
-  }
-  const question = params.get("q") || "";
-  const mode = ["assistant", "extractive", "graph"].includes(params.get("mode")) ? params.get("mode") : "assistant";
-  const radio = document.querySelector("input[name=mode][value=" + mode + "]");
-  if (radio) radio.checked = true;
-  $("q").value = question;
-  if (question.trim()) guarded(() => ask(question, radio ? mode : "assistant"));
-  else if (!shown) $("q").focus();
-})();
-"""
-
-
-# --- 18d. Web page — the HTML served at GET / and the cited lines served at GET /source
+# --- 18b. Web page — the HTML served at GET / and the cited lines served at GET /source
 
 PAGE_CONTEXT_LINES = 3             # lines shown around the cited ones
 MAX_SOURCE_CONTEXT = 20            # the most context a /source request may ask for
@@ -9119,7 +8668,7 @@ def _server_context(args: argparse.Namespace, settings: Settings, token: str | N
     ops = OperationContext(settings)
     ctx = ServerContext(ops, token=token, debug=args.debug, log=sys.stderr.write,
                         index_keeper=keeper)
-    if settings.watch != "off":                  # questions read a resident view (§10d)
+    if settings.watch != "off":                  # questions read a resident view (§10g)
         ops.settings = replace(settings, watcher=_Watcher(settings, ctx.log_line))
     if background:
         import threading
@@ -9235,6 +8784,488 @@ def _script_main() -> None:
     status = main()
     gc.freeze()      # the process ends here: spare its last collection of every object (~8 ms)
     sys.exit(status)
+
+
+# === 21. Assets — the web page's words in each language, its HTML and its style ===
+# Data, kept at the end as bottle.py keeps its templates, so the sections above read as
+# code; page_html (§18b) puts them together.
+
+# The page's texts; the language follows the question (text_detect_language), as refusals do.
+PAGE_TEXTS: dict[str, dict[str, Any]] = {
+    "en": {
+        "title": "Ask the documents", "question": "Your question", "ask": "Ask",
+        "mode": "Answer from", "assistant": "the model (citations checked)",
+        "extractive": "quotes only (no model)", "graph": "the knowledge graph",
+        "answer": "Answer", "sources": "Sources", "notes": "Notes", "viewer": "Cited lines",
+        "index_version": "Index version", "working": "Searching…", "done": "Answer ready.",
+        "lines": "lines", "cited": "cited", "back": "Back to the answer",
+        "token_intro": "This server needs an access token. It is kept only in this browser tab.",
+        "token": "Access token", "token_use": "Use token", "token_wrong": "The token was not accepted.",
+        "changed": "This file changed after it was indexed: the lines below are its current "
+                   "content and may differ from what the answer cited.",
+        "unchanged": "The file is unchanged since it was indexed.",
+        "no_source": "These lines cannot be shown: the file is not in the index or cannot be read.",
+        "error": "The request failed", "show": "Show the cited lines",
+        "count": "Count", "count_complete": "exact: everything was counted",
+        "count_partial": "may be incomplete", "partial": "The evidence shown is not all there is.",
+        "facts": "Facts", "candidates": "The question fits several; which one did you mean?",
+        "removed": "Removed from the answer", "truncated": "Only the best fragments are shown; "
+                   "more passages may match.",
+        "weak_answer": WEAK_ANSWER_LABELS["en"],
+        "problems": {"no_valid_citation": "no valid citation",
+                     "not_supported_by_cited_lines": "the cited lines do not support it",
+                     "exhaustive_claim": "it claims a complete list the evidence cannot guarantee",
+                     "unknown_path": "cites a file that was not among the sources",
+                     "out_of_range": "cites lines outside its source",
+                     "bad_range": "cites an impossible line range",
+                     "outside_root": "cites a path outside the documents",
+                     "link_disguised": "a citation disguised as a link",
+                     "too_many": "too many citations"},
+        "note_codes": {"embeddings_unavailable": "The embedding server did not answer, so the "
+                                                 "search used keywords only.",
+                       "embeddings_disabled": "Embeddings are switched off: keyword search only.",
+                       "llm_unavailable": "The model did not answer, so the answer quotes the "
+                                          "documents instead.",
+                       "no_plausible_match": "Too few of the question's words occur in the "
+                                             "documents, so nothing is returned.",
+                       "answer_truncated": "The model's reply was too long and was cut.",
+                       "weak_answer": "This answer's confidence is low, so it is shown as the "
+                                      "closest passages."},
+    },
+    "pl": {
+        "title": "Zapytaj dokumenty", "question": "Twoje pytanie", "ask": "Zapytaj",
+        "mode": "Odpowiedź", "assistant": "modelu (cytowania sprawdzone)",
+        "extractive": "tylko cytaty (bez modelu)", "graph": "z grafu wiedzy",
+        "answer": "Odpowiedź", "sources": "Źródła", "notes": "Uwagi", "viewer": "Cytowane wiersze",
+        "index_version": "Wersja indeksu", "working": "Szukam…", "done": "Odpowiedź gotowa.",
+        "lines": "wiersze", "cited": "cytowany", "back": "Wróć do odpowiedzi",
+        "token_intro": "Ten serwer wymaga tokenu dostępu. Jest przechowywany tylko w tej karcie.",
+        "token": "Token dostępu", "token_use": "Użyj tokenu", "token_wrong": "Token nie został przyjęty.",
+        "changed": "Ten plik zmienił się po indeksowaniu: poniżej jest jego obecna treść, "
+                   "która może różnić się od cytowanej.",
+        "unchanged": "Plik nie zmienił się od indeksowania.",
+        "no_source": "Nie można pokazać tych wierszy: pliku nie ma w indeksie albo nie da się go odczytać.",
+        "error": "Żądanie nie powiodło się", "show": "Pokaż cytowane wiersze",
+        "count": "Liczba", "count_complete": "dokładna: policzono wszystko",
+        "count_partial": "może być niepełna", "partial": "Pokazane dowody nie są wszystkimi.",
+        "facts": "Fakty", "candidates": "Pytanie pasuje do kilku; o kogo chodzi?",
+        "removed": "Usunięte z odpowiedzi", "truncated": "Pokazano tylko najlepsze fragmenty; "
+                   "pasujących może być więcej.",
+        "weak_answer": WEAK_ANSWER_LABELS["pl"],
+        "problems": {"no_valid_citation": "brak poprawnego cytowania",
+                     "not_supported_by_cited_lines": "cytowane wiersze tego nie potwierdzają",
+                     "exhaustive_claim": "twierdzi, że lista jest pełna, czego dowody nie gwarantują",
+                     "unknown_path": "cytuje plik spoza źródeł",
+                     "out_of_range": "cytuje wiersze spoza źródła",
+                     "bad_range": "cytuje niemożliwy zakres wierszy",
+                     "outside_root": "cytuje ścieżkę spoza dokumentów",
+                     "link_disguised": "cytowanie udające link",
+                     "too_many": "zbyt wiele cytowań"},
+        "note_codes": {"embeddings_unavailable": "Serwer embeddingów nie odpowiedział, więc "
+                                                 "szukano tylko po słowach.",
+                       "embeddings_disabled": "Embeddingi są wyłączone: wyszukiwanie tylko po słowach.",
+                       "llm_unavailable": "Model nie odpowiedział, więc odpowiedź cytuje dokumenty.",
+                       "no_plausible_match": "Za mało słów pytania występuje w dokumentach, "
+                                             "więc nic nie zwrócono.",
+                       "answer_truncated": "Odpowiedź modelu była za długa i została obcięta.",
+                       "weak_answer": "Pewność tej odpowiedzi jest niska, więc pokazano ją "
+                                      "jako najbliższe fragmenty."},
+    },
+    "sk": {
+        "title": "Opýtajte sa dokumentov", "question": "Vaša otázka", "ask": "Opýtať sa",
+        "mode": "Odpoveď", "assistant": "modelu (citácie overené)",
+        "extractive": "iba citáty (bez modelu)", "graph": "z grafu znalostí",
+        "answer": "Odpoveď", "sources": "Zdroje", "notes": "Poznámky", "viewer": "Citované riadky",
+        "index_version": "Verzia indexu", "working": "Hľadám…", "done": "Odpoveď je hotová.",
+        "lines": "riadky", "cited": "citovaný", "back": "Späť na odpoveď",
+        "token_intro": "Tento server vyžaduje prístupový token. Uchováva sa len v tejto karte.",
+        "token": "Prístupový token", "token_use": "Použiť token", "token_wrong": "Token nebol prijatý.",
+        "changed": "Tento súbor sa po indexovaní zmenil: nižšie je jeho aktuálny obsah, "
+                   "ktorý sa môže líšiť od citovaného.",
+        "unchanged": "Súbor sa od indexovania nezmenil.",
+        "no_source": "Tieto riadky nemožno zobraziť: súbor nie je v indexe alebo sa nedá prečítať.",
+        "error": "Požiadavka zlyhala", "show": "Zobraziť citované riadky",
+        "count": "Počet", "count_complete": "presný: spočítalo sa všetko",
+        "count_partial": "nemusí byť úplný", "partial": "Zobrazené dôkazy nie sú všetky.",
+        "facts": "Fakty", "candidates": "Otázke zodpovedá viacero; koho ste mysleli?",
+        "removed": "Odstránené z odpovede", "truncated": "Zobrazené sú len najlepšie fragmenty; "
+                   "zodpovedať môže aj viac pasáží.",
+        "weak_answer": WEAK_ANSWER_LABELS["sk"],
+        "problems": {"no_valid_citation": "chýba platná citácia",
+                     "not_supported_by_cited_lines": "citované riadky to nepotvrdzujú",
+                     "exhaustive_claim": "tvrdí, že zoznam je úplný, čo dôkazy nezaručujú",
+                     "unknown_path": "cituje súbor mimo zdrojov",
+                     "out_of_range": "cituje riadky mimo zdroja",
+                     "bad_range": "cituje nemožný rozsah riadkov",
+                     "outside_root": "cituje cestu mimo dokumentov",
+                     "link_disguised": "citácia maskovaná ako odkaz",
+                     "too_many": "príliš veľa citácií"},
+        "note_codes": {"embeddings_unavailable": "Server embeddingov neodpovedal, hľadalo sa "
+                                                 "len podľa slov.",
+                       "embeddings_disabled": "Embeddingy sú vypnuté: hľadá sa len podľa slov.",
+                       "llm_unavailable": "Model neodpovedal, odpoveď preto cituje dokumenty.",
+                       "no_plausible_match": "V dokumentoch sa vyskytuje príliš málo slov "
+                                             "otázky, preto sa nič nevrátilo.",
+                       "answer_truncated": "Odpoveď modelu bola príliš dlhá a bola skrátená.",
+                       "weak_answer": "Táto odpoveď je málo istá, preto sa zobrazuje ako "
+                                      "najbližšie úryvky."},
+    },
+}
+
+_PAGE_HTML = """<!doctype html>
+<html lang="{lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>{title} — docs-qa</title>
+<style nonce="{nonce}">{css}</style>
+</head>
+<body>
+<header>
+<h1>{title}</h1>
+<form class="ask" method="get" action="/" role="search">
+<div class="q"><label for="q">{question}</label>
+<input type="text" id="q" name="q" maxlength="{max_chars}" required autocomplete="off"></div>
+<button type="submit">{ask}</button>
+<fieldset><legend class="sr-only">{mode}</legend><span aria-hidden="true">{mode}: </span>
+<label><input type="radio" name="mode" value="assistant" checked> {assistant}</label>
+<label><input type="radio" name="mode" value="extractive"> {extractive}</label>{graph_radio}
+</fieldset>
+</form>
+<div id="token-box" hidden>
+<p>{token_intro}</p>
+<p id="token-wrong" class="warn" hidden>{token_wrong}</p>
+<form id="token-form"><label for="token-input">{token}</label>
+<input type="password" id="token-input" autocomplete="off">
+<button type="submit">{token_use}</button></form>
+</div>
+<p id="status" role="status" aria-live="polite" class="muted"></p>
+</header>
+<main>
+<div>
+<section id="answer-box" aria-labelledby="answer-title" hidden>
+<h2 id="answer-title">{answer}</h2>
+<div id="answer" aria-live="polite"></div>
+</section>
+<section id="sources-box" aria-labelledby="sources-title" hidden>
+<h2 id="sources-title">{sources}</h2><ol id="sources" class="sources"></ol>
+</section>
+<section id="notes-box" aria-labelledby="notes-title" hidden>
+<h2 id="notes-title">{notes}</h2><ul id="notes" class="notes"></ul>
+</section>
+<footer><p>{index_version}: <span id="index-version">—</span></p></footer>
+</div>
+<section id="viewer" aria-labelledby="viewer-title" hidden>
+<h2 id="viewer-title" tabindex="-1">{viewer}</h2>
+<p id="freshness"></p>
+<ol id="lines" class="lines"></ol>
+<p><a href="#answer-title" id="back">{back}</a></p>
+</section>
+</main>
+<script type="application/json" id="ui">{ui_json}</script>
+<script nonce="{nonce}">{js}</script>
+</body>
+</html>
+"""
+_PAGE_GRAPH_RADIO = '\n<label><input type="radio" name="mode" value="graph"> {graph}</label>'
+
+_PAGE_CSS = """
+:root{color-scheme:light dark;--fg:#1b1b1b;--bg:#fdfdfb;--muted:#555;--line:#d8d8d0;--hit:#fff1a8;--warn:#8a4b00;--link:#0645ad}
+@media (prefers-color-scheme:dark){:root{--fg:#e8e8e3;--bg:#16171a;--muted:#aaa;--line:#3a3b40;--hit:#5a4a00;--warn:#ffb86b;--link:#8ab4f8}}
+*{box-sizing:border-box}
+body{margin:0;font:1rem/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
+header,main{max-width:72rem;margin:0 auto;padding:0.75rem 1rem}
+h1{font-size:1.4rem;margin:0.25rem 0}
+h2{font-size:1.1rem;margin:1rem 0 0.4rem}
+a{color:var(--link)}
+:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}
+form.ask{display:flex;flex-wrap:wrap;gap:0.5rem;align-items:end}
+form.ask .q{flex:1 1 20rem;display:flex;flex-direction:column}
+input[type=text],input[type=password]{font:inherit;padding:0.5rem;border:1px solid var(--muted);border-radius:4px;background:var(--bg);color:var(--fg);width:100%}
+button{font:inherit;padding:0.5rem 1rem;border-radius:4px;border:1px solid var(--muted);cursor:pointer}
+fieldset{border:0;padding:0;margin:0.5rem 0;width:100%}
+fieldset label{margin-right:1rem;white-space:nowrap}
+.answer{white-space:pre-wrap;overflow-wrap:anywhere}
+.muted,.crumbs{color:var(--muted);font-size:0.9rem}
+.warn{color:var(--warn);font-weight:600}
+ol.sources li,ul.notes li{margin-bottom:0.4rem;overflow-wrap:anywhere}
+ol.lines{font:0.9rem/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;padding-left:4.5ch;margin:0;border:1px solid var(--line);border-radius:4px;overflow-x:auto}
+ol.lines li{white-space:pre-wrap;overflow-wrap:anywhere;padding:0 0.5rem}
+ol.lines li.hit{background:var(--hit)}
+ol.lines mark{background:none;color:inherit}
+ol.lines li::marker{color:var(--muted)}
+.sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+@media (min-width:60rem){main{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:1.5rem}
+  #viewer{position:sticky;top:0.5rem;align-self:start;max-height:96vh;overflow:auto}}
+footer{font-size:0.85rem;color:var(--muted)}
+#status{margin:0.25rem 0;min-height:1.5em}
+main>div>section:first-child h2{margin-top:0.25rem}
+"""
+
+
+# --- 21a. Page script — the page's one inline script. The page is one self-contained
+# document: inline style and script carry a per-response nonce named by a strict
+# Content-Security-Policy, nothing is fetched from elsewhere, and every text from documents
+# or answers reaches the DOM through textContent only (Trusted Types are required, so an
+# innerHTML assignment would throw).
+
+_PAGE_JS = r"""
+"use strict";
+(function () {
+  const ui = JSON.parse(document.getElementById("ui").textContent);
+  const T = ui.texts;
+  const TOKEN_KEY = "docs-qa-token";
+  const $ = (id) => document.getElementById(id);
+  const params = new URLSearchParams(location.search);
+  let retry = null;
+
+  function el(tag, text, cls) {
+    const node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    if (cls) node.className = cls;
+    return node;
+  }
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+  function say(text) { $("status").textContent = text; }
+
+  class NeedToken extends Error {}
+
+  async function call(method, url, body) {
+    const headers = {"Accept": "application/json"};
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers["Authorization"] = "Bearer " + token;
+    if (body) headers["Content-Type"] = "application/json";
+    const reply = await fetch(url, {method: method, headers: headers, cache: "no-store",
+                                    credentials: "omit", body: body ? JSON.stringify(body) : undefined});
+    if (reply.status === 401) throw new NeedToken();
+    return {status: reply.status, data: await reply.json()};
+  }
+
+  function askToken(wasWrong) {
+    $("token-box").hidden = false;
+    $("token-wrong").hidden = !wasWrong;
+    $("token-input").focus();
+  }
+
+  async function guarded(action) {
+    try {
+      await action();
+    } catch (err) {
+      if (err instanceof NeedToken) {
+        const hadToken = sessionStorage.getItem(TOKEN_KEY) !== null;
+        sessionStorage.removeItem(TOKEN_KEY);
+        retry = action;
+        askToken(hadToken);
+        say(T.token_intro);
+      } else {
+        say(T.error + ".");
+      }
+    }
+  }
+
+  function citeLink(path, start, end, label) {
+    const link = el("a", label, "cite");
+    link.href = "?" + new URLSearchParams({path: path, start: String(start), end: String(end)}).toString();
+    link.dataset.path = path;
+    link.dataset.start = String(start);
+    link.dataset.end = String(end);
+    link.setAttribute("aria-label", T.show + ": " + path + ":" + start + "-" + end);
+    return link;
+  }
+
+  function renderAnswerText(box, text, citations) {
+    const labels = [];      // a citation as written: the path bare, or quoted (citation_format)
+    for (const c of citations.filter((c) => c.valid)) {
+      for (const name of [c.path, '"' + c.path + '"', "`" + c.path + "`"]) {
+        labels.push({text: "[" + name + ":" + c.start_line + "-" + c.end_line + "]", c: c});
+      }
+    }
+    let pos = 0;
+    while (pos < text.length) {
+      let best = null;
+      for (const item of labels) {
+        const at = text.indexOf(item.text, pos);
+        if (at >= 0 && (best === null || at < best.at)) best = {at: at, item: item};
+      }
+      if (best === null) { box.appendChild(document.createTextNode(text.slice(pos))); break; }
+      box.appendChild(document.createTextNode(text.slice(pos, best.at)));
+      const c = best.item.c;
+      box.appendChild(citeLink(c.path, c.start_line, c.end_line, best.item.text));
+      pos = best.at + best.item.text.length;
+    }
+  }
+
+  function addNote(list, text) { list.appendChild(el("li", text)); }
+
+  function renderNotes(env) {
+    const list = $("notes");
+    for (const note of env.notes || []) addNote(list, T.note_codes[note.code] || note.message);
+    for (const item of env.unsupported || []) {
+      addNote(list, T.removed + ": “" + item.sentence + "” (" + (T.problems[item.problem] || item.problem) + ")");
+    }
+    for (const c of env.citations || []) {
+      if (!c.valid) addNote(list, T.removed + ": [" + c.path + ":" + c.start_line + "-" + c.end_line + "] ("
+                                  + (T.problems[c.problem] || c.problem || "") + ")");
+    }
+    if (env.truncated && env.tool !== "graph") addNote(list, T.truncated);
+    if (env.tool === "graph" && env.complete === false && env.status === "ok") addNote(list, T.partial);
+    for (const reason of env.reasons || []) addNote(list, reason);
+    $("notes-box").hidden = list.childElementCount === 0;
+  }
+
+  function renderSources(env) {
+    const list = $("sources");
+    for (const src of env.sources || []) {
+      const item = el("li");
+      item.appendChild(el("strong", src.source_id + " "));
+      item.appendChild(el("span", src.title || src.document_path));
+      if (src.sections && src.sections.length) item.appendChild(el("div", src.sections.join(" › "), "crumbs"));
+      const where = el("div", "", "muted");
+      if (src.start_line) {
+        where.appendChild(citeLink(src.document_path, src.start_line, src.end_line,
+                                   src.document_path + ":" + src.start_line + "-" + src.end_line));
+        where.appendChild(document.createTextNode(" (" + T.lines + " " + src.start_line + "–" + src.end_line + ")"));
+      } else {
+        where.textContent = src.document_path || src.source_url || "";
+      }
+      item.appendChild(where);
+      list.appendChild(item);
+    }
+    $("sources-box").hidden = list.childElementCount === 0;
+  }
+
+  function renderGraph(env, box) {
+    if (env.aggregation) {
+      const agg = env.aggregation;
+      box.appendChild(el("p", T.count + ": " + agg.count + " (" +
+                              (agg.complete ? T.count_complete : T.count_partial) + ")", "count"));
+    }
+    const byId = {};
+    for (const src of env.sources || []) byId[src.source_id] = src;
+    if ((env.facts || []).length) {
+      box.appendChild(el("h3", T.facts));
+      const list = el("ul", null, "facts");
+      for (const fact of env.facts) {
+        const src = byId[fact.source_id];
+        list.appendChild(el("li", fact.text + (src ? " — " + fact.source_id + " " + (src.document_path || src.title || "") : "")));
+      }
+      box.appendChild(list);
+    }
+    if (env.status === "ambiguous" && (env.entities || []).length) {
+      box.appendChild(el("h3", T.candidates));
+      const list = el("ul", null, "candidates");
+      for (const entity of env.entities) {
+        const why = entity.why_text || entity.why;     // why_text: in the question's language
+        list.appendChild(el("li", entity.name + (why ? " — " + why : "")));
+      }
+      box.appendChild(list);
+    }
+  }
+
+  function errorText(env) { return T.error + ": " + env.reason + (env.detail ? " — " + env.detail : ""); }
+
+  function render(env) {
+    const box = $("answer");
+    if (env.status === "error") {
+      box.appendChild(el("p", errorText(env), "warn"));
+    } else {
+      const weak = env.answer && env.confidence && env.confidence.level === "low";
+      if (weak) box.appendChild(el("p", T.weak_answer, "warn weak"));
+      const text = el("p", null, "answer");
+      if (env.tool === "graph") text.textContent = env.answer || "";
+      else renderAnswerText(text, env.answer || "", env.citations || []);
+      box.appendChild(text);
+      if (env.tool === "graph") renderGraph(env, box);
+    }
+    renderSources(env);
+    renderNotes(env);
+    $("index-version").textContent = env.index_version || "—";
+  }
+
+  async function ask(question, mode) {
+    for (const id of ["answer", "sources", "notes"]) clear($(id));
+    $("answer-box").hidden = false;
+    say(T.working);
+    const graph = mode === "graph";
+    const body = graph ? {question: question} : {question: question, extractive: mode === "extractive"};
+    const reply = await call("POST", graph ? "graph" : "rag", body);
+    render(reply.data);
+    say(reply.data.status === "error" ? errorText(reply.data) : T.done);
+    const n = parseInt(params.get("cite") || "", 10);
+    const links = $("answer").querySelectorAll("a.cite");
+    if (n >= 1 && n <= links.length) links[n - 1].click();
+  }
+
+  async function showSource(link) {
+    const query = new URLSearchParams({path: link.dataset.path, start: link.dataset.start,
+                                       end: link.dataset.end});
+    const reply = await call("GET", "source?" + query.toString());
+    const box = $("viewer");
+    box.hidden = false;
+    $("viewer-title").textContent = T.viewer + ": " + link.dataset.path + ":" + link.dataset.start + "-" + link.dataset.end;
+    const lines = $("lines");
+    clear(lines);
+    const fresh = $("freshness");
+    if (reply.status !== 200) {
+      fresh.textContent = T.no_source;
+      fresh.className = "warn";
+    } else {
+      const data = reply.data;
+      fresh.textContent = data.freshness === "changed" ? T.changed : T.unchanged;
+      fresh.className = data.freshness === "changed" ? "warn" : "muted";
+      for (const line of data.lines) {
+        const item = el("li", null, line.cited ? "hit" : "");
+        item.value = line.line;
+        if (line.cited) {
+          item.appendChild(el("span", T.cited + ": ", "sr-only"));
+          item.appendChild(el("mark", line.text));
+        } else {
+          item.textContent = line.text;
+        }
+        lines.appendChild(item);
+      }
+    }
+    $("viewer-title").focus();
+  }
+
+  let lastLink = null;
+  document.addEventListener("click", (event) => {
+    const link = event.target.closest ? event.target.closest("a.cite") : null;
+    if (!link) return;
+    event.preventDefault();
+    lastLink = link;
+    guarded(() => showSource(link));
+  });
+  $("back").addEventListener("click", (event) => {
+    if (!lastLink) return;
+    event.preventDefault();
+    lastLink.focus();
+  });
+  $("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const value = $("token-input").value.trim();
+    if (!value) return;
+    sessionStorage.setItem(TOKEN_KEY, value);
+    $("token-input").value = "";
+    $("token-box").hidden = true;
+    if (retry) { const action = retry; retry = null; guarded(action); }
+  });
+
+  const shown = params.get("path");
+  if (shown && params.get("start")) {
+    const start = params.get("start");
+    guarded(() => showSource({dataset: {path: shown, start: start, end: params.get("end") || start}}));
+  }
+  const question = params.get("q") || "";
+  const mode = ["assistant", "extractive", "graph"].includes(params.get("mode")) ? params.get("mode") : "assistant";
+  const radio = document.querySelector("input[name=mode][value=" + mode + "]");
+  if (radio) radio.checked = true;
+  $("q").value = question;
+  if (question.trim()) guarded(() => ask(question, radio ? mode : "assistant"));
+  else if (!shown) $("q").focus();
+})();
+"""
 
 
 if __name__ == "__main__":

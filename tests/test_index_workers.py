@@ -1,4 +1,4 @@
-"""Tests of the parse workers (section 10b): an index built with worker processes is the one a
+"""Tests of the parse workers (sections 10c-10d): an index built with worker processes is the one a
 single process builds, table by table; workers are not started beside another thread; a
 worker that dies or answers garbage leaves its batches to the indexing process, which ends
 with the same index; on a large first walk they start before it ends, and those not needed
@@ -414,7 +414,7 @@ class SlowLink:
 
 
 class EndGameTest(TempDirTest):
-    """The parse pool's last batches (section 10b): the background work runs while the batch
+    """The parse pool's last batches (section 10c): the background work runs while the batch
     needed is at a worker, only near the end and until it has none left; the batches come
     in order and as parsed. A stand-in worker, so the order of events is fixed."""
 

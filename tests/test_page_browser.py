@@ -1,4 +1,4 @@
-"""The web page (section 18b) in a real browser: headless Chromium from the system's
+"""The web page (sections 18b and 21) in a real browser: headless Chromium from the system's
 packages (Debian: apt-get install chromium), driven with the standard library only, against
 a live server on 127.0.0.1. The page runs a question from its URL (?q=...&cite=1 also opens
 the first citation), and the test reads the rendered DOM and saves a screenshot.
