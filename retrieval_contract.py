@@ -1021,7 +1021,9 @@ class Tokenizer:
     memoising the stem of each word per language."""
 
     def __init__(self) -> None:
-        self._memo = {language: _StemMemo(stem, _STOP_OUTSIDE_SLAVIC if language == "en" else STOP_WORDS)
+        # the modal verbs are dropped from Polish and Slovak texts only: in a text of no clear
+        # language 'mate' may be a command's name
+        self._memo = {language: _StemMemo(stem, STOP_WORDS if language in ("pl", "sk") else _STOP_OUTSIDE_SLAVIC)
                       for language, stem in STEMMERS.items()}
 
     def language(self, text: str) -> str:

@@ -22,6 +22,17 @@ class ParserTest(unittest.TestCase):
         self.assertEqual(parsed("Answer.\n\nSources:\n- a.md:11-12\n- [dir/b.md:3]"),
                          [("a.md", 11, 12), ("dir/b.md", 3, 3)])
 
+    def test_github_style_line_anchors_are_citations(self):
+        # what a model trained on GitHub links writes: path#L3-L5, path#L3
+        self.assertEqual(parsed("x [a.md#L12-L18] y"), [("a.md", 12, 18)])
+        self.assertEqual(parsed("x a.md#L12 y"), [("a.md", 12, 12)])
+        self.assertEqual(parsed("x [a.md#L12-L13; dir/b.md:2]"), [("a.md", 12, 13), ("dir/b.md", 2, 2)])
+        # a '#' without L is a heading anchor, not lines
+        self.assertEqual(parsed("x [a.md#intro] y"), [])
+        with_known = [(c.path, c.start_line, c.end_line)
+                      for c in docs_qa.citation_parse("see dir/b.md#L2-L3.", ["dir/b.md"])]
+        self.assertEqual(with_known, [("dir/b.md", 2, 3)])
+
     def test_plain_brackets_are_not_citations(self):
         self.assertEqual(parsed("see [this note] and (25%) or [1]"), [])
 
