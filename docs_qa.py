@@ -4138,7 +4138,7 @@ class _Watcher:
             except Exception as exc:  # the view stays as it was: the next step starts it all again
                 self.log(f"docs_qa: warning: the index could not be refreshed ({type(exc).__name__}); retrying")
                 self.redo, synced = True, None
-                time.sleep(WATCH_POLL_S)
+                self.settings.sleep(WATCH_POLL_S)
             with self.cond:
                 self.busy = False
                 if synced is not None:
@@ -4488,7 +4488,7 @@ def _with_index(settings: Settings, work: Callable[[sqlite3.Connection, list[Not
                 busy += 1
                 if busy > settings.cache_busy_retries:
                     raise RetrievalUnavailableError("the index is locked by another process") from None
-                time.sleep(0.1 * busy)
+                settings.sleep(0.1 * busy)
                 continue
             if rebuilt or settings.cache_dir is None:
                 raise RetrievalUnavailableError("the index could not be read") from None
@@ -5177,7 +5177,8 @@ MAX_CITATIONS = 1000               # more than this in one answer: the rest are 
 MAX_CITATION_PATH_CHARS = 400      # an unknown (not returned) path longer than this is not read as one
 MAX_CITATION_GROUP_CHARS = 4000    # a bracketed group longer than this is not read as citations
 
-_CITE_RANGE = _lazy_re(r":[ \t]*L?(?P<start>\d{1,9})(?:[ \t]*[-\u2013\u2014][ \t]*L?(?P<end>\d{1,9}))?")
+# ':12-18', ':L12-L18' or GitHub's '#L12-L18' (a '#' without L is a heading anchor)
+_CITE_RANGE = _lazy_re(r"(?::[ \t]*L?|#L)(?P<start>\d{1,9})(?:[ \t]*[-\u2013\u2014][ \t]*L?(?P<end>\d{1,9}))?")
 _CITE_PREFIX = _lazy_re(r"S\d{1,4}(?:[ \t]*[:=][ \t]*|[ \t]+)")     # "S1: a.md:3", "S2=a.md:3"
 _CITE_LOOSE_PATH = _lazy_re(r"[^\s\[\]()\"`,;]+")   # an unquoted path that was not returned
 _CITE_PLAIN_NAME = _lazy_re(r"[\w./+@~-]+")          # printed without quotes
@@ -5248,7 +5249,8 @@ class _CiteScan:
 def citation_parse(text: str, paths: Iterable[str] = ()) -> list[Citation]:
     """Return every citation in text, inline or in a reference list; never raises.
 
-    Syntax: `path:12-18`, `path:12` or `path:L12-L18` (an en or em dash works too), bare,
+    Syntax: `path:12-18`, `path:12`, `path:L12-L18` or GitHub's `path#L12-L18` (an en or em
+    dash works too), bare,
     or in brackets `[..]` / parentheses `(..)` that may hold several separated by `;` or
     `,` (each optionally after `S1:`). A path may be quoted, "my notes.md":3-5 or
     `my notes.md`:3-5, and must be when it holds spaces, brackets, commas, semicolons or
