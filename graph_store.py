@@ -1617,25 +1617,6 @@ def _match_titles(graph: Graph, keys: Iterable[str]) -> _Match:
 
 # --- 6b. Did you mean — names within a few edits of a typed word, offered and never chosen
 
-def _edit_distance(a: str, b: str, cap: int) -> int:
-    """Return the edit distance of a and b (a swap of neighbours is one edit), or cap + 1
-    as soon as it is sure to exceed cap."""
-    if abs(len(a) - len(b)) > cap:
-        return cap + 1
-    before: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                cur[j] = min(cur[j], before[j - 2] + 1)
-        if min(cur) > cap:
-            return cap + 1
-        before, prev = prev, cur
-    return prev[-1]
-
-
 def _max_distance(key: str) -> int:
     """Return how many edits a typed word of this length may be away from a suggestion."""
     return next(d for length, d in SUGGEST_MAX_DISTANCE if len(key) <= length)
@@ -1658,7 +1639,7 @@ def _near_keys(graph: Graph, node_type: str, typed: Iterable[str]) -> dict[str, 
             for other, other_letters in by_length.get(length, ()):
                 if len(letters ^ other_letters) > 2 * cap:
                     continue
-                dist = _edit_distance(key, other, cap)
+                dist = rc.text_edit_distance(key, other, cap)
                 if dist <= cap and dist < near.get(other, ("", cap + 1))[1]:
                     near[other] = (key, dist)
     return near
