@@ -1001,7 +1001,8 @@ STEMMERS: dict[str, Callable[[str], str]] = {
 # (a Polish question meets Slovak pages and pages of no clear language; duplicates merge)
 _QUERY_STEMMERS = {"en": (text_stem_english,),
                    "other": (text_stem_polish, text_stem_slovak, text_stem),
-                   "unknown": (text_stem_polish, text_stem_slovak, text_stem, text_stem_english)}
+                   "unknown": (text_stem_polish, text_stem_slovak, text_stem, text_stem_english),
+                   "unknown_en": (text_stem, text_stem_english)}
 
 
 class _StemMemo(dict):
@@ -1114,6 +1115,16 @@ def _query_language(folded: list[str]) -> str:
     return language
 
 
+def _query_stemmers(text: str, language: str) -> tuple[Callable[[str], str], ...]:
+    """Return the stemmers a question's words are stemmed with: its stop words' language's
+    (_QUERY_STEMMERS); a question whose stop words do not tell gets the Polish and Slovak
+    stemmers only when its letters and endings say Polish or Slovak (text_detect_language):
+    'Generate a PKGBUILD file' keeps 'file' whole, 'kasa fiskalna zwolnienie' meets 'kasy'."""
+    if language == "unknown" and text_detect_language(text) == "en":
+        return _QUERY_STEMMERS["unknown_en"]
+    return _QUERY_STEMMERS[language]
+
+
 def _query_stop_words(language: str) -> frozenset[str]:
     """Return the words a question of language ('en', 'other', 'unknown': _stop_word_language)
     drops: the Polish and Slovak modal verbs only from a question in those languages."""
@@ -1125,7 +1136,7 @@ def text_query_words(text: str) -> list[tuple[str, tuple[str, ...]]]:
     terms, stemmed as text_query_counts stems the whole question (its language decides the
     stemmers and stop words, not the word alone); stop words and boilerplate left out."""
     language = _query_language(text_folded_words(text))
-    stop_words, stemmers = _query_stop_words(language), _QUERY_STEMMERS[language]
+    stop_words, stemmers = _query_stop_words(language), _query_stemmers(text, language)
     case_tells, out = text_case_tells(text), []
     for word in TEXT_QUESTION_WORD.findall(text):
         parts = [w for w in text_folded_words(word) if w not in stop_words and w not in REQUEST_STOP_WORDS]
@@ -1147,7 +1158,7 @@ def text_query_counts(text: str) -> dict[str, int]:
     Porter, 'wis' to them); capitals make a word code-like only when the question has lower case."""
     folded = text_folded_words(text)
     language = _query_language(folded)
-    stop_words, stemmers = _query_stop_words(language), _QUERY_STEMMERS[language]
+    stop_words, stemmers = _query_stop_words(language), _query_stemmers(text, language)
     counts: Counter = Counter()
     for word in folded:
         if word not in stop_words and word not in REQUEST_STOP_WORDS:
