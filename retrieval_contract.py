@@ -1002,7 +1002,8 @@ STEMMERS: dict[str, Callable[[str], str]] = {
 _QUERY_STEMMERS = {"en": (text_stem_english,),
                    "other": (text_stem_polish, text_stem_slovak, text_stem),
                    "unknown": (text_stem_polish, text_stem_slovak, text_stem, text_stem_english),
-                   "unknown_en": (text_stem, text_stem_english)}
+                   "unknown_en": (text_stem, text_stem_english),
+                   "mixed": (text_stem_polish, text_stem_slovak, text_stem, text_stem_english)}
 
 
 class _StemMemo(dict):
@@ -1107,11 +1108,11 @@ def text_query_terms(text: str) -> list[str]:
 
 def _query_language(folded: list[str]) -> str:
     """Return a question's stemmer choice from its folded words: _stop_word_language's, but
-    'unknown' (every stemmer) when it holds stop words of English and of Polish or Slovak
+    'mixed' (every stemmer) when it holds stop words of English and of Polish or Slovak
     both: a Slovak question quoting an English error message is stemmed both ways."""
     language = _stop_word_language(folded)
     if language != "unknown" and _STOP_EN_ONLY.intersection(folded) and _STOP_SLAVIC_ONLY.intersection(folded):
-        return "unknown"
+        return "mixed"
     return language
 
 
