@@ -5088,21 +5088,15 @@ def _name_shaped(question: str) -> list[str]:
     return names
 
 
-def _unknown_words(conn: sqlite3.Connection, question: str, absent: tuple[str, ...]) -> list[str]:
-    """Return the absent words (no form of which the folder holds; _Shares.absent) that are
-    not one slip from a folder word either (two for a word of ABSENT_NAME_FUZZY_LONG letters
-    or more; none under ABSENT_NAME_FUZZY_MIN letters): 'PythonAnywere' is the folder's
-    PythonAnywhere, while 'Docker', in a folder without it, is unknown to it."""
-    if not absent:
-        return []
+def _absent_names(conn: sqlite3.Connection, question: str, absent: tuple[str, ...]) -> list[str]:
+    """Return the names of the question (see _name_shaped) among the absent words (no form
+    of which the folder holds; _Shares.absent) that are not one slip from a folder word
+    either (two for a word of ABSENT_NAME_FUZZY_LONG letters or more; none under
+    ABSENT_NAME_FUZZY_MIN letters): 'PythonAnywere' is the folder's PythonAnywhere, while
+    'Docker', in a folder without it, is named."""
     terms = dict(text_query_words(question))
-    return [word for word in absent
-            if not any(_has_near_term(conn, term, len(word)) for term in terms.get(word, ()))]
-
-
-def _absent_names(unknown: list[str], question: str) -> list[str]:
-    """Return the names of the question (see _name_shaped) among its unknown words."""
-    return [word for word in dict.fromkeys(_name_shaped(question)) if word in unknown]
+    return [word for word in dict.fromkeys(_name_shaped(question)) if word in absent
+            and not any(_has_near_term(conn, term, len(word)) for term in terms.get(word, ()))]
 
 
 def _has_near_term(conn: sqlite3.Connection, term: str, letters: int) -> bool:
@@ -5122,8 +5116,7 @@ def _implausible_note(conn: sqlite3.Connection, question: str, shares: _Shares,
     the folder holds and no embedding match is close: shares is _question_coverage's
     answer), else None: the no-answer gate, shared by search() and search_rankings()."""
     coverage, folder_coverage, identifier, absent = shares
-    unknown = _unknown_words(conn, question, absent)
-    names = _absent_names(unknown, question) if settings.absent_name_gate \
+    names = _absent_names(conn, question, absent) if settings.absent_name_gate \
         and 1 - folder_coverage >= ABSENT_NAME_MIN_SHARE else []
     if names:
         return Note("no_plausible_match", f"the documents never mention {', '.join(names)}, and "

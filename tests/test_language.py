@@ -1,4 +1,4 @@
-"""§4 language: one detector tells Polish, Slovak and English apart with or without
+"""Language (retrieval_contract, shared text): one detector tells Polish, Slovak and English apart with or without
 diacritics; the refusal (and the prompt) follow it."""
 import unittest
 

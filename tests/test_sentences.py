@@ -1,4 +1,4 @@
-"""§4 sentences: the one splitter never cuts at an abbreviation, a title, an ordinal or a
+"""Sentences (retrieval_contract, shared text): the one splitter never cuts at an abbreviation, a title, an ordinal or a
 date, a decimal, an ellipsis inside a sentence, a URL or a file name; it does cut real
 sentence ends (the same splitter serves extractive answers, the support check and the
 model-reply parser)."""

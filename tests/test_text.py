@@ -1,4 +1,4 @@
-"""Tests of section 4 (Text): folding, tokens, stop words, language guess, stemmers."""
+"""Text (retrieval_contract, shared by RAG and the graph): folding, tokens, stop words, language guess, stemmers."""
 import unittest
 
 import docs_qa
