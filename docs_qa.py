@@ -200,7 +200,7 @@ DEFAULT_MIN_COVERAGE = 0.45        # no-answer gate: IDF-weighted share of the q
                                    # (calibrated: reports/calibrate_gate.py, reports/hybrid-vs-single.md)
 DEFAULT_MIN_FOLDER_COVERAGE = 0.7  # ... or the folder holds this share of it (long questions spread over a fragment)
 DEFAULT_MIN_SIMILARITY = 0.75      # ... unless the best dense cosine reaches this (model-dependent)
-DEFAULT_MIN_CONFIDENCE = 0.55      # an answer scoring below this is shown as weak (reports/answers-real-docs.md)
+DEFAULT_MIN_CONFIDENCE = 0.6       # an answer scoring below this is shown as weak (reports/answers-real-docs.md)
                                    # (the closest passages, not an answer; see _answer_confidence)
 GATE_THRESHOLD_MAX = 1.01          # a gate threshold above 1 never passes (1.01 switches a signal off)
 FEEDBACK_MIN_SHARE = 0.45         # pseudo-relevance feedback (RM3) when BM25's top fragment holds this
