@@ -3208,8 +3208,8 @@ def _parser() -> argparse.ArgumentParser:
     """Return the CLI's argument parser."""
     p = argparse.ArgumentParser(
         prog="graph_store.py",
-        description="Answer a structured question over a JSON knowledge graph (format: README, "
-                    "'GraphRAG'). Understands, in Slovak, English and Polish, with or without "
+        description="Answer a structured question over a JSON knowledge graph (its format: "
+                    "reports/how-it-works.md, 'Graph file format'). Understands, in Slovak, English and Polish, with or without "
                     "diacritics: the name of a person's thesis, the year of it, who someone is, the "
                     "supervisor of a person, theses supervised by someone (in a year), their "
                     "co-supervisors, theses with more than one supervisor, the list of supervisors, "
