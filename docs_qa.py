@@ -4378,10 +4378,7 @@ def _dense_agrees(rankings: dict[str, list[int]]) -> bool:
 
 def _fuse(question: str, rankings: dict[str, list[int]], settings: Settings) -> list[tuple[int, float]]:
     """Return the fused ranking of search() and search_rankings(): RRF weighted towards BM25
-    and, for a question with a code-like word (GTU_12, JPK), BM25's top hit first; an
-    embedding ranking that does not agree with BM25's candidates (_dense_agrees) is left out."""
-    if not _dense_agrees(rankings):
-        rankings = {"bm25": rankings["bm25"]}
+    and, for a question with a code-like word (GTU_12, JPK), BM25's top hit first."""
     fused = rrf_fuse(rankings, settings.rrf_k, FUSION_WEIGHTS)
     if any(_is_identifier(w, text_case_tells(question)) for w in TEXT_QUESTION_WORD.findall(question)):
         fused = rrf_floor(fused, rankings, CODE_QUESTION_FLOORS)
@@ -4776,13 +4773,13 @@ def _rank(conn: sqlite3.Connection, question: str, settings: Settings, depth: in
         notes.append(Note("embeddings_disabled", "embeddings are switched off; results are BM25 only"))
     pool = settings.candidate_limit
     pooled = {m: ranked[:pool] for m, ranked in rankings.items()}
-    fused = _fuse(question, pooled, settings)
     dense_scores = scores.get("dense", {}).values()
-    if not _dense_agrees(pooled):      # nor does its similarity vouch for the question
-        dense_scores = ()
+    if not _dense_agrees(pooled):      # left out of the fusion, nor does its similarity vouch
+        pooled, dense_scores = {"bm25": pooled["bm25"]}, ()
         notes.append(Note("embeddings_set_aside", "the embedding ranking has few of BM25's candidates "
                           "among its best (the model may not know the question's language); this "
                           "ranking is BM25's"))
+    fused = _fuse(question, pooled, settings)
     shares = _question_coverage(conn, question)
     gate = _implausible_note(conn, question, shares, dense_scores, settings)
     return _Ranked(rankings, scores, [] if gate is not None else fused, gate, bm25_matches, mode,

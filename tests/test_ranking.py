@@ -84,6 +84,23 @@ class FeedbackTest(TempDirTest):
         self.assertEqual(self.bm25_paths("flutter speed"), ["a.md", "c.md", "b.md"])
 
 
+class DenseAgreementTest(unittest.TestCase):
+    """An embedding ranking is fused only when at least half of its best ten are among BM25's
+    candidates (DENSE_AGREEMENT_MIN of DENSE_AGREEMENT_TOP)."""
+
+    def test_half_of_the_best_ten_among_bm25s_candidates_agrees(self):
+        bm25 = list(range(100, 140))
+        five_shared = [100, 101, 102, 103, 104, 1, 2, 3, 4, 5, 106]      # 5 of the first 10
+        four_shared = [100, 101, 102, 103, 1, 2, 3, 4, 5, 6, 104]        # 4 of the first 10
+        self.assertTrue(docs_qa._dense_agrees({"bm25": bm25, "dense": five_shared}))
+        self.assertFalse(docs_qa._dense_agrees({"bm25": bm25, "dense": four_shared}))
+
+    def test_without_bm25_candidates_the_embedding_ranking_stays(self):
+        # a paraphrase whose words the folder lacks: the embeddings are all there is
+        self.assertTrue(docs_qa._dense_agrees({"bm25": [], "dense": [1, 2, 3]}))
+        self.assertTrue(docs_qa._dense_agrees({"bm25": [1, 2]}))
+
+
 class FusionTest(unittest.TestCase):
     # BM25's rank-1 chunk 9 is one the embeddings never return; chunks 1-4 are ranked by both
     RANKINGS = {"bm25": [9, 1, 2, 3, 4], "dense": [1, 2, 3, 4, 5, 6, 7]}
