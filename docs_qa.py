@@ -6109,27 +6109,51 @@ _INDENTED_CODE = _lazy_re(r"^(?: {4}|\t)")    # CommonMark: code when it starts 
 _DEFINITION_LINE = _lazy_re(r"^\s*:\s+\S")
 # Documentation markup a reader of the rendered page never sees as text: template tags
 # ({% raw %}, {% include %}), include markers ({* x *}, {!> x !},
-# --8<-- "x"), shortcodes ({{< x >}}, {{% x %}}), HTML tags alone on a line, %%comments%%.
+# --8<-- "x"), shortcodes ({{< x >}}, {{% x %}}), HTML tags alone on a line, %%comments%%,
+# Obsidian embeds (![[x.png]]) and Docusaurus admonition fences (:::note ... :::). MkDocs
+# admonitions (!!! note "Title", ??? tip), content tabs (=== "Linux") and Obsidian callouts
+# (> [!warning] Title) read as their title, a heading, over their body (an admonition's or
+# tab's body, indented four spaces, at the opener's own indent).
 _CAPTION_LINE = _lazy_re(r"^\s*\{%-?\s*filename\s*-?%\}(.*?)\{%-?\s*endfilename\s*-?%\}\s*$")
 _MARKUP_PIECE = _lazy_re(r"\{%.*?%\}|\{\*.*?\*\}|\{!.*?!\}|\{\{[<%].*?[>%]\}\}|--8<--.*"
-                         r"|</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>|%%.*?%%")
+                         r"|</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>|%%.*?%%|!\[\[[^\]]*\]\]"
+                         r"|^\s*:::.*")
+_CONTAINER_OPENER = _lazy_re(r"^(\s*)(?:(?:!!!|\?\?\?\+?)\s*[\w-]+(?:\s+\"([^\"]*)\")?|===\+?\s+\"([^\"]*)\")\s*$")
 _INLINE_MARKUP = _lazy_re(r"\{%-?\s*(?:raw|endraw)\s*-?%\}")
+_WIKI_EMBED = _lazy_re(r"!\[\[[^\]]*\]\]")
+_WIKI_LINK = _lazy_re(r"\[\[(?:[^\]|]*\|)?([^\]|]*)\]\]")       # Obsidian [[Note|alias]] shows alias
 _QUOTE_MARKS = _lazy_re(r"^(?: {0,3}>(?: |$))+")   # '> ', '> > ': a blockquote's markers ('>>> ' is a prompt)
+_CALLOUT_MARK = _lazy_re(r"^\s*\[![\w-]+\][+-]?\s*")   # Obsidian '> [!warning] Title': the title shows
 
 
 def _markup_lines(text: str) -> str:
-    """Return text as the rendered page lays it out, line for line: blockquote markers taken
-    off outside fenced code, so a quoted paragraph, list or code block reads as one (the same
-    rule for the quote and for the verbatim check of code against its cited lines)."""
-    if ">" not in text:
+    """Return text as the rendered page lays it out, line for line: outside fenced code,
+    blockquote markers and callout marks taken off, and the body of an admonition or a
+    content tab taken back to its opener's indent, so a quoted or boxed paragraph, list or
+    code block reads as one (the same rule for the quote and for the verbatim check of code
+    against its cited lines)."""
+    if ">" not in text and "!!!" not in text and "???" not in text and "===" not in text:
         return text
-    lines, fence = text.split("\n"), None
+    lines, fence, bodies = text.split("\n"), None, []   # bodies: where each open container's body starts
     for n, line in enumerate(lines):
+        while bodies and line.strip() and len(line) - len(line.lstrip(" ")) < bodies[-1]:
+            bodies.pop()                                  # a line left of a body ends it
+        shift = 4 * len(bodies)
+        line = lines[n] = line[shift:] if line.strip() else line.strip()
         mark = _FENCE_LINE.match(line)
         if mark and (fence is None or mark.group(1).startswith(fence)):
             fence = None if fence else mark.group(1)
         elif fence is None:
-            lines[n] = _QUOTE_MARKS.sub("", line)
+            opener = _CONTAINER_OPENER.match(line)
+            if opener:                                    # its title reads as a heading over the body
+                bodies.append(shift + len(opener.group(1)) + 4)
+                title = (opener.group(2) or opener.group(3) or "").strip()
+                lines[n] = f"###### {title}" if title else ""
+            else:
+                line = _QUOTE_MARKS.sub("", line)
+                callout = _CALLOUT_MARK.match(line)
+                lines[n] = line if not callout else f"###### {line[callout.end():]}" \
+                    if line[callout.end():].strip() else ""
     return "\n".join(lines)
 
 
@@ -6139,8 +6163,11 @@ def _is_markup_line(line: str) -> bool:
 
 
 def _markup_view(text: str) -> str:
-    """Return a line of prose as the rendered page shows it: inline {% raw %} tags removed,
-    a {% filename %}x{% endfilename %} caption as x."""
+    """Return a line of prose as the rendered page shows it: inline {% raw %} tags and
+    embeds (![[x.png]]) removed, a {% filename %}x{% endfilename %} caption as x, a wiki
+    link ([[Note|alias]], [[Note]]) as its text."""
+    if "[[" in text:
+        text = " ".join(_WIKI_LINK.sub(r"\1", _WIKI_EMBED.sub("", text)).split())
     if "{%" not in text:
         return text
     caption = _CAPTION_LINE.match(text)

@@ -253,6 +253,35 @@ class MarkupViewTest(TempDirTest):
             "- Do private customers' invoices go to the registry? No. Invoices for consumers may be "
             "issued outside the registry. [faq.md:3-5]"))
 
+    def test_an_admonition_body_is_prose_and_its_opener_is_not_quoted(self):
+        text = ("# Setup\n\n!!! note\n    The widget server needs port 8443 open in the firewall.\n\n"
+                "Other text about colours.\n")
+        self.assert_opens_with({"a.md": text}, "which port does the widget server need", (
+            "- The widget server needs port 8443 open in the firewall. [a.md:4-4]"))
+
+    def test_a_content_tab_label_is_a_heading_over_its_code(self):
+        text = ('# Install\n\n=== "Linux"\n\n    Run the installer with sudo:\n\n'
+                '        sudo widgetctl install\n\n=== "Windows"\n\n    Run the installer as administrator:\n\n'
+                '        widgetctl.exe install\n')
+        result = self.assert_opens_with({"t.md": text}, "how do I install the widget on Windows", (
+            "- Windows [t.md:9-13]\n  Run the installer as administrator:\n```\nwidgetctl.exe install\n```"))
+        self.assertNotIn("===", result.answer)
+        linux = self.ask({"t.md": text}, "how do I install the widget with sudo").answer
+        self.assertTrue(linux.startswith("- Run the installer with sudo: [t.md:5-7]\n```\nsudo widgetctl install\n```"),
+                        linux)
+
+    def test_docusaurus_fences_and_obsidian_marks_are_not_shown(self):
+        text = (":::warning\nThe widget cache must be emptied after every upgrade.\n:::\n\n"
+                "> [!tip] Faster upgrades\n> Use `widgetctl upgrade --keep-cache` to keep the widget cache.\n\n"
+                "See [[Upgrading the widget|the upgrade notes]] and ![[diagram.png]] for the widget layout.\n")
+        result = self.assert_opens_with({"o.md": text}, "what must be done with the widget cache after an upgrade", (
+            "- The widget cache must be emptied after every upgrade. [o.md:2-2]"))
+        for mark in (":::", "[!tip]", "[[", "![["):
+            self.assertNotIn(mark, result.answer)
+        notes = self.ask({"o.md": text}, "where are the widget upgrade notes").answer
+        self.assertIn("See the upgrade notes and for the widget layout. [o.md:8-8]", notes)
+        self.assertIn("Use `widgetctl upgrade --keep-cache` to keep the widget cache. [o.md:6-6]", notes)
+
     def test_a_prompt_in_fenced_code_is_no_blockquote(self):
         text = ("# Shell\n\nList every post in the console:\n\n```python\n>>> Post.objects.all()\n"
                 "> continued line\n```\n")
