@@ -498,12 +498,13 @@ sie tak tam te tego tej ten to tu tym w we z za ze co czym jaka jego jej
 jestes jestesmy jestescie
 moj moja moje mojego mojej moim moich moimi twoj twoja twoje twojego twojej twoim twoich
 swoj swoja swoje swojego swojej swoim swoich swoimi nasz nasza nasze naszego naszej naszym naszych
+czego czemu zeby ogole
 """.split())
 _STOP_SK = frozenset("""
 a aj ak ako alebo ale by bol bola bolo co do este i ich je ja jej ho ku len ma na nad
 nie od po pod pre pri sa si so su sme tak tam ten tie to tu uz v vo z za ze ktory
 ktora ktore kde kedy aky aka ake preco kto
-som ste naco
+som ste naco jeho vobec
 moj moja moje mojho mojej mojom mojim mojou moji tvoj tvoja tvoje tvojho tvojej tvojom tvojim
 svoj svoja svoje svojho svojej svojom svojim svojou svoji nas nasa nase nasho nasej nasom nasim
 """.split())
