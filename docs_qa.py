@@ -6191,10 +6191,16 @@ class _Unit:
     body: tuple[str, ...]
     prefer: int                    # 0: brings code, a command or a table row; 1: prose
     needs_match: str = ""          # a heading that must share a term with the question
+    lead: int = 0                  # head[:lead] is a sentence shown for context, not matched
 
     @property
     def text(self) -> str:
         return "\n".join((self.head,) + self.body)
+
+    @property
+    def matched_text(self) -> str:
+        """The text a question's words are looked for in: all but the lead."""
+        return "\n".join((self.head[self.lead:],) + self.body)
 
     @property
     def span(self) -> tuple[int, int]:
@@ -6344,22 +6350,58 @@ SHORT_REPLY_WORDS = 4              # a sentence of fewer words ('Yes.', 'Nie mus
 _SHORT_REPLY = _lazy_re(r"[^\W\d_][^\d:]*[.!]")    # words ending in '.' or '!': no label, date or number
 # a question asking what something is or means (folded words), and the copulas of an answer
 _DEFINE_QUESTION = _lazy_re(r"\b(?:what (?:is|are|does|counts)|stands? for|mean(?:s|ing)?|co to|czym (?:jest|sa)"
+                            r"|why do (?:i|we|you) need|po co|do czego|na co|naco|k comu"
                             r"|co (?:je|su|jest|znaczy|oznacza|znamena)|cim (?:je|su))\b")
-_COPULAS = frozenset("is are means mean stands jest sa to oznacza znaczy je su znamena".split())
+_COPULAS = frozenset("is are means mean stands jest sa to oznacza znaczy je su znamena "     # and what
+                     "lets allows enables contains sluzy sluza pozwala umozliwia zawiera "   # a thing is for
+                     "sluzi umoznuje obsahuje zadaniem ulohou".split())
 DEFINITION_HEAD_WORDS = 8          # a definition names its term and its copula within this many words
 _STANDALONE_NUMBER = _lazy_re(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not JPK_V7, VAT-26
+_FILE_EXTENSION = _lazy_re(r"\w\.([A-Za-z]{1,4})$")    # manage.py, post_list.html
+# a question asking whether something must be done (folded word starts): its answer states
+# the duty or its condition -- words of duty, of a condition, or a limit (a number)
+_DUTY_WORD_STARTS = ("musz", "musi", "musim", "must", "need", "potrzeb", "potreb", "treba", "trzeba",
+                     "require", "wymag", "obowiaz", "povinn", "nalezy", "mandator", "oblig", "exempt",
+                     "zwolni", "oslobod", "vyzad", "konieczn", "nutn")
+_CONDITION_WORDS = frozenset("jesli jezeli gdy chyba if unless only ak pokial ked ibaze wylacznie len iba".split())
+_LIMIT_WORD_STARTS = ("limit", "threshold", "przekrocz", "prekroc", "exceed", "powyzej", "ponizej",
+                      "above", "below", "hranic", "prog")
+# a sentence that opens by pointing back ('W tym czasie…', 'This…', 'Preto…') is quoted with the one before
+_POINTS_BACK = _lazy_re(r"(?:w tym|w takim|wtedy|dlatego|v tom|v takom|vtedy|preto|this|these|that|those|then|"
+                        r"in this|in that|at that|tento|tato|toto|tieto|ten|ta|te|tego|tym|jego|jej|jeho)\b")
 
 
-def _is_definition(head: str, terms: set[str], tokenizer: "Tokenizer") -> bool:
+def _is_definition(head: str, terms: set[str], tokenizer: "Tokenizer", language: str) -> bool:
     """Return True when a unit's head reads as a definition of a question term: the term and
     a copula ('X is', 'X to', 'X je') among its first DEFINITION_HEAD_WORDS words."""
     words = text_folded_words(head)[:DEFINITION_HEAD_WORDS]
-    return bool(_COPULAS & set(words)) and bool(terms & set(tokenizer.tokens(" ".join(words))))
+    return bool(_COPULAS & set(words)) and bool(terms & set(tokenizer.tokens(" ".join(words), language)))
 
 
 def _wants_code(words: list[str]) -> bool:
     """Return True when a question's folded words ask for a command or code."""
     return any(w in _HOW_WORDS or w.startswith(_CODE_WORD_STARTS) for w in words)
+
+
+def _name_terms(word: str, terms: tuple[str, ...]) -> set[str]:
+    """Return the terms a unit must hold to hold a question word: a file name's without its
+    extension ('manage.py' is not held by a unit naming 'django-admin.py')."""
+    extension = _FILE_EXTENSION.search(word)
+    kept = set(terms) - {extension.group(1).casefold()} if extension else set(terms)
+    return kept or set(terms)
+
+
+def _wants_duty(words: list[str]) -> bool:
+    """Return True when a question's folded words ask whether something must be done."""
+    return any(w.startswith(_DUTY_WORD_STARTS) for w in words)
+
+
+def _duty_points(text: str) -> int:
+    """Return what a unit brings to a question of duty: one point when it states a duty or
+    an exemption, one when it states a condition or a limit."""
+    words = text_folded_words(text)
+    return _wants_duty(words) + (bool(_CONDITION_WORDS.intersection(words))
+                                 or any(w.startswith(_LIMIT_WORD_STARTS) for w in words))
 
 
 def _units(chunk: Chunk) -> list[_Unit]:
@@ -6450,6 +6492,11 @@ def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...]
             units[-1] = _intro_unit(a, text, nxt, caption)
     pairs = [_joined(one, two) for one, two in zip(units, units[1:])     # a sentence with the code
              if _INLINE_CODE.search(two.head) and not _INLINE_CODE.search(one.head)]   # it leads to
+    for k, (a, b, text) in enumerate(sentences):       # 'W tym czasie…' with what it points at
+        if k and _POINTS_BACK.match(" ".join(text_folded_words(text[:24]))):
+            before = sentences[k - 1][2]
+            units[k] = replace(_joined(_Unit(((sentences[k - 1][0], sentences[k - 1][1]),), before, (), 1),
+                                       units[k]), lead=len(before) + 1)
     for k, (a, b, text) in enumerate(sentences):       # a bare 'Yes.' says what it answers
         if not _SHORT_REPLY.fullmatch(text) or len(text.split()) >= SHORT_REPLY_WORDS:
             continue
@@ -6507,9 +6554,10 @@ def _heading_title(block: _Block) -> str:
 
 def _heading_units(block: _Block, following: list[_Block]) -> list[_Unit]:
     """Return the heading with the code, command, table or numbered steps it introduces
-    (after at most one paragraph); quoted only when the question matches the heading."""
+    (after at most one paragraph); quoted only when the question matches the heading. A
+    document's title (level 1) names the page, not the block under it: none."""
     title = _heading_title(block)
-    if not title or not following:
+    if not title or not following or _HEADER_RE.match(block.lines[0]).group(1) == "#":
         return []
     extra: tuple[str, ...] = ()
     target = following[0]
@@ -6554,13 +6602,14 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     earlier unit; a prose unit that holds a smaller unit scoring as well gives way to it,
     and no unit quoted holds another. The best comes first.
     """
-    words_terms = [set(terms) for _, terms in text_query_words(question)]
+    words_terms = [_name_terms(word, terms) for word, terms in text_query_words(question)]
     words = text_folded_words(question)
     wants_date, wants_code = bool(_WHEN_WORDS & set(words)), _wants_code(words)
     wants_definition = bool(_DEFINE_QUESTION.search(" ".join(words))) and not wants_code
+    wants = (wants_date, wants_code, wants_definition, _wants_duty(words))
     scored, tokenizer = [], Tokenizer()          # one, so each word is stemmed once
     for chunk, pieces in _joined_fragments(result.hits):
-        scored.extend(_scored_units(words_terms, wants_date, wants_code, wants_definition, chunk, pieces, tokenizer))
+        scored.extend(_scored_units(words_terms, wants, chunk, pieces, tokenizer))
     scored.sort(key=lambda s: s[:5])
     chosen: list[tuple] = []
     for entry in [s for s in scored if s[0] < 0] or scored[:1]:
@@ -6571,9 +6620,8 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     return "\n".join(_unit_render(s[5], s[4]) for s in chosen)
 
 
-def _scored_units(words_terms: list[set[str]], wants_date: bool, wants_code: bool,
-                  wants_definition: bool, chunk: Chunk, pieces: tuple[tuple[int, int, int], ...],
-                  tokenizer: Tokenizer) -> list[tuple]:
+def _scored_units(words_terms: list[set[str]], wants: tuple[bool, bool, bool, bool], chunk: Chunk,
+                  pieces: tuple[tuple[int, int, int], ...], tokenizer: Tokenizer) -> list[tuple]:
     """Return (-score, rank, prefer, span, path, unit) for each unit of a fragment worth
     quoting: its citations split where the fragment's pieces meet, its rank the best of
     the pieces it quotes from (see _joined_fragments). A unit scores one point for each
@@ -6582,18 +6630,22 @@ def _scored_units(words_terms: list[set[str]], wants_date: bool, wants_code: boo
     code, a definition). Weighting words by their IDF instead was measured and lost keys
     on the docsqa-dev questions of all three languages (reports/answers-real-docs.md)."""
     terms = set().union(*words_terms)
+    wants_date, wants_code, wants_definition, wants_duty = wants
+    language = tokenizer.language(chunk.text)       # as the index stemmed the fragment
     mine = []
     for unit in _units(chunk):
-        if unit.needs_match and not terms & set(tokenizer.tokens(unit.needs_match)):
+        if unit.needs_match and not terms & set(tokenizer.tokens(unit.needs_match, language)):
             continue
-        held = set(tokenizer.tokens(unit.text))
+        held = set(tokenizer.tokens(unit.matched_text, language))
         overlap = sum(1 for word_terms in words_terms if held & word_terms)
         if overlap and wants_date and _STANDALONE_NUMBER.search(unit.text):
             overlap += 1
         if overlap and wants_code and unit.has_code:
             overlap += 1
-        if overlap and wants_definition and _is_definition(unit.head, terms, tokenizer):
+        if overlap and wants_definition and _is_definition(unit.head, terms, tokenizer, language):
             overlap += 1
+        if overlap and wants_duty:
+            overlap += _duty_points(unit.text)
         mine.append((overlap, replace(unit, ranges=_split_ranges(unit.ranges, pieces))))
     by_overlap: dict[int, list[_Unit]] = {}
     for overlap, unit in mine:

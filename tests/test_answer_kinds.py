@@ -1,0 +1,101 @@
+"""§14d what a question asks for: a question of duty ('Czy muszę…', 'Do I need…') gets the
+units that state the duty or its condition; a sentence that points back ('W tym czasie…',
+'This…') is quoted with the sentence it points at; a unit is matched in the language its
+fragment was indexed in; a file name in a question is not met by another file's extension."""
+import json
+import unittest
+
+from helpers import TempDirTest, docs_qa, run_cli, write_files
+
+SHOP = ("Cash registers in a small shop. Status: 2026-03-15.\n\n"
+        "A shop that sells only to other companies and documents every sale with an invoice "
+        "usually does not need a cash register.\n\n"
+        "The basic exemption applies when sales to consumers stayed below 20 000 in the previous "
+        "year. Invoiced sales to companies are not counted.\n\n"
+        "Buying a first cash register gives a relief of 90 % of its net price, up to 700.\n\n"
+        "Cash registers are serviced by an approved technician every two years.\n")
+
+
+class DutyQuestionTest(TempDirTest):
+    def ask(self, files, question):
+        write_files(self.docs, files)
+        return docs_qa.answer(question, self.settings(use_embeddings=False, extractive=True))
+
+    def test_a_question_of_duty_opens_with_the_condition(self):
+        # four units name the register as often; the one that says when it is not needed comes
+        # first, not the title (first in the file) nor the ones about its price or its service
+        result = self.ask({"shop.txt": SHOP}, "Am I required to have a cash register?")
+        first = result.answer.split("\n")[0]
+        self.assertIn("usually does not need a cash register", first)
+
+    def test_without_a_word_of_duty_the_question_words_decide(self):
+        result = self.ask({"shop.txt": SHOP}, "Who services a cash register?")
+        self.assertIn("serviced by an approved technician", result.answer.split("\n")[0])
+
+
+class PointsBackTest(TempDirTest):
+    def ask(self, files, question):
+        write_files(self.docs, files)
+        return docs_qa.answer(question, self.settings(use_embeddings=False, extractive=True))
+
+    def test_a_sentence_that_points_back_is_quoted_with_the_one_before(self):
+        text = ("# Limits\n\nAfter sales pass 20 000 the exemption ends two months later. "
+                "In this time you must buy a register and report it to the tax office.\n")
+        result = self.ask({"l.md": text}, "When must I report the register to the tax office?")
+        first = result.answer.split("\n")[0]
+        self.assertIn("After sales pass 20 000 the exemption ends two months later. In this time", first)
+        self.assertIn("[l.md:3-3]", first)
+
+    def test_the_sentence_before_adds_no_score(self):
+        # the second paragraph's first sentence holds as many question words as the pair of the
+        # first paragraph would together; only the pointing sentence's own words count, so the
+        # sentence that holds both question words on its own comes first
+        text = ("# Notes\n\nThe backup runs nightly. This copies the database.\n\n"
+                "A nightly backup keeps seven copies.\n")
+        result = self.ask({"n.md": text}, "nightly backup copies")
+        self.assertTrue(result.answer.startswith("- A nightly backup keeps seven copies. [n.md:5-5]"),
+                        result.answer)
+
+    def test_polish_pointing_words(self):
+        text = ("# Kasa\n\nPo przekroczeniu limitu 20 000 zł zwolnienie traci moc po dwóch miesiącach. "
+                "W tym czasie trzeba kupić kasę i zgłosić ją do urzędu skarbowego.\n")
+        result = self.ask({"k.md": text}, "Kiedy trzeba zgłosić kasę do urzędu?")
+        self.assertIn("Po przekroczeniu limitu 20 000 zł", result.answer.split("\n")[0])
+
+
+class IndexedLanguageTest(TempDirTest):
+    def test_a_short_unit_is_stemmed_as_its_fragment_was(self):
+        # 'Kasy.' alone reads as no language; in a Polish fragment it is stemmed as Polish and
+        # so meets 'kasę' of the question
+        text = ("Ta notatka jest o tym, jak się prowadzi sprzedaż w sklepie i kto ją sprawdza.\n\n"
+                "Kasy.\n")
+        write_files(self.docs, {"k.txt": text})
+        result = docs_qa.answer("kasę", self.settings(use_embeddings=False, extractive=True))
+        self.assertIn("- Kasy. [k.txt:3-3]", result.answer)
+
+
+class FileNameWordTest(TempDirTest):
+    def test_a_file_name_is_not_met_by_another_files_extension(self):
+        text = ("# Files\n\n`django-admin.py` is a script that creates folders and files for you.\n\n"
+                "`manage.py` is a script that helps with the management of the site.\n")
+        write_files(self.docs, {"f.md": text})
+        result = docs_qa.answer("What is manage.py for?", self.settings(use_embeddings=False, extractive=True))
+        self.assertTrue(result.answer.startswith("- `manage.py` is a script that helps"), result.answer)
+
+
+class CorpusRegressionTest(TempDirTest):
+    def test_the_fiscal_register_question_cites_its_threshold(self):
+        """The repo's corpus: 'Czy muszę mieć kasę fiskalną?' once opened with 'Nie muszą.' (a
+        reply about KSeF) and showed no threshold; it must cite kasy-fiskalne.txt with the
+        20 000 zł limit."""
+        run = run_cli("Czy muszę mieć kasę fiskalną?", "--docs", "corpus", "--cache-dir", self.cache,
+                      "--extractive", "--json", env={"EMBED_MOCK": "1"})
+        envelope = json.loads(run.stdout)
+        self.assertEqual(envelope["status"], "ok", run.stdout)
+        lines = [line for line in envelope["answer"].split("\n") if "20 000 zł" in line]
+        self.assertTrue(any("[podatki/kasy-fiskalne.txt:" in line for line in lines), envelope["answer"])
+        self.assertFalse(envelope["answer"].startswith("- Nie muszą."), envelope["answer"])
+
+
+if __name__ == "__main__":
+    unittest.main()
