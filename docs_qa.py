@@ -6626,18 +6626,23 @@ def _scored_units(words_terms: list[set[str]], wants: tuple[bool, bool, bool, bo
     quoting: its citations split where the fragment's pieces meet, its rank the best of
     the pieces it quotes from (see _joined_fragments). A unit scores one point for each
     question word it holds in any form (words_terms: each word's terms, as retrieval stems
-    it), plus one for each kind of content the question asks for that it brings (a date,
-    code, a definition). Weighting words by their IDF instead was measured and lost keys
-    on the docsqa-dev questions of all three languages (reports/answers-real-docs.md)."""
+    it), half a point for each other question word its section's headings hold (a heading
+    frames what is under it), plus one for each kind of content the question asks for that
+    it brings (a date, code, a definition; a duty and a condition). Weighting words by their
+    IDF instead was measured and lost keys on the docsqa-dev questions of all three
+    languages (reports/answers-real-docs.md)."""
     terms = set().union(*words_terms)
     wants_date, wants_code, wants_definition, wants_duty = wants
     language = tokenizer.language(chunk.text)       # as the index stemmed the fragment
+    heads = [(line, set(tokenizer.tokens(path, language))) for line, path in _heading_paths(chunk)]
     mine = []
     for unit in _units(chunk):
         if unit.needs_match and not terms & set(tokenizer.tokens(unit.needs_match, language)):
             continue
         held = set(tokenizer.tokens(unit.matched_text, language))
         overlap = sum(1 for word_terms in words_terms if held & word_terms)
+        framing = next(terms for line, terms in reversed(heads) if line < unit.span[0])
+        overlap += 0.5 * sum(1 for word_terms in words_terms if not held & word_terms and framing & word_terms)
         if overlap and wants_date and _STANDALONE_NUMBER.search(unit.text):
             overlap += 1
         if overlap and wants_code and unit.has_code:
@@ -6652,6 +6657,17 @@ def _scored_units(words_terms: list[set[str]], wants: tuple[bool, bool, bool, bo
         by_overlap.setdefault(overlap, []).append(unit)
     return [(-overlap, _unit_rank(unit, pieces), unit.prefer, unit.span, chunk.path, unit)
             for overlap, unit in mine if not (unit.prefer and _contains_equal(unit, overlap, by_overlap))]
+
+
+def _heading_paths(chunk: Chunk) -> list[tuple[int, str]]:
+    """Return (line, the headings over the text after it) for the chunk's start (its sections)
+    and for each heading inside it: a heading replaces those of its level and below."""
+    path = list(enumerate(chunk.sections, 1))             # (level, title); levels as far as known
+    out = [(chunk.start_line - 1, " ".join(chunk.sections))]
+    for index, level, title in _headers(chunk.text.split("\n"), 0):
+        path = [(lvl, t) for lvl, t in path if lvl < level] + [(level, title)]
+        out.append((chunk.start_line + index, " ".join(t for _, t in path)))
+    return out
 
 
 def _unit_rank(unit: _Unit, pieces: tuple[tuple[int, int, int], ...]) -> int:

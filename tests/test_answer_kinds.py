@@ -1,7 +1,9 @@
 """§14d what a question asks for: a question of duty ('Czy muszę…', 'Do I need…') gets the
 units that state the duty or its condition; a sentence that points back ('W tym czasie…',
 'This…') is quoted with the sentence it points at; a unit is matched in the language its
-fragment was indexed in; a file name in a question is not met by another file's extension."""
+fragment was indexed in; the headings over a unit frame it (half a point per question word
+they hold that the unit does not); a file name in a question is not met by another file's
+extension."""
 import json
 import unittest
 
@@ -81,6 +83,21 @@ class FileNameWordTest(TempDirTest):
         write_files(self.docs, {"f.md": text})
         result = docs_qa.answer("What is manage.py for?", self.settings(use_embeddings=False, extractive=True))
         self.assertTrue(result.answer.startswith("- `manage.py` is a script that helps"), result.answer)
+
+
+class SectionHeadingTest(TempDirTest):
+    def test_the_heading_over_a_unit_frames_it(self):
+        # the second section's sentence holds two question words itself (command, models); the
+        # first section's sentence holds none, but its heading holds four: half a point each,
+        # and its inline command answers a question asking for one
+        text = ("# Guide\n\n## Create the database tables for your models\n\n"
+                "Django writes them when you run `python manage.py migrate`.\n\n## Shell\n\n"
+                "The shell command lists the models of your app.\n")
+        write_files(self.docs, {"g.md": text})
+        result = docs_qa.answer("which command creates the database tables for my models",
+                                self.settings(use_embeddings=False, extractive=True))
+        self.assertTrue(result.answer.startswith("- Django writes them when you run `python manage.py migrate`."),
+                        result.answer)
 
 
 class CorpusRegressionTest(TempDirTest):
