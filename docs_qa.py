@@ -2580,7 +2580,7 @@ CACHE_SCHEMA_VERSION = 5          # 2: postings as packed arrays per term; 3: ch
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 CACHE_PAGE_SIZE = 16384            # bytes per page of a new file: fewer overflow pages for a frequent
                                    # term's postings and fewer page splits per row (sqlite's default 4096)
-TOKENIZER_VERSION = "t7"          # t7: Polish and Slovak question-frame stop words; t6: Polish and Slovak
+TOKENIZER_VERSION = "t7"          # t7: Polish and Slovak prepositions, pronouns, question-frame words; t6: Polish and Slovak
                                   # stemmers; t5: format characters (Cf) dropped inside words
 _SQLITE_DAMAGE_NAMES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 _SQLITE_DAMAGE_TEXTS = ("malformed", "not a database", "no such table", "no such column")

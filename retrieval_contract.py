@@ -499,12 +499,17 @@ jestes jestesmy jestescie
 moj moja moje mojego mojej moim moich moimi twoj twoja twoje twojego twojej twoim twoich
 swoj swoja swoje swojego swojej swoim swoich swoimi nasz nasza nasze naszego naszej naszym naszych
 czego czemu zeby ogole
+wedlug podczas bez miedzy dzieki wobec oprocz tych tymi temu ta ktorych ktorym ktorego ktorzy ktorej ktorymi
+ciebie tobie sobie siebie jakim jakiego jakiej jakich jakimi taki takie takim takiego takiej takich takimi taka
 """.split())
 _STOP_SK = frozenset("""
 a aj ak ako alebo ale by bol bola bolo co do este i ich je ja jej ho ku len ma na nad
 nie od po pod pre pri sa si so su sme tak tam ten tie to tu uz v vo z za ze ktory
 ktora ktore kde kedy aky aka ake preco kto
 som ste naco jeho vobec
+cez podla tych tymi tomu tento tato toto tieto teda tiez vsak iba bez medzi okrem pocas
+vdaka kvoli proti potom ktorych ktorym ktoru ktorom ktoreho ktori ktorej ktorou ktorymi zo mne teba tebe
+akeho akom akej akych akymi akou taky taka takeho takom takej takych
 moj moja moje mojho mojej mojom mojim mojou moji tvoj tvoja tvoje tvojho tvojej tvojom tvojim
 svoj svoja svoje svojho svojej svojom svojim svojou svoji nas nasa nase nasho nasej nasom nasim
 """.split())
