@@ -4041,7 +4041,7 @@ class _Watcher:
         self.note: Note | None = None
         self.cond = threading.Condition()      # guards what view() reads: busy, synced_at, running
         self.busy = False                      # reading or applying changes
-        self.synced_at = -math.inf             # every change made before this (monotonic) is indexed
+        self.synced_at = -math.inf             # every change made before this (settings.clock) is indexed
         self.running = False
         self.wanted = False                    # a question waits for the next sweep
         self.apply_lock = threading.Lock()     # one refresh at a time
@@ -4060,7 +4060,7 @@ class _Watcher:
         """Watch (or sweep) the folder, build or refresh the index from it, then keep it fresh
         in a daemon thread; return the first refresh's stats. Raises what index_folder raises."""
         import threading
-        began = time.monotonic()
+        began = self.settings.clock()
         if self.mode == "watch":
             try:
                 self.known = _with_index(self.settings, lambda conn, notes: _listings_load(
@@ -4072,7 +4072,7 @@ class _Watcher:
         stats = index_folder(self.settings, progress, self.scan)
         if self.mode == "sweep":
             self.scan = self._sweep_scan()
-        self.last_sweep_s = time.monotonic() - began
+        self.last_sweep_s = self.settings.clock() - began
         with self.cond:
             self.synced_at, self.running = began, True
         threading.Thread(target=self._run, daemon=True, name="docs-qa-watch").start()
@@ -4084,7 +4084,7 @@ class _Watcher:
         """Return the view a question ranks once every change made fresh_within_s before now is
         in the index; None when the watcher cannot vouch for that (not running, or it did not
         catch up within WATCH_WAIT_S): the question then walks the folder itself."""
-        due = time.monotonic() - self.settings.fresh_within_s
+        due = self.settings.clock() - self.settings.fresh_within_s
         with self.cond:
             if self.synced_at < due:             # a sweep, or a poll for a lost root: now
                 self.wanted = True
@@ -4093,13 +4093,13 @@ class _Watcher:
                                            WATCH_WAIT_S)
             if not caught_up or not self.running or self.scan is None:
                 return None
-            age = 0.0 if self._idle() else max(0.0, time.monotonic() - self.synced_at)
+            age = 0.0 if self._idle() else max(0.0, self.settings.clock() - self.synced_at)
             return _WatchView(self.scan, Freshness(self.mode, round(age, 3)), self.note)
 
     def health(self) -> dict[str, Any]:
         """Return the mode and age of the view, and the note on a fallback, for /health."""
         with self.cond:
-            age = 0.0 if self._idle() else max(0.0, time.monotonic() - self.synced_at)
+            age = 0.0 if self._idle() else max(0.0, self.settings.clock() - self.synced_at)
             out: dict[str, Any] = {"mode": self.mode if self.running else "check", "age_s": round(age, 3)}
         if self.note is not None:
             out["note"] = self.note.message
@@ -4132,7 +4132,7 @@ class _Watcher:
                     self.wanted = False
             if waiting is None:
                 self.inotify.wait(WATCH_POLL_S)
-            began = time.monotonic()
+            began = self.settings.clock()
             with self.cond:
                 self.busy = True
             try:
@@ -4152,9 +4152,9 @@ class _Watcher:
         """Apply what changed since the last step: events, or a sweep, or a new start; return
         False when events were left unread (the next step takes them)."""
         if self.mode == "sweep":
-            began = time.monotonic()
+            began = self.settings.clock()
             self.scan = self._sweep_scan()
-            self.last_sweep_s = time.monotonic() - began
+            self.last_sweep_s = self.settings.clock() - began
         elif self.lost or self.redo:
             if os.path.isdir(self.root):
                 self._restart()
