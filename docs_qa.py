@@ -172,6 +172,7 @@ __all__ = [
     "cache_next_chunk_id", "cache_has_postings", "cache_path_chunks", "cache_term_postings",
     "cache_write_batch", "cache_write_postings", "cache_update_generation",
     "cache_chunk_count", "cache_mean_length", "cache_query_vector", "cache_forget_vector",
+    "cache_vector_count", "cache_drop_signatures",
     "cache_listings", "cache_put_listings", "cache_try_put_listings",
     "cache_document_frequencies", "cache_terms_near",
     "GitCheckout", "GitState", "git_checkout", "git_head", "git_is_dirty", "git_probe", "git_probe_file",
@@ -3685,6 +3686,7 @@ def _parse_worker_main() -> None:
 
 _CHUNK_VECTORS_SQL = ("SELECT c.id, v.data FROM chunks c"
                       " JOIN vectors v ON v.embed_sha = c.embed_sha AND v.model = ?")
+QUERY_KEY_PREFIX = "query:"        # a question's vector is cached beside the chunks' under this + its hash
 
 
 def _cache_postings(conn: sqlite3.Connection, terms: list[str]) -> dict[str, list[tuple[int, int, int]]]:
@@ -3891,6 +3893,21 @@ def cache_query_vector(conn: sqlite3.Connection, key: str, model: str) -> array.
     """Return the vector cached under key (a question's key, see _query_key) for model, or None."""
     row = conn.execute("SELECT data FROM vectors WHERE embed_sha=? AND model=?", (key, model)).fetchone()
     return _unpack(row[0]) if row else None
+
+
+def cache_vector_count(conn: sqlite3.Connection) -> int:
+    """Return how many chunk vectors the cache holds, of every model (questions' vectors,
+    keyed QUERY_KEY_PREFIX + a hash, are not counted)."""
+    return conn.execute("SELECT COUNT(*) FROM vectors WHERE substr(embed_sha, 1, ?) <> ?",
+                        (len(QUERY_KEY_PREFIX), QUERY_KEY_PREFIX)).fetchone()[0]
+
+
+def cache_drop_signatures(conn: sqlite3.Connection) -> None:
+    """Delete every model's stored sign-bit signatures (committed at once): the next dense
+    ranking over a folder past dense_exact_max builds them again (a benchmark times that)."""
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("DELETE FROM signatures")
+    conn.execute("COMMIT")
 
 
 def cache_document_frequencies(conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int]:
@@ -4924,7 +4941,7 @@ def _nearest_signatures(query: array.array, ids: array.array, bits: bytes, width
 
 def _query_key(question: str) -> str:
     """Return the key a question's vector is cached under (beside chunk text hashes)."""
-    return "query:" + _blake2b_hex(question)
+    return QUERY_KEY_PREFIX + _blake2b_hex(question)
 
 
 def _query_vector(conn: sqlite3.Connection, question: str, settings: Settings, model: str) -> list[float]:
