@@ -2147,11 +2147,13 @@ def bm25_scores(postings: dict[str, list[tuple[int, int, int]]], n_docs: int,
     return scores
 
 
-def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None
-                     ) -> tuple[dict[str, int], int]:
+def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None,
+                     heading_units: int | None = None) -> tuple[dict[str, int], int]:
     """Return a chunk's postings counts and length in TF_UNITS per word, the words of a
-    level-1 heading (a document's title) counting HEADING_TF_UNITS (a light BM25F: a title
-    word weighs 1.5). heads: the chunk's level-1 heading lines when the caller knows them."""
+    level-1 heading (a document's title) counting heading_units (HEADING_TF_UNITS by default:
+    a light BM25F, a title word weighs 1.5). heads: the chunk's level-1 heading lines when
+    the caller knows them."""
+    heading_units = HEADING_TF_UNITS if heading_units is None else heading_units
     words = Counter(text_folded_words(text))
     language = tokenizer.words_language(words)
     counts = tokenizer.weighted_counts(words, language, TF_UNITS)
@@ -2160,7 +2162,7 @@ def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None
         heads = " ".join(lines[i] for i, level, _ in _headers(lines, 0) if level == 1)
     if heads:
         for term in tokenizer.tokens(heads, language):
-            counts[term] += HEADING_TF_UNITS - TF_UNITS
+            counts[term] += heading_units - TF_UNITS
     return counts, sum(counts.values())
 
 
