@@ -10,8 +10,9 @@ Sections (in file order)
      2. Types            -- Chunk, Hit, Note, Settings, SearchResult, Confidence, Freshness, IndexStats
      3. Errors           -- typed exceptions from retrieval_contract
     (Text -- folding, words, stop words, the stemmers, sentences, the language detector, index
-     and question terms, the LANGUAGES table -- is in retrieval_contract.py, which RAG and the
-     graph both import: neither imports the other for it.)
+     and question terms, the LANGUAGES table, and the Question a transport makes once: checked
+     text, language, terms, limit -- is in retrieval_contract.py, which RAG and the graph both
+     import: neither imports the other for it.)
      5. Corpus walk      -- the only code that reads documents; a scan's stat signature
           5a. Folder listings  -- list a folder; a kept listing serves again while its stat holds
           5b. Shared walk      -- a forked child and this process take subtrees off one queue
@@ -145,7 +146,8 @@ from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequest
 # language): pure, shared with graph_store, so it lives in the contract both import
 from retrieval_contract import lazy_re as _lazy_re
 from retrieval_contract import LANGUAGES, MAX_QUESTION_CHARS, error_boundary
-from retrieval_contract import (TEXT_WORD_RE, TEXT_FORMAT_CHARS, SuffixStemmer, text_stem_polish, text_stem_slovak, text_stem, text_fold, text_folded_words, text_words, text_sentences, text_detect_language, text_stem_english, TEXT_QUESTION_WORD, Tokenizer, text_tokens, text_is_code_word, text_edit_distance, text_case_tells, text_query_terms, text_query_words, text_query_counts)
+from retrieval_contract import Question, question_make
+from retrieval_contract import (TEXT_WORD_RE, SuffixStemmer, text_stem_polish, text_stem_slovak, text_stem, text_fold, text_folded_words, text_words, text_sentences, text_detect_language, text_stem_english, TEXT_QUESTION_WORD, Tokenizer, text_tokens, text_is_code_word, text_edit_distance, text_case_tells, text_query_terms, text_query_words, text_query_counts)
 
 
 __all__ = [
@@ -156,7 +158,7 @@ __all__ = [
     "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english", "text_stem_polish",
     "text_stem_slovak", "SuffixStemmer",
     "text_query_terms", "text_query_counts", "text_query_words", "text_edit_distance", "text_sentences", "text_detect_language", "text_case_tells",
-    "Tokenizer",
+    "Tokenizer", "Question", "question_make",
     "FileEntry", "CorpusScan", "ScanRun", "corpus_scan", "corpus_scan_begin", "corpus_walk", "corpus_read",
     "corpus_readable", "corpus_reread", "corpus_other_files", "corpus_no_documents_note",
     "chunk_text", "chunk_parse", "ParsedText", "front_matter_fields",
@@ -170,6 +172,7 @@ __all__ = [
     "cache_next_chunk_id", "cache_has_postings", "cache_path_chunks", "cache_term_postings",
     "cache_write_batch", "cache_write_postings", "cache_update_generation",
     "cache_chunk_count", "cache_mean_length", "cache_query_vector", "cache_forget_vector",
+    "cache_vector_count", "cache_drop_signatures",
     "cache_listings", "cache_put_listings", "cache_try_put_listings",
     "cache_document_frequencies", "cache_terms_near",
     "GitCheckout", "GitState", "git_checkout", "git_head", "git_is_dirty", "git_probe", "git_probe_file",
@@ -179,7 +182,7 @@ __all__ = [
     "AnswerResult", "answer_check", "answer_extractive",
     "to_envelope", "envelope_open_schema",
     "SEARCH_FIELDS_SCHEMA", "RAG_FIELDS_SCHEMA", "SOURCE_FIELDS_SCHEMA",
-    "OPERATIONS", "Operation", "OperationContext", "operation_validate", "operation_run",
+    "OPERATIONS", "Operation", "OperationContext", "OperationRequest", "operation_validate", "operation_run",
     "format_answer_text", "format_notes", "format_removals", "format_limits",
     "ServerContext", "handle_request", "http_server", "http_openapi", "http_is_loopback",
     "PageReply", "PAGE_TEXTS", "page_language", "page_html", "page_reply", "page_url", "page_source_lines",
@@ -2144,11 +2147,13 @@ def bm25_scores(postings: dict[str, list[tuple[int, int, int]]], n_docs: int,
     return scores
 
 
-def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None
-                     ) -> tuple[dict[str, int], int]:
+def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None,
+                     heading_units: int | None = None) -> tuple[dict[str, int], int]:
     """Return a chunk's postings counts and length in TF_UNITS per word, the words of a
-    level-1 heading (a document's title) counting HEADING_TF_UNITS (a light BM25F: a title
-    word weighs 1.5). heads: the chunk's level-1 heading lines when the caller knows them."""
+    level-1 heading (a document's title) counting heading_units (HEADING_TF_UNITS by default:
+    a light BM25F, a title word weighs 1.5). heads: the chunk's level-1 heading lines when
+    the caller knows them."""
+    heading_units = HEADING_TF_UNITS if heading_units is None else heading_units
     words = Counter(text_folded_words(text))
     language = tokenizer.words_language(words)
     counts = tokenizer.weighted_counts(words, language, TF_UNITS)
@@ -2157,7 +2162,7 @@ def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None
         heads = " ".join(lines[i] for i, level, _ in _headers(lines, 0) if level == 1)
     if heads:
         for term in tokenizer.tokens(heads, language):
-            counts[term] += HEADING_TF_UNITS - TF_UNITS
+            counts[term] += heading_units - TF_UNITS
     return counts, sum(counts.values())
 
 
@@ -3683,6 +3688,7 @@ def _parse_worker_main() -> None:
 
 _CHUNK_VECTORS_SQL = ("SELECT c.id, v.data FROM chunks c"
                       " JOIN vectors v ON v.embed_sha = c.embed_sha AND v.model = ?")
+QUERY_KEY_PREFIX = "query:"        # a question's vector is cached beside the chunks' under this + its hash
 
 
 def _cache_postings(conn: sqlite3.Connection, terms: list[str]) -> dict[str, list[tuple[int, int, int]]]:
@@ -3891,6 +3897,21 @@ def cache_query_vector(conn: sqlite3.Connection, key: str, model: str) -> array.
     return _unpack(row[0]) if row else None
 
 
+def cache_vector_count(conn: sqlite3.Connection) -> int:
+    """Return how many chunk vectors the cache holds, of every model (questions' vectors,
+    keyed QUERY_KEY_PREFIX + a hash, are not counted)."""
+    return conn.execute("SELECT COUNT(*) FROM vectors WHERE substr(embed_sha, 1, ?) <> ?",
+                        (len(QUERY_KEY_PREFIX), QUERY_KEY_PREFIX)).fetchone()[0]
+
+
+def cache_drop_signatures(conn: sqlite3.Connection) -> None:
+    """Delete every model's stored sign-bit signatures (committed at once): the next dense
+    ranking over a folder past dense_exact_max builds them again (a benchmark times that)."""
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("DELETE FROM signatures")
+    conn.execute("COMMIT")
+
+
 def cache_document_frequencies(conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int]:
     """Return term -> how many chunks hold it (its postings' length; 0 for a term not indexed)."""
     triple = 3 * array.array("I").itemsize
@@ -4039,7 +4060,7 @@ class _Watcher:
         self.note: Note | None = None
         self.cond = threading.Condition()      # guards what view() reads: busy, synced_at, running
         self.busy = False                      # reading or applying changes
-        self.synced_at = -math.inf             # every change made before this (monotonic) is indexed
+        self.synced_at = -math.inf             # every change made before this (settings.clock) is indexed
         self.running = False
         self.wanted = False                    # a question waits for the next sweep
         self.apply_lock = threading.Lock()     # one refresh at a time
@@ -4058,7 +4079,7 @@ class _Watcher:
         """Watch (or sweep) the folder, build or refresh the index from it, then keep it fresh
         in a daemon thread; return the first refresh's stats. Raises what index_folder raises."""
         import threading
-        began = time.monotonic()
+        began = self.settings.clock()
         if self.mode == "watch":
             try:
                 self.known = _with_index(self.settings, lambda conn, notes: _listings_load(
@@ -4070,7 +4091,7 @@ class _Watcher:
         stats = index_folder(self.settings, progress, self.scan)
         if self.mode == "sweep":
             self.scan = self._sweep_scan()
-        self.last_sweep_s = time.monotonic() - began
+        self.last_sweep_s = self.settings.clock() - began
         with self.cond:
             self.synced_at, self.running = began, True
         threading.Thread(target=self._run, daemon=True, name="docs-qa-watch").start()
@@ -4082,7 +4103,7 @@ class _Watcher:
         """Return the view a question ranks once every change made fresh_within_s before now is
         in the index; None when the watcher cannot vouch for that (not running, or it did not
         catch up within WATCH_WAIT_S): the question then walks the folder itself."""
-        due = time.monotonic() - self.settings.fresh_within_s
+        due = self.settings.clock() - self.settings.fresh_within_s
         with self.cond:
             if self.synced_at < due:             # a sweep, or a poll for a lost root: now
                 self.wanted = True
@@ -4091,13 +4112,13 @@ class _Watcher:
                                            WATCH_WAIT_S)
             if not caught_up or not self.running or self.scan is None:
                 return None
-            age = 0.0 if self._idle() else max(0.0, time.monotonic() - self.synced_at)
+            age = 0.0 if self._idle() else max(0.0, self.settings.clock() - self.synced_at)
             return _WatchView(self.scan, Freshness(self.mode, round(age, 3)), self.note)
 
     def health(self) -> dict[str, Any]:
         """Return the mode and age of the view, and the note on a fallback, for /health."""
         with self.cond:
-            age = 0.0 if self._idle() else max(0.0, time.monotonic() - self.synced_at)
+            age = 0.0 if self._idle() else max(0.0, self.settings.clock() - self.synced_at)
             out: dict[str, Any] = {"mode": self.mode if self.running else "check", "age_s": round(age, 3)}
         if self.note is not None:
             out["note"] = self.note.message
@@ -4130,7 +4151,7 @@ class _Watcher:
                     self.wanted = False
             if waiting is None:
                 self.inotify.wait(WATCH_POLL_S)
-            began = time.monotonic()
+            began = self.settings.clock()
             with self.cond:
                 self.busy = True
             try:
@@ -4150,9 +4171,9 @@ class _Watcher:
         """Apply what changed since the last step: events, or a sweep, or a new start; return
         False when events were left unread (the next step takes them)."""
         if self.mode == "sweep":
-            began = time.monotonic()
+            began = self.settings.clock()
             self.scan = self._sweep_scan()
-            self.last_sweep_s = time.monotonic() - began
+            self.last_sweep_s = self.settings.clock() - began
         elif self.lost or self.redo:
             if os.path.isdir(self.root):
                 self._restart()
@@ -4401,18 +4422,9 @@ _CACHE_UNAVAILABLE = Note("cache_unavailable", "the cache cannot be written (dis
                           "as it stands, and the cache file was left untouched")
 
 
-def _validate_question(question: Any) -> str:
-    """Return the question stripped of control characters; raise InvalidQueryError."""
-    if not isinstance(question, str):
-        raise InvalidQueryError("the question must be text", ("question",))
-    cleaned = "".join(ch if ch.isprintable() or ch in "\t\n" else " "    # a format character (J\u200bPK)
-                      for ch in TEXT_FORMAT_CHARS.sub("", question)).strip()    # joins, never splits
-    if not cleaned:
-        raise InvalidQueryError("the question is empty", ("question",))
-    if len(question) > MAX_QUESTION_CHARS:
-        raise InvalidQueryError(f"the question is longer than {MAX_QUESTION_CHARS} characters",
-                                ("question",))
-    return cleaned
+def _limited(settings: Settings, question: Question) -> Settings:
+    """Return settings with the question's limit (the caller's), when it has one."""
+    return settings if question.limit is None else replace(settings, limit=question.limit)
 
 
 def _check_docs_dir(docs_dir: str) -> None:
@@ -4505,14 +4517,16 @@ def _with_snapshot(settings: Settings, work: Callable[[sqlite3.Connection, list[
         conn.close()
 
 
-def search(question: str, settings: Settings, progress: ProgressFn | None = None) -> SearchResult:
-    """Return the ranked fragments for question over settings.docs_dir.
+def search(question: str | Question, settings: Settings, progress: ProgressFn | None = None) -> SearchResult:
+    """Return the ranked fragments for question (text, or a Question made at the caller's
+    edge, whose limit, when set, is the result limit) over settings.docs_dir.
 
     Raises InvalidQueryError / InvalidRequestError for bad input and
     RetrievalUnavailableError when the index cannot be read. An unavailable embedding
     server is not an error: the result is BM25-only with an `embeddings_unavailable` note.
     """
-    question = _validate_question(question)
+    question = question_make(question)
+    settings = _limited(settings, question)
     view = settings.watcher.view() if settings.watcher is not None else None
     result = _with_index(settings, lambda conn, notes: _search_index(conn, notes, question,
                                                                     settings, progress, view))
@@ -4531,7 +4545,7 @@ def _without_unreadable(result: SearchResult, settings: Settings) -> SearchResul
                                               f"its text is not shown ({', '.join(gone)})")])
 
 
-def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str, settings: Settings,
+def _search_index(conn: sqlite3.Connection, notes: list[Note], question: Question, settings: Settings,
                   progress: ProgressFn | None, view: _WatchView | None = None) -> SearchResult:
     """Return the search result over an open index (see search()): the ranking core's
     fused list within the per-document and result limits. With a server's view (§10g), the
@@ -4558,14 +4572,14 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: str, se
     if verdict is not None:
         notes.append(verdict)
     return SearchResult(
-        query=question, hits=found.hits, mode=ranked.mode, index_version=stats.index_version,
+        query=question.text, hits=found.hits, mode=ranked.mode, index_version=stats.index_version,
         truncation_reasons=sorted(set(truncation + found.limit_reasons)),
         limits={"candidate_limit": pool, "per_document_limit": settings.per_document_limit,
                 "result_limit": settings.limit},
         notes=notes, stats=stats, coverage=ranked.coverage, freshness=freshness)
 
 
-def _find_walked(conn: sqlite3.Connection, question: str, settings: Settings, progress: ProgressFn | None,
+def _find_walked(conn: sqlite3.Connection, question: Question, settings: Settings, progress: ProgressFn | None,
                  meta: dict[str, str]) -> tuple[_Found, IndexStats, list[Note]]:
     """Return the question's _Found, the refresh's stats and the ranking's notes, after
     walking the folder (see _search_index)."""
@@ -4599,13 +4613,13 @@ class _Found(NamedTuple):
     generation: str | None         # the snapshot's corpus generation (meta)
 
 
-def _find(conn: sqlite3.Connection, question: str, settings: Settings, progress: ProgressFn | None,
+def _find(conn: sqlite3.Connection, question: Question, settings: Settings, progress: ProgressFn | None,
           notes: list[Note]) -> _Found:
     """Return question's ranking over the candidate pool and its hits within the limits, read
     in one read transaction after the writes the embeddings need (see _dense_query): a refresh
     that another process or thread commits meanwhile cannot take the chunks the postings
     named from under the ranking."""
-    query = _dense_query(conn, question, settings, progress, notes)
+    query = _dense_query(conn, question.text, settings, progress, notes)
     with cache_transaction(conn, write=False):
         ranked = _rank(conn, question, settings, settings.candidate_limit, query, notes)
         hits, reasons = _apply_limits(conn, ranked.fused, ranked.rankings, ranked.scores, settings)
@@ -4644,17 +4658,18 @@ def _score_or_none(scores: dict[int, float], cid: int, ranked: dict[int, int]) -
     return round(scores[cid], 6) if cid in ranked else None
 
 
-def search_rankings(question: str, settings: Settings, depth: int,
+def search_rankings(question: str | Question, settings: Settings, depth: int,
                     progress: ProgressFn | None = None) -> dict[str, list[Chunk]]:
     """Return each method's ranked chunks for evaluation: 'bm25' and 'dense' (depth deep,
     'dense' only when embeddings are on) and 'rrf' (the ranking core's fused and no-answer
     gated list, as search() gets it before per-document and result limits); raise
     BackendError when the embedding server fails, so a report never mistakes BM25 for hybrid."""
-    question = _validate_question(question)
+    question = question_make(question)
+    settings = _limited(settings, question)
 
     def work(conn: sqlite3.Connection, notes: list[Note]) -> dict[str, list[Chunk]]:
         index_refresh(conn, settings, progress)
-        query = _dense_query(conn, question, settings, progress, notes, strict=True)
+        query = _dense_query(conn, question.text, settings, progress, notes, strict=True)
         with cache_transaction(conn, write=False):       # one snapshot, as in _find
             ranked = _rank(conn, question, settings, max(depth, settings.candidate_limit), query,
                            notes, strict=True)
@@ -4745,7 +4760,7 @@ def _embeddings_unavailable(exc: BackendError) -> Note:
     return Note("embeddings_unavailable", f"embeddings unavailable ({exc.kind}); results are BM25 only")
 
 
-def _rank(conn: sqlite3.Connection, question: str, settings: Settings, depth: int,
+def _rank(conn: sqlite3.Connection, question: Question, settings: Settings, depth: int,
           query: array.array | None, notes: list[Note], strict: bool = False) -> _Ranked:
     """Return BM25's and the embeddings' rankings (depth deep), their fusion and the no-answer
     gate's verdict for question over an open, refreshed index: the one pipeline behind
@@ -4780,19 +4795,19 @@ def _rank(conn: sqlite3.Connection, question: str, settings: Settings, depth: in
         notes.append(Note("embeddings_set_aside", "the embedding ranking has few of BM25's candidates "
                           "among its best (the model may not know the question's language); this "
                           "ranking is BM25's"))
-    fused = _fuse(question, pooled, settings)
+    fused = _fuse(question.text, pooled, settings)
     shares = _question_coverage(conn, question)
     gate = _implausible_note(conn, question, shares, dense_scores, settings)
     return _Ranked(rankings, scores, [] if gate is not None else fused, gate, bm25_matches, mode,
                    shares.coverage)
 
 
-def _bm25_ranking(conn: sqlite3.Connection, question: str, settings: Settings,
+def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settings,
                   pool: int) -> tuple[list[tuple[int, float]], int]:
     """Return the top pool+1 BM25 (chunk id, score) and how many chunks matched at all; a
     question that search_feedback_wanted is ranked again with the words of the first pass's
     best fragments (RM3, see search_feedback_weights)."""
-    weights = {t: bm25_query_weight(n) for t, n in text_query_counts(question).items()}
+    weights = {t: bm25_query_weight(n) for t, n in question.terms.items()}
     n_chunks, mean_length = cache_chunk_count(conn), cache_mean_length(conn)
     postings = _cache_postings(conn, list(weights))
     scores = bm25_scores(postings, n_chunks, mean_length, settings.k1, settings.b, weights, TF_UNITS)
@@ -4827,20 +4842,20 @@ def _feedback_pass(conn: sqlite3.Connection, weights: dict[str, float], first: d
     return bm25_scores(rows, n_chunks, mean_length, settings.k1, settings.b, folder_weights, TF_UNITS)
 
 
-def search_feedback_wanted(question: str, weights: dict[str, float], best_terms: set[str],
+def search_feedback_wanted(question: str | Question, weights: dict[str, float], best_terms: set[str],
                            settings: Settings) -> bool:
     """Return True when a second, expanded BM25 pass can be trusted: an English question of
     FEEDBACK_MIN_TERMS content words or more (a word under two stems counts once), with no identifier (a code is asked for as
     written), whose first-pass best fragment holds (best_terms) settings.feedback_min_share
     of its weight: the first pass found its subject, so its words are worth borrowing."""
-    if len(text_query_words(question)) < FEEDBACK_MIN_TERMS or settings.feedback_min_share > 1:
+    question = question_make(question)
+    if len(question.words) < FEEDBACK_MIN_TERMS or settings.feedback_min_share > 1:
         return False
-    case_tells = text_case_tells(question)
-    if any(_is_identifier(w, case_tells) for w in TEXT_QUESTION_WORD.findall(question)):
+    case_tells = text_case_tells(question.text)
+    if any(_is_identifier(w, case_tells) for w in TEXT_QUESTION_WORD.findall(question.text)):
         return False
     held = sum(w for term, w in weights.items() if term in best_terms)
-    return held >= settings.feedback_min_share * sum(weights.values()) and \
-        text_detect_language(question) == "en"
+    return held >= settings.feedback_min_share * sum(weights.values()) and question.language == "en"
 
 
 def search_feedback_weights(weights: dict[str, float],
@@ -4928,7 +4943,7 @@ def _nearest_signatures(query: array.array, ids: array.array, bits: bytes, width
 
 def _query_key(question: str) -> str:
     """Return the key a question's vector is cached under (beside chunk text hashes)."""
-    return "query:" + _blake2b_hex(question)
+    return QUERY_KEY_PREFIX + _blake2b_hex(question)
 
 
 def _query_vector(conn: sqlite3.Connection, question: str, settings: Settings, model: str) -> list[float]:
@@ -4997,7 +5012,7 @@ class _Shares(NamedTuple):
     absent: tuple[str, ...]        # the content words no form of which occurs in the folder
 
 
-def _question_coverage(conn: sqlite3.Connection, question: str) -> _Shares:
+def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     """Return (the best chunk's share, the folder's share) (0..1) of the question's weight,
     the first identifier (WIS, GTU_12, CIT-8; not a plain number) of the question that the folder
     writes the same way in fewer than half its chunks, or None, and the words it lacks: each content word
@@ -5009,9 +5024,9 @@ def _question_coverage(conn: sqlite3.Connection, question: str) -> _Shares:
     n_chunks = cache_chunk_count(conn)
     if not n_chunks:
         return _Shares(0.0, 0.0, None, ())   # an IDF over no chunks is negative: it would print -0%
-    case_tells = text_case_tells(question)
+    case_tells = text_case_tells(question.text)
     total, found, earned, named, absent = 0.0, 0.0, Counter(), None, {}
-    for word, terms in text_query_words(question):
+    for word, terms in question.words:
         ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms) or _compound_chunks(conn, word)
         weight = bm25_idf(n_chunks, max(1, len(ids))) * (
             CODE_WORD_WEIGHT if text_is_code_word(word, case_tells) else 1)
@@ -5086,14 +5101,14 @@ def _name_shaped(question: str) -> list[str]:
     return names
 
 
-def _absent_names(conn: sqlite3.Connection, question: str, absent: tuple[str, ...]) -> list[str]:
+def _absent_names(conn: sqlite3.Connection, question: Question, absent: tuple[str, ...]) -> list[str]:
     """Return the names of the question (see _name_shaped) among the absent words (no form
     of which the folder holds; _Shares.absent) that are not one slip from a folder word
     either (two for a word of ABSENT_NAME_FUZZY_LONG letters or more; none under
     ABSENT_NAME_FUZZY_MIN letters): 'PythonAnywere' is the folder's PythonAnywhere, while
     'Docker', in a folder without it, is named."""
-    terms = dict(text_query_words(question))
-    return [word for word in dict.fromkeys(_name_shaped(question)) if word in absent
+    terms = dict(question.words)
+    return [word for word in dict.fromkeys(_name_shaped(question.text)) if word in absent
             and not any(_has_near_term(conn, term, len(word)) for term in terms.get(word, ()))]
 
 
@@ -5106,7 +5121,7 @@ def _has_near_term(conn: sqlite3.Connection, term: str, letters: int) -> bool:
     return any(text_edit_distance(term, other, limit) <= limit for other in cache_terms_near(conn, term, limit))
 
 
-def _implausible_note(conn: sqlite3.Connection, question: str, shares: _Shares,
+def _implausible_note(conn: sqlite3.Connection, question: Question, shares: _Shares,
                       dense_scores: Iterable[float], settings: Settings) -> Note | None:
     """Return the no_plausible_match note when the question names something the folder
     never mentions (see _absent_names; Settings.absent_name_gate), or retrieval found nothing
@@ -5147,13 +5162,13 @@ class GateSignals(NamedTuple):
     identifier: str | None = None  # an identifier of the question the folder names (Settings.identifier_gate)
 
 
-def search_gate_signals(question: str, settings: Settings) -> GateSignals:
+def search_gate_signals(question: str | Question, settings: Settings) -> GateSignals:
     """Return the no-answer gate's signals for question; raise BackendError."""
-    question = _validate_question(question)
+    question = question_make(question)
 
     def work(conn: sqlite3.Connection, notes: list[Note]) -> GateSignals:
         index_refresh(conn, settings)
-        query = _dense_ready(conn, question, settings, None, None) if settings.use_embeddings else None
+        query = _dense_ready(conn, question.text, settings, None, None) if settings.use_embeddings else None
         with cache_transaction(conn, write=False):       # one snapshot, as in _find
             similarity = None if query is None else max(
                 (sim for _, sim in _dense_top(conn, query, settings, 1)), default=None)
@@ -5638,11 +5653,10 @@ class AnswerResult:
     confidence: Confidence | None = None   # None: no answer to be sure of (no_answer, a refusal)
 
 
-def _prompt(question: str, result: SearchResult) -> dict[str, str]:
+def _prompt(question: Question, result: SearchResult) -> dict[str, str]:
     """Return the prompt parts: instructions, context (labelled fragments) and format."""
-    detected = text_detect_language(question)
-    language = LANGUAGES[detected].name
-    refusal = REFUSALS[detected]
+    language = LANGUAGES[question.language].name
+    refusal = REFUSALS[question.language]
     complete = {True: "true", False: "false", None: "null"}[None if not result.truncated else False]
     instructions = (
         "Answer the question using only the fragments below. After every claim put an inline "
@@ -5660,7 +5674,7 @@ def _prompt(question: str, result: SearchResult) -> dict[str, str]:
     fragments = "\n\n".join(f"[{citation_format(h.chunk.path, h.chunk.start_line, h.chunk.end_line)}]"
                             f"\n{h.chunk.text}" for h in result.hits)
     return {"instructions": instructions,
-            "context": f"{header}\n\n{fragments}\n\nQuestion: {question}",
+            "context": f"{header}\n\n{fragments}\n\nQuestion: {question.text}",
             "answer_format": ANSWER_FORMAT}
 
 
@@ -6591,7 +6605,7 @@ def _contains_equal(unit: _Unit, overlap: int, others: dict[int, list[_Unit]]) -
                                 and (o.span[1] - o.span[0]) < (last - first) for o in others[overlap])
 
 
-def answer_extractive(question: str, result: SearchResult) -> str:
+def answer_extractive(question: str | Question, result: SearchResult) -> str:
     """Return an answer quoting the best-matching units of the returned fragments, each
     cited with exactly the lines it shows; code and commands fenced, line for line.
 
@@ -6602,8 +6616,9 @@ def answer_extractive(question: str, result: SearchResult) -> str:
     earlier unit; a prose unit that holds a smaller unit scoring as well gives way to it,
     and no unit quoted holds another. The best comes first.
     """
-    words_terms = [_name_terms(word, terms) for word, terms in text_query_words(question)]
-    words = text_folded_words(question)
+    question = question_make(question)
+    words_terms = [_name_terms(word, terms) for word, terms in question.words]
+    words = text_folded_words(question.text)
     wants_date, wants_code = bool(_WHEN_WORDS & set(words)), _wants_code(words)
     wants_definition = bool(_DEFINE_QUESTION.search(" ".join(words))) and not wants_code
     wants = (wants_date, wants_code, wants_definition, _wants_duty(words))
@@ -6728,38 +6743,40 @@ class _ChatState:
     notes: list[Note] = field(default_factory=list)
 
 
-def answer(question: str, settings: Settings, progress: ProgressFn | None = None) -> AnswerResult:
-    """Return an answer to question whose every citation was checked against the
+def answer(question: str | Question, settings: Settings, progress: ProgressFn | None = None) -> AnswerResult:
+    """Return an answer to question (text, or a Question made at the caller's edge) whose
+    every citation was checked against the
     retrieved fragments; the refusal when none survives; no_answer when nothing matched.
     The model's reply unless settings.extractive; settings.chat_model None: the first chat
     model the server lists (see _pick_chat_model). Cited lines that differ from the file
     now (a rewrite that kept its size and mtime hides from the refresh) have their files
     indexed again and the question answered once more from their current text, noted
     `source_changed`: never the refusal for that reason."""
+    question = question_make(question)
     result = search(question, settings, progress)
     chat = _ChatState(None if settings.extractive else settings.clock() + settings.chat_timeout_s,
                       settings.chat_model)
-    outcome = _answer_over(result, settings, chat, progress)
+    outcome = _answer_over(question, result, settings, chat, progress)
     changed = sorted({c.path for c in outcome.citations if c.problem == "source_changed"})
     if changed:
         _index_mark_stale(settings, changed)
-        outcome = _answer_over(search(question, settings, progress), settings, chat, progress)
+        outcome = _answer_over(question, search(question, settings, progress), settings, chat, progress)
         outcome.notes.append(Note("source_changed", f"the cited lines of {', '.join(changed)} "
                                   "differed from the indexed text (a rewrite that kept the size and "
                                   "modification time); indexed again, and answered from the current text"))
     return outcome
 
 
-def _answer_over(result: SearchResult, settings: Settings, chat: _ChatState,
+def _answer_over(question: Question, result: SearchResult, settings: Settings, chat: _ChatState,
                  progress: ProgressFn | None) -> AnswerResult:
-    """Return the checked answer over a search result (see answer()); when no sentence
-    survives, the refusal, or the sources-changed sentence when cited lines changed."""
-    prompt = _prompt(result.query, result)
-    language = text_detect_language(result.query)
+    """Return the checked answer to question over its search result (see answer()); when no
+    sentence survives, the refusal, or the sources-changed sentence when cited lines changed."""
+    prompt = _prompt(question, result)
+    language = question.language
     if not result.hits:
         return AnswerResult(result, "no_answer", "no_matching_sources", REFUSALS[language],
                             "none", [], [], prompt, list(result.notes))
-    mode, reply, reply_notes = _reply(prompt, result, settings, chat, progress)
+    mode, reply, reply_notes = _reply(question, prompt, result, settings, chat, progress)
     # Exhaustiveness is a claim of the model's; a verbatim quote (extractive) makes none.
     complete = False if result.truncated and mode == "assistant" else None
     current = functools.lru_cache(maxsize=None)(
@@ -6772,15 +6789,15 @@ def _answer_over(result: SearchResult, settings: Settings, chat: _ChatState,
         text = (SOURCES_CHANGED if changed else REFUSALS)[language]
     elif caveat:
         text += "\n\n" + CAVEATS[language]
-    confidence = _confidence_over(result, text, mode, settings)
+    confidence = _confidence_over(question, result, text, mode, settings)
     if confidence is not None and confidence.level == "low":
         notes.append(Note("weak_answer", "the closest passages may not answer the question "
                                          f"(confidence {confidence.score:.2f} < {settings.min_confidence:g})"))
     return AnswerResult(readable, "ok", None, text, mode, citations, unsupported, prompt, notes, confidence)
 
 
-def _reply(prompt: dict[str, str], result: SearchResult, settings: Settings, chat: _ChatState,
-           progress: ProgressFn | None) -> tuple[str, str, list[Note]]:
+def _reply(question: Question, prompt: dict[str, str], result: SearchResult, settings: Settings,
+           chat: _ChatState, progress: ProgressFn | None) -> tuple[str, str, list[Note]]:
     """Return (mode, reply, notes): the model's reply, or the extractive quote when
     chat.deadline is None or the model fails (which ends chat for a second pass)."""
     if chat.deadline is not None:
@@ -6799,19 +6816,20 @@ def _reply(prompt: dict[str, str], result: SearchResult, settings: Settings, cha
                                    "answered extractively") if exc.kind == "length" else
                               Note("llm_unavailable",
                                    f"the chat model is unavailable ({exc.kind}); answered extractively"))
-    return "extractive", answer_extractive(result.query, result), list(chat.notes)
+    return "extractive", answer_extractive(question, result), list(chat.notes)
 
 
-def _confidence_over(result: SearchResult, text: str, mode: str, settings: Settings) -> Confidence | None:
-    """Return the confidence of the answer text over result, None when it quotes nothing
+def _confidence_over(question: Question, result: SearchResult, text: str, mode: str,
+                     settings: Settings) -> Confidence | None:
+    """Return the confidence of the answer text to question over result, None when it quotes nothing
     (the refusal) or the gate's coverage was not measured."""
     unit = _first_quoted_unit(text, mode, [h.chunk.path for h in result.hits])
     if unit is None or result.coverage is None:
         return None
-    return _answer_confidence(result.query, result.coverage, unit, settings.min_confidence)
+    return _answer_confidence(question, result.coverage, unit, settings.min_confidence)
 
 
-def _answer_confidence(question: str, coverage: float, unit: str, min_confidence: float) -> Confidence:
+def _answer_confidence(question: str | Question, coverage: float, unit: str, min_confidence: float) -> Confidence:
     """Return how sure an answer is: the mean of the no-answer gate's coverage (the best
     fragment's IDF-weighted share of the question, 0..1) and the share of the question's
     words that the answer's first quoted unit holds (a word counts when the unit holds any
@@ -6819,9 +6837,10 @@ def _answer_confidence(question: str, coverage: float, unit: str, min_confidence
     min_confidence. Neither share alone is enough: the best fragment can hold the words
     while the quote shows few of them, or the quote can hold a common word of a question
     the folder barely covers."""
+    question = question_make(question)
     held = set(Tokenizer().tokens(unit))
     words: list[set[str]] = []           # a word said twice, or in two forms, counts once
-    for _, terms in text_query_words(question):
+    for _, terms in question.words:
         same = next((known for known in words if known.intersection(terms)), None)
         if same is None:
             words.append(set(terms))
@@ -6965,6 +6984,8 @@ def envelope_open_schema() -> dict:
 # === 16. Operations — settings from the environment; what the transports expose ===
 
 _LIMIT_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
+# what clients are told of the question field (OpenAPI, MCP inputSchema); a request's question
+# is checked by question_make alone, which also counts format characters as nothing
 _QUESTION_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS,
                     "pattern": r"[^\s\x00-\x1f\x7f-\x9f]"}   # something besides spaces and controls
 
@@ -7070,7 +7091,7 @@ class Operation:
     name: str
     summary: str
     request_schema: dict
-    run: Callable[[dict[str, Any], "OperationContext"], rc.Envelope]
+    run: Callable[["OperationRequest", "OperationContext"], rc.Envelope]
     tool: str = ""                 # its MCP tool name
     response_schema: dict = field(default_factory=dict)   # JSON Schema of an ok envelope
 
@@ -7085,31 +7106,39 @@ class OperationContext:
     progress: ProgressFn | None = None  # per call (MCP progress/cancel); may raise to stop it
 
 
+class OperationRequest(NamedTuple):
+    """A request checked against its operation: the Question, made once at the edge (its
+    text, language, terms and the caller's limit), and the request's other fields."""
+
+    question: Question
+    fields: dict[str, Any]
+
+
 def _request_schema(required: str, optional: dict[str, dict]) -> dict:
     return {"type": "object", "properties": {required: _QUESTION_SCHEMA, **optional},
             "required": [required], "additionalProperties": False}
 
 
-def operation_validate(operation: Operation, request: Any) -> dict[str, Any]:
-    """Return request if it fits the operation's schema; raise InvalidQueryError for a
-    missing/empty/oversized question, InvalidRequestError naming the bad fields."""
+def operation_validate(operation: Operation, request: Any) -> OperationRequest:
+    """Return the request's Question (question_make, the one validator) and its other fields
+    when it fits the operation's schema; raise InvalidQueryError for a missing, empty or
+    oversized question, InvalidRequestError naming the bad fields (a question that is not
+    text among them)."""
     if not isinstance(request, dict):
         raise InvalidQueryError("the request must be a JSON object")
     text_field = operation.request_schema["required"][0]
     value = request.get(text_field)
     if value is None:
         raise InvalidQueryError("the question is missing", (text_field,))
-    if isinstance(value, str):
-        try:                         # the library's own check (format characters count as none)
-            _validate_question(value)
-        except InvalidQueryError as exc:
-            raise InvalidQueryError(exc.message, (text_field,)) from None
+    question = question_make(value, field_name=text_field) if isinstance(value, str) else None
     request = _integral_floats_as_ints(request, operation.request_schema)
-    if rc.schema_errors(request, operation.request_schema):
-        each = {**operation.request_schema, "required": []}   # one key at a time: a key may hold '.' or '['
-        names = sorted(key for key, item in request.items() if rc.schema_errors({key: item}, each))
+    each = {**operation.request_schema, "required": []}   # one key at a time: a key may hold '.' or '['
+    names = sorted(key for key, item in request.items()
+                   if (key != text_field or question is None) and rc.schema_errors({key: item}, each))
+    if names or question is None:
         raise InvalidRequestError("invalid fields: " + ", ".join(names), names)
-    return request
+    fields = {key: item for key, item in request.items() if key != text_field}
+    return OperationRequest(question_make(question, limit=fields.pop("limit", None)), fields)
 
 
 def _integral_floats_as_ints(request: dict[str, Any], schema: dict) -> dict[str, Any]:
@@ -7121,25 +7150,22 @@ def _integral_floats_as_ints(request: dict[str, Any], schema: dict) -> dict[str,
             for key, value in request.items()}
 
 
-def _run_search(request: dict[str, Any], ctx: OperationContext) -> rc.Envelope:
-    settings = replace(ctx.settings, limit=request.get("limit", ctx.settings.limit))
-    return to_envelope(search(request["query"], settings, ctx.progress))
+def _run_search(request: OperationRequest, ctx: OperationContext) -> rc.Envelope:
+    return to_envelope(search(request.question, ctx.settings, ctx.progress))
 
 
-def _run_rag(request: dict[str, Any], ctx: OperationContext) -> rc.Envelope:
-    settings = replace(ctx.settings, limit=request.get("limit", ctx.settings.limit),
-                       extractive=request.get("extractive", ctx.settings.extractive))
-    return to_envelope(answer(request["question"], settings, ctx.progress))
+def _run_rag(request: OperationRequest, ctx: OperationContext) -> rc.Envelope:
+    settings = ctx.settings
+    if "extractive" in request.fields:
+        settings = replace(settings, extractive=request.fields["extractive"])
+    return to_envelope(answer(request.question, settings, ctx.progress))
 
 
-def _run_graph(request: dict[str, Any], ctx: OperationContext) -> rc.Envelope:
+def _run_graph(request: OperationRequest, ctx: OperationContext) -> rc.Envelope:
     if ctx.graph is None:
         raise ctx.graph_error or RetrievalUnavailableError("no graph is loaded")
     import graph_store
-    limits = graph_store.GraphLimits()
-    if "limit" in request:
-        limits = replace(limits, fact_limit=request["limit"], path_limit=request["limit"])
-    return graph_store.to_envelope(graph_store.ask(request["question"], ctx.graph, limits))
+    return graph_store.to_envelope(graph_store.ask(request.question, ctx.graph))
 
 
 OPERATIONS: dict[str, Operation] = {
@@ -7166,9 +7192,12 @@ OPERATIONS: dict[str, Operation] = {
 
 
 def operation_run(name: str, request: Any, ctx: OperationContext) -> rc.Envelope:
-    """Return the envelope of operation name for request; raises typed errors."""
+    """Return the envelope of operation name for request (a decoded request, checked here by
+    operation_validate, or an OperationRequest a transport already made); raises typed errors."""
     operation = OPERATIONS[name]
-    return operation.run(operation_validate(operation, request), ctx)
+    if not isinstance(request, OperationRequest):
+        request = operation_validate(operation, request)
+    return operation.run(request, ctx)
 
 
 # === 17. CLI — argparse and the default command (a question) ===
@@ -7408,8 +7437,7 @@ def _settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Se
     return settings_from_env(
         environ, docs_dir=args.docs, cache_dir=args.cache_dir, no_cache=args.no_cache,
         base_url=args.base_url, embed_model=args.embed_model, timeout_s=args.timeout,
-        use_embeddings=False if args.no_embed else None,
-        limit=getattr(args, "limit", None), rrf_k=getattr(args, "rrf_k", None),
+        use_embeddings=False if args.no_embed else None, rrf_k=getattr(args, "rrf_k", None),
         per_document_limit=getattr(args, "per_document_limit", None),
         pool_factor=getattr(args, "pool_factor", None),
         k1=getattr(args, "k1", None), b=getattr(args, "b", None),
@@ -7444,19 +7472,23 @@ def format_notes(notes: list[dict[str, str]]) -> str:
                            if notes else "")
 
 
-def format_answer_text(envelope: dict[str, Any]) -> str:
+def format_answer_text(envelope: dict[str, Any], language: str | None = None) -> str:
     """Return the text rendering of an envelope (answer, sources, then notes) with every
-    control and bidi character made visible (rc.visible_text); JSON keeps the exact text."""
-    return rc.visible_text(_answer_text(envelope))
+    control and bidi character made visible (rc.visible_text); JSON keeps the exact text.
+    language: the question's (Question.language), which the transport made it with; None:
+    an envelope from elsewhere, whose query tells it."""
+    return rc.visible_text(_answer_text(envelope, language))
 
 
-def _answer_text(envelope: dict[str, Any]) -> str:
+def _answer_text(envelope: dict[str, Any], language: str | None) -> str:
     """Return the text rendering of an envelope, raw (see format_answer_text): the error
     line, or the rendering of the tool that made it."""
     if envelope["status"] == "error":
         return f"error ({envelope['reason']}): {envelope.get('detail', '')}"
-    render = {"graph": _graph_text, "search": _search_text}.get(envelope.get("tool"), _rag_text)
-    return "\n\n".join(p for p in render(envelope) if p)
+    tool = envelope.get("tool")
+    parts = _graph_text(envelope) if tool == "graph" else _search_text(envelope) if tool == "search" \
+        else _rag_text(envelope, language)
+    return "\n\n".join(p for p in parts if p)
 
 
 def _graph_text(envelope: dict[str, Any]) -> list[str]:
@@ -7465,22 +7497,22 @@ def _graph_text(envelope: dict[str, Any]) -> list[str]:
     return [graph_store.format_answer_text(envelope), format_notes(envelope.get("notes", []))]
 
 
-def _rag_text(envelope: dict[str, Any]) -> list[str]:
+def _rag_text(envelope: dict[str, Any], language: str | None) -> list[str]:
     """Return the parts of an answer: the answer (or status) under the weak-answer label when
     its confidence is low, sources, removals, limits, notes."""
     head = envelope.get("answer") or (f"{envelope['status']}: {envelope['reason']}"
                                       if envelope["status"] != "ok" else "")
-    label = _weak_answer_label(envelope)
+    label = _weak_answer_label(envelope, language)
     return [(label + "\n" if label else "") + head, *_sources_parts(envelope, text_lines=0)]
 
 
-def _weak_answer_label(envelope: dict[str, Any]) -> str:
+def _weak_answer_label(envelope: dict[str, Any], language: str | None) -> str:
     """Return the label a low-confidence answer is shown under, in its question's language
-    (WEAK_ANSWER_LABELS), else ''."""
+    (WEAK_ANSWER_LABELS; None: its query's), else ''."""
     confidence = envelope.get("confidence")
     if not envelope.get("answer") or not isinstance(confidence, dict) or confidence.get("level") != "low":
         return ""
-    return WEAK_ANSWER_LABELS[text_detect_language(envelope.get("query") or "")]
+    return WEAK_ANSWER_LABELS[language or text_detect_language(envelope.get("query") or "")]
 
 
 def _search_text(envelope: dict[str, Any]) -> list[str]:
@@ -7641,34 +7673,33 @@ class _Progress:
 
 def _cli_question(args: argparse.Namespace, environ: dict[str, str], out: Any, err: Any) -> int:
     """Run a question (or --search) and print text or the envelope; return the exit code."""
+    settings = _settings_from_args(args, environ)
+    question = question_make(args.question, args.limit, "query" if args.search else "question")
     progress = _Progress(err) if err.isatty() else None
-    ctx = OperationContext(_settings_from_args(args, environ), progress=progress)
+    ctx = OperationContext(settings, progress=progress)
     try:
-        envelope = _route_question(args, ctx)
+        envelope = _route_question(args, question, ctx)
     finally:
         if progress is not None:
             progress.close()
     payload = envelope.to_dict()
     out.write((json.dumps(payload, ensure_ascii=False, indent=2) if args.json
-               else format_answer_text(payload)) + "\n")
+               else format_answer_text(payload, question.language)) + "\n")
     return EXIT_OK
 
 
-def _route_question(args: argparse.Namespace, ctx: OperationContext) -> rc.Envelope:
+def _route_question(args: argparse.Namespace, question: Question, ctx: OperationContext) -> rc.Envelope:
     """Return the envelope for a CLI question: the graph when it understands the
     question, else search or RAG."""
-    passed_on = []
+    passed_on, request = [], OperationRequest(question, {})
     if args.graph:
         import graph_store
         ctx.graph = graph_store.graph_load(args.graph, git_probe=git_probe_file)
-        if graph_store.graph_parse_question(args.question, ctx.graph) is not None:
-            return operation_run("graph", {"question": args.question, "limit": args.limit}, ctx)
+        if graph_store.graph_parse_question(question, ctx.graph) is not None:
+            return operation_run("graph", request, ctx)
         passed_on = [{"code": GRAPH_PASSED_ON, "message": GRAPH_PASSED_ON_MESSAGE.format(
             tool="search" if args.search else "rag")}]
-    if args.search:
-        envelope = operation_run("search", {"query": args.question, "limit": args.limit}, ctx)
-    else:
-        envelope = operation_run("rag", {"question": args.question, "limit": args.limit}, ctx)
+    envelope = operation_run("search" if args.search else "rag", request, ctx)
     envelope.extra["notes"] = passed_on + envelope.extra.get("notes", [])
     return envelope
 
@@ -8434,13 +8465,16 @@ def _mcp_call_tool(params: dict, ctx: ServerContext) -> dict:
     """Return the tools/call result: the envelope as structuredContent plus its text;
     a failed operation is a result with isError, never a protocol error."""
     operation = next(op for op in OPERATIONS.values() if op.tool == params["name"])
+    language = None
     try:
-        envelope = operation_run(operation.name, params.get("arguments") or {}, ctx.ops).to_dict()
+        request = operation_validate(operation, params.get("arguments") or {})
+        language = request.question.language
+        envelope = operation_run(operation.name, request, ctx.ops).to_dict()
     except _CallCancelledError:
         raise
     except Exception as exc:  # the MCP transport's one boundary for tool failures
         envelope = error_boundary(exc, ctx.debug, ctx.log_line).to_dict()
-    return {"content": [{"type": "text", "text": format_answer_text(envelope)}],
+    return {"content": [{"type": "text", "text": format_answer_text(envelope, language)}],
             "structuredContent": envelope, "isError": envelope["status"] == "error"}
 
 

@@ -50,7 +50,7 @@ import re
 import stat
 import sys
 import unicodedata
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Callable, Iterable, Iterator
@@ -1766,22 +1766,19 @@ def _kind_by_words(folded: str) -> str | None:
     return None
 
 
-def graph_parse_question(question: str, graph: Graph) -> Intent | None:
+def graph_parse_question(question: str | rc.Question, graph: Graph) -> Intent | None:
     """Return the question's Intent, or None when it is not a question the graph answers
     exactly (a relation it lacks, a word it cannot use: see _parse).
 
-    Raises InvalidQueryError for an empty or over-long question.
+    Raises InvalidQueryError for an empty or over-long question (rc.question_make).
     """
-    return _parse(question, graph)[0]
+    return _parse(rc.question_make(question), graph)[0]
 
 
-def _parse(question: str, graph: Graph) -> tuple[Intent | None, tuple[str, Any] | None]:
+def _parse(asked: rc.Question, graph: Graph) -> tuple[Intent | None, tuple[str, Any] | None]:
     """Return the question's Intent, or None and why: ("unsupported_relation", relation) or
     ("unsupported_question", the words left over), or None for any other question."""
-    if not isinstance(question, str) or not question.strip():
-        raise rc.InvalidQueryError("the question is empty", field_names=["question"])
-    if len(question) > MAX_QUESTION_CHARS:
-        raise rc.InvalidQueryError("the question is too long", field_names=["question"])
+    question = asked.text
     folded = " ".join(rc.text_fold(w) for w in rc.text_words(question))
     year_match = RE_YEAR.search(folded)
     year = int(year_match.group(1)) if year_match else None
@@ -1793,7 +1790,7 @@ def _parse(question: str, graph: Graph) -> tuple[Intent | None, tuple[str, Any] 
     kind = _kind(folded, year)
     if kind is not None:
         kind = _kind_refined(kind, folded, year, graph, name_keys)[0]
-    language = rc.text_detect_language(question, DEFAULT_LANGUAGE)
+    language = asked.language_or(DEFAULT_LANGUAGE)
     ctx = _Parse(question, graph, words, folded, kind, year, language, name_keys)
     intent = _form_intent(ctx)
     if intent is not None or ctx.refusal is not None:
@@ -3054,12 +3051,17 @@ def _kind_count_filtered(graph: Graph, intent: Intent, limits: GraphLimits) -> G
 
 
 
-def ask(question: str, graph: Graph, limits: GraphLimits | None = None) -> GraphResult:
-    """Return the GraphResult for question; raise InvalidQueryError on an empty question."""
+def ask(question: str | rc.Question, graph: Graph, limits: GraphLimits | None = None) -> GraphResult:
+    """Return the GraphResult for question (text, or a Question made at the caller's edge,
+    whose limit, when set, bounds the facts and paths shown); raise InvalidQueryError on an
+    empty or over-long question."""
+    question = rc.question_make(question)
     limits = limits or GraphLimits()
+    if question.limit is not None:
+        limits = replace(limits, fact_limit=question.limit, path_limit=question.limit)
     intent, refusal = _parse(question, graph)
     if intent is None:
-        lang = rc.text_detect_language(question, DEFAULT_LANGUAGE)
+        lang = question.language_or(DEFAULT_LANGUAGE)
         unsupported = Intent(kind="unsupported", language=lang, keys=())
         if refusal is None:
             result = _no_answer(unsupported, limits, "no_matching_facts",
@@ -3244,12 +3246,13 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return 0 for ok/no_answer/ambiguous, 1 for an error (2 comes from argparse)."""
     args = _parser().parse_args(argv)
     limits_kw = dict(entity_limit=args.entity_limit, evidence_limit=args.evidence_limit,
-                     fact_limit=args.limit or args.fact_limit, path_limit=args.limit or args.path_limit,
+                     fact_limit=args.fact_limit, path_limit=args.path_limit,
                      max_path_length=args.max_path_length)
     import docs_qa   # this CLI's edge: the Git probe (I/O) for index_version; the library never imports it
     try:
         graph = graph_load(args.graph, git_probe=docs_qa.git_probe_file)
-        env = to_envelope(ask(args.question, graph, GraphLimits(**limits_kw)))
+        question = rc.question_make(args.question, args.limit)   # this CLI's edge: --limit travels with it
+        env = to_envelope(ask(question, graph, GraphLimits(**limits_kw)))
     except Exception as exc:  # the one catch boundary of this transport
         envelope = rc.error_boundary(exc, args.debug)
         if isinstance(exc, rc.ContractError):

@@ -33,6 +33,8 @@ Public API
     text_stem_english / text_stem_polish / text_stem_slovak / text_stem -- the stemmers
     Tokenizer, text_tokens   -- index terms of a text, stemmed by its own language
     text_query_words / text_query_counts / text_query_terms -- a question's words and terms
+    QueryRules, QUERY_RULES  -- how a question's words become terms (a report passes others)
+    Question, question_make  -- a question checked once at the edge: text, language, terms, limit
 
 index_version (one spelling for RAG and the graph; `+` joins parts, `-` joins a part's words)
     index_version = generation [ "+git-" rev12 [ "-dirty" ] ]
@@ -58,9 +60,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from http import HTTPStatus
-from typing import Any, Callable
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, NamedTuple
 
 __all__ = [
     "CONTRACT_VERSION", "STATUSES", "REASONS", "ERROR_DETAILS", "CONFIDENCE_LEVELS", "FRESHNESS_MODES",
@@ -76,10 +79,12 @@ __all__ = [
     "SuffixStemmer", "text_stem", "text_stem_polish", "text_stem_slovak", "text_stem_english",
     "Tokenizer", "text_tokens", "text_is_code_word", "text_edit_distance", "text_case_tells",
     "text_query_terms", "text_query_words", "text_query_counts",
+    "QueryRules", "QUERY_RULES", "DEFAULT_QUESTION_LANGUAGE", "Question", "question_make",
 ]
 
 CONTRACT_VERSION = "v1"
 MAX_QUESTION_CHARS = 4000          # a longer question is refused (invalid_query) by RAG and the graph alike
+DEFAULT_QUESTION_LANGUAGE = "en"   # a question's language when its words do not tell (RAG's; the graph has its own)
 STATUSES = ("ok", "no_answer", "ambiguous", "error")
 
 # reason -> HTTP status. Non-error reasons answer 200: they are results, not failures.
@@ -792,9 +797,9 @@ def _stop_word_language(words: list[str] | dict[str, int]) -> str:
     return "en" if english > slavic else "other"
 
 
-def text_detect_language(text: str, default: str = "en") -> str:
+def text_detect_language(text: str, default: str | None = DEFAULT_QUESTION_LANGUAGE) -> str | None:
     """Return 'pl', 'sk' or 'en' for a question or text, with or without diacritics;
-    default when nothing tells (a code such as GTU_12)."""
+    default when nothing tells (a code such as GTU_12; None: say so)."""
     raw_words = TEXT_WORD_RE.findall(text if text.isascii() else TEXT_FORMAT_CHARS.sub("", text))
     words = [text_fold(w) for w in raw_words]
     coarse = _stop_word_language(words)
@@ -1012,6 +1017,19 @@ _QUERY_STEMMERS = {"en": (text_stem_english,),
                    "mixed": (text_stem_polish, text_stem_slovak, text_stem, text_stem_english)}
 
 
+class QueryRules(NamedTuple):
+    """How a question's words become terms. QUERY_RULES are docs-qa's own; a report measures
+    others by passing them (reports/bm25_levers.py), never by patching this module."""
+
+    stemmers: Mapping[str, tuple[Callable[[str], str], ...]]   # by the question's stop-word
+                                                               # language (_QUERY_STEMMERS' keys)
+    request_stop_words: frozenset[str]   # request boilerplate dropped ('I am interested in')
+    all_caps_rule: bool = True           # capitals make a code word only in a question with lower case
+
+
+QUERY_RULES = QueryRules(_QUERY_STEMMERS, REQUEST_STOP_WORDS)
+
+
 class _StemMemo(dict):
     """word -> its index term (None for a stop word), stemmed on first sight."""
 
@@ -1028,11 +1046,12 @@ class Tokenizer:
     """Folds, splits, drops stop words and stems each text with its language's stemmer,
     memoising the stem of each word per language."""
 
-    def __init__(self) -> None:
+    def __init__(self, stemmers: Mapping[str, Callable[[str], str]] | None = None) -> None:
+        """stemmers: the stemmer of each key of STEMMERS (default STEMMERS; a report measures others)."""
         # the modal verbs are dropped from Polish and Slovak texts only: in a text of no clear
         # language 'mate' may be a command's name
         self._memo = {language: _StemMemo(stem, STOP_WORDS if language in ("pl", "sk") else _STOP_OUTSIDE_SLAVIC)
-                      for language, stem in STEMMERS.items()}
+                      for language, stem in (stemmers or STEMMERS).items()}
 
     def language(self, text: str) -> str:
         """Return the stemmer a text is indexed with: a key of STEMMERS."""
@@ -1122,31 +1141,45 @@ def _query_language(folded: list[str]) -> str:
     return language
 
 
-def _query_stemmers(text: str, language: str) -> tuple[Callable[[str], str], ...]:
-    """Return the stemmers a question's words are stemmed with: its stop words' language's
-    (_QUERY_STEMMERS); a question whose stop words do not tell gets the Polish and Slovak
-    stemmers only when its letters and endings say Polish or Slovak (text_detect_language):
-    'Generate a PKGBUILD file' keeps 'file' whole, 'kasa fiskalna zwolnienie' meets 'kasy'."""
-    if language == "unknown" and text_detect_language(text) == "en":
-        return _QUERY_STEMMERS["unknown_en"]
-    return _QUERY_STEMMERS[language]
+class _QueryPlan(NamedTuple):
+    """How a question's words become terms: decided once per question (_query_plan)."""
+
+    language: str                                 # its stop words' ('en', 'other', 'unknown', 'mixed')
+    stop_words: frozenset[str]                    # the words it drops: stop words ...
+    request_stop_words: frozenset[str]            # ... and request boilerplate
+    stemmers: tuple[Callable[[str], str], ...]    # each content word is stemmed by every one
+    case_tells: bool                              # capitals make a word code-like (text_case_tells)
 
 
-def _query_stop_words(language: str) -> frozenset[str]:
-    """Return the words a question of language ('en', 'other', 'unknown': _stop_word_language)
-    drops: the Polish and Slovak modal verbs only from a question in those languages."""
-    return STOP_WORDS if language == "other" else _STOP_OUTSIDE_SLAVIC
+def _query_plan(text: str, folded: list[str], detected: str | None = None,
+                rules: QueryRules = QUERY_RULES) -> _QueryPlan:
+    """Return how a question is stemmed: its stop words' language's stemmers (rules.stemmers);
+    a question whose stop words do not tell gets the Polish and Slovak stemmers only when its
+    letters and endings say Polish or Slovak (detected: its language as already decided, else
+    text_detect_language here): 'Generate a PKGBUILD file' keeps 'file' whole, 'kasa fiskalna
+    zwolnienie' meets 'kasy'. The Polish and Slovak modal verbs are dropped only from a
+    question in those languages."""
+    language = _query_language(folded)
+    stop_words = STOP_WORDS if language == "other" else _STOP_OUTSIDE_SLAVIC
+    key = "unknown_en" if language == "unknown" and (detected or text_detect_language(text)) == "en" \
+        else language
+    return _QueryPlan(language, stop_words, rules.request_stop_words, rules.stemmers[key],
+                      text_case_tells(text) or not rules.all_caps_rule)
 
 
-def text_query_words(text: str) -> list[tuple[str, tuple[str, ...]]]:
+def text_query_words(text: str, rules: QueryRules = QUERY_RULES) -> list[tuple[str, tuple[str, ...]]]:
     """Return each content word of a question as written (GTU_12 and e-mail whole) with its
     terms, stemmed as text_query_counts stems the whole question (its language decides the
     stemmers and stop words, not the word alone); stop words and boilerplate left out."""
-    language = _query_language(text_folded_words(text))
-    stop_words, stemmers = _query_stop_words(language), _query_stemmers(text, language)
-    case_tells, out = text_case_tells(text), []
+    return _query_words(text, _query_plan(text, text_folded_words(text), rules=rules))
+
+
+def _query_words(text: str, plan: _QueryPlan) -> list[tuple[str, tuple[str, ...]]]:
+    """Return text_query_words of a question stemmed as plan says."""
+    language, stop_words, request_stop_words, stemmers, case_tells = plan
+    out = []
     for word in TEXT_QUESTION_WORD.findall(text):
-        parts = [w for w in text_folded_words(word) if w not in stop_words and w not in REQUEST_STOP_WORDS]
+        parts = [w for w in text_folded_words(word) if w not in stop_words and w not in request_stop_words]
         terms = dict.fromkeys(stem(part) for part in parts for stem in stemmers)
         if language == "en" and text_is_code_word(word, case_tells):
             terms.update(dict.fromkeys(text_stem(part) for part in parts))
@@ -1155,7 +1188,7 @@ def text_query_words(text: str) -> list[tuple[str, tuple[str, ...]]]:
     return out
 
 
-def text_query_counts(text: str) -> dict[str, int]:
+def text_query_counts(text: str, rules: QueryRules = QUERY_RULES) -> dict[str, int]:
     """Return a question's terms with how often the question says each (its qtf), request
     boilerplate ('I am interested in') dropped. Each word counts under every stemmer its
     documents may have used (_QUERY_STEMMERS): a Polish or Slovak question under both light
@@ -1164,16 +1197,68 @@ def text_query_counts(text: str) -> dict[str, int]:
     light stems of its code-like words, so they meet Polish documents ('WIS' is 'wi' to
     Porter, 'wis' to them); capitals make a word code-like only when the question has lower case."""
     folded = text_folded_words(text)
-    language = _query_language(folded)
-    stop_words, stemmers = _query_stop_words(language), _query_stemmers(text, language)
+    return _query_counts(text, folded, _query_plan(text, folded, rules=rules))
+
+
+def _query_counts(text: str, folded: list[str], plan: _QueryPlan) -> dict[str, int]:
+    """Return text_query_counts of a question (folded: its folded words) stemmed as plan says."""
+    language, stop_words, request_stop_words, stemmers, case_tells = plan
     counts: Counter = Counter()
     for word in folded:
-        if word not in stop_words and word not in REQUEST_STOP_WORDS:
+        if word not in stop_words and word not in request_stop_words:
             counts.update(dict.fromkeys([stem(word) for stem in stemmers], 1))
     if language == "en":
-        case_tells = text_case_tells(text)
         codes = " ".join(w for w in TEXT_QUESTION_WORD.findall(text) if text_is_code_word(w, case_tells))
         for word in text_folded_words(codes):
             if word not in STOP_WORDS and text_stem(word) not in counts:
                 counts[text_stem(word)] = 1
     return dict(counts)
+
+
+# --- Questions — a question checked once, at the edge (a transport, or a library function
+# given plain text), with its language and terms; everything below takes it as it is
+
+@dataclass(frozen=True)
+class Question:
+    """A checked question: its text, the language its words tell, its terms and the limit the
+    caller asked for. Made once by question_make; RAG and the graph take it unchanged, so
+    nothing below the edge validates it or decides its language again."""
+
+    text: str                      # format characters removed, other controls made spaces, stripped
+    language: str                  # 'pl', 'sk' or 'en' (text_detect_language), DEFAULT_QUESTION_LANGUAGE
+    is_language_told: bool         # ... when this is False: its words do not tell (a code, a name alone)
+    terms: Mapping[str, int] = field(hash=False)   # each term with how often the question says it
+                                                   # (text_query_counts), read-only
+    words: tuple[tuple[str, tuple[str, ...]], ...]   # each content word as written with its
+                                                     # terms (text_query_words)
+    limit: int | None = None       # the results the caller asked for; None: the tool's own
+
+    def language_or(self, default: str) -> str:
+        """Return the question's language, or default when its words do not tell."""
+        return self.language if self.is_language_told else default
+
+
+def question_make(text: Any, limit: int | None = None, field_name: str = "question",
+                  rules: QueryRules = QUERY_RULES) -> Question:
+    """Return the Question of text (a Question is returned as it is, with limit when given),
+    its terms made by rules: the one validator of a question, for RAG and the graph, every
+    transport and library edge. Raise InvalidQueryError naming field_name when text is not a
+    string, holds nothing but spaces, controls and format characters, or is longer than
+    MAX_QUESTION_CHARS."""
+    if isinstance(text, Question):
+        return text if limit is None else replace(text, limit=limit)
+    if not isinstance(text, str):
+        raise InvalidQueryError("the question must be text", (field_name,))
+    cleaned = "".join(ch if ch.isprintable() or ch in "\t\n" else " "    # a format character (J\u200bPK)
+                      for ch in TEXT_FORMAT_CHARS.sub("", text)).strip()    # joins, never splits
+    if not cleaned:
+        raise InvalidQueryError("the question is empty", (field_name,))
+    if len(text) > MAX_QUESTION_CHARS:
+        raise InvalidQueryError(f"the question is longer than {MAX_QUESTION_CHARS} characters", (field_name,))
+    told = text_detect_language(cleaned, None)
+    language = told or DEFAULT_QUESTION_LANGUAGE
+    folded = text_folded_words(cleaned)
+    plan = _query_plan(cleaned, folded, language, rules)
+    return Question(cleaned, language, told is not None,
+                    MappingProxyType(_query_counts(cleaned, folded, plan)),
+                    tuple(_query_words(cleaned, plan)), limit)

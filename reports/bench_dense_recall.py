@@ -74,7 +74,7 @@ def main() -> int:
     n_vectors = docs_qa.cache_chunk_count(conn)   # every chunk has a vector after index_folder
     for q in questions:                           # embed (or fetch) every question vector first
         ranking(conn, q, exact, 1)
-    conn.execute("DELETE FROM signatures")
+    docs_qa.cache_drop_signatures(conn)          # the first prefiltered ranking builds them: timed
     build_s = ranking(conn, questions[0], prefilter, args.pool)[1]
     default = max(exact.dense_rescore, int(exact.dense_rescore_share * n_vectors), args.pool + 1)
     rescores = sorted(set(rescores) | {default})

@@ -327,8 +327,8 @@ def bench_embed(docs: str, work: str, max_files: int) -> dict:
             stats = docs_qa.index_folder(settings, lambda stage, done, total: events.append(
                 (time.perf_counter() - start, done, total)) if stage == "embed" else None)
             wall = time.perf_counter() - start
-            conn = sqlite3.connect(docs_qa.cache_path(cache, sub))
-            stored = conn.execute("SELECT COUNT(*) FROM vectors WHERE embed_sha NOT LIKE 'query:%'").fetchone()[0]
+            conn = docs_qa.cache_open(docs_qa.cache_path(cache, sub))
+            stored = docs_qa.cache_vector_count(conn)
             conn.close()
             runs.append({"stored": stored, "label": label, "wall": wall, "requests": stub.embed_requests,
                          "texts": stub.embedded_texts,

@@ -5,8 +5,9 @@ Each collection is chunked and indexed in memory with docs_qa's own functions
 (chunk_text, bm25_term_counts, text_query_counts, bm25_query_weight, bm25_scores, and
 search_feedback_wanted / search_feedback_weights for the RM3 second pass), so the "defaults"
 row equals `eval_retrieval.py --embeddings off --limit 10`. A lever is switched off (or on)
-by a Settings field or by patching the one docs_qa constant or function that carries it,
-for this process only. Prints markdown: nDCG@10 per collection and lever, a k1/b grid and
+by a Settings field or a parameter of the library call that carries it (bm25_query_weight's
+k3, bm25_term_counts' heading_units, the Tokenizer's stemmers, the question's QueryRules);
+nothing in the library is patched. Prints markdown: nDCG@10 per collection and lever, a k1/b grid and
 leave-one-out choices of k1/b. Standard library only.
 
     python3 reports/bm25_levers.py DATASETS/cranfield DATASETS/cacm DATASETS/adi DATASETS/npl DATASETS/lisa
@@ -20,7 +21,6 @@ import os
 import sys
 import time
 from collections import Counter
-from contextlib import contextmanager
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -33,40 +33,36 @@ BS = (0.4, 0.6, 0.75, 0.9)
 FEEDBACK_SHARES = (0.3, 0.4, 0.5, 0.6)   # other bars for the RM3 second pass (Settings.feedback_min_share)
 
 
-def _owner(name: str):
-    """Return the module a lever's name is defined in: the text functions and word lists live
-    in retrieval_contract (docs_qa imports them), the BM25 constants in docs_qa."""
-    return rc if hasattr(rc, name) else docs_qa
+@dataclasses.dataclass(frozen=True)
+class Lever:
+    """The library's settings for one row: each a parameter of the call that carries it."""
+
+    k3: float = docs_qa.BM25_K3                                     # bm25_query_weight
+    rules: rc.QueryRules = rc.QUERY_RULES                           # the question's terms
+    stemmers: dict | None = None                                    # Tokenizer (None: rc.STEMMERS)
+    heading_units: int = docs_qa.HEADING_TF_UNITS                   # bm25_term_counts
+    feedback_min_share: float = docs_qa.FEEDBACK_MIN_SHARE          # Settings (above 1: never)
 
 
-@contextmanager
-def patched(**values):
-    """Temporarily set the lever's constant or function where it is defined."""
-    old = {k: getattr(_owner(k), k) for k in values}
-    for k, v in values.items():
-        setattr(_owner(k), k, v)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            setattr(_owner(k), k, v)
+def _unstemmed(word: str) -> str:
+    return word
 
 
-LEVERS = {   # docs_qa attributes to patch; feedback_min_share is a Settings field
-    "defaults (all levers on)": {},
-    "- query-term frequency (k3 = 0: each word once)": {"BM25_K3": 1e-9},
-    "- request stop words": {"REQUEST_STOP_WORDS": frozenset()},
-    "- all-caps rule (capitals make code words)": {"text_case_tells": lambda text: True},
-    "- title weight (title words weigh 1)": {"HEADING_TF_UNITS": docs_qa.TF_UNITS},
-    "stemmer: light stripper for English too (no Porter)": {
-        "STEMMERS": {**rc.STEMMERS, "en": rc.text_stem},
-        "_QUERY_STEMMERS": {**rc._QUERY_STEMMERS, "en": (rc.text_stem,)}},
-    "stemmer: none": {"STEMMERS": dict.fromkeys(rc.STEMMERS, lambda w: w),
-                      "_QUERY_STEMMERS": dict.fromkeys(rc._QUERY_STEMMERS, (lambda w: w,))},
-    "- RM3 second pass (feedback_min_share above 1: never)": {"feedback_min_share": 1.01},
-    "previous defaults (t3: none of the five levers)": {
-        "BM25_K3": 1e-9, "REQUEST_STOP_WORDS": frozenset(), "text_case_tells": lambda text: True,
-        "HEADING_TF_UNITS": docs_qa.TF_UNITS, "feedback_min_share": 1.01},
+LEVERS = {
+    "defaults (all levers on)": Lever(),
+    "- query-term frequency (k3 = 0: each word once)": Lever(k3=1e-9),
+    "- request stop words": Lever(rules=rc.QUERY_RULES._replace(request_stop_words=frozenset())),
+    "- all-caps rule (capitals make code words)": Lever(rules=rc.QUERY_RULES._replace(all_caps_rule=False)),
+    "- title weight (title words weigh 1)": Lever(heading_units=docs_qa.TF_UNITS),
+    "stemmer: light stripper for English too (no Porter)": Lever(
+        stemmers={**rc.STEMMERS, "en": rc.text_stem},
+        rules=rc.QUERY_RULES._replace(stemmers={**rc.QUERY_RULES.stemmers, "en": (rc.text_stem,)})),
+    "stemmer: none": Lever(stemmers=dict.fromkeys(rc.STEMMERS, _unstemmed), rules=rc.QUERY_RULES._replace(
+        stemmers=dict.fromkeys(rc.QUERY_RULES.stemmers, (_unstemmed,)))),
+    "- RM3 second pass (feedback_min_share above 1: never)": Lever(feedback_min_share=1.01),
+    "previous defaults (t3: none of the five levers)": Lever(
+        k3=1e-9, rules=rc.QUERY_RULES._replace(request_stop_words=frozenset(), all_caps_rule=False),
+        heading_units=docs_qa.TF_UNITS, feedback_min_share=1.01),
 }
 
 
@@ -81,14 +77,14 @@ class Collection:
             with open(os.path.join(docs_dir, name), encoding="utf-8") as fh:
                 self.chunks += docs_qa.chunk_text(name, fh.read(), docs_qa.DEFAULT_CHUNK_CHARS)
 
-    def index(self) -> None:
-        """(Re)build postings, lengths and per-chunk term lists under the current patches."""
-        tokenizer = docs_qa.Tokenizer()
+    def index(self, lever: Lever = Lever()) -> None:
+        """(Re)build postings, lengths and per-chunk term lists with lever's stemmers and title weight."""
+        tokenizer = docs_qa.Tokenizer(lever.stemmers)
         self.postings: dict[str, list[tuple[int, int, int]]] = {}
         self.forward: list[list[tuple[str, int]]] = []
         self.lengths: list[int] = []
         for cid, chunk in enumerate(self.chunks):
-            counts, length = docs_qa.bm25_term_counts(chunk.text, tokenizer)
+            counts, length = docs_qa.bm25_term_counts(chunk.text, tokenizer, heading_units=lever.heading_units)
             self.lengths.append(length)
             self.forward.append(list(counts.items()))
             for term, tf in counts.items():
@@ -99,7 +95,7 @@ class Collection:
         found = {t: self.postings.get(t, []) for t in weights}
         return docs_qa.bm25_scores(found, len(self.chunks), self.avg, k1, b, weights, docs_qa.TF_UNITS)
 
-    def feedback(self, question: str, first: dict[int, float], weights: dict[str, float], k1: float,
+    def feedback(self, question: rc.Question, first: dict[int, float], weights: dict[str, float], k1: float,
                  b: float, settings: docs_qa.Settings | None, always: bool) -> dict[int, float]:
         """Return the RM3 second pass as docs_qa runs it (settings None: docs_qa's defaults),
         or for every question (always); else first."""
@@ -115,12 +111,14 @@ class Collection:
         return self.scores(docs_qa.search_feedback_weights(weights, fragments), k1, b)
 
     def ndcg(self, k1: float = docs_qa.DEFAULT_K1, b: float = docs_qa.DEFAULT_B,
-             settings: docs_qa.Settings | None = None, always: bool = False) -> float:
-        """Return nDCG@10 over the judged queries, a document ranked by its best chunk."""
+             settings: docs_qa.Settings | None = None, always: bool = False, lever: Lever = Lever()) -> float:
+        """Return nDCG@10 over the judged queries (terms and k3 as lever says), a document
+        ranked by its best chunk."""
         values = []
         for q in self.queries:
-            weights = {t: docs_qa.bm25_query_weight(n) for t, n in docs_qa.text_query_counts(q["query"]).items()}
-            scores = self.feedback(q["query"], self.scores(weights, k1, b), weights, k1, b, settings, always)
+            question = rc.question_make(q["query"], rules=lever.rules)
+            weights = {t: docs_qa.bm25_query_weight(n, lever.k3) for t, n in question.terms.items()}
+            scores = self.feedback(question, self.scores(weights, k1, b), weights, k1, b, settings, always)
             ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:ev.DEPTH * 3]
             docs = ev.doc_ranking([self.chunks[cid].path for cid, _ in ranked])
             values.append(ev.ndcg_at(docs, q["gains"]))
@@ -142,24 +140,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"nDCG@10, BM25 only, k1={docs_qa.DEFAULT_K1} b={docs_qa.DEFAULT_B} k3={docs_qa.BM25_K3}, "
           f"tokenizer {docs_qa.TOKENIZER_VERSION}.\n\n{head}")
     base = docs_qa.Settings(docs_dir=".")
-    for label, values in LEVERS.items():
-        patches = {k: v for k, v in values.items() if k != "feedback_min_share"}
-        settings = dataclasses.replace(base, feedback_min_share=values.get("feedback_min_share",
-                                                                           base.feedback_min_share))
-        with patched(**patches):
-            for c in colls:
-                c.index()
-            print(_row(label, [c.ndcg(settings=settings) for c in colls]), flush=True)
+    for label, lever in LEVERS.items():
+        settings = dataclasses.replace(base, feedback_min_share=lever.feedback_min_share)
+        for c in colls:
+            c.index(lever)
+        print(_row(label, [c.ndcg(settings=settings, lever=lever) for c in colls]), flush=True)
     for c in colls:
         c.index()
     print(_row("RM3 second pass for every question", [c.ndcg(always=True) for c in colls]))
     for share in FEEDBACK_SHARES:
         print(_row(f"RM3 when the best fragment holds >= {share} (not {base.feedback_min_share})",
                    [c.ndcg(settings=dataclasses.replace(base, feedback_min_share=share)) for c in colls]))
-    default_k3 = docs_qa.BM25_K3
     for k3 in (1.2, 100.0):
-        with patched(BM25_K3=k3):
-            print(_row(f"k3 = {k3:g} instead of {default_k3:g}", [c.ndcg() for c in colls]))
+        print(_row(f"k3 = {k3:g} instead of {docs_qa.BM25_K3:g}", [c.ndcg(lever=Lever(k3=k3)) for c in colls]))
     if not args.no_grid:
         grid = {(k1, b): [c.ndcg(k1, b) for c in colls] for k1 in K1S for b in BS}
         print(f"\nk1/b grid (other levers at their defaults):\n\n{head}")

@@ -26,6 +26,17 @@ class Bm25Test(unittest.TestCase):
         self.assertAlmostEqual(scores[1], scores[2])
 
 
+class TermCountsTest(unittest.TestCase):
+    def test_a_title_word_counts_heading_units_and_a_body_word_tf_units(self):
+        # 'zebra' once in the title, once in the body; 'grass' once in the body (TF_UNITS 2 each)
+        text, tokenizer = "# Zebra\n\nzebra grass", docs_qa.Tokenizer()
+        units, title = docs_qa.TF_UNITS, docs_qa.HEADING_TF_UNITS
+        self.assertEqual(docs_qa.bm25_term_counts(text, tokenizer), ({"zebr": title + units, "gras": units},
+                                                                     2 * units + title))
+        self.assertEqual(docs_qa.bm25_term_counts(text, tokenizer, heading_units=units),
+                         ({"zebr": 2 * units, "gras": units}, 3 * units))
+
+
 class RrfTest(unittest.TestCase):
     def test_order_matches_hand_computation(self):
         fused = docs_qa.rrf_fuse({"bm25": [10, 20, 30], "dense": [30, 10]}, rrf_k=60)

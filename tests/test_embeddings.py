@@ -197,6 +197,19 @@ class DensePrefilterTest(StubServerCase):
         self.assertEqual(self.dense_top(text, prefilter=True), "notes/quokka.txt")
         self.assertNotEqual(self.signature_state(), state)
 
+    def test_the_store_counts_chunk_vectors_and_drops_signatures_for_reports(self):
+        # reports read and reset the store through these calls, never through SQL of their own
+        self.dense_top("zebra habits", prefilter=True)
+        self.dense_top("volcano facts", prefilter=True)     # two questions' vectors are stored too
+        conn = docs_qa.cache_open(docs_qa.cache_path(self.cache, self.docs))
+        self.addCleanup(conn.close)
+        self.assertEqual(docs_qa.cache_vector_count(conn), len(TOPICS))   # 20 notes, 20 texts
+        docs_qa.cache_drop_signatures(conn)
+        self.assertIsNone(conn.execute("SELECT state FROM signatures").fetchone())
+        self.assertEqual(self.dense_top(topic_text(TOPICS[6]), prefilter=True),
+                         f"notes/{TOPICS[6].split()[0]}.txt")            # built again, and found
+        self.assertIsNotNone(conn.execute("SELECT state FROM signatures").fetchone())
+
 
 class MockVectorTest(unittest.TestCase):
     def test_mock_vectors_are_deterministic_unit_vectors(self):

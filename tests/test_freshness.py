@@ -321,6 +321,25 @@ class WatchLimitTest(unittest.TestCase):
             0, "no inotify")), "not available")
 
 
+class WatcherClockTest(unittest.TestCase):
+    """The watcher reads time off Settings.clock: a view's age is the clock's, not the wall's."""
+
+    def test_a_views_age_and_healths_age_come_from_the_settings_clock(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        docs = write_files(os.path.join(tmp, "docs"), CORPUS)
+        now = [1000.0]
+        # a sweep every fresh_within_s / 2 = 300 s: the background thread stays asleep here
+        settings = docs_qa.Settings(docs_dir=docs, cache_dir=os.path.join(tmp, "cache"), use_embeddings=False,
+                                    watch="sweep", fresh_within_s=600.0, clock=lambda: now[0])
+        watcher = docs_qa._Watcher(settings, [].append)
+        watcher.start()
+        now[0] += 42.5                         # no real time passes: only the clock moves
+        view = watcher.view()
+        self.assertEqual(view.freshness, docs_qa.Freshness("sweep", 42.5))
+        self.assertEqual(watcher.health(), {"mode": "sweep", "age_s": 42.5})
+
+
 class EnvelopeTest(unittest.TestCase):
     def test_the_cli_checks_every_question(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -541,6 +541,17 @@ class CountTest(unittest.TestCase):
         self.assertIs(env["complete"], False)
         self.assertIn("3", env["answer"])
 
+    def test_a_questions_limit_bounds_the_facts_and_paths_shown(self):
+        # the caller's limit travels in the Question (as /graph and the CLI's --limit send it)
+        # and takes the place of the fact and path limits given, not of the others
+        question = rc.question_make(self.Q, limit=1)
+        env = env_of(question, gs.GraphLimits(fact_limit=5, path_limit=5, evidence_limit=7))
+        self.assertEqual((len(env["facts"]), len(env["paths"])), (1, 1))
+        self.assertEqual(env["truncation_reasons"], ["fact_limit", "path_limit"])
+        self.assertEqual(env["aggregation"]["count"], 3)
+        self.assertEqual(env_of(rc.question_make(self.Q), gs.GraphLimits(fact_limit=4, path_limit=4))["truncated"],
+                         False)
+
     def test_limit_equal_to_the_item_count_is_not_truncation(self):
         # 4 (person, thesis) pairs in 2024: a limit of 4 shows all, 3 is proven short.
         env = env_of(self.Q, gs.GraphLimits(fact_limit=4, path_limit=4))

@@ -263,21 +263,15 @@ class HttpServerTest(unittest.TestCase):
         self.assertEqual(env["detail"], rc.ERROR_DETAILS["retrieval_unavailable"])
 
     def test_graph_with_a_loaded_graph_answers_its_envelope(self):
-        # graph_store is another module's job: a stand-in with its API checks the route,
-        # the limit mapping and that the open graph schema admits the graph's own fields.
+        # graph_store is another module's job: a stand-in with its API checks the route, that
+        # the request's limit travels in the Question (graph_store.ask applies it) and that the
+        # open graph schema admits the graph's own fields.
         import sys
         import types
-        from dataclasses import dataclass, replace as dc_replace
-
-        @dataclass(frozen=True)
-        class GraphLimits:
-            fact_limit: int = 10
-            path_limit: int = 10
 
         asked = []
         fake = types.ModuleType("graph_store")
-        fake.GraphLimits = GraphLimits
-        fake.ask = lambda question, graph, limits: asked.append((question, limits)) or "result"
+        fake.ask = lambda question, graph, limits=None: asked.append((question, limits)) or "result"
         fake.to_envelope = lambda result: rc.Envelope(
             status="ok", sources=[rc.Source("S1", "wiki/osoby/jan-holp.md", extra={"node_id": "p-holp"})],
             index_version="graph-1", complete=True,
@@ -288,8 +282,8 @@ class HttpServerTest(unittest.TestCase):
             status, _, env = self.call("POST", "/graph", {"question": "Aký názov práce má Ján Holp?",
                                                           "limit": 2})
         self.assertEqual((status, env["status"], env["facts"]), (200, "ok", [{"title": "Strojový preklad"}]))
-        self.assertEqual(asked, [("Aký názov práce má Ján Holp?", dc_replace(GraphLimits(), fact_limit=2,
-                                                                            path_limit=2))])
+        self.assertEqual(asked, [(rc.question_make("Aký názov práce má Ján Holp?", limit=2), None)])
+        self.assertEqual((asked[0][0].language, asked[0][0].limit), ("sk", 2))
 
     def test_head_gets_headers_only(self):
         status, headers, data = self._raw(self.open.port, "HEAD", "/health")

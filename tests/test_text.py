@@ -92,6 +92,30 @@ class QueryTermsTest(unittest.TestCase):
         self.assertEqual(text_tokens("zebra"), ["zebr"])
 
 
+class TermRulesTest(unittest.TestCase):
+    """What a report switches off is passed in (QueryRules, the Tokenizer's stemmers), never patched."""
+
+    def test_request_boilerplate_is_dropped_unless_the_rules_keep_it(self):
+        rules = retrieval_contract.QUERY_RULES._replace(request_stop_words=frozenset())
+        self.assertEqual(docs_qa.text_query_counts("I am interested in invoices"), {"invoic": 1})
+        self.assertEqual(docs_qa.text_query_counts("I am interested in invoices", rules),
+                         {"interest": 1, "invoic": 1})
+        question = retrieval_contract.question_make("I am interested in invoices", rules=rules)
+        self.assertEqual([word for word, _ in question.words], ["interested", "invoices"])
+
+    def test_capitals_of_a_question_in_capitals_make_a_code_word_only_without_the_rule(self):
+        # Porter makes WIS 'wi'; as a code word it also keeps the light stem 'wis'
+        self.assertEqual(docs_qa.text_query_counts("where is the WIS form"), {"wi": 1, "form": 1, "wis": 1})
+        self.assertEqual(docs_qa.text_query_counts("WHERE IS THE WIS FORM"), {"wi": 1, "form": 1})
+        rules = retrieval_contract.QUERY_RULES._replace(all_caps_rule=False)
+        self.assertEqual(docs_qa.text_query_counts("WHERE IS THE WIS FORM", rules), {"wi": 1, "form": 1, "wis": 1})
+
+    def test_a_tokenizer_stems_with_the_stemmers_it_is_given(self):
+        self.assertEqual(docs_qa.Tokenizer().tokens("the invoices were filed"), ["invoic", "file"])
+        unstemmed = dict.fromkeys(retrieval_contract.STEMMERS, str)
+        self.assertEqual(docs_qa.Tokenizer(unstemmed).tokens("the invoices were filed"), ["invoices", "filed"])
+
+
 class LightStemTest(unittest.TestCase):
     def test_polish_case_forms_share_a_stem(self):
         forms = ["faktura", "faktury", "fakturami", "fakturach", "fakturom"]
