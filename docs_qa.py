@@ -6124,20 +6124,21 @@ _INDENTED_CODE = _lazy_re(r"^(?: {4}|\t)")    # CommonMark: code when it starts 
 _DEFINITION_LINE = _lazy_re(r"^\s*:\s+\S")
 # Documentation markup a reader of the rendered page never sees as text: template tags
 # ({% raw %}, {% include %}), include markers ({* x *}, {!> x !},
-# --8<-- "x"), shortcodes ({{< x >}}, {{% x %}}), HTML tags alone on a line, %%comments%%,
+# --8<-- "x"), shortcodes ({{< x >}}, {{% x %}}), HTML tags and comments alone on a line, %%comments%%,
 # Obsidian embeds (![[x.png]]) and Docusaurus admonition fences (:::note ... :::). MkDocs
 # admonitions (!!! note "Title", ??? tip), content tabs (=== "Linux") and Obsidian callouts
 # (> [!warning] Title) read as their title, a heading, over their body (an admonition's or
 # tab's body, indented four spaces, at the opener's own indent).
 _CAPTION_LINE = _lazy_re(r"^\s*\{%-?\s*filename\s*-?%\}(.*?)\{%-?\s*endfilename\s*-?%\}\s*$")
 _MARKUP_PIECE = _lazy_re(r"\{%.*?%\}|\{\*.*?\*\}|\{!.*?!\}|\{\{[<%].*?[>%]\}\}|--8<--.*"
-                         r"|</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>|%%.*?%%|!\[\[[^\]]*\]\]"
+                         r"|</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>|<!--.*?-->|%%.*?%%|!\[\[[^\]]*\]\]"
                          r"|^\s*:::.*")
 _CONTAINER_OPENER = _lazy_re(r"^(\s*)(?:(?:!!!|\?\?\?\+?)\s*[\w-]+(?:\s+\"([^\"]*)\")?|===\+?\s+\"([^\"]*)\")\s*$")
 _INLINE_MARKUP = _lazy_re(r"\{%-?\s*(?:raw|endraw)\s*-?%\}")
 _WIKI_EMBED = _lazy_re(r"!\[\[[^\]]*\]\]")
 _WIKI_LINK = _lazy_re(r"\[\[(?:[^\]|]*\|)?([^\]|]*)\]\]")       # Obsidian [[Note|alias]] shows alias
-_QUOTE_MARKS = _lazy_re(r"^(?: {0,3}>(?: |$))+")   # '> ', '> > ': a blockquote's markers ('>>> ' is a prompt)
+_QUOTE_MARKS = _lazy_re(r"^(?: {0,3}>(?: |$|(?=[^>])))+")   # '> ', '>text', '> > ': a blockquote's
+                                                          # markers ('>>> ' is a prompt)
 _CALLOUT_MARK = _lazy_re(r"^\s*\[![\w-]+\][+-]?\s*")   # Obsidian '> [!warning] Title': the title shows
 
 
@@ -6360,6 +6361,12 @@ _WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".s
 _CODE_WORD_STARTS = ("command", "komend", "polecen", "prikaz", "run", "type", "wpis", "napis",
                      "uruchom", "spust", "install", "instal", "zainstal", "nainstal", "code", "kod")
 _HOW_WORDS = frozenset("how jak ako".split())
+# a question about an error: a word for one, or an error's name (TemplateDoesNotExist, NameError)
+_FIX_WORDS = frozenset("error errors blad bledu bledem chyba chybu chyby chybou exception crash crashes "
+                       "fails failed refuses hlasi pise pisze says".split())
+_ERROR_NAME = _lazy_re(r"\b[A-Z]\w*(?:Error|Exception|DoesNotExist|NotFound)\b")
+FIX_MIN_WORDS = 2                  # a unit holding this many question words describes the error ...
+FIX_UNITS = 2                      # ... and the units right after it say what to do
 SHORT_REPLY_WORDS = 4              # a sentence of fewer words ('Yes.', 'Nie muszą.') is quoted with its context
 _SHORT_REPLY = _lazy_re(r"[^\W\d_][^\d:]*[.!]")    # words ending in '.' or '!': no label, date or number
 # a question asking what something is or means (folded words), and the copulas of an answer
@@ -6619,9 +6626,7 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     question = question_make(question)
     words_terms = [_name_terms(word, terms) for word, terms in question.words]
     words = text_folded_words(question.text)
-    wants_date, wants_code = bool(_WHEN_WORDS & set(words)), _wants_code(words)
-    wants_definition = bool(_DEFINE_QUESTION.search(" ".join(words))) and not wants_code
-    wants = (wants_date, wants_code, wants_definition, _wants_duty(words))
+    wants = _question_wants(question.text)
     scored, tokenizer = [], Tokenizer()          # one, so each word is stemmed once
     for chunk, pieces in _joined_fragments(result.hits):
         scored.extend(_scored_units(words_terms, wants, chunk, pieces, tokenizer))
@@ -6635,7 +6640,26 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     return "\n".join(_unit_render(s[5], s[4]) for s in chosen)
 
 
-def _scored_units(words_terms: list[set[str]], wants: tuple[bool, bool, bool, bool], chunk: Chunk,
+class _Wants(NamedTuple):
+    """What kind of content a question asks for, besides its words (see _question_wants)."""
+
+    date: bool                     # 'kiedy', 'when': a date or a number
+    code: bool                     # 'jak', 'how', 'command': code or a command
+    definition: bool               # 'co to', 'what is', 'po co': a definition or a purpose
+    duty: bool                     # 'czy muszę', 'do I need': a duty and its condition
+    fix: bool                      # an error quoted or named: what follows its description
+
+
+def _question_wants(text: str) -> _Wants:
+    """Return what kind of content a question asks for (folded words; an error by name)."""
+    words = text_folded_words(text)
+    code = _wants_code(words)
+    return _Wants(bool(_WHEN_WORDS.intersection(words)), code,
+                  bool(_DEFINE_QUESTION.search(" ".join(words))) and not code, _wants_duty(words),
+                  bool(_FIX_WORDS.intersection(words)) or _ERROR_NAME.search(text) is not None)
+
+
+def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
                   pieces: tuple[tuple[int, int, int], ...], tokenizer: Tokenizer) -> list[tuple]:
     """Return (-score, rank, prefer, span, path, unit) for each unit of a fragment worth
     quoting: its citations split where the fragment's pieces meet, its rank the best of
@@ -6647,7 +6671,6 @@ def _scored_units(words_terms: list[set[str]], wants: tuple[bool, bool, bool, bo
     IDF instead was measured and lost keys on the docsqa-dev questions of all three
     languages (reports/answers-real-docs.md)."""
     terms = set().union(*words_terms)
-    wants_date, wants_code, wants_definition, wants_duty = wants
     language = tokenizer.language(chunk.text)       # as the index stemmed the fragment
     heads = [(line, set(tokenizer.tokens(path, language))) for line, path in _heading_paths(chunk)]
     mine = []
@@ -6658,20 +6681,50 @@ def _scored_units(words_terms: list[set[str]], wants: tuple[bool, bool, bool, bo
         overlap = sum(1 for word_terms in words_terms if held & word_terms)
         framing = next(terms for line, terms in reversed(heads) if line < unit.span[0])
         overlap += 0.5 * sum(1 for word_terms in words_terms if not held & word_terms and framing & word_terms)
-        if overlap and wants_date and _STANDALONE_NUMBER.search(unit.text):
+        if overlap and wants.date and _STANDALONE_NUMBER.search(unit.text):
             overlap += 1
-        if overlap and wants_code and unit.has_code:
+        if overlap and wants.code and unit.has_code:
             overlap += 1
-        if overlap and wants_definition and _is_definition(unit.head, terms, tokenizer, language):
+        if overlap and wants.definition and _is_definition(unit.head, terms, tokenizer, language):
             overlap += 1
-        if overlap and wants_duty:
+        if overlap and wants.duty:
             overlap += _duty_points(unit.text)
         mine.append((overlap, replace(unit, ranges=_split_ranges(unit.ranges, pieces))))
+    if wants.fix:
+        mine = _fixes_follow(mine)
     by_overlap: dict[int, list[_Unit]] = {}
     for overlap, unit in mine:
         by_overlap.setdefault(overlap, []).append(unit)
     return [(-overlap, _unit_rank(unit, pieces), unit.prefer, unit.span, chunk.path, unit)
             for overlap, unit in mine if not (unit.prefer and _contains_equal(unit, overlap, by_overlap))]
+
+
+def _fixes_follow(mine: list[tuple[float, _Unit]]) -> list[tuple[float, _Unit]]:
+    """Return the scored units of a fragment (in document order) with the units around the
+    description of an error raised: the FIX_UNITS units before and after a unit holding
+    FIX_MIN_WORDS question words or more, in the same block (each on the line of the one
+    before, or the next; after an error shown as code, across a blank line), score as that
+    unit did, one more when they bring code or a command:
+    a troubleshooting question gets the fix ('Note: use two underscores. With one you get
+    FieldError…'; 'If you get TemplateDoesNotExist, … Stop the server with Ctrl+C'), not
+    only the symptom."""
+    out = list(mine)
+    for k, (overlap, unit) in enumerate(mine):
+        if overlap < FIX_MIN_WORDS:
+            continue
+        gap = 1 if unit.prefer else 2          # an error shown as output is explained below it
+        for step in (1, -1):
+            near = unit
+            for n in range(k + step, k + step * (FIX_UNITS + 1), step):
+                if not 0 <= n < len(mine):
+                    break
+                score, other = out[n]
+                first, second = (near, other) if step == 1 else (other, near)
+                if not 0 <= second.span[0] - first.span[1] <= gap:
+                    break
+                out[n] = (max(score, overlap + (1 if other.has_code else 0)), other)
+                near = other
+    return out
 
 
 def _heading_paths(chunk: Chunk) -> list[tuple[int, str]]:

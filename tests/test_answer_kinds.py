@@ -2,7 +2,8 @@
 units that state the duty or its condition; a sentence that points back ('W tym czasie…',
 'This…') is quoted with the sentence it points at; a unit is matched in the language its
 fragment was indexed in; the headings over a unit frame it (half a point per question word
-they hold that the unit does not); a file name in a question is not met by another file's
+they hold that the unit does not); a question about an error gets the units around the
+error's description (the fix); a file name in a question is not met by another file's
 extension."""
 import json
 import unittest
@@ -98,6 +99,43 @@ class SectionHeadingTest(TempDirTest):
                                 self.settings(use_embeddings=False, extractive=True))
         self.assertTrue(result.answer.startswith("- Django writes them when you run `python manage.py migrate`."),
                         result.answer)
+
+
+class TroubleshootingTest(TempDirTest):
+    """A question quoting or naming an error gets the fix next to the error's description."""
+
+    def ask(self, files, question):
+        write_files(self.docs, files)
+        return docs_qa.answer(question, self.settings(use_embeddings=False, extractive=True))
+
+    def test_the_fix_after_the_symptom_in_one_paragraph(self):
+        text = ("# Templates\n\nIf you still get the error `TemplateDoesNotExist`, restart the server. "
+                "Stop it with Ctrl+C and start it again with `python manage.py runserver`.\n\n"
+                "Templates live in the templates folder of the app and the error page lists them.\n")
+        result = self.ask({"t.md": text}, "I get TemplateDoesNotExist although the template file exists")
+        self.assertIn("Stop it with Ctrl+C and start it again with `python manage.py runserver`.",
+                      result.answer.split("\n")[0])
+
+    def test_the_fix_before_the_symptom(self):
+        text = ("# Lookups\n\nNote: there are two underscore characters between title and contains. "
+                "With only one you get an error like FieldError: Cannot resolve keyword title_contains.\n\n"
+                "You can also list all published posts with a filter on the keyword date.\n")
+        result = self.ask({"l.md": text}, "The shell says FieldError: Cannot resolve keyword title_contains")
+        self.assertTrue(result.answer.startswith("- Note: there are two underscore characters"), result.answer)
+
+    def test_an_error_shown_as_output_is_followed_by_its_explanation(self):
+        text = ("# Shell\n\nList the posts:\n\n```python\n>>> Post.objects.all()\n"
+                "NameError: name 'Post' is not defined\n```\n\n"
+                "We forgot to import it first: `from blog.models import Post`.\n\n"
+                "The shell also shows every post and its name when you list the posts again.\n")
+        result = self.ask({"s.md": text}, "NameError: name 'Post' is not defined in the shell")
+        self.assertTrue(result.answer.startswith("- We forgot to import it first: `from blog.models import Post`."),
+                        result.answer)
+
+    def test_a_question_without_an_error_is_not_widened(self):
+        text = ("# Shell\n\nThe shell lists posts with a query. Stop it with Ctrl+D.\n")
+        result = self.ask({"s.md": text}, "how does the shell list posts with a query")
+        self.assertTrue(result.answer.startswith("- The shell lists posts with a query."), result.answer)
 
 
 class CorpusRegressionTest(TempDirTest):

@@ -282,6 +282,14 @@ class MarkupViewTest(TempDirTest):
         self.assertIn("See the upgrade notes and for the widget layout. [o.md:8-8]", notes)
         self.assertIn("Use `widgetctl upgrade --keep-cache` to keep the widget cache. [o.md:6-6]", notes)
 
+    def test_quote_marks_without_a_space_and_html_comments_are_not_shown(self):
+        text = ("# Editor\n\n>To activate the environment in the editor's terminal, run:\n>\n>```\n"
+                ">$ . myvenv/Scripts/activate.ps1\n>```\n\n<!--endsec-->\n")
+        result = self.assert_opens_with({"e.md": text}, "how do I activate the environment in the editor terminal", (
+            "- To activate the environment in the editor's terminal, run: [e.md:3-7]\n```\n"
+            "$ . myvenv/Scripts/activate.ps1\n```"))
+        self.assertNotIn("endsec", result.answer)
+
     def test_a_prompt_in_fenced_code_is_no_blockquote(self):
         text = ("# Shell\n\nList every post in the console:\n\n```python\n>>> Post.objects.all()\n"
                 "> continued line\n```\n")
