@@ -6373,6 +6373,9 @@ _SHORT_REPLY = _lazy_re(r"[^\W\d_][^\d:]*[.!]")    # words ending in '.' or '!':
 _DEFINE_QUESTION = _lazy_re(r"\b(?:what (?:is|are|does|counts)|stands? for|mean(?:s|ing)?|co to|czym (?:jest|sa)"
                             r"|why do (?:i|we|you) need|po co|do czego|na co|naco|k comu"
                             r"|co (?:je|su|jest|znaczy|oznacza|znamena)|cim (?:je|su))\b")
+# the words of a "what does X mean / what is X for" frame: the question's form, not its topic
+_DEFINE_FRAME_WORDS = frozenset("mean means meaning stand stands znaczy oznacza znamena sluzi sluza sluzy "
+                                "robi robia".split())
 _COPULAS = frozenset("is are means mean stands jest sa to oznacza znaczy je su znamena "     # and what
                      "lets allows enables contains sluzy sluza pozwala umozliwia zawiera "   # a thing is for
                      "sluzi umoznuje obsahuje zadaniem ulohou".split())
@@ -6624,9 +6627,9 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     and no unit quoted holds another. The best comes first.
     """
     question = question_make(question)
-    words_terms = [_name_terms(word, terms) for word, terms in question.words]
-    words = text_folded_words(question.text)
     wants = _question_wants(question.text)
+    words_terms = [_name_terms(word, terms) for word, terms in question.words
+                   if not (wants.definition and text_fold(word) in _DEFINE_FRAME_WORDS)]
     scored, tokenizer = [], Tokenizer()          # one, so each word is stemmed once
     for chunk, pieces in _joined_fragments(result.hits):
         scored.extend(_scored_units(words_terms, wants, chunk, pieces, tokenizer))

@@ -101,6 +101,20 @@ class SectionHeadingTest(TempDirTest):
                         result.answer)
 
 
+class DefinitionFrameTest(TempDirTest):
+    def test_the_words_of_what_does_x_mean_are_not_its_topic(self):
+        # the second sentence says 'means' as the question does; the first defines pk
+        english = ("# Terms\n\nIn Django, pk is short for primary key, the number of each record.\n\n"
+                   "`<int:pk>` means that Django expects a number here and passes it on.\n")
+        slovak = ("# Pojmy\n\nV Djangu je pk skratka pre primárny kľúč, číslo každého záznamu.\n\n"
+                  "`<int:pk>` znamená, že Django tu očakáva číslo a posunie ho ďalej.\n")
+        for text, question, first in ((english, "What does pk mean in Django?", "- In Django, pk is short"),
+                                      (slovak, "Čo znamená pk v Djangu?", "- V Djangu je pk skratka")):
+            write_files(self.docs, {"t.md": text})
+            result = docs_qa.answer(question, self.settings(use_embeddings=False, extractive=True))
+            self.assertTrue(result.answer.startswith(first), result.answer)
+
+
 class TroubleshootingTest(TempDirTest):
     """A question quoting or naming an error gets the fix next to the error's description."""
 
