@@ -6187,7 +6187,7 @@ def _markup_view(text: str) -> str:
     if "{%" not in text:
         return text
     caption = _CAPTION_LINE.match(text)
-    return caption.group(1).strip() if caption else " ".join(_INLINE_MARKUP.sub(" ", text).split())
+    return caption.group(1).strip() if caption else " ".join(_INLINE_MARKUP.sub("", text).split())
 
 
 class _Block(NamedTuple):
@@ -6346,10 +6346,10 @@ def _body(block: _Block) -> tuple[tuple[str, ...], int]:
                                           f"… ({len(code) - cut} more lines not shown)"),
                 block.first + cut)
     if len(lines) > MAX_QUOTED_LINES:
-        return (tuple("  " + line for line in lines[:MAX_QUOTED_LINES])
+        return (tuple("  " + line for line in _prose_markup_view(lines[:MAX_QUOTED_LINES]))
                 + (f"… ({len(lines) - MAX_QUOTED_LINES} more lines not shown)",),
                 block.first + MAX_QUOTED_LINES - 1)
-    return tuple("  " + line for line in lines), block.last
+    return tuple("  " + line for line in _prose_markup_view(lines)), block.last
 
 
 # --- 14d. Extractive units — sentences, list items with their nested lines, a line that
@@ -6531,6 +6531,19 @@ def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...]
     return units + pairs
 
 
+def _prose_markup_view(lines: list[str]) -> list[str]:
+    """Return a list item's nested lines with the prose among them as the rendered page shows
+    it (_markup_view, indent kept); fenced code stays as written."""
+    out, fence = [], None
+    for line in lines:
+        mark = _FENCE_LINE.match(line)
+        if mark and (fence is None or mark.group(1).startswith(fence)):
+            fence = None if fence else mark.group(1)
+        indent = line[:len(line) - len(line.lstrip())]
+        out.append(line if fence or mark else indent + _markup_view(line.strip()))
+    return out
+
+
 def _joined(one: _Unit, two: _Unit) -> _Unit:
     """Return one unit quoting two neighbours: one's head, then two's head and body."""
     return _Unit(((one.span[0], two.span[1]),), f"{one.head} {two.head}", two.body, two.prefer)
@@ -6546,7 +6559,7 @@ def _list_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...] = ()
                         or not line.strip()), len(lines))
         head = " ".join(line.strip() for line in lines[:wrapped])
         head = _LIST_MARK.sub("", head)
-        body = tuple("  " + line for line in lines[wrapped:MAX_QUOTED_LINES])
+        body = tuple("  " + line for line in _prose_markup_view(lines[wrapped:MAX_QUOTED_LINES]))
         if len(lines) > MAX_QUOTED_LINES:
             body += (f"… ({len(lines) - MAX_QUOTED_LINES} more lines not shown)",)
         last = first + min(len(lines), MAX_QUOTED_LINES) - 1

@@ -290,6 +290,14 @@ class MarkupViewTest(TempDirTest):
             "$ . myvenv/Scripts/activate.ps1\n```"))
         self.assertNotIn("endsec", result.answer)
 
+    def test_raw_tags_in_an_introduced_list_are_not_shown(self):
+        text = ("# Forms\n\nTo make a form work we need several things:\n\n"
+                "- We display the form with {% raw %}`{{ form.as_p }}`{% endraw %}.\n- We need a Save button.\n")
+        result = self.assert_opens_with({"f.md": text}, "what do we need to make a form work", (
+            "- To make a form work we need several things: [f.md:3-6]\n"
+            "  - We display the form with `{{ form.as_p }}`.\n  - We need a Save button."))
+        self.assertNotIn("{% raw", result.answer)
+
     def test_a_prompt_in_fenced_code_is_no_blockquote(self):
         text = ("# Shell\n\nList every post in the console:\n\n```python\n>>> Post.objects.all()\n"
                 "> continued line\n```\n")
