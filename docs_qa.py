@@ -44,7 +44,9 @@ Sections (in file order)
           14b. Reply check     -- citations, support, verbatim code; what is kept and shown
           14c. Extractive      -- blocks: paragraph, list, code, command, table, heading
           14d. Extractive units -- whole units: sentence, item, intro + code/list/table, row
-          14e. answer()        -- search, reply or quote, check; how sure (confidence)
+          14e. Question kinds  -- what a question asks for: command, date, definition, duty, fix
+          14f. Choosing units  -- scored by the question's words and kind; the best quoted
+          14g. answer()        -- search, reply or quote, check; how sure (confidence)
     15. Envelope         -- map results onto the v1 contract; the one error boundary
     16. Operations       -- settings_from_env, the operations every transport runs
     17. CLI              -- argparse, the default command
@@ -6354,78 +6356,13 @@ def _body(block: _Block) -> tuple[tuple[str, ...], int]:
 
 # --- 14d. Extractive units — sentences, list items with their nested lines, a line that
 # introduces something (ends with ':', or a heading the question matches) with what it
-# introduces, a table row with its header, a term with its definition; the best are quoted.
+# introduces, a table row with its header, a term with its definition (14f picks the best).
 
-_WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".split())
-# a question asking for something to type: a command, code, a "how do I" (folded word starts)
-_CODE_WORD_STARTS = ("command", "komend", "polecen", "prikaz", "run", "type", "wpis", "napis",
-                     "uruchom", "spust", "install", "instal", "zainstal", "nainstal", "code", "kod")
-_HOW_WORDS = frozenset("how jak ako".split())
-# a question about an error: a word for one, or an error's name (TemplateDoesNotExist, NameError)
-_FIX_WORDS = frozenset("error errors blad bledu bledem chyba chybu chyby chybou exception crash crashes "
-                       "fails failed refuses hlasi pise pisze says".split())
-_ERROR_NAME = _lazy_re(r"\b[A-Z]\w*(?:Error|Exception|DoesNotExist|NotFound)\b")
-FIX_MIN_WORDS = 2                  # a unit holding this many question words describes the error ...
-FIX_UNITS = 2                      # ... and the units right after it say what to do
 SHORT_REPLY_WORDS = 4              # a sentence of fewer words ('Yes.', 'Nie muszą.') is quoted with its context
 _SHORT_REPLY = _lazy_re(r"[^\W\d_][^\d:]*[.!]")    # words ending in '.' or '!': no label, date or number
-# a question asking what something is or means (folded words), and the copulas of an answer
-_DEFINE_QUESTION = _lazy_re(r"\b(?:what (?:is|are|does|counts)|stands? for|mean(?:s|ing)?|co to|czym (?:jest|sa)"
-                            r"|why do (?:i|we|you) need|po co|do czego|na co|naco|k comu"
-                            r"|co (?:je|su|jest|znaczy|oznacza|znamena)|cim (?:je|su))\b")
-# the words of a "what does X mean / what is X for" frame: the question's form, not its topic
-_DEFINE_FRAME_WORDS = frozenset("mean means meaning stand stands znaczy oznacza znamena sluzi sluza sluzy "
-                                "robi robia".split())
-_COPULAS = frozenset("is are means mean stands jest sa to oznacza znaczy je su znamena "     # and what
-                     "lets allows enables contains sluzy sluza pozwala umozliwia zawiera "   # a thing is for
-                     "sluzi umoznuje obsahuje zadaniem ulohou".split())
-DEFINITION_HEAD_WORDS = 8          # a definition names its term and its copula within this many words
-_STANDALONE_NUMBER = _lazy_re(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not JPK_V7, VAT-26
-_FILE_EXTENSION = _lazy_re(r"\w\.([A-Za-z]{1,4})$")    # manage.py, post_list.html
-# a question asking whether something must be done (folded word starts): its answer states
-# the duty or its condition -- words of duty, of a condition, or a limit (a number)
-_DUTY_WORD_STARTS = ("musz", "musi", "musim", "must", "need", "potrzeb", "potreb", "treba", "trzeba",
-                     "require", "wymag", "obowiaz", "povinn", "nalezy", "mandator", "oblig", "exempt",
-                     "zwolni", "oslobod", "vyzad", "konieczn", "nutn")
-_CONDITION_WORDS = frozenset("jesli jezeli gdy chyba if unless only ak pokial ked ibaze wylacznie len iba".split())
-_LIMIT_WORD_STARTS = ("limit", "threshold", "przekrocz", "prekroc", "exceed", "powyzej", "ponizej",
-                      "above", "below", "hranic", "prog")
 # a sentence that opens by pointing back ('W tym czasie…', 'This…', 'Preto…') is quoted with the one before
 _POINTS_BACK = _lazy_re(r"(?:w tym|w takim|wtedy|dlatego|v tom|v takom|vtedy|preto|this|these|that|those|then|"
                         r"in this|in that|at that|tento|tato|toto|tieto|ten|ta|te|tego|tym|jego|jej|jeho)\b")
-
-
-def _is_definition(head: str, terms: set[str], tokenizer: "Tokenizer", language: str) -> bool:
-    """Return True when a unit's head reads as a definition of a question term: the term and
-    a copula ('X is', 'X to', 'X je') among its first DEFINITION_HEAD_WORDS words."""
-    words = text_folded_words(head)[:DEFINITION_HEAD_WORDS]
-    return bool(_COPULAS & set(words)) and bool(terms & set(tokenizer.tokens(" ".join(words), language)))
-
-
-def _wants_code(words: list[str]) -> bool:
-    """Return True when a question's folded words ask for a command or code."""
-    return any(w in _HOW_WORDS or w.startswith(_CODE_WORD_STARTS) for w in words)
-
-
-def _name_terms(word: str, terms: tuple[str, ...]) -> set[str]:
-    """Return the terms a unit must hold to hold a question word: a file name's without its
-    extension ('manage.py' is not held by a unit naming 'django-admin.py')."""
-    extension = _FILE_EXTENSION.search(word)
-    kept = set(terms) - {extension.group(1).casefold()} if extension else set(terms)
-    return kept or set(terms)
-
-
-def _wants_duty(words: list[str]) -> bool:
-    """Return True when a question's folded words ask whether something must be done."""
-    return any(w.startswith(_DUTY_WORD_STARTS) for w in words)
-
-
-def _duty_points(text: str) -> int:
-    """Return what a unit brings to a question of duty: one point when it states a duty or
-    an exemption, one when it states a condition or a limit."""
-    words = text_folded_words(text)
-    return _wants_duty(words) + (bool(_CONDITION_WORDS.intersection(words))
-                                 or any(w.startswith(_LIMIT_WORD_STARTS) for w in words))
 
 
 def _units(chunk: Chunk) -> list[_Unit]:
@@ -6619,13 +6556,98 @@ def _paragraph_sentences(para: list[tuple[int, str]]) -> list[tuple[int, int, st
             for start, end in text_sentences(text)]
 
 
-def _contains_equal(unit: _Unit, overlap: int, others: dict[int, list[_Unit]]) -> bool:
-    """Return True when a prose unit holds a smaller unit that matches as well (others: the
-    fragment's units by overlap). A unit of one line holds none: the sentences of one long
-    line are not compared with each other."""
-    first, last = unit.span
-    return last > first and any(o is not unit and first <= o.span[0] and o.span[1] <= last
-                                and (o.span[1] - o.span[0]) < (last - first) for o in others[overlap])
+# --- 14e. What a question asks for — besides its words: a command, a date, a definition or a
+# purpose, a duty and its condition, the fix of an error; the frame words that are not its topic.
+
+_WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".split())
+# a question asking for something to type: a command, code, a "how do I" (folded word starts)
+_CODE_WORD_STARTS = ("command", "komend", "polecen", "prikaz", "run", "type", "wpis", "napis",
+                     "uruchom", "spust", "install", "instal", "zainstal", "nainstal", "code", "kod")
+_HOW_WORDS = frozenset("how jak ako".split())
+# a question about an error: a word for one, or an error's name (TemplateDoesNotExist, NameError)
+_FIX_WORDS = frozenset("error errors blad bledu bledem chyba chybu chyby chybou exception crash crashes "
+                       "fails failed refuses hlasi pise pisze says".split())
+_ERROR_NAME = _lazy_re(r"\b[A-Z]\w*(?:Error|Exception|DoesNotExist|NotFound)\b")
+# a question asking what something is or means (folded words), and the copulas of an answer
+_DEFINE_QUESTION = _lazy_re(r"\b(?:what (?:is|are|does|counts)|stands? for|mean(?:s|ing)?|co to|czym (?:jest|sa)"
+                            r"|why do (?:i|we|you) need|po co|do czego|na co|naco|k comu"
+                            r"|co (?:je|su|jest|znaczy|oznacza|znamena)|cim (?:je|su))\b")
+# the words of a "what does X mean / what is X for" frame: the question's form, not its topic
+_DEFINE_FRAME_WORDS = frozenset("mean means meaning stand stands znaczy oznacza znamena sluzi sluza sluzy "
+                                "robi robia".split())
+_COPULAS = frozenset("is are means mean stands jest sa to oznacza znaczy je su znamena "     # and what
+                     "lets allows enables contains sluzy sluza pozwala umozliwia zawiera "   # a thing is for
+                     "sluzi umoznuje obsahuje zadaniem ulohou".split())
+DEFINITION_HEAD_WORDS = 8          # a definition names its term and its copula within this many words
+_STANDALONE_NUMBER = _lazy_re(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not JPK_V7, VAT-26
+_FILE_EXTENSION = _lazy_re(r"\w\.([A-Za-z]{1,4})$")    # manage.py, post_list.html
+# a question asking whether something must be done (folded word starts): its answer states
+# the duty or its condition -- words of duty, of a condition, or of a limit
+_DUTY_WORD_STARTS = ("musz", "musi", "musim", "must", "need", "potrzeb", "potreb", "treba", "trzeba",
+                     "require", "wymag", "obowiaz", "povinn", "nalezy", "mandator", "oblig", "exempt",
+                     "zwolni", "oslobod", "vyzad", "konieczn", "nutn")
+_CONDITION_WORDS = frozenset("jesli jezeli gdy chyba if unless only ak pokial ked ibaze wylacznie len iba".split())
+_LIMIT_WORD_STARTS = ("limit", "threshold", "przekrocz", "prekroc", "exceed", "powyzej", "ponizej",
+                      "above", "below", "hranic", "prog")
+
+
+class _Wants(NamedTuple):
+    """What kind of content a question asks for, besides its words (see _question_wants)."""
+
+    date: bool                     # 'kiedy', 'when': a date or a number
+    code: bool                     # 'jak', 'how', 'command': code or a command
+    definition: bool               # 'co to', 'what is', 'po co': a definition or a purpose
+    duty: bool                     # 'czy muszę', 'do I need': a duty and its condition
+    fix: bool                      # an error quoted or named: what follows its description
+
+
+def _question_wants(text: str) -> _Wants:
+    """Return what kind of content a question asks for (folded words; an error by name)."""
+    words = text_folded_words(text)
+    code = _wants_code(words)
+    return _Wants(bool(_WHEN_WORDS.intersection(words)), code,
+                  bool(_DEFINE_QUESTION.search(" ".join(words))) and not code, _wants_duty(words),
+                  bool(_FIX_WORDS.intersection(words)) or _ERROR_NAME.search(text) is not None)
+
+
+def _is_definition(head: str, terms: set[str], tokenizer: "Tokenizer", language: str) -> bool:
+    """Return True when a unit's head reads as a definition of a question term: the term and
+    a copula ('X is', 'X to', 'X je') among its first DEFINITION_HEAD_WORDS words."""
+    words = text_folded_words(head)[:DEFINITION_HEAD_WORDS]
+    return bool(_COPULAS & set(words)) and bool(terms & set(tokenizer.tokens(" ".join(words), language)))
+
+
+def _wants_code(words: list[str]) -> bool:
+    """Return True when a question's folded words ask for a command or code."""
+    return any(w in _HOW_WORDS or w.startswith(_CODE_WORD_STARTS) for w in words)
+
+
+def _name_terms(word: str, terms: tuple[str, ...]) -> set[str]:
+    """Return the terms a unit must hold to hold a question word: a file name's without its
+    extension ('manage.py' is not held by a unit naming 'django-admin.py')."""
+    extension = _FILE_EXTENSION.search(word)
+    kept = set(terms) - {extension.group(1).casefold()} if extension else set(terms)
+    return kept or set(terms)
+
+
+def _wants_duty(words: list[str]) -> bool:
+    """Return True when a question's folded words ask whether something must be done."""
+    return any(w.startswith(_DUTY_WORD_STARTS) for w in words)
+
+
+def _duty_points(text: str) -> int:
+    """Return what a unit brings to a question of duty: one point when it states a duty or
+    an exemption, one when it states a condition or a limit."""
+    words = text_folded_words(text)
+    return _wants_duty(words) + (bool(_CONDITION_WORDS.intersection(words))
+                                 or any(w.startswith(_LIMIT_WORD_STARTS) for w in words))
+
+
+# --- 14f. Choosing units — each unit scored by the question's words it holds (in any form, its
+# headings' at half) and what it brings of what is asked; the best quoted, each cited once.
+
+FIX_MIN_WORDS = 2                  # a unit holding this many question words describes the error ...
+FIX_UNITS = 2                      # ... and the units on either side of it say what to do
 
 
 def answer_extractive(question: str | Question, result: SearchResult) -> str:
@@ -6654,25 +6676,6 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
         if not any(c[4] == entry[4] and _nested(c[5], entry[5]) for c in chosen):
             chosen.append(entry)
     return "\n".join(_unit_render(s[5], s[4]) for s in chosen)
-
-
-class _Wants(NamedTuple):
-    """What kind of content a question asks for, besides its words (see _question_wants)."""
-
-    date: bool                     # 'kiedy', 'when': a date or a number
-    code: bool                     # 'jak', 'how', 'command': code or a command
-    definition: bool               # 'co to', 'what is', 'po co': a definition or a purpose
-    duty: bool                     # 'czy muszę', 'do I need': a duty and its condition
-    fix: bool                      # an error quoted or named: what follows its description
-
-
-def _question_wants(text: str) -> _Wants:
-    """Return what kind of content a question asks for (folded words; an error by name)."""
-    words = text_folded_words(text)
-    code = _wants_code(words)
-    return _Wants(bool(_WHEN_WORDS.intersection(words)), code,
-                  bool(_DEFINE_QUESTION.search(" ".join(words))) and not code, _wants_duty(words),
-                  bool(_FIX_WORDS.intersection(words)) or _ERROR_NAME.search(text) is not None)
 
 
 def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
@@ -6800,7 +6803,16 @@ def _unit_render(unit: _Unit, path: str) -> str:
     return "\n".join((f"- {_markup_view(_LIST_MARK.sub('', unit.head))} {cites}",) + unit.body)
 
 
-# --- 14e. answer() — search, then the model's reply or the extractive quote, checked
+def _contains_equal(unit: _Unit, overlap: int, others: dict[int, list[_Unit]]) -> bool:
+    """Return True when a prose unit holds a smaller unit that matches as well (others: the
+    fragment's units by overlap). A unit of one line holds none: the sentences of one long
+    line are not compared with each other."""
+    first, last = unit.span
+    return last > first and any(o is not unit and first <= o.span[0] and o.span[1] <= last
+                                and (o.span[1] - o.span[0]) < (last - first) for o in others[overlap])
+
+
+# --- 14g. answer() — search, then the model's reply or the extractive quote, checked
 
 @dataclass
 class _ChatState:

@@ -1,4 +1,4 @@
-"""§14d what a question asks for: a question of duty ('Czy muszę…', 'Do I need…') gets the
+"""§14e-14f what a question asks for: a question of duty ('Czy muszę…', 'Do I need…') gets the
 units that state the duty or its condition; a sentence that points back ('W tym czasie…',
 'This…') is quoted with the sentence it points at; a unit is matched in the language its
 fragment was indexed in; the headings over a unit frame it (half a point per question word

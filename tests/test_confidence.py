@@ -1,4 +1,4 @@
-"""How sure an answer is (section 14e): the confidence every rag answer carries, measured
+"""How sure an answer is (section 14g): the confidence every rag answer carries, measured
 from the no-answer gate's coverage and the share of the question's words its first quoted
 unit holds; a low one gets the weak_answer note and the closest-passages label in the text
 output and on MCP, in the question's language (the page's label: tests/test_page.py and
