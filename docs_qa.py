@@ -6863,6 +6863,9 @@ def _answer_over(question: Question, result: SearchResult, settings: Settings, c
     current = functools.lru_cache(maxsize=None)(
         functools.partial(corpus_reread, settings.docs_dir, max_bytes=settings.max_file_bytes))
     text, citations, unsupported, caveat = answer_check(reply, result, complete, current)
+    # search() dropped the files it could not read; one may have become unreadable while the
+    # model answered, and its text must not be shown as a source now (the answer's own
+    # citations were re-read just above)
     readable = _without_unreadable(result, settings)
     notes = result.notes + reply_notes + readable.notes[len(result.notes):] + _recheck_notes(citations)
     if not text:
