@@ -1893,8 +1893,10 @@ def front_matter_fields(lines: list[str]) -> dict[str, str]:
     return out
 
 
-@dataclass
-class _Piece:
+class _Piece(NamedTuple):
+    """A span of a document's lines (a tuple: made for every header block, trimmed and
+    merged, so cheaper to build than a dataclass)."""
+
     start: int                     # 0-based index of the first line
     end: int                       # 0-based index one past the last line
     sections: tuple[str, ...]
@@ -2002,6 +2004,8 @@ def _merge_micro(lines: list[str], pieces: list[_Piece], max_chars: int) -> list
     else the previous one; the merged span covers exactly the lines from the first
     piece's start to the second's end, blank lines between them included.
     """
+    if len(pieces) < 2:            # nothing to merge with (most small documents)
+        return pieces
     out: list[_Piece] = []
     pending: _Piece | None = None
     for piece in pieces:
