@@ -3261,10 +3261,10 @@ INDEX_MAX_WORKERS = 4              # auto: at most this many parsing processes (
                                    # 18 ms applying a batch that takes about 43 ms to parse: it keeps up
                                    # with two or three others)
 PARSE_AHEAD = 4                    # batches queued at a worker, so it parses on while this process writes
-PARSE_GC_PAUSED = True             # with workers (so this process runs one thread), it and they parse
+PARSE_GC_PAUSED = True             # when this process runs one thread, it and its workers (if any) parse
                                    # with the cyclic garbage collector off: what they make is freed by
                                    # its reference count, and collections over the growing heap took
-                                   # 5-9 % of the parsing CPU on tldr (reports/performance.md)
+                                   # 2-9 % of the parsing CPU on tldr (reports/performance.md)
 PARSE_STASH = 4                    # batches this process may hold parsed ahead of the next one applied
                                    # (plus those the workers sent back before they were due)
 
@@ -3335,8 +3335,9 @@ class _ParsePool:
     worker that could not start, dies or fails leaves every batch not yet back to this
     process, which then raises whatever the worker hit. With no workers it is the serial
     loop. Near the end, a step of the background work it is given (the writer's
-    write_ahead) takes the place of parsing ahead here (see _step); while it has workers,
-    the cyclic GC is paused (PARSE_GC_PAUSED). The pool takes the started workers out of
+    write_ahead) takes the place of parsing ahead here (see _step); while this process
+    runs one thread (the CLI, a server's start-up index), the cyclic GC is paused
+    (PARSE_GC_PAUSED). The pool takes the started workers out of
     the list it is given; close() kills and reaps every one, also on Ctrl-C and SIGTERM.
     """
 
@@ -3350,7 +3351,7 @@ class _ParsePool:
         self.workers, workers[:] = workers[:], []
 
     def __enter__(self) -> "_ParsePool":
-        self.paused_gc = PARSE_GC_PAUSED and bool(self.workers) and gc.isenabled()
+        self.paused_gc = PARSE_GC_PAUSED and gc.isenabled() and _runs_one_thread()
         if self.paused_gc:
             gc.disable()    # see PARSE_GC_PAUSED
         return self
