@@ -131,6 +131,7 @@ import unicodedata
 import urllib.parse
 import zlib
 from collections import Counter
+from json.encoder import encode_basestring_ascii as _json_string
 from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple
@@ -3312,7 +3313,7 @@ def _parse_batch(entries: list[FileEntry], known_shas: list[str | None], max_byt
             index = len(rows)
             sections = sections_json.get(chunk.sections)
             if sections is None:
-                sections = sections_json[chunk.sections] = json.dumps(chunk.sections)
+                sections = sections_json[chunk.sections] = _json_strings(chunk.sections)
             rows.append((chunk.path, chunk.start_line, chunk.end_line, sections, chunk.text, n_terms,
                          _embed_key(chunk)))
             for term, tf in counts.items():
@@ -3322,6 +3323,12 @@ def _parse_batch(entries: list[FileEntry], known_shas: list[str | None], max_byt
                 triples += (index, tf, n_terms)
     return ParsedBatch(files, rows, list(postings), list(map(len, postings.values())),
                        array.array("I", itertools.chain.from_iterable(postings.values())).tobytes())
+
+
+def _json_strings(strings: tuple[str, ...]) -> str:
+    """Return json.dumps(strings) of a tuple of strings (a breadcrumb), one C call per string
+    instead of the encoder's set-up per call (a chunk's breadcrumb is new in most batches)."""
+    return "[" + ", ".join(map(_json_string, strings)) + "]"
 
 
 class _ParsePool:
