@@ -3003,12 +3003,15 @@ class _IndexWriter:
         self.dropped_paths = []
         triples = _ints(batch.triples)
         triples[0::3] = _plus(triples[0::3], base)
-        raw, postings, start = memoryview(triples).cast("B"), self.postings, 0
-        for term, end in zip(batch.terms, itertools.accumulate(map(triples.itemsize.__mul__, batch.sizes))):
+        postings, start = self.postings, 0
+        for term, end in zip(batch.terms, itertools.accumulate(batch.sizes)):
             data = postings.get(term)
-            if data is None:
-                data = self._stored(term)
-            data.frombytes(raw[start:end])
+            if data is not None:
+                data += triples[start:end]
+            elif self.all_in_memory:                   # nothing stored to load: the slice is the list
+                postings[term] = triples[start:end]
+            else:
+                self._stored(term).extend(triples[start:end])
             start = end
         self.touched.update(batch.terms)
 
@@ -3045,6 +3048,10 @@ class _IndexWriter:
             self.dropped_paths = []
         if self.ahead is not None:
             self.ahead = iter(())                      # writing ahead ends with a flush
+        if self.all_in_memory and not self.removed:    # a first index: every touched list only grew
+            cache_write_postings(self.conn, [(term, self.postings[term]) for term in sorted(self.touched)], [])
+            self.touched = set()
+            return
         puts, empty = [], []
         for term in sorted(self.touched | self.removed.keys()):
             data = self._stored(term)
