@@ -1863,7 +1863,7 @@ _LINE_BREAK = _lazy_re(r"\r\n|\r|\n")
 _HEADER_RE = _lazy_re(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _FENCE_RE = _lazy_re(r"^ {0,3}(`{3,}|~{3,})")
 _HEADER_CLOSE_RE = _lazy_re(r"[ \t]+#+$")
-_MARKUP_STARTS = frozenset(" #`~")     # first characters a header or fence line can have
+_MARKUP_STARTS = (" ", "#", "```", "~~~")   # how a header or fence line can start (an indented one: a space)
 
 
 def _split_lines(text: str) -> list[str]:
@@ -1906,11 +1906,11 @@ class _Piece(NamedTuple):
 def _headers(lines: list[str], first: int) -> Iterator[tuple[int, int, str]]:
     """Yield (line index, level, title) of each header from line first on, outside fenced code."""
     fence = None
-    for i in range(first, len(lines)):
+    # only lines that start as a header or a fence can be one (the others, most, are passed over
+    # in C: e.g. a line of `inline code`)
+    marked = map(str.startswith, itertools.islice(lines, first, None), itertools.repeat(_MARKUP_STARTS))
+    for i in itertools.compress(itertools.count(first), marked):
         line = lines[i]
-        first_char = line[:1]
-        if first_char not in _MARKUP_STARTS or first_char in "`~" and not line.startswith(first_char * 3):
-            continue               # neither regex can match (speed only): e.g. a line of `inline code`
         fence_match = _FENCE_RE.match(line)
         if fence is not None:
             if fence_match and fence_match.group(1)[0] == fence[0] \
@@ -1938,7 +1938,7 @@ def _header_blocks(lines: list[str], first: int, headers: list[tuple[int, int, s
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
-        start, sections = i, tuple(t for _, t in stack)
+        start, sections = i, tuple([t for _, t in stack])
     if len(lines) > start:
         blocks.append(_Piece(start, len(lines), sections))
     return blocks
@@ -2063,7 +2063,7 @@ def chunk_parse(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> P
         title, url = _title_of(lines, headers)
     known = {first} | {i for i, _, _ in headers}   # fence state is known to be closed there
     tops = [i for i, level, _ in headers if level == 1]   # in line order: a piece's are a slice
-    heads = [" ".join(lines[i] for i in tops[bisect.bisect_left(tops, p.start):bisect.bisect_left(tops, p.end)])
+    heads = [" ".join(map(lines.__getitem__, tops[bisect.bisect_left(tops, p.start):bisect.bisect_left(tops, p.end)]))
              if p.start in known else None for p in pieces]
     return ParsedText([_chunk_of(path, lines, p) for p in pieces], title, url, heads)
 
