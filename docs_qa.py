@@ -4834,8 +4834,8 @@ def _feedback_pass(conn: sqlite3.Connection, weights: dict[str, float], first: d
     folder's postings of them long); each word keeps the folder's IDF, carried in its weight
     because bm25_scores reads document frequencies off the rows it is given."""
     top = _top(first, depth, functools.partial(_cache_places, conn))
-    chunks, tokenizer = _cache_chunks(conn, [cid for cid, _ in top]), Tokenizer()
-    counted = {cid: bm25_term_counts(chunks[cid][0].text, tokenizer) for cid, _ in top}
+    texts, tokenizer = dict(_cache_chunk_texts(conn, [cid for cid, _ in top])), Tokenizer()
+    counted = {cid: bm25_term_counts(texts[cid][1], tokenizer) for cid, _ in top}
     expanded = search_feedback_weights(weights, [(score, *counted[cid]) for cid, score in top[:FEEDBACK_DOCS]])
     rows = {term: [(cid, counts[term], length) for cid, (counts, length) in counted.items() if term in counts]
             for term in expanded}
@@ -5056,8 +5056,8 @@ def _is_written_rarely(conn: sqlite3.Connection, word: str, candidates: set[int]
     written = re.compile(r"(?<!\w)" + re.escape(unicodedata.normalize("NFKC", word)) + r"(?!\w)")
     ids, df = sorted(candidates), 0
     for start in range(0, len(ids), IDENTIFIER_READ_BATCH):
-        texts = _cache_chunks(conn, ids[start:start + IDENTIFIER_READ_BATCH])
-        df += sum(1 for chunk, _, _ in texts.values() if written.search(unicodedata.normalize("NFKC", chunk.text)))
+        texts = _cache_chunk_texts(conn, ids[start:start + IDENTIFIER_READ_BATCH])
+        df += sum(1 for _, (_, text) in texts if written.search(unicodedata.normalize("NFKC", text)))
         if 2 * df >= n_chunks:
             return False                                  # in half the folder or more
         if df and 2 * (df + len(ids) - start - IDENTIFIER_READ_BATCH) < n_chunks:
