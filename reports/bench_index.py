@@ -357,6 +357,74 @@ def profile_process(args: list[str], out: str, top: int = 14) -> list[str]:
             *lines, ""]
 
 
+# the parse of a first index in stages, in one process with the cyclic GC off (as the indexer
+# parses): each stage is a whole pass over the folder's documents or chunks, timed by CPU
+PARSE_STAGES = r'''
+import collections, gc, json, sys, time
+sys.path.insert(0, sys.argv[1])
+import docs_qa as d
+docs, runs = sys.argv[2], int(sys.argv[3])
+gc.disable()
+def best(work):
+    times = []
+    for _ in range(runs):
+        start = time.process_time()
+        result = work()
+        times.append(time.process_time() - start)
+    return min(times), result
+entries, _ = d.corpus_walk(docs)
+out = {}
+out["read"], texts = best(lambda: [t for t, _ in map(d.corpus_read, entries, [d.MAX_FILE_BYTES] * len(entries))
+                                   if t is not None])
+out["hash"], _ = best(lambda: list(map(d._blake2b_hex, texts)))
+out["chunk"], parsed = best(lambda: [d.chunk_parse("p", t) for t in texts])
+chunks = [(c.text, h) for p in parsed for c, h in zip(p.chunks, p.heads)]
+out["fold"], words = best(lambda: [d.text_folded_words(t) for t, _ in chunks])
+out["count"], counts = best(lambda: list(map(collections.Counter, words)))
+out["language"], languages = best(lambda: list(map(d.Tokenizer.words_language, counts)))
+out["stems"], _ = best(lambda: (lambda tok: [tok.weighted_counts(c, l, d.TF_UNITS)
+                                            for c, l in zip(counts, languages)])(d.Tokenizer()))
+tok = d.Tokenizer()
+[tok.weighted_counts(c, l, d.TF_UNITS) for c, l in zip(counts, languages)]
+out["weights"], _ = best(lambda: [tok.weighted_counts(c, l, d.TF_UNITS) for c, l in zip(counts, languages)])
+out["stems"] -= out["weights"]
+out["term_counts"], _ = best(lambda: (lambda tk: [d.bm25_term_counts(t, tk, h) for t, h in chunks])(d.Tokenizer()))
+batches = d._parse_batches(entries)
+out["parse"], _ = best(lambda: (lambda tk: [d._parse_batch(b, [None] * len(b), d.MAX_FILE_BYTES,
+                                                           d.DEFAULT_CHUNK_CHARS, tk) for b in batches])(d.Tokenizer()))
+out["n_chunks"], out["n_words"] = len(chunks), sum(map(len, words))
+print(json.dumps(out))
+'''
+
+
+def parse_stages(docs: str, anchor_cpu_s: float | None, runs: int = 3) -> list[str]:
+    """Return markdown on where a first index's parse spends its CPU (PARSE_STAGES), each
+    stage also as a share of the anchor's whole build (anchor_cpu_s, its median CPU)."""
+    proc = subprocess.run([*PINNED, PYTHON, "-c", PARSE_STAGES, REPO, docs, str(runs)],
+                          capture_output=True, text=True, env=docs_qa_env(), cwd=REPO)
+    if proc.returncode != 0:
+        return [f"(parse stages not measured: {proc.stderr.strip().splitlines()[-1:]})", ""]
+    got = json.loads(proc.stdout)
+    names = {"read": "read and decode every document (corpus_read)",
+             "hash": "content hash of every document (BLAKE2b)",
+             "chunk": "chunk every document (chunk_parse)",
+             "fold": "fold and split every chunk's words (text_folded_words: NFKC, casefold, "
+                     "diacritics, the word regex)",
+             "count": "count each chunk's words (Counter)",
+             "language": "each chunk's stemmer, by its stop words (Tokenizer.words_language)",
+             "stems": "stem each distinct word once per language (the memo's misses)",
+             "weights": "each chunk's term counts from its word counts, memo warm (weighted_counts)",
+             "term_counts": "all of the above for the chunks, as the indexer calls it (bm25_term_counts)",
+             "parse": "the whole parse: read, hash, chunk, count, rows and postings (_parse_batch)"}
+    share = (lambda s: f"{s / anchor_cpu_s:.2f}x") if anchor_cpu_s else (lambda s: "n/a")
+    lines = [f"Where the parse's CPU goes ({got['n_chunks']} chunks, {got['n_words']} words; one process, "
+             f"cyclic GC off, best of {runs}; the share is of the anchor's whole build, median CPU):", "",
+             "| stage | CPU | per chunk | vs the anchor's build |", "|---|---|---|---|"]
+    lines += [f"| {names[key]} | {got[key]:.3f} s | {1e6 * got[key] / max(got['n_chunks'], 1):.1f} us | "
+              f"{share(got[key])} |" for key in names]
+    return lines + [""]
+
+
 QUESTION_PHASES = r'''
 import contextlib, io, json, os, sys, time, types
 start = time.perf_counter()
@@ -625,8 +693,10 @@ def main() -> int:
         query = bench_query(docs, args.query_runs, anchor, work, args.question)
         print("query done", file=sys.stderr)
         if not args.no_profile:
+            anchor_cpu = statistics.median(build["rows"]["bm25s_cpu"]) if build["rows"]["bm25s_cpu"] else None
             build["profile"] = profile_process(["index", "--docs", docs, "--cache-dir",
-                                                os.path.join(work, "cache-profile")], work)
+                                                os.path.join(work, "cache-profile")], work) \
+                + parse_stages(docs, anchor_cpu)
             query["profile"] = question_phases(docs, query["cache"], args.question, 9) + profile_process(
                 [args.question, "--docs", docs, "--cache-dir", query["cache"], "--extractive", "--json"], work)
         edit = bench_edit(docs, work)
