@@ -134,6 +134,7 @@ import unicodedata
 import urllib.parse
 import zlib
 from collections import Counter
+from json.encoder import encode_basestring_ascii as _json_string
 from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple
@@ -1867,7 +1868,7 @@ _LINE_BREAK = _lazy_re(r"\r\n|\r|\n")
 _HEADER_RE = _lazy_re(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _FENCE_RE = _lazy_re(r"^ {0,3}(`{3,}|~{3,})")
 _HEADER_CLOSE_RE = _lazy_re(r"[ \t]+#+$")
-_MARKUP_STARTS = frozenset(" #`~")     # first characters a header or fence line can have
+_MARKUP_STARTS = (" ", "#", "```", "~~~")   # how a header or fence line can start (an indented one: a space)
 
 
 def _split_lines(text: str) -> list[str]:
@@ -1898,8 +1899,10 @@ def front_matter_fields(lines: list[str]) -> dict[str, str]:
     return out
 
 
-@dataclass
-class _Piece:
+class _Piece(NamedTuple):
+    """A span of a document's lines (a tuple: made for every header block, trimmed and
+    merged, so cheaper to build than a dataclass)."""
+
     start: int                     # 0-based index of the first line
     end: int                       # 0-based index one past the last line
     sections: tuple[str, ...]
@@ -1908,11 +1911,11 @@ class _Piece:
 def _headers(lines: list[str], first: int) -> Iterator[tuple[int, int, str]]:
     """Yield (line index, level, title) of each header from line first on, outside fenced code."""
     fence = None
-    for i in range(first, len(lines)):
+    # only lines that start as a header or a fence can be one (the others, most, are passed over
+    # in C: e.g. a line of `inline code`)
+    marked = map(str.startswith, itertools.islice(lines, first, None), itertools.repeat(_MARKUP_STARTS))
+    for i in itertools.compress(itertools.count(first), marked):
         line = lines[i]
-        first_char = line[:1]
-        if first_char not in _MARKUP_STARTS or first_char in "`~" and not line.startswith(first_char * 3):
-            continue               # neither regex can match (speed only): e.g. a line of `inline code`
         fence_match = _FENCE_RE.match(line)
         if fence is not None:
             if fence_match and fence_match.group(1)[0] == fence[0] \
@@ -1940,7 +1943,7 @@ def _header_blocks(lines: list[str], first: int, headers: list[tuple[int, int, s
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
-        start, sections = i, tuple(t for _, t in stack)
+        start, sections = i, tuple([t for _, t in stack])
     if len(lines) > start:
         blocks.append(_Piece(start, len(lines), sections))
     return blocks
@@ -2007,6 +2010,8 @@ def _merge_micro(lines: list[str], pieces: list[_Piece], max_chars: int) -> list
     else the previous one; the merged span covers exactly the lines from the first
     piece's start to the second's end, blank lines between them included.
     """
+    if len(pieces) < 2:            # nothing to merge with (most small documents)
+        return pieces
     out: list[_Piece] = []
     pending: _Piece | None = None
     for piece in pieces:
@@ -2063,7 +2068,7 @@ def chunk_parse(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> P
         title, url = _title_of(lines, headers)
     known = {first} | {i for i, _, _ in headers}   # fence state is known to be closed there
     tops = [i for i, level, _ in headers if level == 1]   # in line order: a piece's are a slice
-    heads = [" ".join(lines[i] for i in tops[bisect.bisect_left(tops, p.start):bisect.bisect_left(tops, p.end)])
+    heads = [" ".join(map(lines.__getitem__, tops[bisect.bisect_left(tops, p.start):bisect.bisect_left(tops, p.end)]))
              if p.start in known else None for p in pieces]
     return ParsedText([_chunk_of(path, lines, p) for p in pieces], title, url, heads)
 
@@ -3005,12 +3010,15 @@ class _IndexWriter:
         self.dropped_paths = []
         triples = _ints(batch.triples)
         triples[0::3] = _plus(triples[0::3], base)
-        raw, postings, start = memoryview(triples).cast("B"), self.postings, 0
-        for term, end in zip(batch.terms, itertools.accumulate(map(triples.itemsize.__mul__, batch.sizes))):
+        postings, start = self.postings, 0
+        for term, end in zip(batch.terms, itertools.accumulate(batch.sizes)):
             data = postings.get(term)
-            if data is None:
-                data = self._stored(term)
-            data.frombytes(raw[start:end])
+            if data is not None:
+                data += triples[start:end]
+            elif self.all_in_memory:                   # nothing stored to load: the slice is the list
+                postings[term] = triples[start:end]
+            else:
+                self._stored(term).extend(triples[start:end])
             start = end
         self.touched.update(batch.terms)
 
@@ -3047,6 +3055,10 @@ class _IndexWriter:
             self.dropped_paths = []
         if self.ahead is not None:
             self.ahead = iter(())                      # writing ahead ends with a flush
+        if self.all_in_memory and not self.removed:    # a first index: every touched list only grew
+            cache_write_postings(self.conn, [(term, self.postings[term]) for term in sorted(self.touched)], [])
+            self.touched = set()
+            return
         puts, empty = [], []
         for term in sorted(self.touched | self.removed.keys()):
             data = self._stored(term)
@@ -3264,10 +3276,10 @@ INDEX_MAX_WORKERS = 4              # auto: at most this many parsing processes (
                                    # 18 ms applying a batch that takes about 43 ms to parse: it keeps up
                                    # with two or three others)
 PARSE_AHEAD = 4                    # batches queued at a worker, so it parses on while this process writes
-PARSE_GC_PAUSED = True             # with workers (so this process runs one thread), it and they parse
+PARSE_GC_PAUSED = True             # when this process runs one thread, it and its workers (if any) parse
                                    # with the cyclic garbage collector off: what they make is freed by
                                    # its reference count, and collections over the growing heap took
-                                   # 5-9 % of the parsing CPU on tldr (reports/performance.md)
+                                   # 2-9 % of the parsing CPU on tldr (reports/performance.md)
 PARSE_STASH = 4                    # batches this process may hold parsed ahead of the next one applied
                                    # (plus those the workers sent back before they were due)
 
@@ -3315,7 +3327,7 @@ def _parse_batch(entries: list[FileEntry], known_shas: list[str | None], max_byt
             index = len(rows)
             sections = sections_json.get(chunk.sections)
             if sections is None:
-                sections = sections_json[chunk.sections] = json.dumps(chunk.sections)
+                sections = sections_json[chunk.sections] = _json_strings(chunk.sections)
             rows.append((chunk.path, chunk.start_line, chunk.end_line, sections, chunk.text, n_terms,
                          _embed_key(chunk)))
             for term, tf in counts.items():
@@ -3325,6 +3337,12 @@ def _parse_batch(entries: list[FileEntry], known_shas: list[str | None], max_byt
                 triples += (index, tf, n_terms)
     return ParsedBatch(files, rows, list(postings), list(map(len, postings.values())),
                        array.array("I", itertools.chain.from_iterable(postings.values())).tobytes())
+
+
+def _json_strings(strings: tuple[str, ...]) -> str:
+    """Return json.dumps(strings) of a tuple of strings (a breadcrumb), one C call per string
+    instead of the encoder's set-up per call (a chunk's breadcrumb is new in most batches)."""
+    return "[" + ", ".join(map(_json_string, strings)) + "]"
 
 
 class _ParsePool:
@@ -3338,8 +3356,9 @@ class _ParsePool:
     worker that could not start, dies or fails leaves every batch not yet back to this
     process, which then raises whatever the worker hit. With no workers it is the serial
     loop. Near the end, a step of the background work it is given (the writer's
-    write_ahead) takes the place of parsing ahead here (see _step); while it has workers,
-    the cyclic GC is paused (PARSE_GC_PAUSED). The pool takes the started workers out of
+    write_ahead) takes the place of parsing ahead here (see _step); while this process
+    runs one thread (the CLI, a server's start-up index), the cyclic GC is paused
+    (PARSE_GC_PAUSED). The pool takes the started workers out of
     the list it is given; close() kills and reaps every one, also on Ctrl-C and SIGTERM.
     """
 
@@ -3353,7 +3372,7 @@ class _ParsePool:
         self.workers, workers[:] = workers[:], []
 
     def __enter__(self) -> "_ParsePool":
-        self.paused_gc = PARSE_GC_PAUSED and bool(self.workers) and gc.isenabled()
+        self.paused_gc = PARSE_GC_PAUSED and gc.isenabled() and _runs_one_thread()
         if self.paused_gc:
             gc.disable()    # see PARSE_GC_PAUSED
         return self
@@ -4832,8 +4851,8 @@ def _feedback_pass(conn: sqlite3.Connection, weights: dict[str, float], first: d
     folder's postings of them long); each word keeps the folder's IDF, carried in its weight
     because bm25_scores reads document frequencies off the rows it is given."""
     top = _top(first, depth, functools.partial(_cache_places, conn))
-    chunks, tokenizer = _cache_chunks(conn, [cid for cid, _ in top]), Tokenizer()
-    counted = {cid: bm25_term_counts(chunks[cid][0].text, tokenizer) for cid, _ in top}
+    texts, tokenizer = dict(_cache_chunk_texts(conn, [cid for cid, _ in top])), Tokenizer()
+    counted = {cid: bm25_term_counts(texts[cid][1], tokenizer) for cid, _ in top}
     expanded = search_feedback_weights(weights, [(score, *counted[cid]) for cid, score in top[:FEEDBACK_DOCS]])
     rows = {term: [(cid, counts[term], length) for cid, (counts, length) in counted.items() if term in counts]
             for term in expanded}
@@ -5054,8 +5073,8 @@ def _is_written_rarely(conn: sqlite3.Connection, word: str, candidates: set[int]
     written = re.compile(r"(?<!\w)" + re.escape(unicodedata.normalize("NFKC", word)) + r"(?!\w)")
     ids, df = sorted(candidates), 0
     for start in range(0, len(ids), IDENTIFIER_READ_BATCH):
-        texts = _cache_chunks(conn, ids[start:start + IDENTIFIER_READ_BATCH])
-        df += sum(1 for chunk, _, _ in texts.values() if written.search(unicodedata.normalize("NFKC", chunk.text)))
+        texts = _cache_chunk_texts(conn, ids[start:start + IDENTIFIER_READ_BATCH])
+        df += sum(1 for _, (_, text) in texts if written.search(unicodedata.normalize("NFKC", text)))
         if 2 * df >= n_chunks:
             return False                                  # in half the folder or more
         if df and 2 * (df + len(ids) - start - IDENTIFIER_READ_BATCH) < n_chunks:

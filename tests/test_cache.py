@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import array
 import contextlib
+import json
 import marshal
 import os
 import sqlite3
@@ -140,6 +141,11 @@ class IncrementalRefreshTest(TempDirTest):
 
 
 class BulkWriteTest(TempDirTest):
+
+    def test_a_breadcrumb_is_stored_as_json_dumps_writes_it(self):
+        for sections in ((), ("Faktura",), ('Say "hi"', "a\\b"), ("zażółć", "Ľudia", "x\ty\n", "\u2028"),
+                         ("\ud800 lone", "日本語 🙂"), ("",)):
+            self.assertEqual(docs_qa._json_strings(sections), json.dumps(sections), sections)
 
     def test_many_small_flushes_index_like_one(self):
         write_files(self.docs, TAX_CORPUS)

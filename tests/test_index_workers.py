@@ -413,6 +413,50 @@ class SlowLink:
         return number, marshal.dumps(tuple(docs_qa._parse_job(marshal.loads(data), self.tokenizer)))
 
 
+# Indexes DOCS into CACHE in this one process (no worker) and prints whether the cyclic GC was
+# on while each batch was parsed, and after. MODE "thread": another thread runs meanwhile.
+GC_SCRIPT = r'''
+import gc, json, sys, threading
+sys.path.insert(0, sys.argv[1])
+import docs_qa
+docs, cache, mode = sys.argv[2], sys.argv[3], sys.argv[4]
+if mode == "thread":
+    threading.Thread(target=threading.Event().wait, daemon=True).start()
+during, real = [], docs_qa._parse_batch
+def spy(*args, **kwargs):
+    during.append(gc.isenabled())
+    return real(*args, **kwargs)
+docs_qa._parse_batch = spy
+docs_qa.index_folder(docs_qa.settings_from_env({}, docs_dir=docs, cache_dir=cache, use_embeddings=False,
+                                               index_workers=1))
+print(json.dumps({"during": during, "after": gc.isenabled()}))
+'''
+
+
+class ParseGcTest(TempDirTest):
+    """The cyclic GC is paused while a single-threaded process parses, with no worker as with
+    some, and on again after; beside another thread it is left on (section 10c)."""
+
+    def run_index(self, mode: str) -> dict:
+        write_files(self.docs, corpus(12))
+        proc = subprocess.run([sys.executable, "-c", GC_SCRIPT, REPO, self.docs, self.cache, mode],
+                              capture_output=True, text=True, timeout=WAIT_S)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return json.loads(proc.stdout)
+
+    def test_a_single_threaded_parse_pauses_the_gc_and_turns_it_on_again(self):
+        report = self.run_index("plain")
+        self.assertTrue(report["during"])
+        self.assertEqual(set(report["during"]), {False})
+        self.assertTrue(report["after"])
+
+    def test_beside_another_thread_the_gc_stays_on(self):
+        report = self.run_index("thread")
+        self.assertTrue(report["during"])
+        self.assertEqual(set(report["during"]), {True})
+        self.assertTrue(report["after"])
+
+
 class EndGameTest(TempDirTest):
     """The parse pool's last batches (section 10c): the background work runs while the batch
     needed is at a worker, only near the end and until it has none left; the batches come
