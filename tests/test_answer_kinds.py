@@ -19,11 +19,15 @@ SHOP = ("Cash registers in a small shop. Status: 2026-03-15.\n\n"
         "Cash registers are serviced by an approved technician every two years.\n")
 
 
-class DutyQuestionTest(TempDirTest):
+class ExtractiveTest(TempDirTest):
+    """Asks over files written by the test, BM25 only, extractively."""
+
     def ask(self, files, question):
         write_files(self.docs, files)
         return docs_qa.answer(question, self.settings(use_embeddings=False, extractive=True))
 
+
+class DutyQuestionTest(ExtractiveTest):
     def test_a_question_of_duty_opens_with_the_condition(self):
         # four units name the register as often; the one that says when it is not needed comes
         # first, not the title (first in the file) nor the ones about its price or its service
@@ -36,11 +40,7 @@ class DutyQuestionTest(TempDirTest):
         self.assertIn("serviced by an approved technician", result.answer.split("\n")[0])
 
 
-class PointsBackTest(TempDirTest):
-    def ask(self, files, question):
-        write_files(self.docs, files)
-        return docs_qa.answer(question, self.settings(use_embeddings=False, extractive=True))
-
+class PointsBackTest(ExtractiveTest):
     def test_a_sentence_that_points_back_is_quoted_with_the_one_before(self):
         text = ("# Limits\n\nAfter sales pass 20 000 the exemption ends two months later. "
                 "In this time you must buy a register and report it to the tax office.\n")
@@ -66,27 +66,25 @@ class PointsBackTest(TempDirTest):
         self.assertIn("Po przekroczeniu limitu 20 000 zł", result.answer.split("\n")[0])
 
 
-class IndexedLanguageTest(TempDirTest):
+class IndexedLanguageTest(ExtractiveTest):
     def test_a_short_unit_is_stemmed_as_its_fragment_was(self):
         # 'Kasy.' alone reads as no language; in a Polish fragment it is stemmed as Polish and
         # so meets 'kasę' of the question
         text = ("Ta notatka jest o tym, jak się prowadzi sprzedaż w sklepie i kto ją sprawdza.\n\n"
                 "Kasy.\n")
-        write_files(self.docs, {"k.txt": text})
-        result = docs_qa.answer("kasę", self.settings(use_embeddings=False, extractive=True))
+        result = self.ask({"k.txt": text}, "kasę")
         self.assertIn("- Kasy. [k.txt:3-3]", result.answer)
 
 
-class FileNameWordTest(TempDirTest):
+class FileNameWordTest(ExtractiveTest):
     def test_a_file_name_is_not_met_by_another_files_extension(self):
         text = ("# Files\n\n`django-admin.py` is a script that creates folders and files for you.\n\n"
                 "`manage.py` is a script that helps with the management of the site.\n")
-        write_files(self.docs, {"f.md": text})
-        result = docs_qa.answer("What is manage.py for?", self.settings(use_embeddings=False, extractive=True))
+        result = self.ask({"f.md": text}, "What is manage.py for?")
         self.assertTrue(result.answer.startswith("- `manage.py` is a script that helps"), result.answer)
 
 
-class SectionHeadingTest(TempDirTest):
+class SectionHeadingTest(ExtractiveTest):
     def test_the_heading_over_a_unit_frames_it(self):
         # the second section's sentence holds two question words itself (command, models); the
         # first section's sentence holds none, but its heading holds four: half a point each,
@@ -94,14 +92,12 @@ class SectionHeadingTest(TempDirTest):
         text = ("# Guide\n\n## Create the database tables for your models\n\n"
                 "Django writes them when you run `python manage.py migrate`.\n\n## Shell\n\n"
                 "The shell command lists the models of your app.\n")
-        write_files(self.docs, {"g.md": text})
-        result = docs_qa.answer("which command creates the database tables for my models",
-                                self.settings(use_embeddings=False, extractive=True))
+        result = self.ask({"g.md": text}, "which command creates the database tables for my models")
         self.assertTrue(result.answer.startswith("- Django writes them when you run `python manage.py migrate`."),
                         result.answer)
 
 
-class DefinitionFrameTest(TempDirTest):
+class DefinitionFrameTest(ExtractiveTest):
     def test_the_words_of_what_does_x_mean_are_not_its_topic(self):
         # the second sentence says 'means' as the question does; the first defines pk
         english = ("# Terms\n\nIn Django, pk is short for primary key, the number of each record.\n\n"
@@ -110,17 +106,12 @@ class DefinitionFrameTest(TempDirTest):
                   "`<int:pk>` znamená, že Django tu očakáva číslo a posunie ho ďalej.\n")
         for text, question, first in ((english, "What does pk mean in Django?", "- In Django, pk is short"),
                                       (slovak, "Čo znamená pk v Djangu?", "- V Djangu je pk skratka")):
-            write_files(self.docs, {"t.md": text})
-            result = docs_qa.answer(question, self.settings(use_embeddings=False, extractive=True))
+            result = self.ask({"t.md": text}, question)
             self.assertTrue(result.answer.startswith(first), result.answer)
 
 
-class TroubleshootingTest(TempDirTest):
+class TroubleshootingTest(ExtractiveTest):
     """A question quoting or naming an error gets the fix next to the error's description."""
-
-    def ask(self, files, question):
-        write_files(self.docs, files)
-        return docs_qa.answer(question, self.settings(use_embeddings=False, extractive=True))
 
     def test_the_fix_after_the_symptom_in_one_paragraph(self):
         text = ("# Templates\n\nIf you still get the error `TemplateDoesNotExist`, restart the server. "
