@@ -24,13 +24,17 @@ from helpers import (INIT, SERVE_POLL_S, McpProcess, ServeProcess, http_request,
                      write_files)
 
 import docs_qa
+import parallel
 import retrieval_contract as rc
 
-FRESH_S = 0.5                      # --fresh-within of the servers here
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
+
+FRESH_S = 0.2                      # --fresh-within of the servers here
 CORPUS = {"intro.md": "# Intro\n\nThe zebra eats grass in the open field every day.\n",
           "guide/setup.md": "# Setup\n\nInstall the package, then run the configure step once.\n"}
 INOTIFY = sys.platform.startswith("linux")
-BULK_FILES = 3000                  # new files one question waits for the server to index
+BULK_FILES = 500                   # new files one question waits for the server to index (their
+                                   # events take longer to apply than the question to arrive)
 
 
 def doc(word: str) -> str:
@@ -237,8 +241,13 @@ class OverflowTest(ServerCase):
         self.paths("zebra")
         os.kill(self.server.proc.pid, signal.SIGSTOP)                  # nothing reads the queue now
         try:
-            for n in range(queued // 2 + 100):     # in a watched folder, two events a file: create, close
-                os.close(os.open(self.path(f"{n}.tmp"), os.O_CREAT | os.O_WRONLY, 0o644))
+            # a write is an event (IN_MODIFY); the two files take turns, so that no event
+            # merges with the one queued before it (the kernel merges only those)
+            with open(self.path("a.tmp"), "wb", buffering=0) as one, \
+                    open(self.path("b.tmp"), "wb", buffering=0) as two:
+                for _ in range(queued // 2 + 100):
+                    one.write(b"x")
+                    two.write(b"x")
             self.write("after/overflow.md", doc("chinchilla"))
         finally:
             os.kill(self.server.proc.pid, signal.SIGCONT)
@@ -264,6 +273,7 @@ class SweepTest(ServerCase):
     def test_off_walks_the_folder_per_question(self):
         self.server.close()
         self.server = ServeProcess(self.docs, "--cache-dir", self.cache, "--watch", "off", "--no-embed")
+        self.addCleanup(self.server.close)       # (setUp's cleanup closes the first one)
         self.assertEqual(self.health()["freshness"], {"mode": "check", "age_s": 0.0})
         self.write("walked.md", doc("jerboa"))
         status, _, body = http_request(self.server.port, "POST", "/search", json.dumps({"query": "jerboa"}),
