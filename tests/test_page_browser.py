@@ -20,6 +20,7 @@ import select
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import unittest
 import urllib.parse
@@ -49,8 +50,28 @@ GRAPH = {"nodes": [
 
 
 def find_browser() -> str | None:
-    """Return the path of a Chromium-like browser on PATH (and a shell to hand it its pipe), or None."""
-    return next((path for path in map(shutil.which, BROWSER_NAMES) if path), None) if shutil.which("sh") else None
+    """Return the path of a Chromium-like browser on PATH, or None (or on a system without
+    POSIX descriptors to hand it its pipe on)."""
+    if os.name != "posix":
+        return None
+    return next((path for path in map(shutil.which, BROWSER_NAMES) if path), None)
+
+
+LAUNCHER = ("import os, sys\n"                  # the browser's ends of the pipe onto fds 3 and 4
+            "read, write = int(sys.argv[1]), int(sys.argv[2])\n"
+            "os.dup2(read, 3)\n"
+            "os.dup2(write, 4)\n"
+            "os.close(read)\n"
+            "os.close(write)\n"
+            "os.execv(sys.argv[3], sys.argv[3:])\n")
+
+
+def _above_4(fd: int) -> int:
+    """Return a copy of fd numbered 5 or more (closing fd)."""
+    import fcntl
+    copy = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 5)
+    os.close(fd)
+    return copy
 
 
 class BrowserError(AssertionError):
@@ -61,12 +82,13 @@ class Browser:
     """Headless Chromium, offline but for 127.0.0.1, driven over its DevTools pipe."""
 
     def __init__(self, path: str, folder: str) -> None:
-        to_browser, self._commands = os.pipe()
-        self._replies, from_browser = os.pipe()
+        # a small launcher moves the browser's ends onto fds 3 and 4 (so they must be others)
+        to_browser, self._commands, self._replies, from_browser = (
+            _above_4(fd) for fd in (*os.pipe(), *os.pipe()))
         self._stderr_path = os.path.join(folder, "browser.err")
         with open(self._stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
-                ["sh", "-c", f'exec "$0" "$@" 3<&{to_browser} 4>&{from_browser}', path,
+                [sys.executable, "-c", LAUNCHER, str(to_browser), str(from_browser), path,
                  "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-extensions", "--no-first-run", "--no-default-browser-check",
@@ -101,7 +123,10 @@ class Browser:
         message = {"id": self._last_id, "method": method, "params": params or {}}
         if session:
             message["sessionId"] = session
-        os.write(self._commands, json.dumps(message).encode() + b"\0")
+        try:
+            os.write(self._commands, json.dumps(message).encode() + b"\0")
+        except BrokenPipeError:
+            raise BrowserError(f"the browser ended (exit code {self.proc.poll()}):\n{self.stderr()}") from None
         while (reply := self._message()).get("id") != self._last_id:
             self._events.append(reply)
         if "error" in reply:
