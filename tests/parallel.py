@@ -38,26 +38,27 @@ import warnings
 HOOK = "\nload_tests = parallel.in_worker(__name__)"   # the line a module opts in with
 PROCESSES_ENV = "DOCS_QA_TEST_PROCESSES"
 WORKER_ENV = "DOCS_QA_TEST_WORKER"      # set in a worker: there a module's tests run as they are
-WORKERS = 3                             # by default: the tests mostly wait (on servers, children)
+WORKERS = 4                             # by default: the tests mostly wait (on servers, children);
+                                        # with this process, five run at once
 HERE = os.path.dirname(os.path.abspath(__file__))
-# The modules that opt in, slowest first (wall seconds of each alone, 2 cores, load 3-5), so
+# The modules that opt in, slowest first (wall seconds of each alone, 2 cores, load 8-9), so
 # the longest start at once; a module that opts in and is not listed comes after these.
-SLOW_FIRST = ("test_freshness",
-              "test_page_browser",        # 14.5 (a headless Chromium per test)
-              "test_chat_stream",         # 11.2 (1.3 s of CPU: it waits on timeouts)
-              "test_concurrent_edits",    # 10.7
-              "test_mcp_concurrency",     # 7.4
-              "test_faults_corpus",       # 6.8
-              "test_faults_cache",        # 6.5
-              "test_cli",                 # 6.3
-              "test_examples",            # 5.9
-              "test_index_workers",       # 5.9
-              "test_faults_backend",      # 5.3
-              "test_http_hardening",      # 4.9
-              "test_untrusted_git",       # 4.2
-              "test_cache",               # 2.8
-              "test_http",                # 2.6
-              "test_embeddings")          # 2.3
+SLOW_FIRST = ("test_freshness",           # 13.5 (a serve process per test, each change waited for)
+              "test_chat_stream",         # 11.7 (1 s of CPU: it waits on timeouts)
+              "test_concurrent_edits",    # 10.1
+              "test_mcp_concurrency",     # 9.5
+              "test_cli",                 # 7.2
+              "test_index_workers",       # 6.2
+              "test_faults_cache",        # 6.2
+              "test_examples",            # 6.2
+              "test_untrusted_git",       # 5.9
+              "test_faults_corpus",       # 5.9
+              "test_page_browser",        # 5.8 (one headless Chromium for the module)
+              "test_http_hardening",      # 5.4
+              "test_faults_backend",      # 5.4
+              "test_http",                # 3.4
+              "test_cache",               # 3.1
+              "test_embeddings")          # 2.8
 OUTPUT_TAIL = 4000                      # characters of a dead worker's output shown
 
 
