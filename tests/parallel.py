@@ -4,8 +4,9 @@ inside the README's one command, `EMBED_MOCK=1 python3 -m unittest discover -s t
 
 A slow module opts in with one line, `load_tests = parallel.in_worker(__name__)`: unittest's
 load_tests protocol hands over the module's tests, and a stand-in suite takes their place.
-The first stand-in that runs starts the worker processes; each claims the next module not
-yet claimed, slowest first (SLOW_FIRST), runs exactly the tests this process loaded (so -k
+Once discovery has loaded every module with the line (or, should one fail to import, when
+the first stand-in runs), the worker processes start; each claims the next module not yet
+claimed, slowest first (SLOW_FIRST), runs exactly the tests this process loaded (so -k
 still selects) and writes what its result saw to a file. Each stand-in then reports its
 module into this run's result as if the tests had run here: every test's name and outcome
 under -v, failures and errors with the worker's traceback, skips with their reasons,
@@ -34,27 +35,30 @@ import time
 import unittest
 import warnings
 
+HOOK = "\nload_tests = parallel.in_worker(__name__)"   # the line a module opts in with
 PROCESSES_ENV = "DOCS_QA_TEST_PROCESSES"
 WORKER_ENV = "DOCS_QA_TEST_WORKER"      # set in a worker: there a module's tests run as they are
-WORKERS = 3                             # by default: the tests mostly wait (on servers, children)
+WORKERS = 4                             # by default: the tests mostly wait (on servers, children);
+                                        # with this process, five run at once
 HERE = os.path.dirname(os.path.abspath(__file__))
-# The modules that opt in, slowest first (wall seconds of each alone, 2 cores, load 3-5), so
+# The modules that opt in, slowest first (wall seconds of each alone, 2 cores, load 8-9), so
 # the longest start at once; a module that opts in and is not listed comes after these.
-SLOW_FIRST = ("test_page_browser",        # 14.5 (a headless Chromium per test)
-              "test_chat_stream",         # 11.2 (1.3 s of CPU: it waits on timeouts)
-              "test_concurrent_edits",    # 10.7
-              "test_mcp_concurrency",     # 7.4
-              "test_faults_corpus",       # 6.8
-              "test_faults_cache",        # 6.5
-              "test_cli",                 # 6.3
-              "test_examples",            # 5.9
-              "test_index_workers",       # 5.9
-              "test_faults_backend",      # 5.3
-              "test_http_hardening",      # 4.9
-              "test_untrusted_git",       # 4.2
-              "test_cache",               # 2.8
-              "test_http",                # 2.6
-              "test_embeddings")          # 2.3
+SLOW_FIRST = ("test_freshness",           # 13.5 (a serve process per test, each change waited for)
+              "test_chat_stream",         # 11.7 (1 s of CPU: it waits on timeouts)
+              "test_concurrent_edits",    # 10.1
+              "test_mcp_concurrency",     # 9.5
+              "test_cli",                 # 7.2
+              "test_index_workers",       # 6.2
+              "test_faults_cache",        # 6.2
+              "test_examples",            # 6.2
+              "test_untrusted_git",       # 5.9
+              "test_faults_corpus",       # 5.9
+              "test_page_browser",        # 5.8 (one headless Chromium for the module)
+              "test_http_hardening",      # 5.4
+              "test_faults_backend",      # 5.4
+              "test_http",                # 3.4
+              "test_cache",               # 3.1
+              "test_embeddings")          # 2.8
 OUTPUT_TAIL = 4000                      # characters of a dead worker's output shown
 
 
@@ -70,11 +74,27 @@ def in_worker(module: str):
     """Return the load_tests function of the named test module: in the whole suite its
     tests run in a worker process; alone (or in a worker) they run as they are."""
     def load_tests(loader: unittest.TestLoader, tests: unittest.TestSuite, pattern: str | None):
-        cases = list(_cases(tests))
-        if os.environ.get(WORKER_ENV) or not cases or not _runs_parallel(pattern):
+        if os.environ.get(WORKER_ENV) or not _runs_parallel(pattern):
             return tests
-        return _Pool.shared().add(module, tests, cases)
+        pool, cases = _Pool.shared(), list(_cases(tests))
+        suite = pool.add(module, tests, cases) if cases else tests
+        pool.loaded(module, pattern)
+        return suite
     return load_tests
+
+
+def _opted_in(pattern: str) -> set[str]:
+    """Return the names of the test modules matching pattern that opt in (HOOK)."""
+    names = set()
+    for name in os.listdir(HERE):
+        if name.endswith(".py") and fnmatch.fnmatch(name, pattern):
+            try:
+                with open(os.path.join(HERE, name), encoding="utf-8") as fh:
+                    if HOOK in fh.read():
+                        names.add(name[:-3])
+            except (OSError, UnicodeDecodeError):
+                pass                             # the loader reports what it cannot import
+    return names
 
 
 def _cases(suite: unittest.TestSuite):
@@ -158,6 +178,8 @@ class _Pool:
         self.procs: list[subprocess.Popen] = []
         self.exit_codes: dict[int, int] = {}     # pid -> exit code of the workers that ended
         self.done: set[str] = set()
+        self.expected: set[str] | None = None    # the modules that opt in, and those loaded
+        self.seen: set[str] = set()
         self.folder: str | None = None
         self._lines: dict[int, bytes] = {}
 
@@ -165,6 +187,16 @@ class _Pool:
         suite = _WorkerSuite(self, module, tests, cases)
         self.suites.append(suite)
         return suite
+
+    def loaded(self, module: str, pattern: str) -> None:
+        """Note that a module that opts in was loaded; once all were, start the workers, so
+        they run while discovery ends and this process runs its first modules (else the
+        first stand-in to run starts them: a module that failed to import never loads)."""
+        if self.expected is None:
+            self.expected = _opted_in(pattern)
+        self.seen.add(module)
+        if self.expected <= self.seen:
+            self.start()
 
     # -- the workers ---------------------------------------------------------------
     def start(self) -> None:

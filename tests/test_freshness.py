@@ -7,6 +7,7 @@ contract), never by polling until it passes."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -24,13 +25,17 @@ from helpers import (INIT, SERVE_POLL_S, McpProcess, ServeProcess, http_request,
                      write_files)
 
 import docs_qa
+import parallel
 import retrieval_contract as rc
 
-FRESH_S = 0.5                      # --fresh-within of the servers here
+load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
+
+FRESH_S = 0.2                      # --fresh-within of the servers here
 CORPUS = {"intro.md": "# Intro\n\nThe zebra eats grass in the open field every day.\n",
           "guide/setup.md": "# Setup\n\nInstall the package, then run the configure step once.\n"}
 INOTIFY = sys.platform.startswith("linux")
-BULK_FILES = 3000                  # new files one question waits for the server to index
+BULK_FILES = 500                   # new files one question waits for the server to index (their
+                                   # events take longer to apply than the question to arrive)
 
 
 def doc(word: str) -> str:
@@ -84,6 +89,18 @@ class ServerCase(unittest.TestCase):
         self.assertEqual(status, 200)
         return json.loads(body)
 
+    @contextlib.contextmanager
+    def stopped(self):
+        """Stop the server for the block, then let it go on. kill() returns before its
+        threads have stopped (the watching thread could still read events meanwhile); the
+        stop is reported to this process, its parent, once every thread has."""
+        os.kill(self.server.proc.pid, signal.SIGSTOP)
+        try:
+            os.waitpid(self.server.proc.pid, os.WUNTRACED)
+            yield
+        finally:
+            os.kill(self.server.proc.pid, signal.SIGCONT)
+
 
 @unittest.skipUnless(INOTIFY, "folder events are inotify (Linux); elsewhere serve sweeps")
 class WatchedFileTest(ServerCase):
@@ -129,27 +146,21 @@ class WatchedFileTest(ServerCase):
     @unittest.skipUnless(hasattr(signal, "SIGSTOP"), "needs SIGSTOP")
     def test_an_edit_that_keeps_the_size_and_modification_time(self):
         before = os.stat(self.path("intro.md"))
-        os.kill(self.server.proc.pid, signal.SIGSTOP)         # its stat is as it was when the server looks
-        try:
+        with self.stopped():                                   # its stat is as it was when the server looks
             with open(self.path("intro.md"), "r+", encoding="utf-8") as fh:
                 text = fh.read()
                 fh.seek(0)
                 fh.write(text.replace("zebra", "okapi"))               # same length
             os.utime(self.path("intro.md"), ns=(before.st_atime_ns, before.st_mtime_ns))
-        finally:
-            os.kill(self.server.proc.pid, signal.SIGCONT)
         self.changed()
         self.assertEqual(self.paths("okapi"), {"intro.md"})
 
     @unittest.skipUnless(hasattr(signal, "SIGSTOP"), "needs SIGSTOP")
     def test_a_question_waits_for_the_index_to_catch_up(self):
-        os.kill(self.server.proc.pid, signal.SIGSTOP)        # the changes wait, unread, meanwhile
-        try:
+        with self.stopped():                                  # the changes wait, unread, meanwhile
             write_files(self.docs, {f"bulk/{n}.md": doc(f"filler{n}x") for n in range(BULK_FILES)})
             self.write("bulk/target.md", doc("quoll"))
             time.sleep(FRESH_S)                                # older than the contract when asked
-        finally:
-            os.kill(self.server.proc.pid, signal.SIGCONT)
         self.assertEqual(self.paths("quoll"), {"bulk/target.md"})
 
 
@@ -235,13 +246,15 @@ class OverflowTest(ServerCase):
         if queued > 200_000:
             self.skipTest(f"an inotify queue of {queued} events takes too long to fill")
         self.paths("zebra")
-        os.kill(self.server.proc.pid, signal.SIGSTOP)                  # nothing reads the queue now
-        try:
-            for n in range(queued // 2 + 100):     # in a watched folder, two events a file: create, close
-                os.close(os.open(self.path(f"{n}.tmp"), os.O_CREAT | os.O_WRONLY, 0o644))
+        with self.stopped():                                           # nothing reads the queue now
+            # a write is an event (IN_MODIFY); the two files take turns, so that no event
+            # merges with the one queued before it (the kernel merges only those)
+            with open(self.path("a.tmp"), "wb", buffering=0) as one, \
+                    open(self.path("b.tmp"), "wb", buffering=0) as two:
+                for _ in range(queued // 2 + 100):
+                    one.write(b"x")
+                    two.write(b"x")
             self.write("after/overflow.md", doc("chinchilla"))
-        finally:
-            os.kill(self.server.proc.pid, signal.SIGCONT)
         self.assertEqual(self.paths("chinchilla"), {"after/overflow.md"})
         self.assertTrue(self.server.wait_for_line("queue overflowed", 60), self.server.stderr)
         self.write("after/later.md", doc("armadillo"))                # watched again after the walk
@@ -264,6 +277,7 @@ class SweepTest(ServerCase):
     def test_off_walks_the_folder_per_question(self):
         self.server.close()
         self.server = ServeProcess(self.docs, "--cache-dir", self.cache, "--watch", "off", "--no-embed")
+        self.addCleanup(self.server.close)       # (setUp's cleanup closes the first one)
         self.assertEqual(self.health()["freshness"], {"mode": "check", "age_s": 0.0})
         self.write("walked.md", doc("jerboa"))
         status, _, body = http_request(self.server.port, "POST", "/search", json.dumps({"query": "jerboa"}),

@@ -27,6 +27,7 @@ load_tests = parallel.in_worker(__name__)   # the whole suite runs this module i
 
 PROMPT_S = 5.0                     # what "at once" may take on a loaded machine (it takes ~0.5 s)
 HANG_S = 120.0                     # a hang nobody waits out: the test releases it
+FRESH_S = 0.2                      # --fresh-within of a server here (a change this old is in an answer)
 
 
 
@@ -184,7 +185,7 @@ class NoCacheServerTest(StubServerCase):
         env.update({"EMBED_MOCK": "0", "DOCS_QA_BASE_URL": self.stub.base_url,
                     "DOCS_QA_EMBED_MODEL": "stub-embed"})
         proc = subprocess.Popen([sys.executable, os.path.join(REPO, "docs_qa.py"), "serve", "--docs",
-                                 self.docs, "--no-cache", "--port", "0"], env=env,
+                                 self.docs, "--no-cache", "--port", "0", "--fresh-within", str(FRESH_S)], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.addCleanup(lambda: (proc.poll() is None and proc.kill(), proc.wait(), proc.stderr.close()))
         port = None
@@ -207,7 +208,7 @@ class NoCacheServerTest(StubServerCase):
         with open(os.path.join(self.docs, "notes.txt"), "a", encoding="utf-8") as fh:
             fh.write("\nRejestr zwolnień z kasy fiskalnej prowadzi urząd skarbowy.\n")
         os.utime(os.path.join(self.docs, "notes.txt"), (time.time() + 5, time.time() + 5))
-        time.sleep(docs_qa.DEFAULT_FRESH_WITHIN_S + 0.2)   # the server's promise: a change this old is seen
+        time.sleep(FRESH_S)                         # the server's promise: a change this old is seen
         found = search("kasa fiskalna zwolnienie")
         self.assertEqual(found["sources"][0]["document_path"], "notes.txt")
         self.assertLess(self.stub.embedded_texts - after_start - 3, after_start,

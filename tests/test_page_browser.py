@@ -3,15 +3,24 @@ packages (Debian: apt-get install chromium), driven with the standard library on
 a live server on 127.0.0.1. The page runs a question from its URL (?q=...&cite=1 also opens
 the first citation), and the test reads the rendered DOM and saves a screenshot.
 
+One browser serves the class, driven over the DevTools protocol on a pipe
+(--remote-debugging-pipe: JSON messages ended by NUL on its fds 3 and 4); each page opens in
+a browser context of its own (nothing shared with the pages before it, as a fresh profile)
+and is read once the page's fetches have settled, as --virtual-time-budget does.
+
 Skipped, saying why, when no Chromium binary is found. DOCS_QA_PAGE_SCREENSHOT=FILE.png
 keeps the screenshot (otherwise it goes to a temporary folder)."""
 
 from __future__ import annotations
 
+import base64
+import json
 import os
+import select
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import unittest
 import urllib.parse
@@ -23,10 +32,11 @@ import parallel
 load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
 
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-BROWSER_TIMEOUT_S = 120
+BROWSER_TIMEOUT_S = 120            # a guard on one message from the browser, not a bound
 VIRTUAL_TIME_BUDGET_MS = 15000     # page-side time for the page's fetches to settle
 QUESTION = "do kiedy składa się plik JPK_V7M"
 TOKEN = "page-t0ken-for-tests"
+REBOUND_NAME = "rebind.attacker.example"   # the browser resolves it to 127.0.0.1 (DNS rebinding)
 
 
 GRAPH = {"nodes": [
@@ -40,19 +50,150 @@ GRAPH = {"nodes": [
 
 
 def find_browser() -> str | None:
-    """Return the path of a Chromium-like browser on PATH, or None."""
+    """Return the path of a Chromium-like browser on PATH, or None (or on a system without
+    POSIX descriptors to hand it its pipe on)."""
+    if os.name != "posix":
+        return None
     return next((path for path in map(shutil.which, BROWSER_NAMES) if path), None)
 
 
-def run_browser(browser: str, url: str, profile: str, *mode: str) -> subprocess.CompletedProcess:
-    """Run headless Chromium on url with a throw-away profile, offline but for 127.0.0.1."""
-    return subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-extensions", "--no-first-run", "--no-default-browser-check",
-         "--disable-features=Translate,MediaRouter,OptimizationHints", "--hide-scrollbars",
-         f"--user-data-dir={profile}", f"--virtual-time-budget={VIRTUAL_TIME_BUDGET_MS}", *mode, url],
-        capture_output=True, text=True, timeout=BROWSER_TIMEOUT_S, stdin=subprocess.DEVNULL)
+LAUNCHER = ("import os, sys\n"                  # the browser's ends of the pipe onto fds 3 and 4
+            "read, write = int(sys.argv[1]), int(sys.argv[2])\n"
+            "os.dup2(read, 3)\n"
+            "os.dup2(write, 4)\n"
+            "os.close(read)\n"
+            "os.close(write)\n"
+            "os.execv(sys.argv[3], sys.argv[3:])\n")
+
+
+def _above_4(fd: int) -> int:
+    """Return a copy of fd numbered 5 or more (closing fd)."""
+    import fcntl
+    copy = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 5)
+    os.close(fd)
+    return copy
+
+
+class BrowserError(AssertionError):
+    """The browser failed a command, went silent or ended; the message ends with its stderr."""
+
+
+class Browser:
+    """Headless Chromium, offline but for 127.0.0.1, driven over its DevTools pipe."""
+
+    def __init__(self, path: str, folder: str) -> None:
+        # a small launcher moves the browser's ends onto fds 3 and 4 (so they must be others)
+        to_browser, self._commands, self._replies, from_browser = (
+            _above_4(fd) for fd in (*os.pipe(), *os.pipe()))
+        self._stderr_path = os.path.join(folder, "browser.err")
+        with open(self._stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", LAUNCHER, str(to_browser), str(from_browser), path,
+                 "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-extensions", "--no-first-run", "--no-default-browser-check",
+                 "--disable-features=Translate,MediaRouter,OptimizationHints", "--hide-scrollbars",
+                 f"--host-resolver-rules=MAP {REBOUND_NAME} 127.0.0.1",
+                 f"--user-data-dir={os.path.join(folder, 'profile')}", "--remote-debugging-pipe",
+                 "about:blank"],
+                pass_fds=(to_browser, from_browser), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=err)
+        os.close(to_browser)
+        os.close(from_browser)
+        self._buffer, self._last_id, self._events = b"", 0, []
+
+    def stderr(self) -> str:
+        with open(self._stderr_path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()[-2000:]
+
+    def _message(self) -> dict:
+        while b"\0" not in self._buffer:
+            if not select.select([self._replies], [], [], BROWSER_TIMEOUT_S)[0]:
+                raise BrowserError(f"the browser sent nothing for {BROWSER_TIMEOUT_S} s:\n{self.stderr()}")
+            data = os.read(self._replies, 1 << 20)
+            if not data:
+                raise BrowserError(f"the browser ended (exit code {self.proc.poll()}):\n{self.stderr()}")
+            self._buffer += data
+        raw, self._buffer = self._buffer.split(b"\0", 1)
+        return json.loads(raw)
+
+    def send(self, method: str, params: dict | None = None, session: str | None = None) -> dict:
+        """Return the result of one command (of a page's session, if given)."""
+        self._last_id += 1
+        message = {"id": self._last_id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        try:
+            os.write(self._commands, json.dumps(message).encode() + b"\0")
+        except BrokenPipeError:
+            raise BrowserError(f"the browser ended (exit code {self.proc.poll()}):\n{self.stderr()}") from None
+        while (reply := self._message()).get("id") != self._last_id:
+            self._events.append(reply)
+        if "error" in reply:
+            raise BrowserError(f"{method}: {reply['error']}\n{self.stderr()}")
+        return reply["result"]
+
+    def _event(self, method: str, session: str) -> dict:
+        """Return the next event of that name from the page's session."""
+        def wanted(message: dict) -> bool:
+            return message.get("method") == method and message.get("sessionId") == session
+        for number, message in enumerate(self._events):
+            if wanted(message):
+                return self._events.pop(number)
+        while not wanted(message := self._message()):
+            self._events.append(message)
+        return message
+
+    def _open(self, url: str, width: int | None, height: int | None) -> tuple[str, str, str]:
+        """Open url in a new browser context once its fetches have settled (virtual time runs
+        only while none is pending, up to VIRTUAL_TIME_BUDGET_MS); return (context, target, session)."""
+        context = self.send("Target.createBrowserContext")["browserContextId"]
+        target = self.send("Target.createTarget", {"url": "about:blank", "browserContextId": context})["targetId"]
+        session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        if width:
+            self.send("Emulation.setDeviceMetricsOverride",
+                      {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session)
+        self.send("Emulation.setVirtualTimePolicy", {"policy": "pause"}, session)
+        self.send("Page.navigate", {"url": url}, session)
+        self.send("Emulation.setVirtualTimePolicy", {"policy": "pauseIfNetworkFetchesPending",
+                                                     "budget": VIRTUAL_TIME_BUDGET_MS}, session)
+        self._event("Emulation.virtualTimeBudgetExpired", session)
+        self._events = [m for m in self._events if m.get("sessionId") != session]
+        return context, target, session
+
+    def _close(self, context: str, target: str) -> None:
+        self.send("Target.closeTarget", {"targetId": target})
+        self.send("Target.disposeBrowserContext", {"browserContextId": context})
+
+    def dom(self, url: str) -> str:
+        """Return the page's DOM as HTML, as --dump-dom prints it."""
+        context, target, session = self._open(url, None, None)
+        try:
+            return self.send("Runtime.evaluate", {"expression": "document.documentElement.outerHTML",
+                                                  "returnByValue": True}, session)["result"]["value"]
+        finally:
+            self._close(context, target)
+
+    def screenshot(self, url: str, width: int, height: int) -> bytes:
+        """Return a PNG of the page in a window of that size, as --screenshot saves it."""
+        context, target, session = self._open(url, width, height)
+        try:
+            return base64.b64decode(self.send("Page.captureScreenshot", {"format": "png"}, session)["data"])
+        finally:
+            self._close(context, target)
+
+    def close(self) -> None:
+        try:
+            self.send("Browser.close")
+        except BrowserError:
+            pass
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self._commands)
+        os.close(self._replies)
 
 
 class _Dom(HTMLParser):
@@ -105,7 +246,10 @@ class PageInBrowserTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.browser = find_browser()
+        cls.folder = tempfile.mkdtemp()
+        cls.addClassCleanup(shutil.rmtree, cls.folder, True)
+        cls.browser = Browser(find_browser(), cls.folder)
+        cls.addClassCleanup(cls.browser.close)
         cls.live = LiveDocsServer()
         cls.addClassCleanup(cls.live.close)
 
@@ -117,11 +261,10 @@ class PageInBrowserTest(unittest.TestCase):
         return live.url + "?" + urllib.parse.urlencode(params)
 
     def dom(self, url: str) -> _Dom:
-        proc = run_browser(self.browser, url, os.path.join(self.tmp, "profile"), "--dump-dom")
-        self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+        html = self.browser.dom(url)
         parsed = _Dom()
-        parsed.feed(proc.stdout)
-        self.assertIn("index-version", parsed.text, proc.stdout[:2000])
+        parsed.feed(html)
+        self.assertIn("index-version", parsed.text, html[:2000])
         return parsed
 
     def test_the_answer_its_citations_and_the_cited_lines_are_rendered(self):
@@ -216,22 +359,18 @@ class PageInBrowserTest(unittest.TestCase):
     def test_a_page_whose_name_was_rebound_to_the_server_gets_no_page_and_no_answer(self):
         # DNS rebinding in a real browser: the attacker's name resolves to 127.0.0.1
         port = self.live.port
-        url = f"http://rebind.attacker.example:{port}/?" + urllib.parse.urlencode(
-            {"q": QUESTION, "mode": "extractive"})
-        proc = run_browser(self.browser, url, os.path.join(self.tmp, "profile"),
-                           "--host-resolver-rules=MAP rebind.attacker.example 127.0.0.1", "--dump-dom")
-        self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
-        self.assertIn("forbidden_host", proc.stdout)
-        self.assertNotIn("JPK_V7M", proc.stdout)
+        url = f"http://{REBOUND_NAME}:{port}/?" + urllib.parse.urlencode({"q": QUESTION, "mode": "extractive"})
+        html = self.browser.dom(url)
+        self.assertIn("forbidden_host", html)
+        self.assertNotIn("JPK_V7M", html)
         self.assertTrue(any("GET /?q=" in line and " 403 " in line for line in self.live.log),
                         self.live.log[-5:])
 
     def test_a_screenshot_of_the_answered_page_is_saved(self):
         target = os.environ.get("DOCS_QA_PAGE_SCREENSHOT") or os.path.join(self.tmp, "page.png")
-        proc = run_browser(self.browser, self.url(self.live, q=QUESTION, mode="extractive", cite="1"),
-                           os.path.join(self.tmp, "profile"), "--window-size=1100,900",
-                           f"--screenshot={os.path.abspath(target)}")
-        self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+        png = self.browser.screenshot(self.url(self.live, q=QUESTION, mode="extractive", cite="1"), 1100, 900)
+        with open(target, "wb") as fh:
+            fh.write(png)
         with open(target, "rb") as fh:
             data = fh.read()
         self.assertTrue(data.startswith(b"\x89PNG\r\n\x1a\n"))

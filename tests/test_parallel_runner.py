@@ -153,6 +153,37 @@ class ParallelRunnerTest(unittest.TestCase):
         self.assertRegex(proc.stderr, r"\nERROR: worker process \d\n")      # and the run says it died
         self.assertRegex(proc.stderr, r"FAILED \(failures=2, errors=5, skipped=1, expected failures=1\)")
 
+    def test_the_workers_start_before_this_process_runs_its_first_module(self):
+        # the module that runs here first waits for one a worker runs: had the workers
+        # started with the first stand-in to run (test_b_worker's, after it), it would wait
+        # in vain. This test holds the pipe open, so what the worker writes stays in it
+        # whichever side opens it first
+        fifo = os.path.join(self.folder, "started")
+        os.mkfifo(fifo)
+        held = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+        self.addCleanup(os.close, held)
+        self.write({"test_a_first.py": f'''import os, select, unittest
+
+class FirstTest(unittest.TestCase):
+    def test_a_worker_runs_meanwhile(self):
+        fd = os.open({fifo!r}, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            self.assertTrue(select.select([fd], [], [], 30)[0], "no worker ran meanwhile")
+            self.assertEqual(os.read(fd, 1), b"x")
+        finally:
+            os.close(fd)
+''', "test_b_worker.py": HOOK + f'''import os, unittest
+
+class WorkerTest(unittest.TestCase):
+    def test_says_it_runs(self):
+        fd = os.open({fifo!r}, os.O_WRONLY)
+        os.write(fd, b"x")
+        os.close(fd)
+'''})
+        proc = self.discover("2")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("Ran 2 tests", proc.stderr)
+
 
 class SlowListTest(unittest.TestCase):
     def test_every_module_of_the_slow_list_opts_in(self):
