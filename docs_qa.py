@@ -6673,9 +6673,8 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     """Return an answer quoting the best-matching units of the returned fragments, each
     cited with exactly the lines it shows; code and commands fenced, line for line.
 
-    A unit scores one point per question word it holds in any form, plus one when the question
-    asks "when" (kiedy, kedy, when, termin) and the unit holds a number standing alone
-    (a day or a year, not the digit of a code such as JPK_V7). Ties go to the better-ranked
+    Each unit is scored by _scored_units (the question's words it holds, its headings', and
+    what it brings of what the question asks for, _question_wants). Ties go to the better-ranked
     fragment, then to a unit that brings code, a command or a table row, then to the
     earlier unit; a prose unit that holds a smaller unit scoring as well gives way to it,
     and no unit quoted holds another. The best comes first.
@@ -6717,7 +6716,7 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
             continue
         held = set(tokenizer.tokens(unit.matched_text, language))
         overlap = sum(1 for word_terms in words_terms if held & word_terms)
-        framing = next(terms for line, terms in reversed(heads) if line < unit.span[0])
+        framing = next(heading_terms for line, heading_terms in reversed(heads) if line < unit.span[0])
         overlap += 0.5 * sum(1 for word_terms in words_terms if not held & word_terms and framing & word_terms)
         if overlap and wants.date and _STANDALONE_NUMBER.search(unit.text):
             overlap += 1
@@ -6730,7 +6729,7 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
         mine.append((overlap, replace(unit, ranges=_split_ranges(unit.ranges, pieces))))
     if wants.fix:
         mine = _fixes_follow(mine)
-    by_overlap: dict[int, list[_Unit]] = {}
+    by_overlap: dict[float, list[_Unit]] = {}
     for overlap, unit in mine:
         by_overlap.setdefault(overlap, []).append(unit)
     return [(-overlap, _unit_rank(unit, pieces), unit.prefer, unit.span, chunk.path, unit)
@@ -6742,10 +6741,9 @@ def _fixes_follow(mine: list[tuple[float, _Unit]]) -> list[tuple[float, _Unit]]:
     description of an error raised: the FIX_UNITS units before and after a unit holding
     FIX_MIN_WORDS question words or more, in the same block (each on the line of the one
     before, or the next; after an error shown as code, across a blank line), score as that
-    unit did, one more when they bring code or a command:
-    a troubleshooting question gets the fix ('Note: use two underscores. With one you get
-    FieldError…'; 'If you get TemplateDoesNotExist, … Stop the server with Ctrl+C'), not
-    only the symptom."""
+    unit did, one more when they bring code or a command: a troubleshooting question gets
+    the fix ('Note: use two underscores. With one you get FieldError…'; 'If you get
+    TemplateDoesNotExist, … Stop the server with Ctrl+C'), not only the symptom."""
     out = list(mine)
     for k, (overlap, unit) in enumerate(mine):
         if overlap < FIX_MIN_WORDS:
@@ -6822,7 +6820,7 @@ def _unit_render(unit: _Unit, path: str) -> str:
     return "\n".join((f"- {_markup_view(_LIST_MARK.sub('', unit.head))} {cites}",) + unit.body)
 
 
-def _contains_equal(unit: _Unit, overlap: int, others: dict[int, list[_Unit]]) -> bool:
+def _contains_equal(unit: _Unit, overlap: float, others: dict[float, list[_Unit]]) -> bool:
     """Return True when a prose unit holds a smaller unit that matches as well (others: the
     fragment's units by overlap). A unit of one line holds none: the sentences of one long
     line are not compared with each other."""
