@@ -3195,15 +3195,15 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     done, n_workers = 0, _parse_processes(settings, len(todo), sum(map(_ENTRY_SIZE, todo)), len(batches)) - 1
     _stop_workers(spare, keep=n_workers)
     _spawn_workers(spare, n_workers)
-    committed = time.monotonic()
+    committed = settings.clock()
     with _ParsePool(job, len(batches), spare, writer.tokenizer, writer.write_ahead) as pool:
         for batch, parsed in zip(batches, pool.results()):
             _apply_batch(writer, batch, parsed, known, stats, skipped)
             done += len(batch)
-            if time.monotonic() - committed >= CACHE_COMMIT_S:
+            if settings.clock() - committed >= CACHE_COMMIT_S:
                 writer.flush()
                 cache_commit_point(conn)
-                committed = time.monotonic()
+                committed = settings.clock()
             if progress:
                 progress("index", done, len(todo))
     writer.flush()
@@ -7716,7 +7716,7 @@ GRAPH_PASSED_ON_MESSAGE = ("the graph does not understand this question; the doc
 class _Progress:
     """Progress on stderr for runs that take over a second: count, rate and ETA."""
 
-    def __init__(self, stream: Any, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, stream: Any, clock: Callable[[], float]) -> None:
         self.stream, self.clock = stream, clock
         self.started = clock()
         self.last = 0.0
@@ -7776,7 +7776,7 @@ def _cli_question(args: argparse.Namespace, environ: dict[str, str], out: Any, e
     """Run a question (or --search) and print text or the envelope; return the exit code."""
     settings = _settings_from_args(args, environ)
     question = question_make(args.question, args.limit, "query" if args.search else "question")
-    progress = _Progress(err) if err.isatty() else None
+    progress = _Progress(err, settings.clock) if err.isatty() else None
     ctx = OperationContext(settings, progress=progress)
     try:
         envelope = _route_question(args, question, ctx)
@@ -7808,7 +7808,8 @@ def _route_question(args: argparse.Namespace, question: Question, ctx: Operation
 def _cli_index(args: argparse.Namespace, environ: dict[str, str], out: Any, err: Any) -> int:
     """Refresh the index of a folder and print what changed."""
     settings = _settings_from_args(args, environ)
-    stats = index_folder(settings, _Progress(err) if err.isatty() else None)   # \r: a terminal only
+    progress = _Progress(err, settings.clock) if err.isatty() else None   # \r: a terminal only
+    stats = index_folder(settings, progress)
     counts = {"new": stats.new, "updated": stats.updated, "unchanged": stats.unchanged,
               "removed": stats.removed, "chunks": stats.chunks, "index_version": stats.index_version,
               "notes": [{"code": n.code, "message": n.message} for n in stats.notes]}
@@ -8160,16 +8161,17 @@ def _http_classes() -> tuple[type, type]:
         """The socket's reads, each bounded by the socket timeout and, while a request is
         read, by that request's deadline: a client dripping bytes is cut at the deadline."""
 
-        def __init__(self, sock: socket.socket, timeout_s: float | None) -> None:
+        def __init__(self, sock: socket.socket, timeout_s: float | None,
+                     clock: Callable[[], float]) -> None:
             super().__init__()
-            self.sock, self.timeout_s, self.deadline = sock, timeout_s, None
+            self.sock, self.timeout_s, self.clock, self.deadline = sock, timeout_s, clock, None
 
         def readable(self) -> bool:
             return True
 
         def readinto(self, buffer: Any) -> int:
             if self.deadline is not None:
-                left = self.deadline - time.monotonic()
+                left = self.deadline - self.clock()
                 if left <= 0:
                     raise TimeoutError("the request deadline passed")
                 self.sock.settimeout(left if self.timeout_s is None else min(self.timeout_s, left))
@@ -8185,11 +8187,12 @@ def _http_classes() -> tuple[type, type]:
         def setup(self) -> None:
             self.timeout = self.server.ctx.socket_timeout_s   # StreamRequestHandler.setup applies it
             super().setup()
-            self._reader = _DeadlineReader(self.connection, self.timeout)
+            self.clock = self.server.ctx.ops.settings.clock
+            self._reader = _DeadlineReader(self.connection, self.timeout, self.clock)
             self.rfile = io.BufferedReader(self._reader)
 
         def handle_one_request(self) -> None:
-            self._reader.deadline = time.monotonic() + HTTP_HEADER_DEADLINE_S
+            self._reader.deadline = self.clock() + HTTP_HEADER_DEADLINE_S
             super().handle_one_request()
 
         def parse_request(self) -> bool:
@@ -8245,10 +8248,10 @@ def _http_classes() -> tuple[type, type]:
         def _read_body(self, length: int) -> bytes | None:
             """Return the body, or None when it ends early or takes longer than
             HTTP_BODY_DEADLINE_S in all (each read also obeys the socket timeout)."""
-            deadline = self._reader.deadline = time.monotonic() + HTTP_BODY_DEADLINE_S
+            deadline = self._reader.deadline = self.clock() + HTTP_BODY_DEADLINE_S
             parts, received = [], 0
             while received < length:
-                if time.monotonic() > deadline:
+                if self.clock() > deadline:
                     return None
                 piece = self.rfile.read1(min(HTTP_READ_BYTES, length - received))
                 if not piece:
@@ -8735,7 +8738,7 @@ class _McpSession:
         def progress(stage: str, done: int, total: int) -> None:
             if cancel.is_set():
                 raise _CallCancelledError()
-            now = time.monotonic()
+            now = self.ctx.ops.settings.clock()
             if token is None or now - sent["at"] < MCP_PROGRESS_EVERY_S:
                 return
             sent["count"] += 1
@@ -8854,7 +8857,7 @@ def _server_index(ctx: ServerContext) -> None:
     """Build the server's index and log the outcome; mark ctx.startup ready when done."""
     startup = ctx.startup
     # redrawn with \r on a terminal only; elsewhere (a client's log, a file) the lines below say it
-    stderr_progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
+    stderr_progress = _Progress(sys.stderr, ctx.ops.settings.clock) if sys.stderr.isatty() else None
 
     def progress(stage: str, done: int, total: int) -> None:
         if stderr_progress is not None:

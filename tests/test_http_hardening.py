@@ -13,6 +13,7 @@ import tempfile
 import threading
 import time
 import unittest
+from dataclasses import replace
 from unittest import mock
 
 from helpers import (TAX_CORPUS, LiveDocsServer, ServeProcess, http_exchange, http_parse_reply, run_cli,
@@ -250,6 +251,43 @@ class SlowAndManyClientsTest(unittest.TestCase):
                                                   # (asked of what it sent, not of its thread's timing)
         self.assertGreaterEqual(cut_after_s, 1.0)                 # not before the deadline
         self.assertLess(cut_after_s, socket_timeout_s)            # so not by the socket timeout
+
+    def test_the_request_deadlines_are_kept_by_the_settings_clock(self):
+        # the server's clock (Settings.clock) runs a thousand times faster than the real one,
+        # so its 30 s body deadline passes after 30 ms of real time. A body dripped a byte per
+        # 0.1 s (4 s in all, far inside the real deadline) must be cut while it still drips:
+        # a server reading the real clock would take it whole and answer it
+        start = time.monotonic()
+
+        def clock() -> float:
+            return start + (time.monotonic() - start) * 1000
+        ops = self.live.ctx.ops
+        clocked = replace(ops, settings=replace(ops.settings, clock=clock))
+        body = json.dumps({"query": "x" * 28}).encode()
+        head = (b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n" % len(body))
+        sent = []
+        with mock.patch.object(self.live.ctx, "ops", clocked), \
+                socket.create_connection(("127.0.0.1", self.live.port), timeout=60) as sock:
+            sock.sendall(head)
+
+            def drip() -> None:
+                try:
+                    for byte in body:
+                        time.sleep(0.1)
+                        sock.sendall(bytes([byte]))
+                        sent.append(byte)
+                except OSError:
+                    pass
+            dripper = threading.Thread(target=drip, daemon=True)
+            dripper.start()
+            try:
+                data = sock.recv(65536)      # b"": closed, the request was never answered
+            except ConnectionResetError:
+                data = b""
+            dripper.join()
+        self.assertEqual(data, b"")
+        self.assertLess(len(sent), len(body))
 
     def test_past_the_answer_slots_a_ready_request_gets_503_with_retry_after(self):
         entered, release = threading.Semaphore(0), threading.Event()
