@@ -849,7 +849,7 @@ class GraphFormatError(rc.RetrievalUnavailableError):
 # === 4. Names — name morphology only; folding, words, stop words: retrieval_contract ===
 
 # A name keeps its diacritics while it is stemmed, so -ová and -ou stay apart from plain
-# vowels; folding and splitting into words are docs_qa's, as for every other text.
+# vowels; folding and splitting into words are retrieval_contract's, as for every other text.
 
 def name_stem(word: str) -> str:
     """Return a casefolded name word without its inflectional ending (Holpa, Holpová -> holp).
@@ -1945,7 +1945,7 @@ RE_RAW_TOKEN = re.compile(r"\w+|[-–—]")
 
 def _question_words(question: str) -> _Words:
     """Return the question split for accounting (see _Words); format characters (a zero-width
-    space or soft hyphen inside a word) are dropped first, as docs_qa's words drop them."""
+    space or soft hyphen inside a word) are dropped first, as retrieval_contract's words drop them."""
     tokens = RE_RAW_TOKEN.findall("".join(c for c in question if unicodedata.category(c) != "Cf"))
     raw, folded, parts, spans, pos = [], [], [], [], 0
     for i, token in enumerate(tokens):
@@ -3242,15 +3242,15 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return 0 for ok/no_answer/ambiguous, 1 for an error (2 comes from argparse)."""
+def main(argv: list[str] | None = None, git_probe: Callable[[str], Any] | None = None) -> int:
+    """Run the CLI; return 0 for ok/no_answer/ambiguous, 1 for an error (2 comes from argparse).
+    git_probe: as graph_load's (the script passes docs_qa's; None: no Git part)."""
     args = _parser().parse_args(argv)
     limits_kw = dict(entity_limit=args.entity_limit, evidence_limit=args.evidence_limit,
                      fact_limit=args.fact_limit, path_limit=args.path_limit,
                      max_path_length=args.max_path_length)
-    import docs_qa   # this CLI's edge: the Git probe (I/O) for index_version; the library never imports it
     try:
-        graph = graph_load(args.graph, git_probe=docs_qa.git_probe_file)
+        graph = graph_load(args.graph, git_probe=git_probe)
         question = rc.question_make(args.question, args.limit)   # this CLI's edge: --limit travels with it
         env = to_envelope(ask(question, graph, GraphLimits(**limits_kw)))
     except Exception as exc:  # the one catch boundary of this transport
@@ -3279,4 +3279,7 @@ def _emit(text: str) -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # the script's edge, not the library's: the Git probe (I/O) for index_version is docs_qa's,
+    # and this module (imported by docs_qa) never imports it
+    import docs_qa
+    sys.exit(main(git_probe=docs_qa.git_probe_file))

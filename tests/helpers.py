@@ -103,8 +103,8 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60,
 
 def run_main(argv: list[str], environ: dict[str, str], timeout: float = 60,
              script: str = "docs_qa.py") -> subprocess.CompletedProcess:
-    """Run docs_qa.main(argv, environ) (with script graph_store.py: graph_store.main(argv),
-    which reads no environment) in this process, from the repository folder, with
+    """Run docs_qa.main(argv, environ) (with script graph_store.py: graph_store.main(argv) with
+    the script's Git probe; it reads no environment) in this process, from the repository folder, with
     stdout and stderr captured as bytes and decoded as `text=True` decodes a subprocess's;
     an escaping exception is a traceback on stderr and exit code 1, as in a process, and a
     run still going after `timeout` seconds ends the whole test run with every stack dumped."""
@@ -123,7 +123,7 @@ def run_main(argv: list[str], environ: dict[str, str], timeout: float = 60,
             try:
                 if script == "graph_store.py":
                     import graph_store
-                    code = graph_store.main(list(argv))
+                    code = graph_store.main(list(argv), git_probe=docs_qa.git_probe_file)   # as the script
                 else:
                     code = docs_qa.main(list(argv), dict(environ))
             except SystemExit as exc:
