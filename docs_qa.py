@@ -5912,6 +5912,7 @@ def _is_claim(sentence: str) -> bool:
 # --- 14b. Reply check — each unit's citations, support and verbatim code; what is kept
 
 _INLINE_CODE = _lazy_re(r"`([^`\n]+)`")
+_COMMAND_LIKE = _lazy_re(r"\S\s+\S|[(={]")
 _EXHAUSTIVE_RE = _lazy_re(
     r"\b(all|every|everything|only|complete list|entire|wszystk\w*|jedyn\w*|kazd\w*|"
     r"vsetk\w*|jedin\w*|kazd\w*|cel\w* zoznam)\b")
@@ -6246,7 +6247,7 @@ class _Unit:
     def has_code(self) -> bool:
         """True when the unit shows code, a command, a table or numbered steps, or names code
         inline: what a question asking for a command or a "how do I" wants."""
-        return not self.prefer or _INLINE_CODE.search(self.head) is not None \
+        return not self.prefer or any(_COMMAND_LIKE.search(code) for code in _INLINE_CODE.findall(self.head)) \
             or any(_NUMBERED_ITEM.match(line) for line in self.body[:1])
 
 
@@ -6468,7 +6469,7 @@ def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...]
     units = [_Unit(((a, b),), text, (), 1) for a, b, text in sentences]
     if sentences and nxt is not None:
         a, b, text = sentences[-1]
-        if text.endswith(":") or nxt.kind in ("fence", "command") and not caption:
+        if _markup_view(text).endswith(":") or nxt.kind in ("fence", "command") and not caption:
             units[-1] = _intro_unit(a, text, nxt, caption)
     pairs = [_joined(one, two) for one, two in zip(units, units[1:])     # a sentence with the code
              if _INLINE_CODE.search(two.head) and not _INLINE_CODE.search(one.head)]   # it leads to
@@ -6519,7 +6520,7 @@ def _list_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...] = ()
         if len(lines) > MAX_QUOTED_LINES:
             body += (f"… ({len(lines) - MAX_QUOTED_LINES} more lines not shown)",)
         last = first + min(len(lines), MAX_QUOTED_LINES) - 1
-        if k == len(items) - 1 and wrapped == len(lines) and head.endswith(":") and nxt is not None:
+        if k == len(items) - 1 and wrapped == len(lines) and _markup_view(head).endswith(":") and nxt is not None:
             units.append(_intro_unit(first, head, nxt, caption))
         else:
             units.append(_Unit(((first, last),), head, body, 1))
@@ -6583,6 +6584,10 @@ _WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".s
 _CODE_WORD_STARTS = ("command", "komend", "polecen", "prikaz", "run", "type", "wpis", "napis",
                      "uruchom", "spust", "install", "instal", "zainstal", "nainstal", "code", "kod")
 _HOW_WORDS = frozenset("how jak ako".split())
+# a question asking why (folded words), and the words that give a reason or a purpose
+_WHY_WORDS = frozenset("why dlaczego czemu preco".split())
+_REASON_WORDS = frozenset("because since so therefore poniewaz bo gdyz dlatego dzieki zeby aby "
+                          "pretoze lebo preto kedze totiz vdaka".split())
 # a question about an error: a word for one, or an error's name (TemplateDoesNotExist, NameError)
 _FIX_WORDS = frozenset("error errors blad bledu bledem chyba chybu chyby chybou exception crash crashes "
                        "fails failed refuses hlasi pise pisze says".split())
@@ -6618,15 +6623,18 @@ class _Wants(NamedTuple):
     definition: bool               # 'co to', 'what is', 'po co': a definition or a purpose
     duty: bool                     # 'czy muszę', 'do I need': a duty and its condition
     fix: bool                      # an error quoted or named: what follows its description
+    reason: bool                   # 'dlaczego', 'why': a reason or a purpose
 
 
 def _question_wants(text: str) -> _Wants:
     """Return what kind of content a question asks for (folded words; an error by name)."""
     words = text_folded_words(text)
-    code = _wants_code(words)
+    reason = bool(_WHY_WORDS.intersection(words))
+    code = _wants_code(words) and not reason
     return _Wants(bool(_WHEN_WORDS.intersection(words)), code,
                   bool(_DEFINE_QUESTION.search(" ".join(words))) and not code, _wants_duty(words),
-                  bool(_FIX_WORDS.intersection(words)) or _ERROR_NAME.search(text) is not None)
+                  bool(_FIX_WORDS.intersection(words)) or _ERROR_NAME.search(text) is not None,
+                  reason)
 
 
 def _is_definition(head: str, terms: set[str], tokenizer: "Tokenizer", language: str) -> bool:
@@ -6726,6 +6734,8 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
             overlap += 1
         if overlap and wants.duty:
             overlap += _duty_points(unit.text)
+        if overlap and wants.reason and _REASON_WORDS.intersection(text_folded_words(unit.matched_text)):
+            overlap += 1
         mine.append((overlap, replace(unit, ranges=_split_ranges(unit.ranges, pieces))))
     if wants.fix:
         mine = _fixes_follow(mine)

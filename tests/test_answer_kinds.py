@@ -159,3 +159,35 @@ class CorpusRegressionTest(TempDirTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CommandQuestionTest(ExtractiveTest):
+    def test_a_command_is_code_with_words_not_a_name_in_backticks(self):
+        # both sentences hold 'create' and 'environment' and name something in backticks; only
+        # the second names a command, which a "how do I" question asks for
+        text = ("# Environment\n\nChoose the folder where you want to create the `venv` environment.\n\n"
+                "To create the environment, run `python -m venv myvenv` in that folder.\n")
+        result = self.ask({"e.md": text}, "How do I create the environment?")
+        self.assertIn("python -m venv myvenv", result.answer.split("\n")[0])
+
+    def test_a_line_ending_in_a_colon_inside_raw_tags_introduces_its_code(self):
+        # '{% raw %}...:{% endraw %}' ends with a colon as the page shows it: the code below it
+        # (under a file-name caption) is quoted with it
+        text = ("# Links\n\n{% raw %}Change the title so that it links to the detail page:{% endraw %}\n\n"
+                "{% filename %}post_list.html{% endfilename %}\n\n"
+                "```html\n<a href=\"{% url 'post_detail' pk=post.pk %}\">{{ post.title }}</a>\n```\n")
+        result = self.ask({"l.md": text}, "how do I link the title to the detail page")
+        first_unit = result.answer.split("\n- ")[0]
+        self.assertIn("{% url 'post_detail' pk=post.pk %}", first_unit)
+        self.assertNotIn("{% raw %}", first_unit)
+
+
+class WhyQuestionTest(ExtractiveTest):
+    def test_a_why_question_gets_the_reason_not_the_command(self):
+        # both units hold the three question words; 'command' would ask for code, but 'why'
+        # asks for the reason, which the sentence with 'because' gives
+        text = ("# Start\n\nType the command with a dot at its end:\n\n"
+                "    django-admin startproject mysite .\n\n"
+                "The dot at the end matters because it tells the command to use the current folder.\n")
+        result = self.ask({"s.md": text}, "Why is there a dot at the end of the command?")
+        self.assertIn("because it tells the command", result.answer.split("\n")[0])
