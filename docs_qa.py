@@ -6674,7 +6674,8 @@ def _duty_points(text: str) -> int:
 # headings' at half) and what it brings of what is asked; the best quoted, each cited once.
 
 FIX_MIN_WORDS = 2                  # a unit holding this many question words describes the error ...
-FIX_UNITS = 2                      # ... and the units on either side of it say what to do
+FIX_LINES = 6                      # ... and the units on either side within this many lines say
+                                   # what to do (lines, not units: a reply may be four short sentences)
 
 
 def answer_extractive(question: str | Question, result: SearchResult) -> str:
@@ -6748,8 +6749,8 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
 
 def _fixes_follow(mine: list[tuple[float, _Unit]]) -> list[tuple[float, _Unit]]:
     """Return the scored units of a fragment (in document order) with the units around the
-    description of an error raised: the FIX_UNITS units before and after a unit holding
-    FIX_MIN_WORDS question words or more, in the same block (each on the line of the one
+    description of an error raised: the units within FIX_LINES lines before and after a unit
+    holding FIX_MIN_WORDS question words or more, in the same block (each on the line of the one
     before, or the next; after an error shown as code, across a blank line), score as that
     unit did, one more when they bring code or a command: a troubleshooting question gets
     the fix ('Note: use two underscores. With one you get FieldError…'; 'If you get
@@ -6761,12 +6762,12 @@ def _fixes_follow(mine: list[tuple[float, _Unit]]) -> list[tuple[float, _Unit]]:
         gap = 1 if unit.prefer else 2          # an error shown as output is explained below it
         for step in (1, -1):
             near = unit
-            for n in range(k + step, k + step * (FIX_UNITS + 1), step):
-                if not 0 <= n < len(mine):
-                    break
+            for n in range(k + step, len(mine) if step == 1 else -1, step):
                 score, other = out[n]
                 first, second = (near, other) if step == 1 else (other, near)
                 if not 0 <= second.span[0] - first.span[1] <= gap:
+                    break
+                if (other.span[0] - unit.span[1] if step == 1 else unit.span[0] - other.span[1]) > FIX_LINES:
                     break
                 out[n] = (max(score, overlap + (1 if other.has_code else 0)), other)
                 near = other

@@ -137,6 +137,16 @@ class TroubleshootingTest(ExtractiveTest):
         self.assertTrue(result.answer.startswith("- We forgot to import it first: `from blog.models import Post`."),
                         result.answer)
 
+    def test_the_fix_a_few_short_sentences_after_the_error(self):
+        # four short sentences stand between the error and the command that fixes it; they
+        # are three lines from the error, so the command is still its fix
+        text = ("# Shell\n\nList the posts:\n\n```python\n>>> Post.objects.all()\n"
+                "NameError: name 'Post' is not defined\n```\n\n"
+                "Oops! An error. It says there is no such thing. Right, we forgot something first!\n\n"
+                "```python\n>>> from blog.models import Post\n```\n")
+        result = self.ask({"s.md": text}, "NameError: name 'Post' is not defined in the shell")
+        self.assertIn("from blog.models import Post", result.answer.split("\n- ")[0])
+
     def test_a_question_without_an_error_is_not_widened(self):
         text = ("# Shell\n\nThe shell lists posts with a query. Stop it with Ctrl+D.\n")
         result = self.ask({"s.md": text}, "how does the shell list posts with a query")
