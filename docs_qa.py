@@ -5016,6 +5016,8 @@ def _embed_missing(conn: sqlite3.Connection, settings: Settings, progress: Progr
 CODE_WORD_WEIGHT = 3               # a code-like word (WIS, GTU_12, VAT-26) counts as this many words
 MOBILE_E_ENDINGS = ("ek", "ec")    # the gate also tries 'podatek' as 'podatk' (Polish mobile e)
 MIN_COMPOUND_PART = 3              # letters per half when the gate splits 'honeybees' into 'honey bees'
+MAX_COMPOUND_LETTERS = 40          # a longer word is split no more (the longest compounds in use have
+                                   # about 35; each split is two lookups, so 4,000 letters cost seconds)
 ABSENT_NAME_MIN_SHARE = 0.5        # a name the folder never mentions refuses when this share of the
                                    # question's weight occurs nowhere (long questions naming a few
                                    # unknown names among many known words still pass)
@@ -5099,8 +5101,11 @@ def _mobile_e_chunks(conn: sqlite3.Connection, terms: list[str]) -> set[int]:
 
 def _compound_chunks(conn: sqlite3.Connection, word: str) -> set[int]:
     """Return the chunks holding both halves of a closed compound the folder writes apart
-    ('honeybees' -> 'honey bees'), trying each split with halves of MIN_COMPOUND_PART letters."""
+    ('honeybees' -> 'honey bees'), trying each split with halves of MIN_COMPOUND_PART letters;
+    none for a word over MAX_COMPOUND_LETTERS."""
     folded = text_fold(word)
+    if len(folded) > MAX_COMPOUND_LETTERS:
+        return set()
     for cut in range(MIN_COMPOUND_PART, len(folded) - MIN_COMPOUND_PART + 1):
         left, right = text_query_terms(folded[:cut]), text_query_terms(folded[cut:])
         if left and right:
