@@ -4228,8 +4228,9 @@ class _Watcher:
     With folder events (inotify), each folder has a watch, added before it is listed; an
     event names the folder whose listing and stats are taken again (new subfolders walked
     and watched, gone or replaced ones dropped), and the index is refreshed from the resident
-    walk by index_refresh, which re-reads the changed files only; an edited document is
-    marked stale, so an edit that keeps its size and mtime is read too. A lost event queue
+    walk by index_refresh, scoped to those folders (RefreshScope: only their documents are
+    compared with the stored ones, the totals shifted by theirs); an edited document is
+    read again, so an edit that keeps its size and mtime is read too. A lost event queue
     (overflow), the root deleted or moved, or a failed refresh start it all again. Where
     there are no events (another OS, the watch limit), a sweep walks the folder in the
     background every fresh_within_s * WATCH_SWEEP_SHARE (or less often on a large folder),
