@@ -2957,7 +2957,6 @@ class StoreTotals(NamedTuple):
 
 
 GENERATION_MODULUS = 1 << 256      # the generation's sum of marks is kept modulo this
-_TOTALS_KEYS = ("generation_marks", "n_terms")   # meta a scoped refresh updates (with n_files, n_chunks)
 
 
 def _generation_mark(path: str, sha: str) -> int:
@@ -3290,7 +3289,7 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     stats.unchanged = len(entries) - len(todo)
     skipped = _reindex(conn, settings, todo, gone, known, stats, progress, spare, commit=True)
     meta = cache_meta(conn)
-    if todo or gone or any(key not in meta for key in ("generation", *_TOTALS_KEYS)):
+    if todo or gone or not _totals_hold(meta):
         cache_update_generation(conn)
     stats.notes += _put_walk_meta(conn, scan, skipped)
     if scan.listings is not None:
@@ -3322,7 +3321,7 @@ def _refresh_scoped(conn: sqlite3.Connection, settings: Settings, scan: CorpusSc
         stats = IndexStats(notes=scan.notes)
         skipped = _reindex(conn, settings, todo, gone, known, stats, None, [], commit=False)
         cache_shift_totals(conn, meta, before, cache_path_totals(conn, affected))
-        for code, paths in json.loads(meta.get("file_skips") or "{}").items():
+        for code, paths in json.loads(meta["file_skips"]).items():
             skipped.setdefault(code, []).extend(p for p in paths if not scope.holds(p))
         stats.notes += _put_walk_meta(conn, scan, skipped)
         stats.unchanged = int(_meta_get(conn, "n_files") or 0) - stats.new - stats.updated
@@ -3330,13 +3329,24 @@ def _refresh_scoped(conn: sqlite3.Connection, settings: Settings, scan: CorpusSc
 
 
 def _has_totals(meta: dict[str, str]) -> bool:
-    """Return whether meta holds the totals a scoped refresh shifts, well formed (an index
-    written before they were kept is recounted by a whole refresh first)."""
+    """Return whether meta holds the totals a scoped refresh shifts, as the last recount or
+    shift left them (an index written before they were kept, or refreshed since by a version
+    that does not keep them, is recounted by a whole refresh first), and every skipped file."""
     try:
-        return all(key in meta for key in _TOTALS_KEYS) and int(meta["generation_marks"], 16) >= 0 \
-            and isinstance(json.loads(meta.get("file_skips") or "{}"), dict)
-    except ValueError:
+        return _totals_hold(meta) and isinstance(json.loads(meta["file_skips"]), dict)
+    except (KeyError, ValueError):
         return False
+
+
+def _totals_hold(meta: dict[str, str]) -> bool:
+    """Return whether the generation, counts and mean chunk length in meta are the ones its
+    kept totals give (see _generation_meta)."""
+    try:
+        totals = StoreTotals(int(meta["n_files"]), int(meta["n_chunks"]), int(meta["n_terms"]),
+                             int(meta["generation_marks"], 16))
+    except (KeyError, ValueError):
+        return False
+    return all(meta.get(key) == value for key, value in _generation_meta(totals).items())
 
 
 def _put_walk_meta(conn: sqlite3.Connection, scan: CorpusScan, skipped: dict[str, list[str]]) -> list[Note]:

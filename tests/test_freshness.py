@@ -371,6 +371,16 @@ class ScopedIndexRefreshTest(unittest.TestCase):
         self.assertEqual((stats.new, stats.updated, stats.removed), (0, 1, 0))   # b's edit is seen
         self.assertEqual([h.chunk.path for h in docs_qa.search("curlew", self.settings).hits], ["b/three.md"])
 
+    def test_totals_another_version_left_behind_are_recounted_first(self):
+        with docs_qa.cache_transaction(self.conn):       # a refresh by a version that keeps no
+            docs_qa.cache_meta_put(self.conn, {"generation": "0123456789ab"})   # totals
+        after = self.change_a_and_b()
+        scope = docs_qa.RefreshScope(self.before, frozenset({"a"}), frozenset({"a/old", "a/new"}), frozenset())
+        stats = docs_qa.index_refresh(self.conn, self.settings, scan=after, scope=scope)
+        self.assertEqual((stats.new, stats.updated, stats.removed), (1, 2, 1))   # b too: a whole refresh
+        meta = docs_qa.cache_meta(self.conn)
+        self.assertEqual({k: meta[k] for k in self.TOTALS[:-1]}, self.recounted())
+
     def test_a_stale_document_in_the_scope_is_read_again(self):
         path = os.path.join(self.docs, "a", "one.md")
         st = os.stat(path)
