@@ -174,6 +174,7 @@ __all__ = [
     "cache_mark_stale",
     "cache_next_chunk_id", "cache_has_postings", "cache_path_chunks", "cache_term_postings",
     "cache_write_batch", "cache_write_postings", "cache_update_generation",
+    "StoreTotals", "cache_path_totals", "cache_shift_totals", "cache_file_states_of", "RefreshScope",
     "cache_chunk_count", "cache_mean_length", "cache_query_vector", "cache_forget_vector",
     "cache_vector_count", "cache_drop_signatures",
     "cache_listings", "cache_put_listings", "cache_try_put_listings",
@@ -487,16 +488,23 @@ class CorpusScan:
     def entries(self) -> list[FileEntry]:
         """Return the documents, sorted by relative path."""
         if self._entries is None:
-            files: list[FileEntry] = []
-            for item in self._folders:
-                for abs_dir, prefix, names, mtimes, sizes in \
-                        _folders_of_records(item, self.root) if type(item) is bytes else (item,):
-                    base = abs_dir if abs_dir.endswith(os.sep) else abs_dir + os.sep
-                    files += map(_NEW_FILE_ENTRY, zip(map(prefix.__add__, names), map(base.__add__, names),
-                                                      mtimes, sizes))
-            files.sort()
-            self._entries = files
+            self._entries = self.entries_in(None)
         return self._entries
+
+    def entries_in(self, holds: Callable[[str], bool] | None) -> list[FileEntry]:
+        """Return the documents of the folders holds() accepts (each named by its relative
+        path, "" the root; None: every folder), sorted by relative path."""
+        files: list[FileEntry] = []
+        for item in self._folders:
+            for abs_dir, prefix, names, mtimes, sizes in \
+                    _folders_of_records(item, self.root) if type(item) is bytes else (item,):
+                if holds is not None and not holds(prefix[:-1]):
+                    continue
+                base = abs_dir if abs_dir.endswith(os.sep) else abs_dir + os.sep
+                files += map(_NEW_FILE_ENTRY, zip(map(prefix.__add__, names), map(base.__add__, names),
+                                                  mtimes, sizes))
+        files.sort()
+        return files
 
 
 def _folder_record(folder: _Folder) -> bytes:
@@ -2666,7 +2674,7 @@ def cache_open(path: str | None, memory_uri: str | None = None,
         raise _CacheCorrupt("damaged") from None
 
 
-_META_COUNTS = ("n_files", "n_folders", "n_chunks")   # whole numbers in the meta table
+_META_COUNTS = ("n_files", "n_folders", "n_chunks", "n_terms")   # whole numbers in the meta table
 
 
 def _meta_numbers_ok(conn: sqlite3.Connection) -> bool:
@@ -2761,6 +2769,14 @@ def _meta_get(conn: sqlite3.Connection, key: str) -> str | None:
 
 def _meta_set(conn: sqlite3.Connection, key: str, value: str) -> None:
     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
+
+
+def _rows_by_ids(conn: sqlite3.Connection, sql: str, ids: list, before: tuple = ()) -> Iterator[tuple]:
+    """Yield the rows of sql, whose `{ids}` is an IN list, for the given ids, SQL_IN_BATCH at
+    a time; before: the parameters ahead of the ids."""
+    for start in range(0, len(ids), SQL_IN_BATCH):
+        part = ids[start:start + SQL_IN_BATCH]
+        yield from conn.execute(sql.format(ids=",".join("?" * len(part))), (*before, *part))
 
 
 def cache_meta(conn: sqlite3.Connection) -> dict[str, str]:
@@ -2931,16 +2947,71 @@ def cache_write_postings(conn: sqlite3.Connection, postings: list[tuple[str, Any
     conn.executemany("DELETE FROM postings WHERE term=?", [(t,) for t in empty_terms])
 
 
+class StoreTotals(NamedTuple):
+    """What a set of stored documents adds to the index's totals (see cache_update_generation)."""
+
+    files: int
+    chunks: int
+    terms: int                     # the chunks' n_terms, summed
+    marks: int                     # the files' _generation_mark()s, summed (not reduced)
+
+
+GENERATION_MODULUS = 1 << 256      # the generation's sum of marks is kept modulo this
+
+
+def _generation_mark(path: str, sha: str) -> int:
+    """Return a stored document's share of the corpus generation: a 256-bit hash of its path
+    and content hash, as a number."""
+    return int.from_bytes(hashlib.blake2b(f"{path}\0{sha}".encode("utf-8", "surrogatepass"),
+                                          digest_size=32).digest(), "big")
+
+
+def _generation_meta(totals: StoreTotals) -> dict[str, str]:
+    """Return the meta of an index whose documents add up to totals: the corpus generation
+    (a hash of the file count and of the sum of every document's mark, so it names the set
+    of (path, content) pairs whatever order they were indexed in, and a refresh of a few
+    documents updates it by their marks alone), the counts and the mean chunk length."""
+    marks = totals.marks % GENERATION_MODULUS
+    generation = hashlib.sha256(f"{totals.files}\0{marks:064x}".encode("ascii")).hexdigest()[:12]
+    return {"generation": generation, "generation_marks": f"{marks:064x}", "n_files": str(totals.files),
+            "n_chunks": str(totals.chunks), "n_terms": str(totals.terms),
+            "avg_terms": repr(totals.terms / totals.chunks if totals.chunks else 0.0)}
+
+
 def cache_update_generation(conn: sqlite3.Connection) -> None:
-    """Recompute the corpus generation hash and the BM25 collection statistics."""
-    digest = hashlib.sha256()
-    for path, sha in conn.execute("SELECT path, sha FROM files ORDER BY path"):
-        digest.update(f"{path}\0{sha}\n".encode("utf-8", "surrogatepass"))
+    """Recompute the corpus generation hash and the BM25 collection statistics over every
+    stored document (see _generation_meta)."""
+    marks = sum(itertools.starmap(_generation_mark, conn.execute("SELECT path, sha FROM files")))
     n_chunks, total = conn.execute("SELECT COUNT(*), COALESCE(SUM(n_terms), 0) FROM chunks").fetchone()
     n_files = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
-    cache_meta_put(conn, {"generation": digest.hexdigest()[:12], "n_files": str(n_files),
-                          "n_chunks": str(n_chunks),
-                          "avg_terms": repr(total / n_chunks if n_chunks else 0.0)})
+    cache_meta_put(conn, _generation_meta(StoreTotals(n_files, n_chunks, total, marks)))
+
+
+def cache_path_totals(conn: sqlite3.Connection, paths: list[str]) -> StoreTotals:
+    """Return what the stored documents among paths add to the index's totals."""
+    files = chunks = terms = marks = 0
+    for path, sha in _rows_by_ids(conn, "SELECT path, sha FROM files WHERE path IN ({ids})", paths):
+        files += 1
+        marks += _generation_mark(path, sha)
+    for n, total in _rows_by_ids(conn, "SELECT COUNT(*), COALESCE(SUM(n_terms), 0) FROM chunks"
+                                       " WHERE path IN ({ids})", paths):
+        chunks, terms = chunks + n, terms + total
+    return StoreTotals(files, chunks, terms, marks)
+
+
+def cache_shift_totals(conn: sqlite3.Connection, meta: dict[str, str], before: StoreTotals,
+                       after: StoreTotals) -> None:
+    """Update the generation and statistics in meta (as cache_update_generation left them)
+    for documents whose share went from before to after: the same values a recount gives."""
+    old = StoreTotals(int(meta["n_files"]), int(meta["n_chunks"]), int(meta["n_terms"]),
+                      int(meta["generation_marks"], 16))
+    cache_meta_put(conn, _generation_meta(StoreTotals(*(o - b + a for o, b, a in zip(old, before, after)))))
+
+
+def cache_file_states_of(conn: sqlite3.Connection, paths: list[str]) -> dict[str, FileState]:
+    """Return path -> FileState of the stored documents among paths."""
+    return {path: FileState(*state) for path, *state in _rows_by_ids(
+        conn, "SELECT path, mtime_ns, size, sha FROM files WHERE path IN ({ids})", paths)}
 
 
 def _ints(data: bytes) -> array.array:
@@ -3108,16 +3179,46 @@ def _is_built_for(meta: dict[str, str], settings: Settings) -> bool:
     return meta.get("index_params") == _index_params(settings) and "generation" in meta
 
 
+class RefreshScope(NamedTuple):
+    """What a watcher saw change since the walk `before`, from which the index was last
+    refreshed: only the documents of these folders may differ from their stored states (see
+    index_refresh). Folders are relative paths, "" the root."""
+
+    before: CorpusScan             # the walk the index matches (its stat signature is in meta)
+    folders: frozenset[str]        # folders whose own documents may have changed
+    trees: frozenset[str]          # folders whose documents at every depth may have changed
+    stale: frozenset[str]          # documents to read again whatever their stat says
+
+    def holds_folder(self, folder: str) -> bool:
+        """Return whether the documents directly in folder are in the scope."""
+        return folder in self.folders or (bool(self.trees) and f"{folder}/".startswith(
+            tuple(f"{tree}/" for tree in self.trees)))
+
+    def holds(self, rel_path: str) -> bool:
+        """Return whether a document is in the scope."""
+        return self.holds_folder(rel_path.rpartition("/")[0])
+
+
 def index_refresh(conn: sqlite3.Connection, settings: Settings, progress: ProgressFn | None = None,
-                  scan: CorpusScan | None = None) -> IndexStats:
+                  scan: CorpusScan | None = None, scope: RefreshScope | None = None) -> IndexStats:
     """Bring the index up to date with the docs folder (scan: its walk, when already made);
     return what changed.
 
     Costs one stat per document when nothing changed (the stat signature matches). A
     file whose size and mtime are unchanged is not read; one whose content hash is
     unchanged is not re-chunked. Changes are committed every CACHE_COMMIT_S seconds so an
-    interrupted run keeps its progress.
+    interrupted run keeps its progress. With a scope (a watcher's, with its scan), only the
+    scope's documents are compared and the totals are updated by their shares, in one
+    transaction, if the index is still the one scope.before gave; else (another process
+    refreshed it, or marked files stale) the whole walk is compared, as without one.
     """
+    if scope is not None and scan is not None:
+        stats = _refresh_scoped(conn, settings, scan, scope)
+        if stats is not None:
+            return _refreshed(conn, settings, stats, cache_meta(conn), scan)
+        if scope.stale:
+            with cache_transaction(conn):
+                cache_mark_stale(conn, sorted(scope.stale))
     meta, spare = cache_meta(conn), []              # spare: parse workers started early
     try:
         scan = scan or _scan_starting_workers(settings, meta, cache_listings(conn), spare)
@@ -3131,6 +3232,13 @@ def index_refresh(conn: sqlite3.Connection, settings: Settings, progress: Progre
             meta = cache_meta(conn)
     finally:
         _stop_workers(spare)                   # started early, never given to a pool
+    return _refreshed(conn, settings, stats, meta, scan)
+
+
+def _refreshed(conn: sqlite3.Connection, settings: Settings, stats: IndexStats, meta: dict[str, str],
+               scan: CorpusScan) -> IndexStats:
+    """Return a refresh's stats completed from the index's meta after it (chunks, generation,
+    index_version), the file in WAL mode."""
     cache_use_wal(conn)
     stats.chunks, stats.generation = int(meta.get("n_chunks") or 0), meta.get("generation")
     stats.index_version = _index_version(conn, meta, settings.docs_dir, scan)
@@ -3179,6 +3287,86 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
     else:                                       # a first index: every file is new
         todo, gone = entries, []
     stats.unchanged = len(entries) - len(todo)
+    skipped = _reindex(conn, settings, todo, gone, known, stats, progress, spare, commit=True)
+    meta = cache_meta(conn)
+    if todo or gone or not _totals_hold(meta):
+        cache_update_generation(conn)
+    stats.notes += _put_walk_meta(conn, scan, skipped)
+    if scan.listings is not None:
+        cache_put_listings(conn, scan.listings)
+    return stats
+
+
+def _refresh_scoped(conn: sqlite3.Connection, settings: Settings, scan: CorpusScan,
+                    scope: RefreshScope) -> IndexStats | None:
+    """Compare the scope's documents in scan with their stored states, re-read those whose
+    stat changed or that are stale, drop those gone, and shift the totals by their shares
+    (cache_shift_totals), in one transaction; return the counts (unchanged: every other
+    stored document), or None, having written nothing, when the index is not the one
+    scope.before gave (see index_refresh)."""
+    with cache_transaction(conn):
+        meta = cache_meta(conn)
+        if not (_is_built_for(meta, settings) and meta.get("stat_sig") == scope.before.signature
+                and _has_totals(meta)):
+            return None
+        entries = scan.entries_in(scope.holds_folder)
+        present = {e.rel_path for e in entries}
+        known = cache_file_states_of(conn, sorted(present.union(
+            e.rel_path for e in scope.before.entries_in(scope.holds_folder))))
+        todo = [e for e in entries if e.rel_path in scope.stale
+                or known.get(e.rel_path, _NO_STATE)[:2] != (e.mtime_ns, e.size)]
+        gone = [p for p in known if p not in present]
+        affected = [e.rel_path for e in todo] + gone
+        before = cache_path_totals(conn, affected)
+        stats = IndexStats(notes=scan.notes)
+        skipped = _reindex(conn, settings, todo, gone, known, stats, None, [], commit=False)
+        cache_shift_totals(conn, meta, before, cache_path_totals(conn, affected))
+        for code, paths in json.loads(meta["file_skips"]).items():
+            skipped.setdefault(code, []).extend(p for p in paths if not scope.holds(p))
+        stats.notes += _put_walk_meta(conn, scan, skipped)
+        stats.unchanged = int(_meta_get(conn, "n_files") or 0) - stats.new - stats.updated
+        return stats
+
+
+def _has_totals(meta: dict[str, str]) -> bool:
+    """Return whether meta holds the totals a scoped refresh shifts, as the last recount or
+    shift left them (an index written before they were kept, or refreshed since by a version
+    that does not keep them, is recounted by a whole refresh first), and every skipped file."""
+    try:
+        return _totals_hold(meta) and isinstance(json.loads(meta["file_skips"]), dict)
+    except (KeyError, ValueError):
+        return False
+
+
+def _totals_hold(meta: dict[str, str]) -> bool:
+    """Return whether the generation, counts and mean chunk length in meta are the ones its
+    kept totals give (see _generation_meta)."""
+    try:
+        totals = StoreTotals(int(meta["n_files"]), int(meta["n_chunks"]), int(meta["n_terms"]),
+                             int(meta["generation_marks"], 16))
+    except (KeyError, ValueError):
+        return False
+    return all(meta.get(key) == value for key, value in _generation_meta(totals).items())
+
+
+def _put_walk_meta(conn: sqlite3.Connection, scan: CorpusScan, skipped: dict[str, list[str]]) -> list[Note]:
+    """Record in meta the walk the index now matches and the documents skipped when read
+    (every one, for a scoped refresh to keep those outside its scope); return their notes."""
+    skips = {code: sorted(paths) for code, paths in sorted(skipped.items()) if paths}
+    file_notes = [_summarise_skips(code, paths) for code, paths in skips.items()]
+    cache_meta_put(conn, {"stat_sig": scan.signature, "n_folders": str(scan.n_folders),
+                          "file_notes": json.dumps([[n.code, n.message] for n in file_notes]),
+                          "file_skips": json.dumps(skips)})
+    return file_notes
+
+
+def _reindex(conn: sqlite3.Connection, settings: Settings, todo: list[FileEntry], gone: list[str],
+             known: dict[str, FileState], stats: IndexStats, progress: ProgressFn | None,
+             spare: list[_Worker], commit: bool) -> dict[str, list[str]]:
+    """Drop the gone documents, read and parse todo (known: the stored states, whose content
+    hashes spare re-chunking an unchanged text), write the changes; count them into stats;
+    return the paths skipped when read, by reason (inside the caller's transaction; with
+    commit, committed every CACHE_COMMIT_S seconds)."""
     writer = _IndexWriter(conn, Tokenizer())
     for path in gone:
         writer.drop_file(path)
@@ -3200,22 +3388,14 @@ def _refresh_changed(conn: sqlite3.Connection, settings: Settings, scan: CorpusS
         for batch, parsed in zip(batches, pool.results()):
             _apply_batch(writer, batch, parsed, known, stats, skipped)
             done += len(batch)
-            if settings.clock() - committed >= CACHE_COMMIT_S:
+            if commit and settings.clock() - committed >= CACHE_COMMIT_S:
                 writer.flush()
                 cache_commit_point(conn)
                 committed = settings.clock()
             if progress:
                 progress("index", done, len(todo))
     writer.flush()
-    file_notes = [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())]
-    stats.notes += file_notes
-    if todo or gone or _meta_get(conn, "generation") is None:
-        cache_update_generation(conn)
-    cache_meta_put(conn, {"stat_sig": scan.signature, "n_folders": str(scan.n_folders),
-                          "file_notes": json.dumps([[n.code, n.message] for n in file_notes])})
-    if scan.listings is not None:
-        cache_put_listings(conn, scan.listings)
-    return stats
+    return skipped
 
 
 def _apply_batch(writer: _IndexWriter, entries: list[FileEntry], batch: ParsedBatch,
@@ -3731,14 +3911,6 @@ def cache_terms_near(conn: sqlite3.Connection, term: str, max_length_diff: int) 
         (first, first + "\U0010ffff", len(term) - max_length_diff, len(term) + max_length_diff))]
 
 
-def _rows_by_ids(conn: sqlite3.Connection, sql: str, ids: list[int], before: tuple = ()) -> Iterator[tuple]:
-    """Yield the rows of sql, whose `{ids}` is an IN list, for the given ids, SQL_IN_BATCH at
-    a time; before: the parameters ahead of the ids."""
-    for start in range(0, len(ids), SQL_IN_BATCH):
-        part = ids[start:start + SQL_IN_BATCH]
-        yield from conn.execute(sql.format(ids=",".join("?" * len(part))), (*before, *part))
-
-
 def _cache_places(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[str, int]]:
     """Return chunk id -> (path, first line) for the given ids: where each fragment is."""
     return {cid: (path, line) for cid, path, line in _rows_by_ids(
@@ -4066,8 +4238,9 @@ class _Watcher:
     With folder events (inotify), each folder has a watch, added before it is listed; an
     event names the folder whose listing and stats are taken again (new subfolders walked
     and watched, gone or replaced ones dropped), and the index is refreshed from the resident
-    walk by index_refresh, which re-reads the changed files only; an edited document is
-    marked stale, so an edit that keeps its size and mtime is read too. A lost event queue
+    walk by index_refresh, scoped to those folders (RefreshScope: only their documents are
+    compared with the stored ones, the totals shifted by theirs); an edited document is
+    read again, so an edit that keeps its size and mtime is read too. A lost event queue
     (overflow), the root deleted or moved, or a failed refresh start it all again. Where
     there are no events (another OS, the watch limit), a sweep walks the folder in the
     background every fresh_within_s * WATCH_SWEEP_SHARE (or less often on a large folder),
@@ -4299,17 +4472,21 @@ class _Watcher:
             if os.path.isdir(self.root):
                 self._restart()
             return
+        folders, trees = set(), set()
         for rel in sorted(changed, key=lambda r: r.count("/") + bool(r)):   # parents first
-            self._relist(rel, changed[rel])
+            if self._relist(rel, changed[rel], trees):
+                folders.add(rel)
         if changed:
-            self._refresh(stale)
+            self._refresh(stale, (folders, trees))
 
-    def _relist(self, rel_dir: str, named: set[str]) -> None:
+    def _relist(self, rel_dir: str, named: set[str], trees: set[str]) -> bool:
         """Take a folder's listing and stats again; walk anew its subfolders that are new or
-        that events named (created, removed, moved or replaced), drop the ones gone."""
+        that events named (created, removed, moved or replaced), drop the ones gone, adding
+        both to trees; return False when the folder was dropped with a parent (then it is
+        under one of trees already)."""
         node = self.nodes.get(rel_dir)
         if node is None:                           # dropped with a parent
-            return
+            return False
         abs_dir = os.path.join(self.root, *rel_dir.split("/")) if rel_dir else self.root
         lister = _Lister(self.skip_ids, {}, _listing_cutoff_ns())
         job, subdirs = lister.folder(abs_dir, rel_dir)
@@ -4319,14 +4496,19 @@ class _Watcher:
         for rel in node.subdirs:
             if rel in redo or rel not in now:
                 self._drop(rel)
+                trees.add(rel)
         self.nodes[rel_dir] = node._replace(subdirs=now, folder=_stat_jobs([job], lister.skipped)[0] if job else None,
                                             skipped=lister.skipped, listing=lister.listed.get(rel_dir))
         for rel in now:
             if rel not in self.nodes:
                 self._walk_watched(rel)
+                trees.add(rel)
+        return True
 
-    def _resident_scan(self) -> CorpusScan:
-        """Return the resident walk as a CorpusScan, in the order corpus_scan finds it."""
+    def _resident_scan(self, keep_listings: bool = True) -> CorpusScan:
+        """Return the resident walk as a CorpusScan, in the order corpus_scan finds it; its
+        listings, to keep for the next walk, only with keep_listings (else None: those kept
+        serve on, as each is checked against its folder's stat)."""
         folders, skipped, listed, stack = [], {}, {}, [""]
         while stack:
             rel = stack.pop()
@@ -4342,17 +4524,22 @@ class _Watcher:
             stack += node.subdirs
         self.known = listed
         return CorpusScan(self.root, folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())],
-                          _listings_dump(listed, self.root, self.skip_ids), len(self.nodes))
+                          _listings_dump(listed, self.root, self.skip_ids) if keep_listings else None,
+                          len(self.nodes))
 
-    def _refresh(self, stale: list[str]) -> None:
-        """Refresh the index from the resident walk, reading the stale documents again."""
-        scan = self._resident_scan()
+    def _refresh(self, stale: list[str], scoped: tuple[set[str], set[str]] | None = None) -> None:
+        """Refresh the index from the resident walk, reading the stale documents again; with
+        scoped (the folders relisted, and the subfolders dropped or walked anew since the
+        last refresh), only their documents are compared (index_refresh's scope)."""
+        scan = self._resident_scan(keep_listings=scoped is None)
+        scope = None if scoped is None or self.scan is None else \
+            RefreshScope(self.scan, frozenset(scoped[0]), frozenset(scoped[1]), frozenset(stale))
 
         def work(conn: sqlite3.Connection, notes: list[Note]) -> None:
-            if stale:
+            if stale and scope is None:
                 with cache_transaction(conn):
                     cache_mark_stale(conn, stale)
-            index_refresh(conn, self.settings, None, scan)
+            index_refresh(conn, self.settings, None, scan, scope)
         _with_index(self.settings, work)
         self.scan = scan
 

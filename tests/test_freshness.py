@@ -235,6 +235,169 @@ class WatchedFolderTest(ServerCase):
         return json.loads(body)
 
 
+@unittest.skipUnless(INOTIFY, "folder events are inotify (Linux); elsewhere serve sweeps")
+class ScopedRefreshServerTest(ServerCase):
+    """An event refreshes only the folders it names (index_refresh's scope): after each change,
+    the server answers as a fresh index of the same folder does (a CLI run on a new cache),
+    with the same index_version."""
+
+    def check_as_fresh(self, query: str, paths: set[str]) -> None:
+        served = self.ask(query)
+        self.assertEqual({s["document_path"] for s in served["sources"]}, paths)
+        fresh = os.path.join(tempfile.mkdtemp(), "cache")
+        self.addCleanup(shutil.rmtree, os.path.dirname(fresh), ignore_errors=True)
+        proc = run_cli(query, "--docs", self.docs, "--cache-dir", fresh, "--search", "--json", "--no-embed")
+        walked = json.loads(proc.stdout)
+        self.assertEqual(served["index_version"], walked["index_version"], query)
+        self.assertEqual(served["sources"], walked["sources"], query)
+
+    def test_an_event_compares_only_the_folder_it_names(self):
+        self.ask("zebra")                                       # started and indexed
+        conn = docs_qa.cache_open(docs_qa.cache_path(self.cache, self.docs))
+        self.addCleanup(conn.close)
+        signature = docs_qa.cache_meta(conn)["stat_sig"]
+        with docs_qa.cache_transaction(conn):      # intro.md's stored stat made one no file has,
+            docs_qa.cache_mark_stale(conn, ["intro.md"])        # the stat signature kept: a whole
+            docs_qa.cache_meta_put(conn, {"stat_sig": signature})   # refresh would read it again
+        self.write("guide/new.md", doc("platypus"))
+        self.assertEqual(self.paths("platypus"), {"guide/new.md"})
+        self.assertEqual(docs_qa.cache_file_state(conn, "intro.md").mtime_ns, -1)   # not compared
+        self.assertIsNotNone(docs_qa.cache_file_state(conn, "guide/new.md"))
+
+    def test_create_edit_rename_delete_in_a_folder_and_new_subfolders(self):
+        self.check_as_fresh("zebra", {"intro.md"})
+        self.write("guide/new.md", doc("platypus"))                     # created
+        self.check_as_fresh("platypus", {"guide/new.md"})
+        self.write("guide/new.md", doc("wombat") + "More words.\n")     # edited
+        self.check_as_fresh("wombat", {"guide/new.md"})
+        os.rename(self.path("guide/new.md"), self.path("guide/renamed.md"))   # renamed in its folder
+        self.changed()
+        self.check_as_fresh("wombat", {"guide/renamed.md"})
+        self.write("guide/sub/deeper/leaf.md", doc("wombat"))           # new nested subfolders
+        self.check_as_fresh("wombat", {"guide/renamed.md", "guide/sub/deeper/leaf.md"})
+        os.remove(self.path("guide/setup.md"))                          # deleted
+        self.write("intro.md", doc("zebra") + "The numbat too.\n")     # the root's own document
+        self.check_as_fresh("numbat", {"intro.md"})
+        self.check_as_fresh("configure zebra", {"intro.md"})
+        os.rename(self.path("guide/sub"), self.path("guide/moved"))      # a subfolder renamed
+        self.changed()
+        self.check_as_fresh("wombat", {"guide/renamed.md", "guide/moved/deeper/leaf.md"})
+        shutil.rmtree(self.path("guide/moved"))                          # and deleted
+        self.changed()
+        self.check_as_fresh("wombat", {"guide/renamed.md"})
+
+
+class ScopedIndexRefreshTest(unittest.TestCase):
+    """index_refresh with a RefreshScope compares only the scope's documents with their stored
+    states, and keeps the generation and statistics a recount of every document gives."""
+
+    TOTALS = ("generation", "generation_marks", "n_files", "n_chunks", "n_terms", "avg_terms", "file_notes")
+
+    def setUp(self) -> None:
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        self.docs = write_files(os.path.join(tmp, "docs"), {
+            "root.md": doc("heron"), "a/one.md": doc("egret"), "a/old/two.md": doc("stork"),
+            "b/three.md": doc("crane"), "a/binary.md": b"\x00\x01 not text"})
+        self.cache = os.path.join(tmp, "cache")
+        self.settings = docs_qa.Settings(docs_dir=self.docs, cache_dir=self.cache, use_embeddings=False)
+        self.before = self.walk()
+        docs_qa.index_folder(self.settings, scan=self.before)
+        self.conn = docs_qa.cache_open(docs_qa.cache_path(self.cache, self.docs))
+        self.addCleanup(self.conn.close)
+
+    def walk(self) -> docs_qa.CorpusScan:
+        return docs_qa.corpus_scan(self.docs, [self.cache])
+
+    def change_a_and_b(self) -> docs_qa.CorpusScan:
+        """Edit, add, delete and skip in a and its subfolders, edit b; return the walk after."""
+        time.sleep(0.01)                       # a later mtime for the edits
+        write_files(self.docs, {"a/one.md": doc("ibis") + "More.\n", "a/new/four.md": doc("plover"),
+                                "a/bad.md": b"\x00 also binary", "b/three.md": doc("avocet") + "More.\n"})
+        shutil.rmtree(os.path.join(self.docs, "a", "old"))
+        os.remove(os.path.join(self.docs, "a", "binary.md"))
+        return self.walk()
+
+    def recounted(self) -> dict[str, str]:
+        """Return the totals in meta as cache_update_generation recounts them (rolled back)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            docs_qa.cache_update_generation(self.conn)
+            return {k: docs_qa.cache_meta(self.conn)[k] for k in self.TOTALS[:-1]}
+        finally:
+            self.conn.execute("ROLLBACK")
+
+    def test_only_the_scope_is_compared_and_the_totals_are_a_recounts(self):
+        after = self.change_a_and_b()
+        scope = docs_qa.RefreshScope(self.before, frozenset({"a"}), frozenset({"a/old", "a/new"}), frozenset())
+        stats = docs_qa.index_refresh(self.conn, self.settings, scan=after, scope=scope)
+        self.assertEqual((stats.new, stats.updated, stats.removed), (1, 1, 1))
+        meta = docs_qa.cache_meta(self.conn)
+        self.assertEqual({k: meta[k] for k in self.TOTALS[:-1]}, self.recounted())
+        self.assertEqual(meta["stat_sig"], after.signature)
+        notes = json.loads(meta["file_notes"])
+        self.assertEqual([code for code, _ in notes], ["not_text"])
+        self.assertIn("1 file(s)", notes[0][1])            # a/bad.md; a/binary.md went with its file
+        self.assertIn("a/bad.md", notes[0][1])
+        stored = docs_qa.cache_file_state(self.conn, "b/three.md")      # outside the scope: not looked at
+        self.assertNotEqual((stored.mtime_ns, stored.size), next(
+            (e.mtime_ns, e.size) for e in after.entries if e.rel_path == "b/three.md"))
+        self.assertIsNone(docs_qa.cache_file_state(self.conn, "a/old/two.md"))
+        self.assertIsNotNone(docs_qa.cache_file_state(self.conn, "a/new/four.md"))
+
+    def test_scoped_then_whole_refreshes_give_a_fresh_indexs_version_and_results(self):
+        after = self.change_a_and_b()
+        scope = docs_qa.RefreshScope(self.before, frozenset({"a"}), frozenset({"a/old", "a/new"}), frozenset())
+        docs_qa.index_refresh(self.conn, self.settings, scan=after, scope=scope)
+        scope = docs_qa.RefreshScope(after, frozenset({"b"}), frozenset(), frozenset())
+        stats = docs_qa.index_refresh(self.conn, self.settings, scan=self.walk(), scope=scope)
+        self.assertEqual((stats.new, stats.updated, stats.removed), (0, 1, 0))
+        first = docs_qa.search("avocet", self.settings)          # walks: finds nothing left to redo
+        self.assertEqual((first.stats.new, first.stats.updated, first.stats.removed), (0, 0, 0))
+        fresh = replace(self.settings, cache_dir=self.cache + "-fresh")
+        for query in ("ibis", "plover", "avocet", "heron", "stork note folder"):
+            scoped, walked = docs_qa.search(query, self.settings), docs_qa.search(query, fresh)
+            self.assertEqual(scoped.stats.index_version, walked.stats.index_version)
+            self.assertEqual(scoped.hits, walked.hits, query)
+            self.assertEqual(scoped.notes, walked.notes)
+            self.assertTrue(scoped.hits or query == "stork note folder", query)
+
+    def test_a_scope_over_an_index_another_refresh_changed_compares_everything(self):
+        after = self.change_a_and_b()
+        docs_qa.index_folder(self.settings, scan=after)         # another process's refresh
+        write_files(self.docs, {"b/three.md": doc("curlew")})
+        scope = docs_qa.RefreshScope(self.before, frozenset({"a"}), frozenset(), frozenset())
+        stats = docs_qa.index_refresh(self.conn, self.settings, scan=self.walk(), scope=scope)
+        self.assertEqual((stats.new, stats.updated, stats.removed), (0, 1, 0))   # b's edit is seen
+        self.assertEqual([h.chunk.path for h in docs_qa.search("curlew", self.settings).hits], ["b/three.md"])
+
+    def test_totals_another_version_left_behind_are_recounted_first(self):
+        with docs_qa.cache_transaction(self.conn):       # a refresh by a version that keeps no
+            docs_qa.cache_meta_put(self.conn, {"generation": "0123456789ab"})   # totals
+        after = self.change_a_and_b()
+        scope = docs_qa.RefreshScope(self.before, frozenset({"a"}), frozenset({"a/old", "a/new"}), frozenset())
+        stats = docs_qa.index_refresh(self.conn, self.settings, scan=after, scope=scope)
+        self.assertEqual((stats.new, stats.updated, stats.removed), (1, 2, 1))   # b too: a whole refresh
+        meta = docs_qa.cache_meta(self.conn)
+        self.assertEqual({k: meta[k] for k in self.TOTALS[:-1]}, self.recounted())
+
+    def test_a_stale_document_in_the_scope_is_read_again(self):
+        path = os.path.join(self.docs, "a", "one.md")
+        st = os.stat(path)
+        with open(path, "r+", encoding="utf-8") as fh:
+            text = fh.read()
+            fh.seek(0)
+            fh.write(text.replace("egret", "snipe"))                       # same length
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        after = self.walk()
+        self.assertEqual(after.signature, self.before.signature)
+        scope = docs_qa.RefreshScope(self.before, frozenset({"a"}), frozenset(), frozenset({"a/one.md"}))
+        stats = docs_qa.index_refresh(self.conn, self.settings, scan=after, scope=scope)
+        self.assertEqual(stats.updated, 1)
+        meta = docs_qa.cache_meta(self.conn)
+        self.assertEqual({k: meta[k] for k in self.TOTALS[:-1]}, self.recounted())
+
+
 @unittest.skipUnless(INOTIFY and hasattr(signal, "SIGSTOP"), "needs inotify and SIGSTOP")
 class OverflowTest(ServerCase):
     def test_a_lost_event_queue_walks_the_folder_again(self):
