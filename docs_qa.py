@@ -3390,7 +3390,9 @@ def _reindex(conn: sqlite3.Connection, settings: Settings, todo: list[FileEntry]
             done += len(batch)
             if commit and settings.clock() - committed >= CACHE_COMMIT_S:
                 writer.flush()
-                cache_commit_point(conn)
+                _meta_set(conn, "generation_marks", "")   # the totals no longer hold until the
+                cache_commit_point(conn)                  # end recounts them; a run cut short
+                                                          # leaves that to the next (_totals_hold)
                 committed = settings.clock()
             if progress:
                 progress("index", done, len(todo))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import json
 import os
 import shutil
@@ -380,6 +381,31 @@ class ScopedIndexRefreshTest(unittest.TestCase):
         self.assertEqual((stats.new, stats.updated, stats.removed), (1, 2, 1))   # b too: a whole refresh
         meta = docs_qa.cache_meta(self.conn)
         self.assertEqual({k: meta[k] for k in self.TOTALS[:-1]}, self.recounted())
+
+    def test_a_refresh_cut_short_after_a_commit_is_recounted_by_the_next(self):
+        # a clock that runs 100 s per reading commits after every parse batch; the refresh is
+        # stopped after the last one, so every file is stored but the totals are not: the
+        # next refresh finds nothing left to read and must still recount them. (Its own
+        # folder: this class's holds a binary file, which every refresh reads again.)
+        docs = write_files(os.path.join(self.cache, "..", "plain"), {"root.md": doc("heron")})
+        settings = replace(self.settings, docs_dir=docs)
+        docs_qa.index_folder(settings)
+        conn = docs_qa.cache_open(docs_qa.cache_path(self.cache, docs))
+        self.addCleanup(conn.close)
+        write_files(docs, {f"many/n{k:03}.md": doc(f"word{k}") for k in range(120)})
+        ticks = itertools.count(step=100)
+
+        def stop(stage: str, done: int, total: int) -> None:
+            if stage == "index" and done == total:
+                raise KeyboardInterrupt
+        with self.assertRaises(KeyboardInterrupt):
+            docs_qa.index_refresh(conn, replace(settings, clock=lambda: float(next(ticks))), stop)
+        stored = [k for k in range(120) if docs_qa.cache_file_state(conn, f"many/n{k:03}.md")]
+        self.assertEqual(len(stored), 120)                     # all committed, the totals not
+        docs_qa.index_refresh(conn, settings)
+        self.assertEqual(docs_qa.cache_meta(conn)["n_files"], "121")
+        self.assertEqual(docs_qa.search("word7", settings).stats.index_version,
+                         docs_qa.search("word7", replace(settings, cache_dir=self.cache + "-fresh")).stats.index_version)
 
     def test_a_stale_document_in_the_scope_is_read_again(self):
         path = os.path.join(self.docs, "a", "one.md")
