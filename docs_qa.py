@@ -24,14 +24,15 @@ Sections (in file order)
      7. BM25             -- Okapi BM25 scoring over postings
      8. HTTP client      -- _request_json, the one network helper (JSON or streamed events)
      9. Embeddings       -- batching, nomic prefixes, EMBED_MOCK vectors, cosine, sign bits
-    10. Cache store      -- the sqlite3 index: schema, open, faults, meta (all SQL in 10, 10a, 10e)
+    10. Cache store      -- the sqlite3 index: schema, open, faults, meta (all SQL in 10, 10a, 10f)
           10a. Store writes    -- a refresh's files, chunks, postings; transactions
-          10b. Indexer         -- walk -> parse -> write; index_version
-          10c. Parse pool      -- batches parsed here and in worker processes, applied in order
-          10d. Parse workers   -- the worker processes: start, stop, pipes, messages
-          10e. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
-    10f. Watched folders -- inotify (ctypes): a watch per folder, its events, the kernel's limits
-    10g. Watch           -- serve, mcp: a resident index kept fresh by folder events or a sweep
+          10b. Indexer         -- walk -> parse -> write (a watcher's: its folders only); index_version
+          10c. Index writer    -- chunks and files per batch, posting lists in steps
+          10d. Parse pool      -- batches parsed here and in worker processes, applied in order
+          10e. Parse workers   -- the worker processes: start, stop, pipes, messages
+          10f. Reads, vectors  -- postings, chunks, vectors, sign-bit signatures
+    10g. Watched folders -- inotify (ctypes): a watch per folder, its events, the kernel's limits
+    10h. Watch           -- serve, mcp: a resident index kept fresh by folder events or a sweep
     11. Fusion           -- reciprocal rank fusion with deterministic ties
     12. Retrieval        -- search(question, settings) -> SearchResult, search_rankings(), index_folder()
           12a. Ranking core    -- _rank(): BM25 -> dense -> RRF -> no-answer gate, one pipeline
@@ -238,8 +239,8 @@ INDEX_PARALLEL_MIN_FILES = 2000    # fewer files to parse stay in this process: 
                                    # about 60 ms; measured on tldr subsets, 1000 files index 4 % slower
                                    # with one, 2000 files 11 % faster, 8000 files 25 % faster
 INDEX_PARALLEL_MIN_BYTES = 2 << 20 # ... unless they hold this many bytes (a folder of a few large files)
-DEFAULT_FRESH_WITHIN_S = 1.0       # serve, mcp: a change made this long before a question is always seen (§10g)
-WATCH_MODES = ("events", "sweep", "off")   # serve, mcp: how the resident index learns of changes (§10g)
+DEFAULT_FRESH_WITHIN_S = 1.0       # serve, mcp: a change made this long before a question is always seen (§10h)
+WATCH_MODES = ("events", "sweep", "off")   # serve, mcp: how the resident index learns of changes (§10h)
 
 # === 2. Types — the data passed between sections (lines are 1-based, inclusive) ===
 
@@ -317,7 +318,7 @@ class Settings:
     dense_rescore_share: float = DENSE_RESCORE_SHARE    # at least this many or this share of the folder
     feedback_min_share: float = FEEDBACK_MIN_SHARE      # RM3 second pass of BM25 (above 1: never)
     index_workers: int = DEFAULT_INDEX_WORKERS          # processes parsing a refresh of at least
-    index_parallel_min_files: int = INDEX_PARALLEL_MIN_FILES   # this many files (see §10c)
+    index_parallel_min_files: int = INDEX_PARALLEL_MIN_FILES   # this many files (see §10d)
     index_parallel_min_bytes: int = INDEX_PARALLEL_MIN_BYTES   # or this many bytes
     memory_index: str | None = None   # with cache_dir None: a shared in-memory sqlite URI a
                                       # server keeps open for its lifetime (None: throw-away)
@@ -325,7 +326,7 @@ class Settings:
                                       # memory_index (shared-cache locks are not waited for)
     watch: str = "events"              # serve, mcp (one of WATCH_MODES): folder events, else a sweep
     fresh_within_s: float = DEFAULT_FRESH_WITHIN_S   # ... and the changes a question always sees
-    watcher: Any = field(default=None, compare=False, repr=False)   # a server's _Watcher (§10g): a
+    watcher: Any = field(default=None, compare=False, repr=False)   # a server's _Watcher (§10h): a
                                       # question reads its resident view instead of walking the folder
     # the answer and the transports (read by settings_from_env like everything above)
     chat_model: str | None = None      # None: the first chat model the server lists
@@ -2591,7 +2592,7 @@ def _model_tag(settings: Settings) -> str:
     return f"{settings.embed_model}|{_prefix(settings, 'document')}|{MAX_EMBED_CHARS}"
 
 
-# === 10. Cache store — the sqlite3 index file; every SQL statement lives in §10, §10a, §10e ===
+# === 10. Cache store — the sqlite3 index file; every SQL statement lives in §10, §10a, §10f ===
 
 CACHE_SCHEMA_VERSION = 5          # 2: postings as packed arrays per term; 3: chunks_by_sha;
                                   # 4: vectors keyed by breadcrumb + text (embed_input),
@@ -3026,139 +3027,7 @@ CACHE_COMMIT_S = 30.0              # while indexing, what is written is committe
                                    # this long after the last commit: an interrupted run keeps its
                                    # progress, and each commit's rewrite of every posting list touched
                                    # costs at most a small share of the run
-WRITE_AHEAD_TERMS = 4096           # posting lists written per step of _IndexWriter.write_ahead()
 _NO_STATE = FileState(-1, -1, "")
-
-
-def _drop_triples(data: array.array, chunk_ids: set[int]) -> None:
-    """Delete the triples of chunk_ids from a term's postings in place (ids ascend, as new
-    chunks always get ids above every stored one)."""
-    ids = data[0::3]
-    for chunk_id in sorted(chunk_ids, reverse=True):
-        i = bisect.bisect_left(ids, chunk_id)
-        if i < len(ids) and ids[i] == chunk_id:
-            del data[3 * i:3 * i + 3]
-
-
-class _IndexWriter:
-    """Writes one refresh's changes: each batch's chunks and files at once, the postings
-    of every touched term at flush().
-
-    A term's postings are loaded once and kept in memory: new triples are appended as
-    batches arrive (their chunk ids are above every stored one), removed chunk ids are
-    filtered out at flush, which writes every touched term once. When the postings
-    table was empty at the start, every stored term is in memory and the database is
-    never asked for one.
-    """
-
-    def __init__(self, conn: sqlite3.Connection, tokenizer: Tokenizer) -> None:
-        self.conn, self.tokenizer = conn, tokenizer
-        self.next_id = cache_next_chunk_id(conn)
-        self.dropped_paths: list[str] = []
-        self.postings: dict[str, array.array] = {}
-        self.touched: set[str] = set()
-        self.removed: dict[str, set[int]] = {}
-        self.all_in_memory = not cache_has_postings(conn)
-        self.ahead: Iterator[str] | None = None        # terms write_ahead() goes through, in order
-
-    def drop_file(self, path: str) -> None:
-        """Forget a file's chunks (with the next batch) and their postings (terms recomputed
-        from the stored text)."""
-        for chunk_id, text in cache_path_chunks(self.conn, path):
-            for term in set(self.tokenizer.tokens(text)):
-                self.removed.setdefault(term, set()).add(chunk_id)
-        self.dropped_paths.append(path)
-
-    def add_batch(self, batch: ParsedBatch, entries: list[FileEntry]) -> None:
-        """Write a batch's chunks, numbered from next_id on in batch order, and the files rows
-        of entries that were read (skipped ones have none); queue the chunks' postings."""
-        base = self.next_id
-        self.next_id += len(batch.chunks)
-        file_rows = [(entry.rel_path, entry.mtime_ns, entry.size, sha, title, url)
-                     for entry, (skip, sha, title, url, _) in zip(entries, batch.files) if skip is None]
-        cache_write_batch(self.conn, self.dropped_paths,
-                          map(_with_id, itertools.count(base), batch.chunks), file_rows)
-        self.dropped_paths = []
-        triples = _ints(batch.triples)
-        triples[0::3] = _plus(triples[0::3], base)
-        postings, start = self.postings, 0
-        for term, end in zip(batch.terms, itertools.accumulate(batch.sizes)):
-            data = postings.get(term)
-            if data is not None:
-                data += triples[start:end]
-            elif self.all_in_memory:                   # nothing stored to load: the slice is the list
-                postings[term] = triples[start:end]
-            else:
-                self._stored(term).extend(triples[start:end])
-            start = end
-        self.touched.update(batch.terms)
-
-    def write_ahead(self) -> bool:
-        """Write the next WRITE_AHEAD_TERMS posting lists among the terms touched when first
-        called, before flush(), so a process waiting for the last parsed batches has fewer rows
-        left to write after them; return whether it wrote any. One pass, and only when every
-        term is in memory and nothing is removed (a first index: lists only grow); a list
-        that grows after it was written is written again by flush()."""
-        if not self.all_in_memory or self.removed:
-            return False
-        if self.ahead is None:
-            self.ahead = iter(sorted(self.touched))
-        terms = list(itertools.islice(self.ahead, WRITE_AHEAD_TERMS))
-        if not terms:
-            return False
-        cache_write_postings(self.conn, [(term, self.postings[term]) for term in terms], [])
-        self.touched.difference_update(terms)
-        return True
-
-    def _stored(self, term: str) -> array.array:
-        """Return the current postings triples of term, loading them once."""
-        data = self.postings.get(term)
-        if data is None:
-            data = self.postings[term] = array.array("I") if self.all_in_memory \
-                else cache_term_postings(self.conn, term)
-        return data
-
-    def flush(self) -> None:
-        """Write the postings of every term touched since the last flush (inside the caller's
-        transaction)."""
-        if self.dropped_paths:
-            cache_write_batch(self.conn, self.dropped_paths, (), [])
-            self.dropped_paths = []
-        if self.ahead is not None:
-            self.ahead = iter(())                      # writing ahead ends with a flush
-        if self.all_in_memory and not self.removed:    # a first index: every touched list only grew
-            cache_write_postings(self.conn, [(term, self.postings[term]) for term in sorted(self.touched)], [])
-            self.touched = set()
-            return
-        puts, empty = [], []
-        for term in sorted(self.touched | self.removed.keys()):
-            data = self._stored(term)
-            gone = self.removed.get(term)
-            if gone:
-                _drop_triples(data, gone)
-            if data:
-                puts.append((term, data))
-            else:
-                empty.append(term)
-        cache_write_postings(self.conn, puts, empty)
-        self.touched, self.removed = set(), {}
-
-
-_ONE = array.array("I", [1]).tobytes()     # a 1 as one array('I') digit, native byte order
-
-
-def _plus(numbers: array.array, n: int) -> array.array:
-    """Return array('I') numbers each plus n (no sum reaches 2**32, as chunk ids never do):
-    the numbers read as one big integer, base 2**32, plus n in every digit, with no carry
-    between digits (a single C-level addition instead of a call per number)."""
-    ones = int.from_bytes(_ONE * len(numbers), sys.byteorder)
-    digits = int.from_bytes(numbers.tobytes(), sys.byteorder) + n * ones
-    return array.array("I", digits.to_bytes(numbers.itemsize * len(numbers), sys.byteorder))
-
-
-def _with_id(chunk_id: int, row: tuple) -> tuple:
-    """Return a chunks row with its id in front."""
-    return (chunk_id, *row)
 
 
 def index_scan_begin(settings: Settings, meta: dict[str, str], listings: bytes | None = None) -> ScanRun:
@@ -3445,7 +3314,144 @@ def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str
     return rc.index_version_docs(generation, rev, is_dirty)
 
 
-# --- 10c. Parse pool — a refresh's files cut into batches, parsed in worker processes and in
+# --- 10c. Index writer — a refresh's chunks and files written batch by batch, its posting
+# lists gathered in memory and written in steps (SQL only through §10a)
+
+WRITE_AHEAD_TERMS = 4096           # posting lists written per step of _IndexWriter.write_ahead()
+
+
+def _drop_triples(data: array.array, chunk_ids: set[int]) -> None:
+    """Delete the triples of chunk_ids from a term's postings in place (ids ascend, as new
+    chunks always get ids above every stored one)."""
+    ids = data[0::3]
+    for chunk_id in sorted(chunk_ids, reverse=True):
+        i = bisect.bisect_left(ids, chunk_id)
+        if i < len(ids) and ids[i] == chunk_id:
+            del data[3 * i:3 * i + 3]
+
+
+class _IndexWriter:
+    """Writes one refresh's changes: each batch's chunks and files at once, the postings
+    of every touched term at flush().
+
+    A term's postings are loaded once and kept in memory: new triples are appended as
+    batches arrive (their chunk ids are above every stored one), removed chunk ids are
+    filtered out at flush, which writes every touched term once. When the postings
+    table was empty at the start, every stored term is in memory and the database is
+    never asked for one.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, tokenizer: Tokenizer) -> None:
+        self.conn, self.tokenizer = conn, tokenizer
+        self.next_id = cache_next_chunk_id(conn)
+        self.dropped_paths: list[str] = []
+        self.postings: dict[str, array.array] = {}
+        self.touched: set[str] = set()
+        self.removed: dict[str, set[int]] = {}
+        self.all_in_memory = not cache_has_postings(conn)
+        self.ahead: Iterator[str] | None = None        # terms write_ahead() goes through, in order
+
+    def drop_file(self, path: str) -> None:
+        """Forget a file's chunks (with the next batch) and their postings (terms recomputed
+        from the stored text)."""
+        for chunk_id, text in cache_path_chunks(self.conn, path):
+            for term in set(self.tokenizer.tokens(text)):
+                self.removed.setdefault(term, set()).add(chunk_id)
+        self.dropped_paths.append(path)
+
+    def add_batch(self, batch: ParsedBatch, entries: list[FileEntry]) -> None:
+        """Write a batch's chunks, numbered from next_id on in batch order, and the files rows
+        of entries that were read (skipped ones have none); queue the chunks' postings."""
+        base = self.next_id
+        self.next_id += len(batch.chunks)
+        file_rows = [(entry.rel_path, entry.mtime_ns, entry.size, sha, title, url)
+                     for entry, (skip, sha, title, url, _) in zip(entries, batch.files) if skip is None]
+        cache_write_batch(self.conn, self.dropped_paths,
+                          map(_with_id, itertools.count(base), batch.chunks), file_rows)
+        self.dropped_paths = []
+        triples = _ints(batch.triples)
+        triples[0::3] = _plus(triples[0::3], base)
+        postings, start = self.postings, 0
+        for term, end in zip(batch.terms, itertools.accumulate(batch.sizes)):
+            data = postings.get(term)
+            if data is not None:
+                data += triples[start:end]
+            elif self.all_in_memory:                   # nothing stored to load: the slice is the list
+                postings[term] = triples[start:end]
+            else:
+                self._stored(term).extend(triples[start:end])
+            start = end
+        self.touched.update(batch.terms)
+
+    def write_ahead(self) -> bool:
+        """Write the next WRITE_AHEAD_TERMS posting lists among the terms touched when first
+        called, before flush(), so a process waiting for the last parsed batches has fewer rows
+        left to write after them; return whether it wrote any. One pass, and only when every
+        term is in memory and nothing is removed (a first index: lists only grow); a list
+        that grows after it was written is written again by flush()."""
+        if not self.all_in_memory or self.removed:
+            return False
+        if self.ahead is None:
+            self.ahead = iter(sorted(self.touched))
+        terms = list(itertools.islice(self.ahead, WRITE_AHEAD_TERMS))
+        if not terms:
+            return False
+        cache_write_postings(self.conn, [(term, self.postings[term]) for term in terms], [])
+        self.touched.difference_update(terms)
+        return True
+
+    def _stored(self, term: str) -> array.array:
+        """Return the current postings triples of term, loading them once."""
+        data = self.postings.get(term)
+        if data is None:
+            data = self.postings[term] = array.array("I") if self.all_in_memory \
+                else cache_term_postings(self.conn, term)
+        return data
+
+    def flush(self) -> None:
+        """Write the postings of every term touched since the last flush (inside the caller's
+        transaction)."""
+        if self.dropped_paths:
+            cache_write_batch(self.conn, self.dropped_paths, (), [])
+            self.dropped_paths = []
+        if self.ahead is not None:
+            self.ahead = iter(())                      # writing ahead ends with a flush
+        if self.all_in_memory and not self.removed:    # a first index: every touched list only grew
+            cache_write_postings(self.conn, [(term, self.postings[term]) for term in sorted(self.touched)], [])
+            self.touched = set()
+            return
+        puts, empty = [], []
+        for term in sorted(self.touched | self.removed.keys()):
+            data = self._stored(term)
+            gone = self.removed.get(term)
+            if gone:
+                _drop_triples(data, gone)
+            if data:
+                puts.append((term, data))
+            else:
+                empty.append(term)
+        cache_write_postings(self.conn, puts, empty)
+        self.touched, self.removed = set(), {}
+
+
+_ONE = array.array("I", [1]).tobytes()     # a 1 as one array('I') digit, native byte order
+
+
+def _plus(numbers: array.array, n: int) -> array.array:
+    """Return array('I') numbers each plus n (no sum reaches 2**32, as chunk ids never do):
+    the numbers read as one big integer, base 2**32, plus n in every digit, with no carry
+    between digits (a single C-level addition instead of a call per number)."""
+    ones = int.from_bytes(_ONE * len(numbers), sys.byteorder)
+    digits = int.from_bytes(numbers.tobytes(), sys.byteorder) + n * ones
+    return array.array("I", digits.to_bytes(numbers.itemsize * len(numbers), sys.byteorder))
+
+
+def _with_id(chunk_id: int, row: tuple) -> tuple:
+    """Return a chunks row with its id in front."""
+    return (chunk_id, *row)
+
+
+# --- 10d. Parse pool — a refresh's files cut into batches, parsed in worker processes and in
 # this one, and handed to the indexer in batch order
 
 PARSE_BATCH_FILES = 500            # files read and parsed between two progress reports, at most
@@ -3706,7 +3712,7 @@ def _parse_processes(settings: Settings, n_files: int, n_bytes: int = 0, n_batch
     return wanted if wanted > 1 and _runs_one_thread() else 1
 
 
-# --- 10d. Parse workers — the worker processes: started, stopped, and spoken to over pipes
+# --- 10e. Parse workers — the worker processes: started, stopped, and spoken to over pipes
 
 PARSE_PIPE_BYTES = 1 << 20         # a result pipe holds about two parsed batches (Linux's F_SETPIPE_SZ, its
                                    # default maximum), and reads take up to this much at once
@@ -3887,7 +3893,7 @@ def _parse_worker_main() -> None:
         os._exit(code)                         # quietly: the parent parses a failed job itself
 
 
-# --- 10e. Reads and vectors — postings, chunks, vectors by model, sign-bit signatures
+# --- 10f. Reads and vectors — postings, chunks, vectors by model, sign-bit signatures
 
 _CHUNK_VECTORS_SQL = ("SELECT c.id, v.data FROM chunks c"
                       " JOIN vectors v ON v.embed_sha = c.embed_sha AND v.model = ?")
@@ -4124,7 +4130,7 @@ def cache_forget_vector(conn: sqlite3.Connection, key: str, model: str) -> None:
     conn.execute("COMMIT")
 
 
-# === 10f. Watched folders — Linux inotify through ctypes; a folder as the resident walk holds it ===
+# === 10g. Watched folders — Linux inotify through ctypes; a folder as the resident walk holds it ===
 
 WATCH_READ_BYTES = 1 << 20         # events applied at once, at most (a storm is applied in steps)
 _IN_MODIFY, _IN_CLOSE_WRITE, _IN_MOVED_FROM, _IN_MOVED_TO = 0x2, 0x8, 0x40, 0x80
@@ -4215,7 +4221,31 @@ class _WatchedFolder(NamedTuple):
     listing: _Listing | None               # its listing to keep for the next walk (_Lister.listed)
 
 
-# === 10g. Watch — serve and mcp keep a resident index fresh from folder events, else a stat sweep ===
+def _resident_walk_scan(root: str, nodes: dict[str, _WatchedFolder], skip_ids: set[tuple[int, int]],
+                       keep_listings: bool) -> tuple[CorpusScan, dict[str, _Listing]]:
+    """Return the resident walk (nodes: relative path -> _WatchedFolder, "" the root) as a
+    CorpusScan, in the order corpus_scan finds it, and the folders' listings; the scan holds
+    them, to keep for the next walk, only with keep_listings (else None: those kept serve
+    on, as each is checked against its folder's stat)."""
+    folders, skipped, listed, stack = [], {}, {}, [""]
+    while stack:
+        rel = stack.pop()
+        node = nodes.get(rel)
+        if node is None:
+            continue
+        if node.folder is not None:
+            folders.append(node.folder)
+        for code, paths in node.skipped.items():
+            skipped.setdefault(code, []).extend(paths)
+        if node.listing is not None:
+            listed[rel] = node.listing
+        stack += node.subdirs
+    notes = [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())]
+    return CorpusScan(root, folders, notes, _listings_dump(listed, root, skip_ids) if keep_listings else None,
+                      len(nodes)), listed
+
+
+# === 10h. Watch — serve and mcp keep a resident index fresh from folder events, else a stat sweep ===
 
 WATCH_SWEEP_SHARE = 0.5            # a sweep starts fresh_within_s * this after the last began ...
 WATCH_SWEEP_LOAD = 2.0             # ... and at least this many times its own duration after it ended
@@ -4508,26 +4538,10 @@ class _Watcher:
         return True
 
     def _resident_scan(self, keep_listings: bool = True) -> CorpusScan:
-        """Return the resident walk as a CorpusScan, in the order corpus_scan finds it; its
-        listings, to keep for the next walk, only with keep_listings (else None: those kept
-        serve on, as each is checked against its folder's stat)."""
-        folders, skipped, listed, stack = [], {}, {}, [""]
-        while stack:
-            rel = stack.pop()
-            node = self.nodes.get(rel)
-            if node is None:
-                continue
-            if node.folder is not None:
-                folders.append(node.folder)
-            for code, paths in node.skipped.items():
-                skipped.setdefault(code, []).extend(paths)
-            if node.listing is not None:
-                listed[rel] = node.listing
-            stack += node.subdirs
-        self.known = listed
-        return CorpusScan(self.root, folders, [_summarise_skips(code, paths) for code, paths in sorted(skipped.items())],
-                          _listings_dump(listed, self.root, self.skip_ids) if keep_listings else None,
-                          len(self.nodes))
+        """Return the resident walk as a CorpusScan (see _resident_walk_scan); keep its listings
+        for the next walk of a folder."""
+        scan, self.known = _resident_walk_scan(self.root, self.nodes, self.skip_ids, keep_listings)
+        return scan
 
     def _refresh(self, stale: list[str], scoped: tuple[set[str], set[str]] | None = None) -> None:
         """Refresh the index from the resident walk, reading the stale documents again; with
@@ -4758,7 +4772,7 @@ def _without_unreadable(result: SearchResult, settings: Settings) -> SearchResul
 def _search_index(conn: sqlite3.Connection, notes: list[Note], question: Question, settings: Settings,
                   progress: ProgressFn | None, view: _WatchView | None = None) -> SearchResult:
     """Return the search result over an open index (see search()): the ranking core's
-    fused list within the per-document and result limits. With a server's view (§10g), the
+    fused list within the per-document and result limits. With a server's view (§10h), the
     resident index is ranked as the watcher keeps it, and the folder is not walked (unless
     the cache cannot be written: the copy in memory is refreshed as below). When a forked
     child shares the walk of a large folder, the stored index is ranked meanwhile, and that
@@ -9099,7 +9113,7 @@ def _server_context(args: argparse.Namespace, settings: Settings, token: str | N
     ops = OperationContext(settings)
     ctx = ServerContext(ops, token=token, debug=args.debug, log=sys.stderr.write,
                         index_keeper=keeper)
-    if settings.watch != "off":                  # questions read a resident view (§10g)
+    if settings.watch != "off":                  # questions read a resident view (§10h)
         ops.settings = replace(settings, watcher=_Watcher(settings, ctx.log_line))
     if background:
         import threading

@@ -1,4 +1,4 @@
-"""Tests of the freshness contract of serve and mcp (section 10g): with the index resident and
+"""Tests of the freshness contract of serve and mcp (section 10h): with the index resident and
 kept fresh by folder events (inotify) or a background sweep, a change made at least
 --fresh-within seconds before a question is in its answer. Real files, a real `docs_qa.py
 serve` or `mcp` subprocess; each change is followed by one question, asked once the

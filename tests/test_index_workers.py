@@ -1,4 +1,4 @@
-"""Tests of the parse workers (sections 10c-10d): an index built with worker processes is the one a
+"""Tests of the parse workers (sections 10d-10e): an index built with worker processes is the one a
 single process builds, table by table; workers are not started beside another thread; a
 worker that dies or answers garbage leaves its batches to the indexing process, which ends
 with the same index; on a large first walk they start before it ends, and those not needed
@@ -435,7 +435,7 @@ print(json.dumps({"during": during, "after": gc.isenabled()}))
 
 class ParseGcTest(TempDirTest):
     """The cyclic GC is paused while a single-threaded process parses, with no worker as with
-    some, and on again after; beside another thread it is left on (section 10c)."""
+    some, and on again after; beside another thread it is left on (section 10d)."""
 
     def run_index(self, mode: str) -> dict:
         write_files(self.docs, corpus(12))
@@ -458,7 +458,7 @@ class ParseGcTest(TempDirTest):
 
 
 class EndGameTest(TempDirTest):
-    """The parse pool's last batches (section 10c): the background work runs while the batch
+    """The parse pool's last batches (section 10d): the background work runs while the batch
     needed is at a worker, only near the end and until it has none left; the batches come
     in order and as parsed. A stand-in worker, so the order of events is fixed."""
 
