@@ -1796,7 +1796,7 @@ def _git_staged(objects: _GitObjects, trees: dict, folder: bytes, head_oid: byte
 
 
 def git_is_dirty(checkout: GitCheckout, rev: str, directory: str, files: list[FileEntry],
-                 is_document: Callable[[str], bool]) -> bool | None:
+                 is_document: Callable[[str], bool], witness: list[FileEntry] | None = None) -> bool | None:
     """Return whether the documents under directory differ from commit rev (HEAD).
 
     Dirty means: one of `files` (paths relative to directory) is not in the index, is
@@ -1807,7 +1807,8 @@ def git_is_dirty(checkout: GitCheckout, rev: str, directory: str, files: list[Fi
     index against rev's tree. Not compared: files that are not documents, and files
     stored through a clean filter or line-ending conversion (their bytes differ from
     the blob; they count as dirty once their stat changes). None when the index or an
-    object cannot be read (a split or sparse index, objects in alternates).
+    object cannot be read (a split or sparse index, objects in alternates). witness: given,
+    it gets the document found differing from the index, when that is what made it dirty.
     """
     hash_bytes = GIT_HASH_BYTES[len(rev)]
     index_path = os.path.join(checkout.git_dir, "index")
@@ -1827,6 +1828,8 @@ def git_is_dirty(checkout: GitCheckout, rev: str, directory: str, files: list[Fi
     for name, file in zip(names, files):
         entry = tracked.get(name)
         if entry is None or _git_entry_differs(entry, file, index_mtime_ns, hash_bytes):
+            if witness is not None:
+                witness.append(file)
             return True
     for name in tracked.keys() - set(names):
         entry = tracked[name]
@@ -3307,13 +3310,34 @@ def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str
     rev = git_head(checkout) if checkout else None
     if checkout is None or rev is None:
         return rc.index_version_docs(generation)
-    key = "|".join((rev, meta.get("stat_sig", ""), _git_index_stamp(checkout)))
+    stamp = _git_index_stamp(checkout)
+    key = "|".join((rev, meta.get("stat_sig", ""), stamp))
     if meta.get("git_key") == key:
         is_dirty = meta.get("git_dirty") == "1"
+    elif _git_witness_holds(meta.get("git_witness", ""), rev, stamp, docs_dir):
+        is_dirty = True
+        cache_meta_put(conn, {"git_key": key, "git_dirty": "1"})
     else:
-        is_dirty = bool(git_is_dirty(checkout, rev, docs_dir, scan.entries, _is_document_name))
-        cache_meta_put(conn, {"git_key": key, "git_dirty": "1" if is_dirty else "0"})
+        witness: list[FileEntry] = []
+        is_dirty = bool(git_is_dirty(checkout, rev, docs_dir, scan.entries, _is_document_name, witness))
+        held = json.dumps([rev, stamp, witness[0].rel_path, witness[0].mtime_ns, witness[0].size]) \
+            if witness else ""
+        cache_meta_put(conn, {"git_key": key, "git_dirty": "1" if is_dirty else "0", "git_witness": held})
     return rc.index_version_docs(generation, rev, is_dirty)
+
+
+def _git_witness_holds(kept: str, rev: str, stamp: str, docs_dir: str) -> bool:
+    """Return True when the document that last made the checkout dirty still does: HEAD and
+    the git index are as they were, and the document's size and mtime too (so it still
+    differs from its index entry, by the rule a refresh reads a file by). Then an edit in a
+    dirty checkout costs one stat, not a comparison of every document with the index."""
+    try:
+        kept_rev, kept_stamp, rel_path, mtime_ns, size = json.loads(kept)
+        st = os.lstat(os.path.join(docs_dir, *rel_path.split("/")))
+    except (ValueError, TypeError, OSError):
+        return False
+    return (kept_rev, kept_stamp) == (rev, stamp) and stat.S_ISREG(st.st_mode) \
+        and (st.st_mtime_ns, st.st_size) == (mtime_ns, size)
 
 
 # --- 10c. Index writer — a refresh's chunks and files written batch by batch, its posting

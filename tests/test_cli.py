@@ -304,6 +304,38 @@ class GitIndexVersionTest(TempDirTest):
         self.assertNotEqual(committed.split("+")[1], clean.split("+")[1])
 
 
+    def test_a_dirty_checkout_stays_dirty_by_the_document_that_made_it_so(self):
+        # after the first dirty answer, another edit is answered by one stat of the document
+        # found differing (still as it was), not by comparing every document with the git
+        # index; once that document is restored, the whole comparison decides again
+        import shutil
+        from unittest import mock
+        from helpers import docs_qa
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        write_files(self.docs, {"a.md": "# A\n\nPodatek od nieruchomości.\n",
+                                "b.md": "# B\n\nPodatek rolny.\n"})
+        self.git("init", "-q")
+        self.git("add", "a.md", "b.md")
+        self.git("commit", "-qm", "one")
+        revision = self.version().split("+git-")[1]            # the Git part of index_version
+
+        def mark() -> str:
+            return self.version().split("+git-")[1]
+        write_files(self.docs, {"a.md": "# A\n\nPodatek od nieruchomości, zmieniony.\n"})
+        self.assertEqual(mark(), revision + "-dirty")
+        with mock.patch.object(docs_qa, "git_is_dirty", wraps=docs_qa.git_is_dirty) as probe:
+            write_files(self.docs, {"b.md": "# B\n\nPodatek rolny, zmieniony.\n"})
+            self.assertEqual(mark(), revision + "-dirty")
+            self.assertEqual(probe.call_count, 0)              # a.md still differs: one stat
+            self.git("checkout", "--", "a.md")
+            self.assertEqual(mark(), revision + "-dirty")   # b.md does
+            self.assertEqual(probe.call_count, 1)
+            self.git("checkout", "--", "b.md")
+            self.assertEqual(mark(), revision)
+            self.assertEqual(probe.call_count, 2)
+
+
 class SettingsFromEnvTest(TempDirTest):
     """settings_from_env is the one reader of the environment: every transport gets the
     chat model, chat timeout, token and browser origins from the Settings it returns."""
