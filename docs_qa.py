@@ -3302,7 +3302,8 @@ def _index_version(conn: sqlite3.Connection, meta: dict[str, str], docs_dir: str
     """Return the index version (retrieval_contract.index_version_docs): the corpus
     generation plus the Git revision when the folder is in a checkout. HEAD is resolved
     every time (a few small reads); the dirty check runs only when HEAD, the git index or
-    a document's stat changed since the last answer (the result is kept in meta)."""
+    a document's stat changed since the last answer (the result is kept in meta), and not
+    while the document that made the checkout dirty still does (_git_witness_holds)."""
     generation = meta.get("generation")
     if generation is None:
         return None
