@@ -5278,7 +5278,7 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     if not n_chunks:
         return _Shares(0.0, 0.0, None, ())   # an IDF over no chunks is negative: it would print -0%
     case_tells = text_case_tells(question.text)
-    total, found, earned, named, absent = 0.0, 0.0, Counter(), None, {}
+    total, found, earned, named, absent = 0.0, 0.0, {}, None, {}
     for word, terms in question.words:
         ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms) or _compound_chunks(conn, word)
         weight = bm25_idf(n_chunks, max(1, len(ids))) * (
@@ -5287,8 +5287,8 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
         found += weight if ids else 0.0
         if not ids:
             absent[word] = None
-        for chunk_id in ids:
-            earned[chunk_id] += weight
+        get = earned.get           # a comprehension and a bound get: a large folder's common
+        earned.update({chunk_id: get(chunk_id, 0.0) + weight for chunk_id in ids})   # words hold many chunks
         if named is None and _is_identifier(word, case_tells) and _is_written_rarely(conn, word, ids, n_chunks):
             named = word
     if not total:
