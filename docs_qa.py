@@ -2187,12 +2187,19 @@ def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None,
     return counts, sum(counts.values())
 
 
+TOP_PREFILTER = 4                  # _top first keeps the best scores when it has this many times n+1
+
+
 def _top(scores: dict[int, float], n: int,
          places: Callable[[list[int]], dict[int, tuple[str, int]]] | None = None) -> list[tuple[int, float]]:
     """Return the n best (id, score) pairs, best first. Equal scores go in the order of
     places(ids), each fragment's (path, first line), which an index's history cannot change
     (its id can: a cache numbers a file added later after the others); then by id."""
-    ranked = heapq.nsmallest(n + 1, scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    items: Iterable[tuple[int, float]] = scores.items()
+    if len(scores) > TOP_PREFILTER * (n + 1):     # keep those reaching the (n+1)th best score,
+        floor = heapq.nlargest(n + 1, scores.values())[-1]   # found comparing bare floats in C
+        items = [kv for kv in items if kv[1] >= floor]
+    ranked = heapq.nsmallest(n + 1, items, key=lambda kv: (-kv[1], kv[0]))
     if places is None or n < 1:
         return ranked[:n]
     if len(ranked) > n and ranked[n][1] == ranked[n - 1][1]:      # the cut falls inside a tie
