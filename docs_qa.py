@@ -5294,8 +5294,8 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
         found += weight if ids else 0.0
         if not ids:
             absent[word] = None
-        get = earned.get           # a comprehension and a bound get: a large folder's common
-        earned.update({chunk_id: get(chunk_id, 0.0) + weight for chunk_id in ids})   # words hold many chunks
+        get = earned.get           # a comprehension, not a loop: a common word holds many chunks
+        earned.update({chunk_id: get(chunk_id, 0.0) + weight for chunk_id in ids})
         if named is None and _is_identifier(word, case_tells) and _is_written_rarely(conn, word, ids, n_chunks):
             named = word
     if not total:
@@ -6154,6 +6154,8 @@ def _is_claim(sentence: str) -> bool:
 # --- 14b. Reply check — each unit's citations, support and verbatim code; what is kept
 
 _INLINE_CODE = _lazy_re(r"`([^`\n]+)`")
+# inline code that reads as a command or code: words with a space, a call, an assignment, a
+# template tag (`python -m venv myvenv`, `Post.objects.all()`); not a bare name (`virtualenv`)
 _COMMAND_LIKE = _lazy_re(r"\S\s+\S|[(={]")
 _EXHAUSTIVE_RE = _lazy_re(
     r"\b(all|every|everything|only|complete list|entire|wszystk\w*|jedyn\w*|kazd\w*|"
@@ -6487,10 +6489,10 @@ class _Unit:
 
     @property
     def has_code(self) -> bool:
-        """True when the unit shows code, a command, a table or numbered steps, or names code
-        inline: what a question asking for a command or a "how do I" wants."""
-        return not self.prefer or any(_COMMAND_LIKE.search(code) for code in _INLINE_CODE.findall(self.head)) \
-            or any(_NUMBERED_ITEM.match(line) for line in self.body[:1])
+        """True when the unit shows code, a command, a table or numbered steps, or a command
+        inline (_COMMAND_LIKE): what a question asking for a command or a "how do I" wants."""
+        return (not self.prefer or any(_COMMAND_LIKE.search(code) for code in _INLINE_CODE.findall(self.head))
+                or any(_NUMBERED_ITEM.match(line) for line in self.body[:1]))
 
 
 def _blocks(chunk: Chunk) -> list[_Block]:
