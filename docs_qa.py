@@ -6401,6 +6401,9 @@ _MARKUP_PIECE = _lazy_re(r"\{%.*?%\}|\{\*.*?\*\}|\{!.*?!\}|\{\{[<%].*?[>%]\}\}|-
                          r"|^\s*:::.*")
 _CONTAINER_OPENER = _lazy_re(r"^(\s*)(?:(?:!!!|\?\?\?\+?)\s*[\w-]+(?:\s+\"([^\"]*)\")?|===\+?\s+\"([^\"]*)\")\s*$")
 _INLINE_MARKUP = _lazy_re(r"\{%-?\s*(?:raw|endraw)\s*-?%\}")
+# a line's closing ': {% filename %}x{% endfilename %}': the text before it introduces the code
+# that follows, shown under the caption x ('… install python3-venv: {% filename %}command-line…')
+_TRAILING_CAPTION = _lazy_re(r"^(.*:)\s*\{%-?\s*filename\s*-?%\}(.*?)\{%-?\s*endfilename\s*-?%\}\s*$")
 _WIKI_EMBED = _lazy_re(r"!\[\[[^\]]*\]\]")
 _WIKI_LINK = _lazy_re(r"\[\[(?:[^\]|]*\|)?([^\]|]*)\]\]")       # Obsidian [[Note|alias]] shows alias
 _QUOTE_MARKS = _lazy_re(r"^(?: {0,3}>(?: |$|(?=[^>])))+")   # '> ', '>text', '> > ': a blockquote's
@@ -6713,7 +6716,10 @@ def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...]
     units = [_Unit(((a, b),), text, (), 1) for a, b, text in sentences]
     if sentences and nxt is not None:
         a, b, text = sentences[-1]
-        if _markup_view(text).endswith(":") or nxt.kind in ("fence", "command") and not caption:
+        trailing = _TRAILING_CAPTION.match(text)
+        if trailing and nxt.kind in _CODE_KINDS and not caption:
+            units[-1] = _intro_unit(a, trailing.group(1), nxt, ("  " + trailing.group(2).strip(),))
+        elif _markup_view(text).endswith(":") or nxt.kind in ("fence", "command") and not caption:
             units[-1] = _intro_unit(a, text, nxt, caption)
     pairs = [_joined(one, two) for one, two in zip(units, units[1:])     # a sentence with the code
              if _INLINE_CODE.search(two.head) and not _INLINE_CODE.search(one.head)]   # it leads to
@@ -6826,7 +6832,8 @@ def _paragraph_sentences(para: list[tuple[int, str]]) -> list[tuple[int, int, st
 _WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".split())
 # a question asking for something to type: a command, code, a "how do I" (folded word starts)
 _CODE_WORD_STARTS = ("command", "komend", "polecen", "prikaz", "run", "type", "wpis", "napis",
-                     "uruchom", "spust", "install", "instal", "zainstal", "nainstal", "code", "kod")
+                     "uruchom", "spust", "install", "instal", "zainstal", "nainstal", "code", "kod",
+                     "dopis", "wklej", "vloz", "paste")         # dopisać/dopísať: write in; paste
 _HOW_WORDS = frozenset("how jak ako".split())
 # a question asking why (folded words), and the words that give a reason or a purpose
 _WHY_WORDS = frozenset("why dlaczego czemu preco".split())
@@ -6983,7 +6990,9 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
             overlap += 1
         mine.append((overlap, replace(unit, ranges=_split_ranges(unit.ranges, pieces))))
     if wants.fix:
-        mine = _fixes_follow(mine)
+        blank = {chunk.start_line + k for k, line in enumerate(chunk.text.split("\n"))   # or markup
+                 if not _QUOTE_MARKS.sub("", line).strip() or _is_markup_line(_QUOTE_MARKS.sub("", line))}
+        mine = _fixes_follow(mine, blank)
     by_overlap: dict[float, list[_Unit]] = {}
     for overlap, unit in mine:
         by_overlap.setdefault(overlap, []).append(unit)
@@ -6991,31 +7000,38 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
             for overlap, unit in mine if not (unit.prefer and _contains_equal(unit, overlap, by_overlap))]
 
 
-def _fixes_follow(mine: list[tuple[float, _Unit]]) -> list[tuple[float, _Unit]]:
+def _fixes_follow(mine: list[tuple[float, _Unit]], blank: set[int]) -> list[tuple[float, _Unit]]:
     """Return the scored units of a fragment (in document order) with the units around the
-    description of an error raised: the units within FIX_LINES lines before and after a unit
-    holding FIX_MIN_WORDS question words or more, in the same block (each on the line of the one
-    before, or the next; after an error shown as code, across a blank line), score as that
-    unit did, one more when they bring code or a command: a troubleshooting question gets
-    the fix ('Note: use two underscores. With one you get FieldError…'; 'If you get
-    TemplateDoesNotExist, … Stop the server with Ctrl+C'), not only the symptom."""
+    description of an error raised: the units near a unit holding FIX_MIN_WORDS question
+    words or more (_near_units, before and after it) score as that unit did, one more when
+    they bring code or a command: a troubleshooting question gets the fix ('Note: use two
+    underscores. With one you get FieldError…'; 'If you get TemplateDoesNotExist, … Stop the
+    server with Ctrl+C'), not only the symptom."""
     out = list(mine)
     for k, (overlap, unit) in enumerate(mine):
-        if overlap < FIX_MIN_WORDS:
-            continue
-        gap = 1 if unit.prefer else 2          # an error shown as output is explained below it
-        for step in (1, -1):
-            near = unit
-            for n in range(k + step, len(mine) if step == 1 else -1, step):
+        if overlap >= FIX_MIN_WORDS:
+            for n in [*_near_units(mine, k, 1, blank), *_near_units(mine, k, -1, blank)]:
                 score, other = out[n]
-                first, second = (near, other) if step == 1 else (other, near)
-                if not 0 <= second.span[0] - first.span[1] <= gap:
-                    break
-                if (other.span[0] - unit.span[1] if step == 1 else unit.span[0] - other.span[1]) > FIX_LINES:
-                    break
                 out[n] = (max(score, overlap + (1 if other.has_code else 0)), other)
-                near = other
     return out
+
+
+def _near_units(mine: list[tuple[float, _Unit]], k: int, step: int, blank: set[int]) -> Iterator[int]:
+    """Yield the indices of the units after (step 1) or before (step -1) mine[k] within
+    FIX_LINES lines of it, in the same block: each on the line of the one before, or the
+    next; after a unit showing code or output, across blank or markup lines (blank)."""
+    unit, near = mine[k][1], mine[k][1]
+    for n in range(k + step, len(mine) if step == 1 else -1, step):
+        other = mine[n][1]
+        first, second = (near, other) if step == 1 else (other, near)
+        between = range(first.span[1] + 1, second.span[0])
+        if second.span[0] < first.span[1] or len(between) > (0 if unit.prefer else FIX_LINES) \
+                or not blank.issuperset(between):
+            return
+        if (other.span[0] - unit.span[1] if step == 1 else unit.span[0] - other.span[1]) > FIX_LINES:
+            return
+        yield n
+        near = other
 
 
 def _heading_paths(chunk: Chunk) -> list[tuple[int, str]]:

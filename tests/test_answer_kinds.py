@@ -147,6 +147,26 @@ class TroubleshootingTest(ExtractiveTest):
         result = self.ask({"s.md": text}, "NameError: name 'Post' is not defined in the shell")
         self.assertIn("from blog.models import Post", result.answer.split("\n- ")[0])
 
+    def test_the_fix_after_an_error_quoted_in_a_note_across_blank_lines(self):
+        # the error is indented code inside a quoted note; two blank lines (one of them '> ')
+        # stand between it and the sentence that introduces the fix, which ends with its
+        # caption ('…: {% filename %}command-line{% endfilename %}'): the fix is quoted as a
+        # command under its caption, not the note's text again nor the paragraph before it
+        text = ("# Virtual environment\n\nCall it `myvenv`. Keep the name short and lowercase.\n\n"
+                "> **NOTE:** Some versions of Debian show this error:\n>\n"
+                "> {% filename %}command-line{% endfilename %}\n>\n"
+                ">     The virtual environment was not created because ensurepip is not available.\n"
+                ">     \n\n"
+                "In this case install the package `python3-venv`: {% filename %}command-line{% endfilename %}\n\n"
+                "    $ sudo apt install python3-venv\n")
+        result = self.ask({"v.md": text}, "creating the virtualenv says ensurepip is not available")
+        first = result.answer.split("\n- ")[0]
+        self.assertTrue(first.startswith("- In this case install the package `python3-venv`: [v.md:12-14]"),
+                        result.answer)
+        self.assertIn("  command-line\n", first)
+        self.assertIn("$ sudo apt install python3-venv", first)
+        self.assertNotIn("{% filename %}", first)
+
     def test_a_question_without_an_error_is_not_widened(self):
         text = ("# Shell\n\nThe shell lists posts with a query. Stop it with Ctrl+D.\n")
         result = self.ask({"s.md": text}, "how does the shell list posts with a query")
