@@ -778,11 +778,11 @@ _PL_LETTERS = frozenset("ąęłńśźżć")
 _SK_LETTERS = frozenset("ľĺŕäôťďňčšžýáíéú")
 _PL_WORDS = frozenset("""
 w we jest sie czy dla jak jaki jaka jakie jakim przez oraz gdzie kiedy jesli juz mnie
-tego tej tym aby albo byc czym jego ile moge mozna trzeba czego przy sa
+tego tej tym aby albo byc czym jego ile moge mozna trzeba czego przy sa plik pliku pliki sluzy
 """.split())
 _SK_WORDS = frozenset("""
 v vo je ako aky aka ake akom pre pri sme ste bol bola bolo boli su preco kde kedy ku len
-uz aj alebo tiez kolko vsetky tento tato toto ktory
+uz aj alebo tiez kolko vsetky tento tato toto ktory subor suboru subory sluzi
 """.split()) - {"ktory"}
 _PL_MARKS = lazy_re(r"rz|sz|cz|w|(?:ego|ow|osc|ac|ic)$")
 _SK_MARKS = lazy_re(r"v|(?:eho|ov|ou|ost|at|it)$")
@@ -800,13 +800,22 @@ def _stop_word_language(words: list[str] | dict[str, int]) -> str:
     return "en" if english > slavic else "other"
 
 
+def _opens_slavic(words: list[str]) -> bool:
+    """Return True when the first of the folded words that only Polish/Slovak or only English
+    uses as a stop word is a Polish/Slovak one: a question is framed in its own language, and
+    an English message pasted after the frame ("pri vytvarani virtualenvu pise ensurepip is not
+    available") does not make it English."""
+    first = next((w for w in words if w in _STOP_EN_ONLY or w in _STOP_SLAVIC_ONLY), None)
+    return first in _STOP_SLAVIC_ONLY
+
+
 def text_detect_language(text: str, default: str | None = DEFAULT_QUESTION_LANGUAGE) -> str | None:
     """Return 'pl', 'sk' or 'en' for a question or text, with or without diacritics;
     default when nothing tells (a code such as GTU_12; None: say so)."""
     raw_words = TEXT_WORD_RE.findall(text if text.isascii() else TEXT_FORMAT_CHARS.sub("", text))
     words = [text_fold(w) for w in raw_words]
     coarse = _stop_word_language(words)
-    if coarse == "en":
+    if coarse == "en" and not _opens_slavic(words):
         return "en"
     scores = {"pl": 0, "sk": 0}
     for n, (raw, word) in enumerate(zip(raw_words, words)):

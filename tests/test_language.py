@@ -25,6 +25,17 @@ class DetectTest(unittest.TestCase):
                 with self.subTest(question=question):
                     self.assertEqual(docs_qa.text_detect_language(question), language)
 
+    def test_an_english_message_pasted_into_a_question_does_not_make_it_english(self):
+        # the frame's stop word comes first ('pri', 'w'); an English question quoting a Polish
+        # word is framed in English ('what')
+        cases = {"pri vytvarani virtualenvu pise ensurepip is not available": "sk",
+                 "w konsoli django dostaje NameError: name 'Post' is not defined": "pl",
+                 "na co sluzi subor urls.py": "sk", "do czego sluzy plik urls.py": "pl",
+                 "what does 'jak' mean in the code": "en", "Why is the file not in the folder?": "en"}
+        for question, language in cases.items():
+            with self.subTest(question=question):
+                self.assertEqual(docs_qa.text_detect_language(question), language)
+
     def test_a_code_alone_gives_the_default(self):
         self.assertEqual(docs_qa.text_detect_language("GTU_12"), "en")
         self.assertEqual(docs_qa.text_detect_language("GTU_12", default="sk"), "sk")
