@@ -178,7 +178,7 @@ __all__ = [
     "cache_next_chunk_id", "cache_has_postings", "cache_path_chunks", "cache_term_postings",
     "cache_write_batch", "cache_write_postings", "cache_update_generation",
     "StoreTotals", "cache_path_totals", "cache_shift_totals", "cache_file_states_of", "RefreshScope",
-    "cache_chunk_count", "cache_mean_length", "cache_query_vector", "cache_forget_vector",
+    "cache_chunk_count", "cache_file_count", "cache_mean_length", "cache_query_vector", "cache_forget_vector",
     "cache_vector_count", "cache_drop_signatures",
     "cache_listings", "cache_put_listings", "cache_try_put_listings",
     "cache_document_frequencies", "cache_terms_near",
@@ -4007,6 +4007,11 @@ def _cache_chunk_texts(conn: sqlite3.Connection, ids: list[int]
         conn, "SELECT id, sections, text FROM chunks WHERE id IN ({ids})", ids)]
 
 
+def _cache_chunk_paths_texts(conn: sqlite3.Connection, ids: list[int]) -> list[tuple[str, str]]:
+    """Return (document path, text) of each of the given chunk ids."""
+    return _rows_by_ids(conn, "SELECT path, text FROM chunks WHERE id IN ({ids})", ids)
+
+
 def _cache_missing_vectors(conn: sqlite3.Connection, model: str) -> _MissingVectors:
     """Return (embed_sha, embedding input) of chunks with no cached vector for model, by sha.
 
@@ -4119,6 +4124,11 @@ def _cache_signatures_update(conn: sqlite3.Connection, model: str) -> None:
 def cache_chunk_count(conn: sqlite3.Connection) -> int:
     """Return how many chunks the index holds."""
     return int(_meta_get(conn, "n_chunks") or 0)
+
+
+def cache_file_count(conn: sqlite3.Connection) -> int:
+    """Return how many documents the index holds (files skipped as too large or unreadable too)."""
+    return int(_meta_get(conn, "n_files") or 0)
 
 
 def cache_mean_length(conn: sqlite3.Connection) -> float:
@@ -5261,6 +5271,8 @@ ABSENT_NAME_MIN_SHARE = 0.5        # a name the folder never mentions refuses wh
 ABSENT_NAME_FUZZY_MIN = 5          # a name this long or longer may be a misspelling of a folder word ...
 ABSENT_NAME_FUZZY_LONG = 8         # ... one letter away, or two from this length on
 IDENTIFIER_READ_BATCH = 500        # chunk texts read at a time when the gate checks an identifier as written
+IDENTIFIER_MIN_DOCUMENTS = 3       # in a folder of this many documents, an identifier written on more
+                                   # than half of them ('FastAPI' in its own manual) opens no gate
 
 
 class _Shares(NamedTuple):
@@ -5281,7 +5293,7 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     words it holds under any of their stems. So a word common in the folder cannot carry a
     question, and words spread over unrelated chunks do not add up (the folder's share
     counts every word found anywhere, so a long question is not refused for that)."""
-    n_chunks = cache_chunk_count(conn)
+    n_chunks, n_documents = cache_chunk_count(conn), cache_file_count(conn)
     if not n_chunks:
         return _Shares(0.0, 0.0, None, ())   # an IDF over no chunks is negative: it would print -0%
     case_tells = text_case_tells(question.text)
@@ -5296,27 +5308,35 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
             absent[word] = None
         get = earned.get           # a comprehension, not a loop: a common word holds many chunks
         earned.update({chunk_id: get(chunk_id, 0.0) + weight for chunk_id in ids})
-        if named is None and _is_identifier(word, case_tells) and _is_written_rarely(conn, word, ids, n_chunks):
+        if named is None and _is_identifier(word, case_tells) and _is_written_rarely(conn, word, ids, n_chunks, n_documents):
             named = word
     if not total:
         return _Shares(0.0, 0.0, named, ())
     return _Shares(max(earned.values(), default=0.0) / total, found / total, named, tuple(absent))
 
 
-def _is_written_rarely(conn: sqlite3.Connection, word: str, candidates: set[int], n_chunks: int) -> bool:
+def _is_written_rarely(conn: sqlite3.Connection, word: str, candidates: set[int], n_chunks: int,
+                       n_documents: int) -> bool:
     """Return True when some but fewer than half of the folder's n_chunks write the identifier
     word exactly as the question does (same letters, capitals and joiners, whole: 'WIS', not 'wis'
     or 'WISE'), so its Robertson-Sparck Jones IDF, log((N - df + 0.5) / (df + 0.5)), is positive
-    and it tells fragments apart. candidates (the chunks holding its stems) are read in batches
-    only until the answer is sure, so a common identifier in a large folder costs little."""
+    and it tells fragments apart, and, in a folder of IDENTIFIER_MIN_DOCUMENTS documents or more,
+    at most half of its n_documents do: a product name on most pages tells none of them apart,
+    though each page's many fragments make it rare among fragments. candidates (the chunks
+    holding its stems) are read in batches only until the answer is sure, so a common
+    identifier in a large folder costs little."""
     written = re.compile(r"(?<!\w)" + re.escape(unicodedata.normalize("NFKC", word)) + r"(?!\w)")
-    ids, df = sorted(candidates), 0
+    page_cap = n_documents // 2 if n_documents >= IDENTIFIER_MIN_DOCUMENTS else len(candidates)
+    ids, df, pages = sorted(candidates), 0, set()
     for start in range(0, len(ids), IDENTIFIER_READ_BATCH):
-        texts = _cache_chunk_texts(conn, ids[start:start + IDENTIFIER_READ_BATCH])
-        df += sum(1 for _, (_, text) in texts if written.search(unicodedata.normalize("NFKC", text)))
-        if 2 * df >= n_chunks:
-            return False                                  # in half the folder or more
-        if df and 2 * (df + len(ids) - start - IDENTIFIER_READ_BATCH) < n_chunks:
+        for path, text in _cache_chunk_paths_texts(conn, ids[start:start + IDENTIFIER_READ_BATCH]):
+            if written.search(unicodedata.normalize("NFKC", text)):
+                df += 1
+                pages.add(path)
+        if 2 * df >= n_chunks or len(pages) > page_cap:
+            return False                                  # in half the fragments, or on most pages
+        rest = len(ids) - start - IDENTIFIER_READ_BATCH
+        if df and 2 * (df + rest) < n_chunks and len(pages) + rest <= page_cap:
             return True                                   # the rest cannot make it common
     return df > 0
 

@@ -258,6 +258,19 @@ class IdentifierGateTest(TempDirTest):
         self.assertIsNone(signals.identifier)     # WIS in 4 of 7 fragments: IDF not positive
         self.assertEqual(docs_qa.search(self.QUESTION, self.settings(use_embeddings=False)).hits, [])
 
+    def test_an_identifier_on_most_pages_does_not_carry_a_question(self):
+        # a product name: WIS opens each of four pages whose other three fragments never name
+        # it, so it is in 4 of 16 fragments (rare among fragments) but on 4 of the 7 pages
+        section = "\n\n## {0}\n\n" + " ".join(["Pole {0} opisuje zwykłe dane formularza."] * 40) + "\n"
+        write_files(self.docs, {f"{name}.md": f"# {name}\n\nWIS {name} omawia tę część.\n"
+                                + "".join(section.format(f"{name}{k}") for k in range(3))
+                                for name in ("a", "b", "c")})
+        settings = self.settings(use_embeddings=False)
+        self.assertGreater(docs_qa.index_folder(settings).chunks, 4 * 4 - 1)
+        signals = docs_qa.search_gate_signals(self.QUESTION, settings)
+        self.assertIsNone(signals.identifier)
+        self.assertEqual(docs_qa.search(self.QUESTION, settings).hits, [])
+
     def test_cli_answers_it(self):
         proc = run_cli(self.QUESTION, "--docs", self.docs, "--no-cache", "--search", "--json")
         self.assertEqual(proc.returncode, 0, proc.stderr)
