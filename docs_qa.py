@@ -5083,8 +5083,9 @@ def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settin
         return [], 0
     places = functools.partial(_cache_places, conn)
     best, matches = _top(scores, 1, places)[0][0], len(scores)
+    first = operator.itemgetter(0)            # the chunk id of a row, compared in C
     if search_feedback_wanted(question, weights, {t for t, rows in postings.items()
-                                                  if any(row[0] == best for row in rows)}, settings):
+                                                  if best in map(first, rows)}, settings):
         scores = _feedback_pass(conn, weights, scores, settings, max(FEEDBACK_RERANK, pool + 1),
                                 n_chunks, mean_length)
     return _top(scores, pool + 1, places), matches
@@ -5271,6 +5272,8 @@ ABSENT_NAME_MIN_SHARE = 0.5        # a name the folder never mentions refuses wh
 ABSENT_NAME_FUZZY_MIN = 5          # a name this long or longer may be a misspelling of a folder word ...
 ABSENT_NAME_FUZZY_LONG = 8         # ... one letter away, or two from this length on
 IDENTIFIER_READ_BATCH = 500        # chunk texts read at a time when the gate checks an identifier as written
+CLASS_PRUNE_MARGIN = 1 - 1e-9      # _best_chunk_weight keeps a class within this share of the best
+                                   # (its remaining words summed in another order than a chunk's)
 IDENTIFIER_MIN_DOCUMENTS = 3       # in a folder of this many documents, an identifier written on more
                                    # than half of them ('FastAPI' in its own manual) opens no gate
 
@@ -5297,7 +5300,7 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     if not n_chunks:
         return _Shares(0.0, 0.0, None, ())   # an IDF over no chunks is negative: it would print -0%
     case_tells = text_case_tells(question.text)
-    total, found, earned, named, absent = 0.0, 0.0, {}, None, {}
+    total, found, held, named, absent = 0.0, 0.0, [], None, {}
     for word, terms in question.words:
         ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms) or _compound_chunks(conn, word)
         weight = bm25_idf(n_chunks, max(1, len(ids))) * (
@@ -5306,13 +5309,39 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
         found += weight if ids else 0.0
         if not ids:
             absent[word] = None
-        get = earned.get           # a comprehension, not a loop: a common word holds many chunks
-        earned.update({chunk_id: get(chunk_id, 0.0) + weight for chunk_id in ids})
+        held.append((weight, ids))
         if named is None and _is_identifier(word, case_tells) and _is_written_rarely(conn, word, ids, n_chunks, n_documents):
             named = word
     if not total:
         return _Shares(0.0, 0.0, named, ())
-    return _Shares(max(earned.values(), default=0.0) / total, found / total, named, tuple(absent))
+    return _Shares(_best_chunk_weight(held) / total, found / total, named, tuple(absent))
+
+
+def _best_chunk_weight(held: list[tuple[float, set[int]]]) -> float:
+    """Return the most weight one chunk earns: the sum, in word order, of the weights of the
+    question words it holds (held: each word's weight and the chunks holding it). The chunks
+    are split into classes by the words they hold, one set operation per class and word (in
+    C), and each class sums its words once: a common word of a large folder holds many chunks,
+    and a sum per chunk would cost a Python step for each of them."""
+    classes: list[tuple[float, set[int]]] = []     # (weight so far, the chunks holding those words)
+    seen: set[int] = set()
+    rest = sum(weight for weight, _ in held)
+    for weight, ids in held:
+        split = []
+        for earned, members in classes:
+            inside = members & ids
+            if inside:
+                split.append((earned + weight, inside))
+            if len(inside) < len(members):
+                split.append((earned, members - inside if inside else members))
+        fresh = ids - seen
+        if fresh:
+            split.append((0.0 + weight, fresh))
+            seen |= fresh
+        rest -= weight
+        best = max((earned for earned, _ in split), default=0.0)   # a class that cannot reach the
+        classes = [c for c in split if c[0] + rest >= best * CLASS_PRUNE_MARGIN]   # best is dropped
+    return max((earned for earned, _ in classes), default=0.0)
 
 
 def _is_written_rarely(conn: sqlite3.Connection, word: str, candidates: set[int], n_chunks: int,
