@@ -151,7 +151,7 @@ from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequest
 from retrieval_contract import lazy_re as _lazy_re
 from retrieval_contract import LANGUAGES, MAX_QUESTION_CHARS, error_boundary
 from retrieval_contract import Question, question_make
-from retrieval_contract import (TEXT_WORD_RE, SuffixStemmer, text_stem_polish, text_stem_slovak, text_stem, text_fold, text_folded_words, text_words, text_sentences, text_detect_language, text_stem_english, TEXT_QUESTION_WORD, Tokenizer, text_tokens, text_is_code_word, text_edit_distance, text_case_tells, text_query_terms, text_query_words, text_query_counts)
+from retrieval_contract import (TEXT_WORD_RE, SuffixStemmer, text_stem_polish, text_stem_slovak, text_stem, text_fold, text_folded_words, text_words, text_sentences, text_detect_language, text_stem_english, TEXT_QUESTION_WORD, Tokenizer, text_tokens, text_is_code_word, text_edit_distance, text_case_tells, text_query_terms, text_query_words, text_query_counts, text_name_words)
 # graph_store (which never imports this module) is imported where a graph is used: importing
 # it costs a question without --graph about 0.1 s (python3 -X importtime -c "import graph_store")
 
@@ -5401,26 +5401,14 @@ def _compound_chunks(conn: sqlite3.Connection, word: str) -> set[int]:
     return set()
 
 
-def _name_shaped(question: str) -> list[str]:
-    """Return the words of the question written as names: a capital inside the question,
-    an acronym, CamelCase, a code such as docker-compose (pure; see _absent_names)."""
-    case_tells, names = text_case_tells(question), []
-    for match in TEXT_QUESTION_WORD.finditer(question):
-        word, before = match.group(), question[:match.start()].rstrip()
-        opens_sentence = not before or before[-1] in ".!?:;\"'(\u201e\u201c\u00bf\u00a1"
-        if text_is_code_word(word, case_tells) or case_tells and word[:1].isupper() and not opens_sentence:
-            names.append(word)
-    return names
-
-
 def _absent_names(conn: sqlite3.Connection, question: Question, absent: tuple[str, ...]) -> list[str]:
-    """Return the names of the question (see _name_shaped) among the absent words (no form
+    """Return the names of the question (text_name_words) among the absent words (no form
     of which the folder holds; _Shares.absent) that are not one slip from a folder word
     either (two for a word of ABSENT_NAME_FUZZY_LONG letters or more; none under
     ABSENT_NAME_FUZZY_MIN letters): 'PythonAnywere' is the folder's PythonAnywhere, while
     'Docker', in a folder without it, is named."""
     terms = dict(question.words)
-    return [word for word in dict.fromkeys(_name_shaped(question.text)) if word in absent
+    return [word for word in dict.fromkeys(text_name_words(question.text)) if word in absent
             and not any(_has_near_term(conn, term, len(word)) for term in terms.get(word, ()))]
 
 

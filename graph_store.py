@@ -107,7 +107,6 @@ SUFFIXES = tuple(sorted((
 ), key=len, reverse=True))
 _SUFFIXES_BY_LENGTH = tuple((n, frozenset(x for x in SUFFIXES if len(x) == n))
                             for n in sorted({len(x) for x in SUFFIXES}, reverse=True))
-VOWELS = set("aeiouyáäéíóôúýěůąę")
 
 # Singular case endings of name words, by the nominative's ending (see _name_forms): the
 # Slovak ones, then the Polish ones a Slovak name takes in a Polish sentence. A question
@@ -497,7 +496,8 @@ class GraphFormatError(rc.RetrievalUnavailableError):
     """The graph file is unreadable, not JSON, or invalid; the message names the node/edge."""
 
 
-# === 4. Names — name morphology only; folding, words, stop words: retrieval_contract ===
+# === 4. Names — name morphology only; folding, words, stop words and the fleeting e that
+# retrieval shares (text_drop_fleeting_e, text_insert_fleeting_e): retrieval_contract ===
 
 # A name keeps its diacritics while it is stemmed, so -ová and -ou stay apart from plain
 # vowels; folding and splitting into words are retrieval_contract's, as for every other text.
@@ -518,15 +518,7 @@ def name_stem(word: str) -> str:
                 break
         if word.endswith("ej") and len(word) - 2 >= MIN_STEM_CHARS:
             word = word[:-2]   # Andreja -> andrej -> andr, as Andrej loses -ej as an ending
-    return _drop_fleeting_e(word)
-
-
-def _drop_fleeting_e(word: str) -> str:
-    """Return word without a fleeting e before its final consonant (peter -> petr, marek -> mark)."""
-    if (len(word) >= 4 and word[-2] == "e" and word[-1] not in VOWELS
-            and word[-3] not in VOWELS):
-        return word[:-2] + word[-1]
-    return word
+    return rc.text_drop_fleeting_e(word)
 
 
 def name_key(word: str) -> str:
@@ -568,12 +560,12 @@ def _name_forms(word: str, is_first: bool) -> tuple[frozenset[str], frozenset[st
     elif w.endswith("a") and is_first:
         base = w[:-1]
         own |= _affixed([base], FEM_A_ENDINGS)
-        other = _affixed({base, _insert_fleeting_e(base)}, MASC_ENDINGS)
+        other = _affixed({base, rc.text_insert_fleeting_e(base)}, MASC_ENDINGS)
     elif w.endswith(("a", "o")):
         own |= _affixed([w[:-1]], MASC_A_ENDINGS if w.endswith("a") else MASC_O_ENDINGS)
         pair = _affixed([w[:-1]], FEM_OVA_ENDINGS)
-    elif w[-1:].isalpha() and w[-1] not in VOWELS:
-        bases = {w, _drop_fleeting_e(w)}
+    elif w[-1:].isalpha() and w[-1] not in rc.NAME_VOWELS:
+        bases = {w, rc.text_drop_fleeting_e(w)}
         own |= _affixed(bases, MASC_ENDINGS)
         if is_first:
             other = _affixed(bases, FEM_A_ENDINGS)
@@ -581,13 +573,6 @@ def _name_forms(word: str, is_first: bool) -> tuple[frozenset[str], frozenset[st
             pair = _affixed(bases, FEM_OVA_ENDINGS)
     return (frozenset(own), frozenset(rc.text_fold(f) for f in pair),
             frozenset(rc.text_fold(f) for f in other))
-
-
-def _insert_fleeting_e(base: str) -> str:
-    """Return base with the fleeting e a male nominative puts back (petr -> peter), else base."""
-    if len(base) >= 3 and base[-1] not in VOWELS and base[-2] not in VOWELS:
-        return base[:-1] + "e" + base[-1]
-    return base
 
 
 def _word_relation(question_word: str, name_word: str, is_first: bool) -> str:

@@ -33,6 +33,8 @@ Public API
     text_stem_english / text_stem_polish / text_stem_slovak / text_stem -- the stemmers
     Tokenizer, text_tokens   -- index terms of a text, stemmed by its own language
     text_query_words / text_query_counts / text_query_terms -- a question's words and terms
+    text_name_words, text_drop_fleeting_e / text_insert_fleeting_e -- the words a question
+                                writes as names; Peter/Petra: one rule for retrieval and the graph
     QueryRules, QUERY_RULES  -- how a question's words become terms (a report passes others)
     Question, question_make  -- a question checked once at the edge: text, language, terms, limit
 
@@ -63,7 +65,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields, replace
 from http import HTTPStatus
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 __all__ = [
     "CONTRACT_VERSION", "STATUSES", "REASONS", "ERROR_DETAILS", "CONFIDENCE_LEVELS", "FRESHNESS_MODES",
@@ -78,7 +80,8 @@ __all__ = [
     "text_fold", "text_folded_words", "text_words", "text_sentences", "text_detect_language",
     "SuffixStemmer", "text_stem", "text_stem_polish", "text_stem_slovak", "text_stem_english",
     "Tokenizer", "text_tokens", "text_is_code_word", "text_edit_distance", "text_case_tells",
-    "text_query_terms", "text_query_words", "text_query_counts",
+    "text_query_terms", "text_query_words", "text_query_counts", "text_name_words", "text_drop_fleeting_e",
+    "text_insert_fleeting_e", "NAME_VOWELS",
     "QueryRules", "QUERY_RULES", "DEFAULT_QUESTION_LANGUAGE", "Question", "question_make",
 ]
 
@@ -1010,6 +1013,48 @@ vymenuj zname znie zo""".split())),
 }
 
 
+# --- Names — where a question writes a name, and the fleeting e of a Slovak, Czech or Polish
+# name (Peter, Petra, Petrom; Marek, Marka): one rule for the question's terms, the no-answer
+# gate (docs_qa) and the graph's name matching (graph_store §4)
+
+NAME_VOWELS = frozenset("aeiouyáäéíóôúýěůąę")
+
+
+def text_name_words(question: str) -> list[str]:
+    """Return the words of a question written as names: a code-like word (an acronym,
+    CamelCase, docker-compose) or, in a question whose capitals tell, a capitalised word that
+    does not open a sentence."""
+    case_tells, names = text_case_tells(question), []
+    for match in TEXT_QUESTION_WORD.finditer(question):
+        word, before = match.group(), question[:match.start()].rstrip()
+        opens_sentence = not before or before[-1] in ".!?:;\"'(\u201e\u201c\u00bf\u00a1"
+        if text_is_code_word(word, case_tells) or case_tells and word[:1].isupper() and not opens_sentence:
+            names.append(word)
+    return names
+
+
+def text_drop_fleeting_e(word: str) -> str:
+    """Return a name stem without the fleeting e before its final consonant (peter -> petr,
+    marek -> mark), else the stem."""
+    if len(word) >= 4 and word[-2] == "e" and word[-1] not in NAME_VOWELS and word[-3] not in NAME_VOWELS:
+        return word[:-2] + word[-1]
+    return word
+
+
+def text_insert_fleeting_e(base: str) -> str:
+    """Return a name stem with the fleeting e its nominative puts back (petr -> peter), else the stem."""
+    if len(base) >= 3 and base[-1] not in NAME_VOWELS and base[-2] not in NAME_VOWELS:
+        return base[:-1] + "e" + base[-1]
+    return base
+
+
+def _name_stems(stems: Iterable[str]) -> dict[str, None]:
+    """Return a personal name's stems with their forms with and without a fleeting e, in order:
+    'Petrom' (petr) then meets 'Peter' (peter), and 'Peter' meets 'Petra' (petr)."""
+    return dict.fromkeys(form for stem in stems
+                         for form in (stem, text_insert_fleeting_e(stem), text_drop_fleeting_e(stem)))
+
+
 # --- Terms — index terms of a text and the terms of a question, each stemmed for its
 # language (Porter for English, the Polish or Slovak light stemmer, text_stem when the stop
 # words do not tell).
@@ -1161,6 +1206,8 @@ class _QueryPlan(NamedTuple):
     request_stop_words: frozenset[str]            # ... and request boilerplate
     stemmers: tuple[Callable[[str], str], ...]    # each content word is stemmed by every one
     case_tells: bool                              # capitals make a word code-like (text_case_tells)
+    names: frozenset[str]                         # folded words written as personal names in a
+                                                  # Polish or Slovak question (_name_stems)
 
 
 def _query_plan(text: str, folded: list[str], detected: str | None = None,
@@ -1175,8 +1222,10 @@ def _query_plan(text: str, folded: list[str], detected: str | None = None,
     stop_words = STOP_WORDS if language == "other" else _STOP_OUTSIDE_SLAVIC
     key = "unknown_en" if language == "unknown" and (detected or text_detect_language(text)) == "en" \
         else language
-    return _QueryPlan(language, stop_words, rules.request_stop_words, rules.stemmers[key],
-                      text_case_tells(text) or not rules.all_caps_rule)
+    case_tells = text_case_tells(text) or not rules.all_caps_rule
+    names = frozenset() if key in ("en", "unknown_en") else frozenset(text_folded_words(" ".join(
+        w for w in text_name_words(text) if not text_is_code_word(w, case_tells))))   # Slavic names
+    return _QueryPlan(language, stop_words, rules.request_stop_words, rules.stemmers[key], case_tells, names)
 
 
 def text_query_words(text: str, rules: QueryRules = QUERY_RULES) -> list[tuple[str, tuple[str, ...]]]:
@@ -1188,16 +1237,23 @@ def text_query_words(text: str, rules: QueryRules = QUERY_RULES) -> list[tuple[s
 
 def _query_words(text: str, plan: _QueryPlan) -> list[tuple[str, tuple[str, ...]]]:
     """Return text_query_words of a question stemmed as plan says."""
-    language, stop_words, request_stop_words, stemmers, case_tells = plan
+    language, stop_words, request_stop_words, stemmers, case_tells, names = plan
     out = []
     for word in TEXT_QUESTION_WORD.findall(text):
         parts = [w for w in text_folded_words(word) if w not in stop_words and w not in request_stop_words]
-        terms = dict.fromkeys(stem(part) for part in parts for stem in stemmers)
+        terms = {term: None for part in parts for term in _word_stems(part, stemmers, names)}
         if language == "en" and text_is_code_word(word, case_tells):
             terms.update(dict.fromkeys(text_stem(part) for part in parts))
         if terms:
             out.append((word, tuple(terms)))
     return out
+
+
+def _word_stems(word: str, stemmers: tuple[Callable[[str], str], ...], names: frozenset[str]) -> dict[str, None]:
+    """Return a folded question word's terms, in order: its stem under each stemmer, and for a
+    personal name its forms with and without a fleeting e (_name_stems)."""
+    stems = dict.fromkeys(stem(word) for stem in stemmers)
+    return _name_stems(stems) if word in names else stems
 
 
 def text_query_counts(text: str, rules: QueryRules = QUERY_RULES) -> dict[str, int]:
@@ -1214,11 +1270,11 @@ def text_query_counts(text: str, rules: QueryRules = QUERY_RULES) -> dict[str, i
 
 def _query_counts(text: str, folded: list[str], plan: _QueryPlan) -> dict[str, int]:
     """Return text_query_counts of a question (folded: its folded words) stemmed as plan says."""
-    language, stop_words, request_stop_words, stemmers, case_tells = plan
+    language, stop_words, request_stop_words, stemmers, case_tells, names = plan
     counts: Counter = Counter()
     for word in folded:
         if word not in stop_words and word not in request_stop_words:
-            counts.update(dict.fromkeys([stem(word) for stem in stemmers], 1))
+            counts.update(dict.fromkeys(_word_stems(word, stemmers, names), 1))
     if language == "en":
         codes = " ".join(w for w in TEXT_QUESTION_WORD.findall(text) if text_is_code_word(w, case_tells))
         for word in text_folded_words(codes):
