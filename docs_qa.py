@@ -6876,9 +6876,10 @@ _HOW_WORDS = frozenset("how jak ako".split())
 _WHY_WORDS = frozenset("why dlaczego czemu preco".split())
 _REASON_WORDS = frozenset("because since so therefore poniewaz bo gdyz dlatego dzieki zeby aby "
                           "pretoze lebo preto kedze totiz vdaka".split())
-# a question about an error: a word for one, or an error's name (TemplateDoesNotExist, NameError)
+# a question about an error: a word for one ('what is wrong', 'čo je zle', 'co robię źle'), or an
+# error's name (TemplateDoesNotExist, NameError)
 _FIX_WORDS = frozenset("error errors blad bledu bledem chyba chybu chyby chybou exception crash crashes "
-                       "fails failed refuses hlasi pise pisze says".split())
+                       "fails failed refuses hlasi pise pisze says wrong zle nefunguje broken".split())
 _ERROR_NAME = _lazy_re(r"\b[A-Z]\w*(?:Error|Exception|DoesNotExist|NotFound)\b")
 # a question asking what something is or means (folded words), and the copulas of an answer
 _DEFINE_QUESTION = _lazy_re(r"\b(?:what (?:is|are|does|counts)|stands? for|mean(?:s|ing)?|co to|czym (?:jest|sa)"

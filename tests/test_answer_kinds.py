@@ -167,6 +167,23 @@ class TroubleshootingTest(ExtractiveTest):
         self.assertIn("$ sudo apt install python3-venv", first)
         self.assertNotIn("{% filename %}", first)
 
+    def test_what_is_wrong_asks_for_the_fix(self):
+        # the question pastes the error and asks what is wrong, naming no error: the sentence
+        # after the error explains it, and is quoted before the sentences that only share the
+        # question's words (without 'wrong' as an error word it was not quoted at all)
+        text = ("# Path parameters\n\nDeclare the type of a path parameter such as item_id in the function.\n\n"
+                "## Data validation\n\nIf you open /items/foo in the browser you get this error:\n\n"
+                "```JSON\n{\"detail\": [{\"type\": \"int_parsing\", \"loc\": [\"path\", \"item_id\"], "
+                "\"msg\": \"Input should be a valid integer\", \"input\": \"foo\"}]}\n```\n\n"
+                "That is because the path parameter had the value foo, which is not an int.\n\n"
+                "## Documentation\n\nThe items path and its item_id parameter are documented for you. "
+                "The detail of every path is shown in the browser.\n\n## Types\n\nAn int parameter such as "
+                "item_id gets its type from the path. A valid integer in the path is given to the function as an int.\n")
+        result = self.ask({"p.md": text}, 'Opening /items/foo gives me {"detail":[{"type":"int_parsing","loc":'
+                          '["path","item_id"],"msg":"Input should be a valid integer"}]}. What is wrong?')
+        self.assertIn("- That is because the path parameter had the value foo, which is not an int. [p.md:13-13]",
+                      result.answer)
+
     def test_a_question_without_an_error_is_not_widened(self):
         text = ("# Shell\n\nThe shell lists posts with a query. Stop it with Ctrl+D.\n")
         result = self.ask({"s.md": text}, "how does the shell list posts with a query")
