@@ -5295,7 +5295,9 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     code-like words weigh CODE_WORD_WEIGHT times more), and a chunk earns the weight of the
     words it holds under any of their stems. So a word common in the folder cannot carry a
     question, and words spread over unrelated chunks do not add up (the folder's share
-    counts every word found anywhere, so a long question is not refused for that)."""
+    counts every word found anywhere, so a long question is not refused for that). An
+    error's type that the folder never names (RuntimeError, pasted with its message) weighs
+    nothing: the documents explain the message, rarely the type."""
     n_chunks, n_documents = cache_chunk_count(conn), cache_file_count(conn)
     if not n_chunks:
         return _Shares(0.0, 0.0, None, ())   # an IDF over no chunks is negative: it would print -0%
@@ -5303,6 +5305,8 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     total, found, held, named, absent = 0.0, 0.0, [], None, {}
     for word, terms in question.words:
         ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms) or _compound_chunks(conn, word)
+        if not ids and _ERROR_NAME.fullmatch(word):
+            continue               # a pasted error's type (§14e) the folder never names: its message speaks
         weight = bm25_idf(n_chunks, max(1, len(ids))) * (
             CODE_WORD_WEIGHT if text_is_code_word(word, case_tells) else 1)
         total += weight

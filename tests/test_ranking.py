@@ -279,6 +279,32 @@ class IdentifierGateTest(TempDirTest):
         self.assertIn("wis.md", proc.stdout)
 
 
+class PastedErrorGateTest(TempDirTest):
+    """A question pasting an error whose type the folder never names (RuntimeError) is judged
+    by its message: the type weighs nothing in the no-answer gate."""
+
+    DOCS = {"forms.md": "# Form data\n\nWhen you need to receive form fields instead of JSON, use Form.\n\n"
+                        "To use forms, first install python-multipart in your environment.\n",
+            "files.md": "# Request files\n\nYou can define files to be uploaded by the client using File.\n",
+            "body.md": "# Request body\n\nA request body is data sent by the client to your API as JSON.\n",
+            "events.md": "# Events\n\nYou can define code that runs at startup and at shutdown of the application.\n"}
+
+    def test_an_unknown_error_type_does_not_refuse_its_message(self):
+        # with RuntimeError weighing three rare words, the best fragment held 44 % of the question
+        # (under the 45 % bar) and it was refused; the message's words are on forms.md
+        write_files(self.docs, self.DOCS)
+        question = ('My uvicorn server fails with RuntimeError: Form data requires "python-multipart" '
+                    'to be installed. What should I do?')
+        result = docs_qa.search(question, self.settings(use_embeddings=False))
+        self.assertEqual([h.chunk.path for h in result.hits][:1], ["forms.md"], result.notes)
+
+    def test_an_unknown_name_that_is_no_error_type_still_counts(self):
+        write_files(self.docs, self.DOCS)
+        signals = docs_qa.search_gate_signals("How do I send form data with Kafkaesque?",
+                                              self.settings(use_embeddings=False))
+        self.assertLess(signals.folder_coverage, 1.0)
+
+
 class AbsentNameGateTest(TempDirTest):
     """A question naming something the folder never mentions (Docker, in a folder about
     PythonAnywhere) is refused, naming it, when much of its weight occurs nowhere, even when
