@@ -5274,6 +5274,8 @@ ABSENT_NAME_FUZZY_LONG = 8         # ... one letter away, or two from this lengt
 IDENTIFIER_READ_BATCH = 500        # chunk texts read at a time when the gate checks an identifier as written
 CLASS_PRUNE_MARGIN = 1 - 1e-9      # _best_chunk_weight keeps a class within this share of the best
                                    # (its remaining words summed in another order than a chunk's)
+COVERAGE_CLASSES_MAX = 256         # ... and goes on chunk by chunk beyond this many classes (a long
+                                   # question splits the chunks finely; a short one makes a few)
 IDENTIFIER_MIN_DOCUMENTS = 3       # in a folder of this many documents, an identifier written on more
                                    # than half of them ('FastAPI' in its own manual) opens no gate
 
@@ -5326,11 +5328,14 @@ def _best_chunk_weight(held: list[tuple[float, set[int]]]) -> float:
     question words it holds (held: each word's weight and the chunks holding it). The chunks
     are split into classes by the words they hold, one set operation per class and word (in
     C), and each class sums its words once: a common word of a large folder holds many chunks,
-    and a sum per chunk would cost a Python step for each of them."""
+    and a sum per chunk would cost a Python step for each of them. Past COVERAGE_CLASSES_MAX
+    classes (a long question) the sums go on per chunk."""
     classes: list[tuple[float, set[int]]] = []     # (weight so far, the chunks holding those words)
     seen: set[int] = set()
     rest = sum(weight for weight, _ in held)
-    for weight, ids in held:
+    for k, (weight, ids) in enumerate(held):
+        if len(classes) > COVERAGE_CLASSES_MAX:         # many words split the chunks finely
+            return _best_chunk_weight_by_chunk(classes, held[k:])
         split = []
         for earned, members in classes:
             inside = members & ids
@@ -5346,6 +5351,17 @@ def _best_chunk_weight(held: list[tuple[float, set[int]]]) -> float:
         best = max((earned for earned, _ in split), default=0.0)   # a class that cannot reach the
         classes = [c for c in split if c[0] + rest >= best * CLASS_PRUNE_MARGIN]   # best is dropped
     return max((earned for earned, _ in classes), default=0.0)
+
+
+def _best_chunk_weight_by_chunk(classes: list[tuple[float, set[int]]], held: list[tuple[float, set[int]]]) -> float:
+    """Return _best_chunk_weight's answer going on chunk by chunk from its classes so far for
+    the words left (held): a chunk of a class it dropped starts again from 0, which keeps it
+    below the best it could not reach."""
+    earned = {chunk: total for total, members in classes for chunk in members}
+    for weight, ids in held:
+        get = earned.get           # a comprehension, not a loop: a common word holds many chunks
+        earned.update({chunk: get(chunk, 0.0) + weight for chunk in ids})
+    return max(earned.values(), default=0.0)
 
 
 def _is_written_rarely(conn: sqlite3.Connection, word: str, candidates: set[int], n_chunks: int,

@@ -2,6 +2,7 @@
 BM25's sure hits, and the IDF-weighted no-answer gate, through public functions and the CLI."""
 import math
 import os
+import random
 import unittest
 from dataclasses import replace
 
@@ -277,6 +278,30 @@ class IdentifierGateTest(TempDirTest):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn('"status": "ok"', proc.stdout)
         self.assertIn("wis.md", proc.stdout)
+
+
+class BestChunkWeightTest(unittest.TestCase):
+    """The gate's best-fragment weight, summed per class of fragments holding the same question
+    words (and per fragment past COVERAGE_CLASSES_MAX classes), is exactly the largest sum, in
+    word order, of the weights of the words one fragment holds."""
+
+    @staticmethod
+    def by_chunk(held):
+        earned = {}
+        for weight, ids in held:
+            for chunk in ids:
+                earned[chunk] = earned.get(chunk, 0.0) + weight
+        return max(earned.values(), default=0.0)
+
+    def test_equal_to_the_sum_per_fragment_for_short_and_long_questions(self):
+        rng = random.Random(7)
+        for words in (1, 3, 8, 40, 120):            # 40 and 120 words pass the class limit
+            for _ in range(20):
+                held = [(rng.uniform(0.1, 9.0), set(rng.sample(range(3000), rng.randint(0, 600))))
+                        for _ in range(words)]
+                with self.subTest(words=words):
+                    self.assertEqual(docs_qa._best_chunk_weight(held), self.by_chunk(held))
+        self.assertEqual(docs_qa._best_chunk_weight([]), 0.0)
 
 
 class PastedErrorGateTest(TempDirTest):
