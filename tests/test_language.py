@@ -107,10 +107,6 @@ class LanguageTableTest(unittest.TestCase):
         self.assertNotIn("alebo", rc.LANGUAGES["pl"].stop_words)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class NameFormsTest(TempDirTest):
     """A personal name in a Polish or Slovak question meets its other forms in the documents,
     the fleeting e included ('s Petrom' meets 'Peter', 'Marka' meets 'Marek'), by the rule the
@@ -141,3 +137,7 @@ class NameFormsTest(TempDirTest):
         self.assertFalse(hasattr(graph_store, "_drop_fleeting_e") or hasattr(graph_store, "_insert_fleeting_e"))
         self.assertEqual(graph_store.name_key("Petrom"), graph_store.name_key("Peter"))
         self.assertEqual(rc.text_insert_fleeting_e(graph_store.name_key("Petra")), "peter")
+
+
+if __name__ == "__main__":
+    unittest.main()
