@@ -6452,7 +6452,8 @@ _DEFINITION_LINE = _lazy_re(r"^\s*:\s+\S")
 # admonitions (!!! note "Title", ??? tip), content tabs (=== "Linux") and Obsidian callouts
 # (> [!warning] Title) read as their title, a heading, over their body (an admonition's or
 # tab's body, indented four spaces, at the opener's own indent).
-_CAPTION_LINE = _lazy_re(r"^\s*\{%-?\s*filename\s*-?%\}(.*?)\{%-?\s*endfilename\s*-?%\}\s*$")
+_FILENAME_TAG = r"\{%-?\s*filename\s*-?%\}(.*?)\{%-?\s*endfilename\s*-?%\}"   # its caption: group 1
+_CAPTION_LINE = _lazy_re(r"^\s*" + _FILENAME_TAG + r"\s*$")
 _MARKUP_PIECE = _lazy_re(r"\{%.*?%\}|\{\*.*?\*\}|\{!.*?!\}|\{\{[<%].*?[>%]\}\}|--8<--.*"
                          r"|</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>|<!--.*?-->|%%.*?%%|!\[\[[^\]]*\]\]"
                          r"|^\s*:::.*")
@@ -6460,7 +6461,7 @@ _CONTAINER_OPENER = _lazy_re(r"^(\s*)(?:(?:!!!|\?\?\?\+?)\s*[\w-]+(?:\s+\"([^\"]
 _INLINE_MARKUP = _lazy_re(r"\{%-?\s*(?:raw|endraw)\s*-?%\}")
 # a line's closing ': {% filename %}x{% endfilename %}': the text before it introduces the code
 # that follows, shown under the caption x ('… install python3-venv: {% filename %}command-line…')
-_TRAILING_CAPTION = _lazy_re(r"^(.*:)\s*\{%-?\s*filename\s*-?%\}(.*?)\{%-?\s*endfilename\s*-?%\}\s*$")
+_TRAILING_CAPTION = _lazy_re(r"^(.*:)\s*" + _FILENAME_TAG + r"\s*$")
 _WIKI_EMBED = _lazy_re(r"!\[\[[^\]]*\]\]")
 _WIKI_LINK = _lazy_re(r"\[\[(?:[^\]|]*\|)?([^\]|]*)\]\]")       # Obsidian [[Note|alias]] shows alias
 _QUOTE_MARKS = _lazy_re(r"^(?: {0,3}>(?: |$|(?=[^>])))+")   # '> ', '>text', '> > ': a blockquote's
