@@ -6534,6 +6534,7 @@ class _Unit:
     prefer: int                    # 0: brings code, a command or a table row; 1: prose
     needs_match: str = ""          # a heading that must share a term with the question
     lead: int = 0                  # head[:lead] is a sentence shown for context, not matched
+    widened: bool = False          # an intro with the sentence before it (gives way to a smaller equal unit)
 
     @property
     def text(self) -> str:
@@ -6764,7 +6765,7 @@ def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...]
                      heading: _Block | None = None) -> list[_Unit]:
     """Return a paragraph's sentences (a term with its ': definition' lines is one unit);
     its last sentence with the block it introduces when it ends with ':' or is followed
-    by code or a command; a short reply ('Nie muszą.') with the sentence after it, and as
+    by code or a command, and once more with the sentence before it; a short reply ('Nie muszą.') with the sentence after it, and as
     the paragraph's first, after the heading it answers (heading: the block right before)."""
     para = [(block.first + k, line.strip()) for k, line in enumerate(block.lines)]
     if any(_DEFINITION_LINE.match(line) for line in block.lines[1:]):    # "Term\n: definition"
@@ -6779,6 +6780,9 @@ def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...]
             units[-1] = _intro_unit(a, trailing.group(1), nxt, ("  " + trailing.group(2).strip(),))
         elif _markup_view(text).endswith(":") or nxt.kind in ("fence", "command") and not caption:
             units[-1] = _intro_unit(a, text, nxt, caption)
+    if len(units) > 1 and units[-1].body and not units[-1].prefer and not units[-2].body:
+        units.append(replace(_joined(units[-2], units[-1]), widened=True))   # 'Change it like this:'
+                                                   # with the sentence saying what 'it' is for
     pairs = [_joined(one, two) for one, two in zip(units, units[1:])     # a sentence with the code
              if _INLINE_CODE.search(two.head) and not _INLINE_CODE.search(one.head)]   # it leads to
     for k, (a, b, text) in enumerate(sentences):       # 'W tym czasie…' with what it points at
@@ -6995,8 +6999,9 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     Each unit is scored by _scored_units (the question's words it holds, its headings', and
     what it brings of what the question asks for, _question_wants). Ties go to the better-ranked
     fragment, then to a unit that brings code, a command or a table row, then to the
-    earlier unit; a prose unit that holds a smaller unit scoring as well gives way to it,
-    and no unit quoted holds another. The best comes first.
+    earlier unit; a prose unit, or an intro widened by the sentence before it, that holds a
+    smaller unit scoring as well gives way to it, and no unit quoted holds another. The
+    best comes first.
     """
     question = question_make(question)
     wants = _question_wants(question.text)
@@ -7056,7 +7061,7 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
     for overlap, unit in mine:
         by_overlap.setdefault(overlap, []).append(unit)
     return [(-overlap, _unit_rank(unit, pieces), unit.prefer, unit.span, chunk.path, unit)
-            for overlap, unit in mine if not (unit.prefer and _contains_equal(unit, overlap, by_overlap))]
+            for overlap, unit in mine if not ((unit.prefer or unit.widened) and _contains_equal(unit, overlap, by_overlap))]
 
 
 def _fixes_follow(mine: list[tuple[float, _Unit]], blank: set[int]) -> list[tuple[float, _Unit]]:

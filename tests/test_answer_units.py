@@ -83,6 +83,25 @@ class UnitKindsTest(TempDirTest):
         self.assertIn("- WIS: wiążąca informacja stawkowa. Wydaje ją Dyrektor KIS na wniosek. [s.md:3-4]",
                       result.answer)
 
+    def test_an_intro_comes_with_the_sentence_before_it_when_that_sentence_says_what_it_is_for(self):
+        text = ("# Security\n\nRight now anyone can see the edit button. We hide the edit button from "
+                "visitors who are not logged in. Change the link to look like this:\n\n```html\n"
+                "{% if user.is_authenticated %}\n<a href=\"/edit\">Edit</a>\n{% endif %}\n```\n\n"
+                "The rest of this page is about colours and fonts.\n")
+        # the intro alone holds one word of the question ('edit', in the code); the sentence
+        # before it holds all five, so together they outscore that sentence alone
+        result = self.ask({"s.md": text}, "how do I hide the edit button from visitors who are not logged in")
+        self.assertTrue(result.answer.startswith(
+            "- We hide the edit button from visitors who are not logged in. Change the link to look "
+            "like this: [s.md:3-9]\n```html\n{% if user.is_authenticated %}"), result.answer)
+
+    def test_an_intro_is_quoted_alone_when_the_sentence_before_it_adds_no_word_of_the_question(self):
+        text = ("# Server\n\nThe tutorial has many parts. To start the server, run:\n\n```\n"
+                "python manage.py runserver\n```\n")
+        result = self.ask({"s.md": text}, "how do I start the server")
+        self.assertTrue(result.answer.startswith("- To start the server, run: [s.md:3-7]\n```\n"
+                                                 "python manage.py runserver\n```"), result.answer)
+
     def test_a_long_code_block_is_cut_marked_and_cited_for_the_lines_shown(self):
         code = "\n".join(f"step_{n} --run" for n in range(1, 31))
         text = f"# Deploy\n\nRun the deploy script:\n\n```sh\n{code}\n```\n"
@@ -243,7 +262,8 @@ class MarkupViewTest(TempDirTest):
         text = ("# Install\n\n> **Note:** On Windows the install may hang. If it does, run instead:\n>\n"
                 ">     C:\\> python -m pip install -r requirements.txt\n>\n> Then try again.\n")
         self.assert_opens_with({"w.md": text}, "the install hangs on Windows, what do I run instead", (
-            "- If it does, run instead: [w.md:3-5]\n```\nC:\\> python -m pip install -r requirements.txt\n```"))
+            "- **Note:** On Windows the install may hang. If it does, run instead: [w.md:3-5]\n```\n"
+            "C:\\> python -m pip install -r requirements.txt\n```"))      # 'it' named by the sentence before
 
     def test_a_short_reply_is_quoted_with_the_heading_it_answers(self):
         text = ("# FAQ\n\n## Do private customers' invoices go to the registry?\n\n"
