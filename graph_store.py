@@ -36,7 +36,7 @@ Public API
     ask(q, graph, limits) -> GraphResult to_envelope(result) -> Envelope
     GraphLimits, Graph, Intent, GraphResult, GraphFormatError, GRAPH_EXTRA_SCHEMA
     format_answer_text(envelope_dict) -> str, main(argv=None) -> int
-    name_key(word) -> str, name_stem(word) -> str, QUESTION_WORDS
+    name_key(word) -> str, QUESTION_WORDS
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ __all__ = [
     "DEFAULT_PATH_LIMIT", "DEFAULT_MAX_PATH_LENGTH", "GRAPH_EXTRA_SCHEMA",
     "Node", "Graph", "GraphLimits", "Intent", "Fact", "GraphPath", "GraphResult",
     "GraphFormatError",
-    "QUESTION_WORDS", "name_key", "name_stem",
+    "QUESTION_WORDS", "name_key",
     "graph_load", "graph_build",
     "graph_parse_question", "ask", "to_envelope",
     "format_answer_text", "main",
@@ -83,7 +83,7 @@ MAX_QUESTION_CHARS = rc.MAX_QUESTION_CHARS   # /graph's schema and the CLI agree
 GRAPH_MAX_BYTES = 256 * 1024 * 1024   # a larger graph file is refused unread (500k edges: ~41 MB)
 GRAPH_MAX_INT_DIGITS = 18     # a longer integer (e.g. a 5,000-digit year) is a format error
 DEFAULT_LANGUAGE = "sk"       # a question whose words do not tell its language (a name alone)
-MIN_STEM_CHARS = 2            # a stem never gets shorter than this
+MIN_STEM_CHARS = rc.NAME_MIN_STEM_CHARS   # a name stem never gets shorter than this
 MIN_CONTENT_CHARS = 3         # title/keyword words shorter than this are ignored
 TITLE_MIN_COVERAGE = 0.6      # share of a title's words the question must contain
 
@@ -94,19 +94,6 @@ EDGE_ENDS = {AUTHORED: (PERSON, THESIS), SUPERVISED_BY: (THESIS, PERSON),
              HAS_KEYWORD: (THESIS, KEYWORD)}
 NAMED_TYPES = (PERSON, KEYWORD)   # these need `name`; theses need `title` and `year`
 OPTIONAL_STRINGS = ("document_path", "source_url", "title", "kind", "name")
-
-# Slovak and Polish inflectional endings, longest first; see name_stem. The female
-# surname endings also come without their accent (Kovacova, Kovacovu), as typed on a
-# keyboard without Slovak letters; the Polish ones take a Slovak name into Polish cases
-# (z Janem Holpem, z Evą Šimkovą, o Marii Holpowej).
-SUFFIXES = tuple(sorted((
-    "ovej", "ovou", "ovia", "ová", "ovú", "ova", "ovu", "ovi", "ého", "ému", "ými", "ách", "ami",
-    "ích", "och", "iou", "ou", "om", "ov", "ej", "ho", "mu", "ia", "ie", "iu", "ii",
-    "ý", "á", "é", "ú", "í", "a", "e", "i", "o", "u", "y",
-    "owej", "ową", "ovą", "owi", "iem", "em", "ego", "emu", "ym", "ią", "ię", "ą", "ę",
-), key=len, reverse=True))
-_SUFFIXES_BY_LENGTH = tuple((n, frozenset(x for x in SUFFIXES if len(x) == n))
-                            for n in sorted({len(x) for x in SUFFIXES}, reverse=True))
 
 # Singular case endings of name words, by the nominative's ending (see _name_forms): the
 # Slovak ones, then the Polish ones a Slovak name takes in a Polish sentence. A question
@@ -496,35 +483,13 @@ class GraphFormatError(rc.RetrievalUnavailableError):
     """The graph file is unreadable, not JSON, or invalid; the message names the node/edge."""
 
 
-# === 4. Names — name morphology only; folding, words, stop words and the fleeting e that
-# retrieval shares (text_drop_fleeting_e, text_insert_fleeting_e): retrieval_contract ===
-
-# A name keeps its diacritics while it is stemmed, so -ová and -ou stay apart from plain
-# vowels; folding and splitting into words are retrieval_contract's, as for every other text.
-
-def name_stem(word: str) -> str:
-    """Return a casefolded name word without its inflectional ending (Holpa, Holpová -> holp).
-
-    Strips the longest known suffix that leaves at least MIN_STEM_CHARS (and then an -ej
-    the stem still ends in, so Andrej/Andreja/Andrejovi meet), then drops a fleeting e
-    before a final consonant (Peter/Petra -> petr). Works on words that
-    still carry diacritics, so -ová and -ou stay distinguishable from plain vowels.
-    """
-    word = unicodedata.normalize("NFC", word.casefold())
-    if len(word) > MIN_STEM_CHARS and not word.isdigit():
-        for length, suffixes in _SUFFIXES_BY_LENGTH:
-            if len(word) - length >= MIN_STEM_CHARS and word[-length:] in suffixes:
-                word = word[:-length]
-                break
-        if word.endswith("ej") and len(word) - 2 >= MIN_STEM_CHARS:
-            word = word[:-2]   # Andreja -> andrej -> andr, as Andrej loses -ej as an ending
-    return rc.text_drop_fleeting_e(word)
-
+# === 4. Names — the gender and case forms of a name; its stem (the endings, the fleeting
+# e) is the one rule retrieval shares: text_name_stem in retrieval_contract ===
 
 def name_key(word: str) -> str:
     """Return the match key of one word of a name, title or keyword: stemmed first, then
     folded (rc.text_fold)."""
-    return rc.text_fold(name_stem(word))
+    return rc.text_fold(rc.text_name_stem(word))
 
 
 def _is_question_word(word: str) -> bool:
@@ -582,7 +547,7 @@ def _word_relation(question_word: str, name_word: str, is_first: bool) -> str:
     CLASH (a form of the other gender's first name)."""
     q, folded = question_word, rc.text_fold(question_word)
     own, pair, other = _name_forms(name_word, is_first)
-    stem = name_stem(name_word)
+    stem = rc.text_name_stem(name_word)
     if q in own:
         return EXACT
     if folded in {rc.text_fold(f) for f in own} or q == stem or q == folded == rc.text_fold(stem):
@@ -591,7 +556,7 @@ def _word_relation(question_word: str, name_word: str, is_first: bool) -> str:
         return GENDER
     if folded in other:
         return CLASH
-    return EXACT if q != folded and name_stem(q) == stem else FOLDED
+    return EXACT if q != folded and rc.text_name_stem(q) == stem else FOLDED
 
 
 # === 5. Load/validate — the only file I/O; graph_build is pure ===

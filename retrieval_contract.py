@@ -33,8 +33,9 @@ Public API
     text_stem_english / text_stem_polish / text_stem_slovak / text_stem -- the stemmers
     Tokenizer, text_tokens   -- index terms of a text, stemmed by its own language
     text_query_words / text_query_counts / text_query_terms -- a question's words and terms
-    text_name_words, text_drop_fleeting_e / text_insert_fleeting_e -- the words a question
-                                writes as names; Peter/Petra: one rule for retrieval and the graph
+    text_name_words, text_name_stem, text_drop_fleeting_e / text_insert_fleeting_e -- the words a
+                                question writes as names, a name's stem (Holpovej, Petra): one rule
+                                for retrieval and the graph
     QueryRules, QUERY_RULES  -- how a question's words become terms (a report passes others)
     Question, question_make  -- a question checked once at the edge: text, language, terms, limit
 
@@ -81,7 +82,8 @@ __all__ = [
     "SuffixStemmer", "text_stem", "text_stem_polish", "text_stem_slovak", "text_stem_english",
     "Tokenizer", "text_tokens", "text_is_code_word", "text_edit_distance", "text_case_tells",
     "text_query_terms", "text_query_words", "text_query_counts", "text_name_words", "text_drop_fleeting_e",
-    "text_insert_fleeting_e", "NAME_VOWELS",
+    "text_insert_fleeting_e", "text_name_stem", "NAME_VOWELS", "NAME_MIN_STEM_CHARS", "NAME_SUFFIXES",
+    "NAME_NOMINATIVE_ENDINGS",
     "QueryRules", "QUERY_RULES", "DEFAULT_QUESTION_LANGUAGE", "Question", "question_make",
 ]
 
@@ -1013,9 +1015,9 @@ vymenuj zname znie zo""".split())),
 }
 
 
-# --- Names — where a question writes a name, and the fleeting e of a Slovak, Czech or Polish
-# name (Peter, Petra, Petrom; Marek, Marka): one rule for the question's terms, the no-answer
-# gate (docs_qa) and the graph's name matching (graph_store §4)
+# --- Names — where a question writes a name, its endings and the fleeting e of a Slovak,
+# Czech or Polish name (Peter, Petra, Petrom; Marek, Marka): one rule for the question's
+# terms, the no-answer gate (docs_qa) and the graph's name matching (graph_store §4)
 
 NAME_VOWELS = frozenset("aeiouyáäéíóôúýěůąę")
 
@@ -1048,11 +1050,56 @@ def text_insert_fleeting_e(base: str) -> str:
     return base
 
 
-def _name_stems(stems: Iterable[str]) -> dict[str, None]:
-    """Return a personal name's stems with their forms with and without a fleeting e, in order:
-    'Petrom' (petr) then meets 'Peter' (peter), and 'Peter' meets 'Petra' (petr)."""
-    return dict.fromkeys(form for stem in stems
-                         for form in (stem, text_insert_fleeting_e(stem), text_drop_fleeting_e(stem)))
+NAME_MIN_STEM_CHARS = 2            # a name stem never gets shorter than this
+# Slovak and Polish inflectional endings of names, longest first; see text_name_stem. The
+# female surname endings also come without their accent (Kovacova, Kovacovu), as typed on a
+# keyboard without Slovak letters; the Polish ones take a Slovak name into Polish cases
+# (z Janem Holpem, z Evą Šimkovą or Simkowa, o Marii Holpowej).
+NAME_SUFFIXES = tuple(sorted((
+    "ovej", "ovou", "ovia", "ová", "ovú", "ova", "ovu", "ovi", "ého", "ému", "ými", "ách", "ami",
+    "ích", "och", "iou", "ou", "om", "ov", "ej", "ho", "mu", "ia", "ie", "iu", "ii",
+    "ý", "á", "é", "ú", "í", "a", "e", "i", "o", "u", "y",
+    "owej", "ową", "ovą", "owa", "owi", "iem", "em", "ego", "emu", "ym", "ią", "ię", "ą", "ę",
+), key=len, reverse=True))
+_NAME_SUFFIXES_BY_LENGTH = tuple((n, frozenset(x for x in NAME_SUFFIXES if len(x) == n))
+                                 for n in sorted({len(x) for x in NAME_SUFFIXES}, reverse=True))
+# the endings a name's nominative may have after its stem (folded): Novák, Sloboda, Mieszko,
+# Nováková, Nový, Kowalski, Mária
+NAME_NOMINATIVE_ENDINGS = ("", "a", "o", "ova", "y", "i", "ia")
+
+
+def text_name_stem(word: str) -> str:
+    """Return a casefolded name word without its inflectional ending (Holpa, Holpová -> holp).
+
+    Strips the longest known suffix that leaves at least NAME_MIN_STEM_CHARS (and then an -ej
+    the stem still ends in, so Andrej/Andreja/Andrejovi meet), then drops a fleeting e
+    before a final consonant (Peter/Petra -> petr). Works on words that still carry
+    diacritics, so -ová and -ou stay distinguishable from plain vowels. The graph matches
+    names by it (graph_store.name_key); retrieval finds a name's nominative by it (_name_stems).
+    """
+    word = unicodedata.normalize("NFC", word.casefold())
+    if len(word) > NAME_MIN_STEM_CHARS and not word.isdigit():
+        for length, suffixes in _NAME_SUFFIXES_BY_LENGTH:
+            if len(word) - length >= NAME_MIN_STEM_CHARS and word[-length:] in suffixes:
+                word = word[:-length]
+                break
+        if word.endswith("ej") and len(word) - 2 >= NAME_MIN_STEM_CHARS:
+            word = word[:-2]   # Andreja -> andrej -> andr, as Andrej loses -ej as an ending
+    return text_drop_fleeting_e(word)
+
+
+def _name_stems(word: str, stems: Iterable[str], stemmers: Iterable[Callable[[str], str]]) -> dict[str, None]:
+    """Return a personal name's terms, in order: its stems with their forms with and without a
+    fleeting e ('Petrom' (petr) then meets 'Peter' (peter), and 'Peter' meets 'Petra' (petr)),
+    then the stems of the nominatives it may have (text_name_stem, then each of
+    NAME_NOMINATIVE_ENDINGS, with and without a fleeting e), as a document stems its
+    nominative: 'Andrejovi' meets 'Andrej', 'Kováča' a Polish page's 'Kováč'."""
+    terms = dict.fromkeys(form for stem in stems
+                          for form in (stem, text_insert_fleeting_e(stem), text_drop_fleeting_e(stem)))
+    base = text_fold(text_name_stem(word))
+    for root in dict.fromkeys((base, text_insert_fleeting_e(base))):
+        terms.update(dict.fromkeys(stem(root + ending) for ending in NAME_NOMINATIVE_ENDINGS for stem in stemmers))
+    return terms
 
 
 # --- Terms — index terms of a text and the terms of a question, each stemmed for its
@@ -1251,9 +1298,9 @@ def _query_words(text: str, plan: _QueryPlan) -> list[tuple[str, tuple[str, ...]
 
 def _word_stems(word: str, stemmers: tuple[Callable[[str], str], ...], names: frozenset[str]) -> dict[str, None]:
     """Return a folded question word's terms, in order: its stem under each stemmer, and for a
-    personal name its forms with and without a fleeting e (_name_stems)."""
+    personal name its forms with and without a fleeting e and its nominatives' (_name_stems)."""
     stems = dict.fromkeys(stem(word) for stem in stemmers)
-    return _name_stems(stems) if word in names else stems
+    return _name_stems(word, stems, stemmers) if word in names else stems
 
 
 def text_query_counts(text: str, rules: QueryRules = QUERY_RULES) -> dict[str, int]:
