@@ -59,6 +59,17 @@ class EmbeddingClientTest(StubServerCase):
                 self.assertEqual(result.hits[0].chunk.path, "faktury/korekta.md")
                 self.assertIsNone(result.hits[0].dense_rank)
 
+    def test_a_question_in_a_language_the_model_is_not_known_to_read_is_ranked_by_bm25(self):
+        # the default model (nomic-embed-text v1.5) is taken to read English only: a Polish
+        # question is embedded, but its ranking is not fused, and a note says why
+        result = docs_qa.search("Kiedy składa się plik JPK?", self.live())
+        note = [n for n in result.notes if n.code == "embeddings_set_aside"]
+        self.assertEqual(len(note), 1, result.notes)
+        self.assertIn("not known to read Polish", note[0].message)
+        self.assertEqual([h.bm25_rank for h in result.hits], list(range(1, len(result.hits) + 1)))
+        told = docs_qa.search("Kiedy składa się plik JPK?", self.live(embed_languages="pl"))
+        self.assertFalse([n for n in told.notes if "not known to read" in n.message], told.notes)
+
     def test_connection_refused_degrades(self):
         result = docs_qa.search("faktura", self.settings(embed_mock=False, base_url=closed_port_url()))
         self.assertEqual(result.mode, "bm25")

@@ -102,6 +102,37 @@ class DenseAgreementTest(unittest.TestCase):
         self.assertTrue(docs_qa._dense_agrees({"bm25": [1, 2]}))
 
 
+class EmbeddingLanguagesTest(unittest.TestCase):
+    """An embedding model is fused only for the question languages it is taken to read."""
+
+    def reads(self, language, model=docs_qa.DEFAULT_EMBED_MODEL, languages="auto"):
+        settings = docs_qa.Settings(docs_dir=".", embed_model=model, embed_languages=languages)
+        return docs_qa.embeddings_read(settings, language)
+
+    def test_auto_reads_english_only_unless_the_models_name_says_multilingual(self):
+        self.assertEqual([self.reads(lang) for lang in ("en", "pl", "sk")], [True, False, False])
+        for model in ("text-embedding-multilingual-e5-small", "text-embedding-bge-m3"):
+            with self.subTest(model=model):
+                self.assertEqual([self.reads(lang, model) for lang in ("en", "pl", "sk")], [True] * 3)
+
+    def test_a_list_names_the_languages_read_and_all_reads_every_one(self):
+        self.assertEqual([self.reads(lang, languages="pl,sk") for lang in ("en", "pl", "sk")],
+                         [False, True, True])
+        self.assertTrue(self.reads("pl", languages="all"))
+
+    def test_values_are_normalised_and_an_unknown_code_is_refused(self):
+        self.assertEqual(docs_qa.embed_languages_parse(" EN, pl pl "), "en,pl")
+        self.assertEqual(docs_qa.embed_languages_parse("All"), "all")
+        for bad in ("de", "", "en,xx"):
+            with self.subTest(bad=bad), self.assertRaises(docs_qa.InvalidRequestError):
+                docs_qa.embed_languages_parse(bad)
+
+    def test_cli_refuses_an_unknown_language_as_a_usage_error(self):
+        result = run_cli("q", "--docs", ".", "--embed-languages", "de")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("embed_languages must be auto, all, or language codes", result.stderr)
+
+
 class FusionTest(unittest.TestCase):
     # BM25's rank-1 chunk 9 is one the embeddings never return; chunks 1-4 are ranked by both
     RANKINGS = {"bm25": [9, 1, 2, 3, 4], "dense": [1, 2, 3, 4, 5, 6, 7]}
