@@ -5316,6 +5316,8 @@ CLASS_PRUNE_MARGIN = 1 - 1e-9      # _best_chunk_weight keeps a class within thi
                                    # (its remaining words summed in another order than a chunk's)
 COVERAGE_CLASSES_MAX = 256         # ... and goes on chunk by chunk beyond this many classes (a long
                                    # question splits the chunks finely; a short one makes a few)
+SLIP_MIN_LETTERS = 5               # a word the folder lacks, this long or longer, may be a slip of a
+SLIP_MIN_TERM = 4                  # word of the best fragment: a term this long, one edit from the folder's
 IDENTIFIER_MIN_DOCUMENTS = 3       # in a folder of this many documents, an identifier written on more
                                    # than half of them ('FastAPI' in its own manual) opens no gate
 
@@ -5339,12 +5341,13 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     question, and words spread over unrelated chunks do not add up (the folder's share
     counts every word found anywhere, so a long question is not refused for that). An
     error's type that the folder never names (RuntimeError, pasted with its message) weighs
-    nothing: the documents explain the message, rarely the type."""
+    nothing: the documents explain the message, rarely the type. A word the folder lacks
+    that is a slip of a word of the best chunk counts as held there (_slips_held)."""
     n_chunks, n_documents = cache_chunk_count(conn), cache_file_count(conn)
     if not n_chunks:
         return _Shares(0.0, 0.0, None, ())   # an IDF over no chunks is negative: it would print -0%
     case_tells = text_case_tells(question.text)
-    total, found, held, named, absent = 0.0, 0.0, [], None, {}
+    total, found, held, named, absent = 0.0, 0.0, [], None, {}   # absent: word -> its weight
     for word, terms in question.words:
         ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms) or _compound_chunks(conn, word)
         if not ids and _ERROR_NAME.fullmatch(word):
@@ -5354,18 +5357,41 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
         total += weight
         found += weight if ids else 0.0
         if not ids:
-            absent[word] = None
+            absent[word] = weight
         held.append((weight, ids))
         if named is None and _is_identifier(word, case_tells) and _is_written_rarely(conn, word, ids, n_chunks, n_documents):
             named = word
     if not total:
         return _Shares(0.0, 0.0, named, ())
-    return _Shares(_best_chunk_weight(held) / total, found / total, named, tuple(absent))
+    best, best_chunks = _best_chunk_weight(held, any(len(word) >= SLIP_MIN_LETTERS for word in absent))
+    for word in _slips_held(conn, question, absent, best_chunks):
+        weight = absent.pop(word)
+        best, found = best + weight, found + weight
+    return _Shares(best / total, found / total, named, tuple(absent))
 
 
-def _best_chunk_weight(held: list[tuple[float, set[int]]]) -> float:
-    """Return the most weight one chunk earns: the sum, in word order, of the weights of the
-    question words it holds (held: each word's weight and the chunks holding it). The chunks
+def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[str],
+                best_chunks: set[int]) -> list[str]:
+    """Return the absent words (SLIP_MIN_LETTERS or more) with a term one edit from a term of
+    the chunks that hold the question's other words best (same first letter, as
+    cache_terms_near gives them): 'Wrode' (wrod) beside 'Notepade' in the page naming Word and
+    Notepad, 'linebreakbr' in the page on the linebreaksbr filter. Only there: a word one edit
+    from any folder word let off-topic questions through (reports/answers-real-docs.md)."""
+    terms, slips = dict(question.words), []
+    for word in absent:
+        if len(word) < SLIP_MIN_LETTERS or not best_chunks:
+            continue
+        near = [other for term in terms.get(word, ()) if len(term) >= SLIP_MIN_TERM
+                for other in cache_terms_near(conn, term, 1) if text_edit_distance(term, other, 1) <= 1]
+        if near and not best_chunks.isdisjoint(_word_chunks(conn, near)):
+            slips.append(word)
+    return slips
+
+
+def _best_chunk_weight(held: list[tuple[float, set[int]]], want_chunks: bool = False) -> tuple[float, set[int]]:
+    """Return the most weight one chunk earns, and (want_chunks; else none) the chunks that
+    earn it: the sum, in word order, of the weights of the question words it holds (held:
+    each word's weight and the chunks holding it). The chunks
     are split into classes by the words they hold, one set operation per class and word (in
     C), and each class sums its words once: a common word of a large folder holds many chunks,
     and a sum per chunk would cost a Python step for each of them. Past COVERAGE_CLASSES_MAX
@@ -5375,7 +5401,7 @@ def _best_chunk_weight(held: list[tuple[float, set[int]]]) -> float:
     rest = sum(weight for weight, _ in held)
     for k, (weight, ids) in enumerate(held):
         if len(classes) > COVERAGE_CLASSES_MAX:         # many words split the chunks finely
-            return _best_chunk_weight_by_chunk(classes, held[k:])
+            return _best_chunk_weight_by_chunk(classes, held[k:], want_chunks)
         split = []
         for earned, members in classes:
             inside = members & ids
@@ -5390,10 +5416,14 @@ def _best_chunk_weight(held: list[tuple[float, set[int]]]) -> float:
         rest -= weight
         best = max((earned for earned, _ in split), default=0.0)   # a class that cannot reach the
         classes = [c for c in split if c[0] + rest >= best * CLASS_PRUNE_MARGIN]   # best is dropped
-    return max((earned for earned, _ in classes), default=0.0)
+    best = max((earned for earned, _ in classes), default=0.0)
+    if not (want_chunks and best):
+        return best, set()
+    return best, set().union(*(members for earned, members in classes if earned == best))
 
 
-def _best_chunk_weight_by_chunk(classes: list[tuple[float, set[int]]], held: list[tuple[float, set[int]]]) -> float:
+def _best_chunk_weight_by_chunk(classes: list[tuple[float, set[int]]], held: list[tuple[float, set[int]]],
+                                want_chunks: bool) -> tuple[float, set[int]]:
     """Return _best_chunk_weight's answer going on chunk by chunk from its classes so far for
     the words left (held): a chunk of a class it dropped starts again from 0, which keeps it
     below the best it could not reach."""
@@ -5401,7 +5431,10 @@ def _best_chunk_weight_by_chunk(classes: list[tuple[float, set[int]]], held: lis
     for weight, ids in held:
         get = earned.get           # a comprehension, not a loop: a common word holds many chunks
         earned.update({chunk: get(chunk, 0.0) + weight for chunk in ids})
-    return max(earned.values(), default=0.0)
+    best = max(earned.values(), default=0.0)
+    if not (want_chunks and best):
+        return best, set()
+    return best, {chunk for chunk, total in earned.items() if total == best}
 
 
 def _is_written_rarely(conn: sqlite3.Connection, word: str, candidates: set[int], n_chunks: int,
