@@ -138,6 +138,7 @@ from collections import Counter
 from json.encoder import encode_basestring_ascii as _json_string
 from dataclasses import dataclass, field, replace
 from http import HTTPStatus
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple
 
 if TYPE_CHECKING:                  # annotations only; the HTTP server imports it when it starts
@@ -390,6 +391,7 @@ class SearchResult:
     coverage: float | None = None  # the no-answer gate's: the best fragment's IDF-weighted share
                                    # of the question (0..1); None when it was not measured
     freshness: Freshness = CHECKED  # how fresh the view of the folder ranked was
+    question: Question | None = None   # as ranked: a slip ('Wrode') read as the folder's word (§12b)
 
     @property
     def truncated(self) -> bool:
@@ -4879,7 +4881,7 @@ def _search_index(conn: sqlite3.Connection, notes: list[Note], question: Questio
         truncation_reasons=sorted(set(truncation + found.limit_reasons)),
         limits={"candidate_limit": pool, "per_document_limit": settings.per_document_limit,
                 "result_limit": settings.limit},
-        notes=notes, stats=stats, coverage=ranked.coverage, freshness=freshness)
+        notes=notes, stats=stats, coverage=ranked.coverage, freshness=freshness, question=ranked.question)
 
 
 def _find_walked(conn: sqlite3.Connection, question: Question, settings: Settings, progress: ProgressFn | None,
@@ -5041,6 +5043,7 @@ class _Ranked(NamedTuple):
     bm25_matches: int                       # how many chunks hold any of the question's terms
     mode: str                               # "hybrid" or "bm25"
     coverage: float                         # the gate's: the best fragment's share of the question
+    question: Question                      # as ranked: its slips read as the folder's words
 
 
 def _dense_query(conn: sqlite3.Connection, question: str, settings: Settings, progress: ProgressFn | None,
@@ -5072,6 +5075,9 @@ def _rank(conn: sqlite3.Connection, question: Question, settings: Settings, dept
     transaction, with what it reads about the ranked chunks. A failing embedding server
     adds an embeddings_unavailable note and the result is BM25 only, unless strict (then
     BackendError is raised)."""
+    shares = _question_coverage(conn, question)
+    if shares.slips:
+        question = _question_with_slips(question, shares.slips)
     bm25_top, bm25_matches = _bm25_ranking(conn, question, settings, depth)
     rankings = {"bm25": [cid for cid, _ in bm25_top[:depth]]}
     scores = {"bm25": dict(bm25_top)}
@@ -5104,10 +5110,9 @@ def _rank(conn: sqlite3.Connection, question: Question, settings: Settings, dept
                           "among its best (the model may not know the question's language); this "
                           "ranking is BM25's"))
     fused = _fuse(question.text, pooled, settings)
-    shares = _question_coverage(conn, question)
     gate = _implausible_note(conn, question, shares, dense_scores, settings)
     return _Ranked(rankings, scores, [] if gate is not None else fused, gate, bm25_matches, mode,
-                   shares.coverage)
+                   shares.coverage, question)
 
 
 def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settings,
@@ -5329,6 +5334,8 @@ class _Shares(NamedTuple):
     folder_coverage: float         # the folder's share
     identifier: str | None         # the first identifier the folder writes rarely, as the question does
     absent: tuple[str, ...]        # the content words no form of which occurs in the folder
+    slips: tuple[tuple[str, tuple[str, ...]], ...] = ()   # words read as slips, each with the folder
+                                   # terms one edit away that the best chunks hold (_slips_held)
 
 
 def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
@@ -5342,7 +5349,8 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     counts every word found anywhere, so a long question is not refused for that). An
     error's type that the folder never names (RuntimeError, pasted with its message) weighs
     nothing: the documents explain the message, rarely the type. A word the folder lacks
-    that is a slip of a word of the best chunk counts as held there (_slips_held)."""
+    that is a slip of a word of the best chunk counts as held there (_slips_held), and the
+    ranking reads it as that word (_question_with_slips)."""
     n_chunks, n_documents = cache_chunk_count(conn), cache_file_count(conn)
     if not n_chunks:
         return _Shares(0.0, 0.0, None, ())   # an IDF over no chunks is negative: it would print -0%
@@ -5364,28 +5372,43 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     if not total:
         return _Shares(0.0, 0.0, named, ())
     best, best_chunks = _best_chunk_weight(held, any(len(word) >= SLIP_MIN_LETTERS for word in absent))
-    for word in _slips_held(conn, question, absent, best_chunks):
+    slips = _slips_held(conn, question, absent, best_chunks)
+    for word, _ in slips:
         weight = absent.pop(word)
         best, found = best + weight, found + weight
-    return _Shares(best / total, found / total, named, tuple(absent))
+    return _Shares(best / total, found / total, named, tuple(absent), tuple(slips))
 
 
 def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[str],
-                best_chunks: set[int]) -> list[str]:
-    """Return the absent words (SLIP_MIN_LETTERS or more) with a term one edit from a term of
+                best_chunks: set[int]) -> list[tuple[str, tuple[str, ...]]]:
+    """Return the absent words (SLIP_MIN_LETTERS or more) with a term one edit from terms of
     the chunks that hold the question's other words best (same first letter, as
-    cache_terms_near gives them): 'Wrode' (wrod) beside 'Notepade' in the page naming Word and
-    Notepad, 'linebreakbr' in the page on the linebreaksbr filter. Only there: a word one edit
-    from any folder word let off-topic questions through (reports/answers-real-docs.md)."""
+    cache_terms_near gives them), each with those terms: 'Wrode' (wrod: word) beside
+    'Notepade' in the page naming Word and Notepad, 'linebreakbr' in the page on the
+    linebreaksbr filter. Only there: a word one edit from any folder word let off-topic
+    questions through (reports/answers-real-docs.md)."""
     terms, slips = dict(question.words), []
     for word in absent:
         if len(word) < SLIP_MIN_LETTERS or not best_chunks:
             continue
-        near = [other for term in terms.get(word, ()) if len(term) >= SLIP_MIN_TERM
-                for other in cache_terms_near(conn, term, 1) if text_edit_distance(term, other, 1) <= 1]
-        if near and not best_chunks.isdisjoint(_word_chunks(conn, near)):
-            slips.append(word)
+        near = {other: None for term in terms.get(word, ()) if len(term) >= SLIP_MIN_TERM
+                for other in cache_terms_near(conn, term, 1) if text_edit_distance(term, other, 1) <= 1}
+        held = tuple(other for other in near if not best_chunks.isdisjoint(_word_chunks(conn, [other])))
+        if held:
+            slips.append((word, held))
     return slips
+
+
+def _question_with_slips(question: Question, slips: Iterable[tuple[str, tuple[str, ...]]]) -> Question:
+    """Return question with each slip's folder terms added to its word's terms (and to the
+    terms, said once): BM25 and the answer then read 'linebreakbr' as linebreaksbr."""
+    extra = dict(slips)
+    words = tuple((word, terms + tuple(t for t in extra.get(word, ()) if t not in terms))
+                  for word, terms in question.words)
+    counts = dict(question.terms)
+    for added in extra.values():
+        counts.update({term: 1 for term in added if term not in counts})
+    return replace(question, terms=MappingProxyType(counts), words=words)
 
 
 def _best_chunk_weight(held: list[tuple[float, set[int]]], want_chunks: bool = False) -> tuple[float, set[int]]:
@@ -5521,7 +5544,7 @@ def _implausible_note(conn: sqlite3.Connection, question: Question, shares: _Sha
     plausible (too few of the question's words occur in the folder, it names no identifier
     the folder holds and no embedding match is close: shares is _question_coverage's
     answer), else None: the no-answer gate, shared by search() and search_rankings()."""
-    coverage, folder_coverage, identifier, absent = shares
+    coverage, folder_coverage, identifier, absent, _ = shares
     names = _absent_names(conn, question, absent) if settings.absent_name_gate \
         and 1 - folder_coverage >= ABSENT_NAME_MIN_SHARE else []
     if names:
@@ -5565,7 +5588,7 @@ def search_gate_signals(question: str | Question, settings: Settings) -> GateSig
         with cache_transaction(conn, write=False):       # one snapshot, as in _find
             similarity = None if query is None else max(
                 (sim for _, sim in _dense_top(conn, query, settings, 1)), default=None)
-            coverage, folder_coverage, identifier, _ = _question_coverage(conn, question)
+            coverage, folder_coverage, identifier, *_ = _question_coverage(conn, question)
         return GateSignals(coverage, folder_coverage, similarity, identifier)
     return _with_index(settings, work)
 
@@ -7276,7 +7299,9 @@ def answer(question: str | Question, settings: Settings, progress: ProgressFn | 
 def _answer_over(question: Question, result: SearchResult, settings: Settings, chat: _ChatState,
                  progress: ProgressFn | None) -> AnswerResult:
     """Return the checked answer to question over its search result (see answer()); when no
-    sentence survives, the refusal, or the sources-changed sentence when cited lines changed."""
+    sentence survives, the refusal, or the sources-changed sentence when cited lines changed.
+    The quote and its confidence read the question as it was ranked (result.question)."""
+    question = result.question or question
     prompt = _prompt(question, result)
     language = question.language
     if not result.hits:

@@ -313,8 +313,8 @@ class IdentifierGateTest(TempDirTest):
 
 class SlipGateTest(TempDirTest):
     """A word the folder lacks that is one slip from a word of the fragment holding the
-    question's other words best counts as held there; a slip of a word found only elsewhere
-    counts as absent."""
+    question's other words best counts as held there, and the ranking and the answer read it
+    as that word; a slip of a word found only elsewhere counts as absent."""
 
     DOCS = {"editor.md": "# Editor kódu\n\nPrečo inštalujeme špeciálny editor kódu namiesto toho, aby "
                          "sme použili niečo ako Word alebo Notepad.\n",
@@ -333,6 +333,19 @@ class SlipGateTest(TempDirTest):
         question = "Prečo nemôžem písať kód vo Wrode alebo Notepade?"
         self.assertGreater(self.coverage(question), self.coverage(question.replace("Wrode", "Qxyvz")))
         self.assertTrue(docs_qa.search(question, self.settings(use_embeddings=False)).hits)
+
+    def test_the_ranking_and_the_answer_read_a_slip_as_the_fragments_word(self):
+        # both pages hold 'filter' and 'šablóne' (the second twice each, and it sorts first); only
+        # 'linebreakbr' read as linebreaksbr puts the filter's own page first and quotes it
+        write_files(self.docs, {
+            "a-filtre.md": "# Filtre v šablóne\n\nFilter upper v šablóne mení písmená na veľké. Filter "
+                           "lower v šablóne mení písmená na malé.\n",
+            "filtre.md": "# Filtre\n\nFilter linebreaksbr v šablóne mení zalomenia riadkov na odstavce.\n"})
+        result = docs_qa.answer("Čo robí filter linebreakbr v šablóne?",
+                                self.settings(use_embeddings=False, extractive=True))
+        self.assertEqual(result.search.hits[0].chunk.path, "filtre.md")
+        self.assertTrue(result.answer.startswith("- Filter linebreaksbr v šablóne mení zalomenia riadkov "
+                                                 "na odstavce. [filtre.md:3-3]"), result.answer)
 
     def test_a_slip_of_a_word_found_only_elsewhere_counts_as_absent(self):
         # 'Dockre' is one edit from the tools page's Docker, but the deploy page holds the rest
