@@ -152,6 +152,21 @@ def summarise(rows: list[dict]) -> dict:
     }
 
 
+def confidence_auc(rows: list[dict]) -> tuple[float | None, int, int]:
+    """Return how well the confidence score tells answers that hold the keys from those that
+    do not (the area under the ROC curve: the chance that a random answer holding them scores
+    above a random one missing them, ties counting half; 0.5 is chance), with the two counts;
+    None when either group is empty. Only answered answerable questions with a score count."""
+    scored = [(r["confidence"]["score"], r["keys"]) for r in rows
+              if r["kind"] != "none" and r["status"] == "ok" and r.get("confidence")]
+    right = [score for score, keys in scored if keys]
+    wrong = [score for score, keys in scored if not keys]
+    if not right or not wrong:
+        return None, len(right), len(wrong)
+    wins = sum((a > b) + 0.5 * (a == b) for a in right for b in wrong)
+    return wins / (len(right) * len(wrong)), len(right), len(wrong)
+
+
 def ratio(part: int, whole: int) -> str:
     """Return 'part/whole (pct %)'."""
     return f"{part}/{whole} ({100 * part / whole:.0f} %)" if whole else "0/0"
@@ -208,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
             results[lang], all_rows[lang] = score_language(docs_qa, folder, settings_for, args.show)
     print(f"embeddings {args.embeddings}, code {os.path.basename(os.path.abspath(args.code))}")
     print(markdown_table(results))
+    auc, right, wrong = confidence_auc([r for rows in all_rows.values() for r in rows])
+    if auc is not None:
+        print(f"\nConfidence as a test of holding the keys (all languages): AUC {auc:.2f} "
+              f"({right} answers with the keys, {wrong} without; 0.5 is chance)")
     for lang, rows in all_rows.items():
         misses = [r for r in rows if r["kind"] != "none" and not r["keys"]][:args.show]
         for row in misses:

@@ -6,6 +6,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "reports"))
 import eval_retrieval as ev  # noqa: E402
+import eval_answers  # noqa: E402
 
 
 class HitRankTest(unittest.TestCase):
@@ -49,6 +50,24 @@ class RankingMetricTest(unittest.TestCase):
     def test_mean_of_nothing_is_zero(self):
         self.assertEqual(ev.mean([]), 0.0)
         self.assertTrue(math.isclose(ev.mean([1.0, 0.0, 0.5]), 0.5))
+
+
+class ConfidenceAucTest(unittest.TestCase):
+    @staticmethod
+    def row(score, keys, kind="code", status="ok"):
+        return {"kind": kind, "status": status, "keys": keys, "confidence": {"score": score, "level": "high"}}
+
+    def test_every_right_answer_above_every_wrong_one_is_one_and_ties_count_half(self):
+        rows = [self.row(0.9, True), self.row(0.8, True), self.row(0.3, False)]
+        self.assertEqual(eval_answers.confidence_auc(rows), (1.0, 2, 1))
+        self.assertEqual(eval_answers.confidence_auc([self.row(0.5, True), self.row(0.5, False)])[0], 0.5)
+        # one pair of four in order: 0.25
+        rows = [self.row(0.2, True), self.row(0.6, True), self.row(0.4, False), self.row(0.8, False)]
+        self.assertEqual(eval_answers.confidence_auc(rows)[0], 0.25)
+
+    def test_refusals_off_topic_questions_and_one_sided_sets_do_not_count(self):
+        rows = [self.row(0.9, True), self.row(0.1, False, kind="none"), self.row(0.1, False, status="no_answer")]
+        self.assertEqual(eval_answers.confidence_auc(rows), (None, 1, 0))
 
 
 if __name__ == "__main__":
