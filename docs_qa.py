@@ -152,7 +152,7 @@ from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequest
 from retrieval_contract import lazy_re as _lazy_re
 from retrieval_contract import LANGUAGES, MAX_QUESTION_CHARS, error_boundary
 from retrieval_contract import Question, question_make
-from retrieval_contract import (TEXT_WORD_RE, SuffixStemmer, text_stem_polish, text_stem_slovak, text_stem, text_fold, text_folded_words, text_words, text_sentences, text_detect_language, text_stem_english, TEXT_QUESTION_WORD, Tokenizer, text_tokens, text_is_code_word, text_edit_distance, text_case_tells, text_query_terms, text_query_words, text_query_counts, text_name_words)
+from retrieval_contract import (TEXT_WORD_RE, SuffixStemmer, text_stem_polish, text_stem_slovak, text_stem, text_fold, text_folded_words, text_words, text_sentences, text_detect_language, text_stem_english, TEXT_QUESTION_WORD, Tokenizer, shared_tokenizer, text_tokens, text_is_code_word, text_edit_distance, text_case_tells, text_query_terms, text_query_words, text_query_counts, text_name_words)
 # graph_store (which never imports this module) is imported where a graph is used: importing
 # it costs a question without --graph about 0.1 s (python3 -X importtime -c "import graph_store")
 
@@ -5144,7 +5144,7 @@ def _feedback_pass(conn: sqlite3.Connection, weights: dict[str, float], first: d
     folder's postings of them long); each word keeps the folder's IDF, carried in its weight
     because bm25_scores reads document frequencies off the rows it is given."""
     top = _top(first, depth, functools.partial(_cache_places, conn))
-    texts, tokenizer = dict(_cache_chunk_texts(conn, [cid for cid, _ in top])), Tokenizer()
+    texts, tokenizer = dict(_cache_chunk_texts(conn, [cid for cid, _ in top])), shared_tokenizer()
     counted = {cid: bm25_term_counts(texts[cid][1], tokenizer) for cid, _ in top}
     expanded = search_feedback_weights(weights, [(score, *counted[cid]) for cid, score in top[:FEEDBACK_DOCS]])
     rows = {term: [(cid, counts[term], length) for cid, (counts, length) in counted.items() if term in counts]
@@ -7103,7 +7103,7 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     wants = _question_wants(question.text)
     words_terms = [_name_terms(word, terms) for word, terms in question.words
                    if not (wants.definition and text_fold(word) in _DEFINE_FRAME_WORDS)]
-    scored, tokenizer = [], Tokenizer()          # one, so each word is stemmed once
+    scored, tokenizer = [], shared_tokenizer()   # stems remembered across questions
     for chunk, pieces in _joined_fragments(result.hits):
         scored.extend(_scored_units(words_terms, wants, chunk, pieces, tokenizer))
     scored.sort(key=lambda s: s[:5])
@@ -7372,7 +7372,7 @@ def _answer_confidence(question: str | Question, coverage: float, unit: str, min
     while the quote shows few of them, or the quote can hold a common word of a question
     the folder barely covers."""
     question = question_make(question)
-    held = set(Tokenizer().tokens(unit))
+    held = set(shared_tokenizer().tokens(unit))
     words: list[set[str]] = []           # a word said twice, or in two forms, counts once
     for _, terms in question.words:
         same = next((known for known in words if known.intersection(terms)), None)

@@ -80,7 +80,7 @@ __all__ = [
     "lazy_re", "Language", "LANGUAGES", "STOP_WORDS", "MAX_QUESTION_CHARS",
     "text_fold", "text_folded_words", "text_words", "text_sentences", "text_detect_language",
     "SuffixStemmer", "text_stem", "text_stem_polish", "text_stem_slovak", "text_stem_english",
-    "Tokenizer", "text_tokens", "text_is_code_word", "text_edit_distance", "text_case_tells",
+    "Tokenizer", "shared_tokenizer", "STEM_MEMO_MAX", "text_tokens", "text_is_code_word", "text_edit_distance", "text_case_tells",
     "text_query_terms", "text_query_words", "text_query_counts", "text_name_words", "text_drop_fleeting_e",
     "text_insert_fleeting_e", "text_name_stem", "NAME_VOWELS", "NAME_MIN_STEM_CHARS", "NAME_SUFFIXES",
     "NAME_NOMINATIVE_ENDINGS",
@@ -1134,14 +1134,21 @@ class QueryRules(NamedTuple):
 QUERY_RULES = QueryRules(_QUERY_STEMMERS, REQUEST_STOP_WORDS)
 
 
-class _StemMemo(dict):
-    """word -> its index term (None for a stop word), stemmed on first sight."""
+STEM_MEMO_MAX = 100_000            # words the shared tokenizer remembers per language before it
+                                   # starts again (about 15 MB per language at most)
 
-    def __init__(self, stem: Callable[[str], str], stop_words: frozenset[str]) -> None:
+
+class _StemMemo(dict):
+    """word -> its index term (None for a stop word), stemmed on first sight; with a limit,
+    emptied when full (a long-running server meets ever more words)."""
+
+    def __init__(self, stem: Callable[[str], str], stop_words: frozenset[str], limit: int | None = None) -> None:
         super().__init__()
-        self.stem, self.stop_words = stem, stop_words
+        self.stem, self.stop_words, self.limit = stem, stop_words, limit
 
     def __missing__(self, word: str) -> str | None:
+        if self.limit is not None and len(self) >= self.limit:
+            self.clear()
         term = self[word] = None if word in self.stop_words else self.stem(word)
         return term
 
@@ -1150,11 +1157,14 @@ class Tokenizer:
     """Folds, splits, drops stop words and stems each text with its language's stemmer,
     memoising the stem of each word per language."""
 
-    def __init__(self, stemmers: Mapping[str, Callable[[str], str]] | None = None) -> None:
-        """stemmers: the stemmer of each key of STEMMERS (default STEMMERS; a report measures others)."""
+    def __init__(self, stemmers: Mapping[str, Callable[[str], str]] | None = None,
+                 memo_limit: int | None = None) -> None:
+        """stemmers: the stemmer of each key of STEMMERS (default STEMMERS; a report measures
+        others); memo_limit: the words remembered per language (None: all, for one job)."""
         # the modal verbs are dropped from Polish and Slovak texts only: in a text of no clear
         # language 'mate' may be a command's name
-        self._memo = {language: _StemMemo(stem, STOP_WORDS if language in ("pl", "sk") else _STOP_OUTSIDE_SLAVIC)
+        self._memo = {language: _StemMemo(stem, STOP_WORDS if language in ("pl", "sk") else _STOP_OUTSIDE_SLAVIC,
+                                          memo_limit)
                       for language, stem in (stemmers or STEMMERS).items()}
 
     def language(self, text: str) -> str:
@@ -1192,9 +1202,21 @@ class Tokenizer:
         return counts
 
 
+_SHARED_TOKENIZER: list[Tokenizer] = []
+
+
+def shared_tokenizer() -> Tokenizer:
+    """Return the process's tokenizer for questions and the fragments they rank: its stems are
+    remembered across questions (at most STEM_MEMO_MAX words per language), so a server does
+    not stem the words of the same fragments again for every question."""
+    if not _SHARED_TOKENIZER:
+        _SHARED_TOKENIZER.append(Tokenizer(memo_limit=STEM_MEMO_MAX))
+    return _SHARED_TOKENIZER[0]
+
+
 def text_tokens(text: str) -> list[str]:
     """Return the index terms of text: folded words, stop words dropped, stemmed."""
-    return Tokenizer().tokens(text)
+    return shared_tokenizer().tokens(text)
 
 
 def text_is_code_word(word: str, case_tells: bool = True) -> bool:

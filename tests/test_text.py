@@ -115,6 +115,17 @@ class TermRulesTest(unittest.TestCase):
         unstemmed = dict.fromkeys(retrieval_contract.STEMMERS, str)
         self.assertEqual(docs_qa.Tokenizer(unstemmed).tokens("the invoices were filed"), ["invoices", "filed"])
 
+    def test_a_bounded_memo_starts_again_when_full_and_stems_as_before(self):
+        tokenizer = retrieval_contract.Tokenizer(memo_limit=3)
+        text = "invoices were filed, payments booked and receipts kept"
+        self.assertEqual(tokenizer.tokens(text, "en"), retrieval_contract.Tokenizer().tokens(text, "en"))
+        self.assertLessEqual(max(len(memo) for memo in tokenizer._memo.values()), 3)
+
+    def test_questions_share_one_tokenizer_with_a_bounded_memo(self):
+        shared = retrieval_contract.shared_tokenizer()
+        self.assertIs(shared, retrieval_contract.shared_tokenizer())
+        self.assertEqual({memo.limit for memo in shared._memo.values()}, {retrieval_contract.STEM_MEMO_MAX})
+
 
 class LightStemTest(unittest.TestCase):
     def test_polish_case_forms_share_a_stem(self):
