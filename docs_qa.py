@@ -6861,8 +6861,9 @@ def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...]
                      heading: _Block | None = None) -> list[_Unit]:
     """Return a paragraph's sentences (a term with its ': definition' lines is one unit);
     its last sentence with the block it introduces when it ends with ':' or is followed
-    by code or a command, and once more with the sentence before it; a short reply ('Nie muszą.') with the sentence after it, and as
-    the paragraph's first, after the heading it answers (heading: the block right before)."""
+    by code or a command, and once more with the sentence before it; a short reply ('Nie
+    muszą.') with the sentence after it, and as the paragraph's first, after the heading it
+    answers (heading: the block right before)."""
     para = [(block.first + k, line.strip()) for k, line in enumerate(block.lines)]
     if any(_DEFINITION_LINE.match(line) for line in block.lines[1:]):    # "Term\n: definition"
         joined = re.sub(r"\s+:", ":", " ".join(line for _, line in para))
@@ -6877,8 +6878,8 @@ def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...]
         elif _markup_view(text).endswith(":") or nxt.kind in ("fence", "command") and not caption:
             units[-1] = _intro_unit(a, text, nxt, caption)
     if len(units) > 1 and units[-1].body and not units[-1].prefer and not units[-2].body:
-        units.append(replace(_joined(units[-2], units[-1]), widened=True))   # 'Change it like this:'
-                                                   # with the sentence saying what 'it' is for
+        # 'Change it like this:' again with the sentence before it, which says what 'it' is
+        units.append(replace(_joined(units[-2], units[-1]), widened=True))
     pairs = [_joined(one, two) for one, two in zip(units, units[1:])     # a sentence with the code
              if _INLINE_CODE.search(two.head) and not _INLINE_CODE.search(one.head)]   # it leads to
     for k, (a, b, text) in enumerate(sentences):       # 'W tym czasie…' with what it points at
@@ -7157,7 +7158,8 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
     for overlap, unit in mine:
         by_overlap.setdefault(overlap, []).append(unit)
     return [(-overlap, _unit_rank(unit, pieces), unit.prefer, unit.span, chunk.path, unit)
-            for overlap, unit in mine if not ((unit.prefer or unit.widened) and _contains_equal(unit, overlap, by_overlap))]
+            for overlap, unit in mine
+            if not ((unit.prefer or unit.widened) and _contains_equal(unit, overlap, by_overlap))]
 
 
 def _fixes_follow(mine: list[tuple[float, _Unit]], blank: set[int]) -> list[tuple[float, _Unit]]:
@@ -7986,7 +7988,8 @@ def _settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Se
     return settings_from_env(
         environ, docs_dir=args.docs, cache_dir=args.cache_dir, no_cache=args.no_cache,
         base_url=args.base_url, embed_model=args.embed_model, timeout_s=args.timeout,
-        embed_languages=args.embed_languages, use_embeddings=False if args.no_embed else None, rrf_k=getattr(args, "rrf_k", None),
+        embed_languages=args.embed_languages, use_embeddings=False if args.no_embed else None,
+        rrf_k=getattr(args, "rrf_k", None),
         per_document_limit=getattr(args, "per_document_limit", None),
         pool_factor=getattr(args, "pool_factor", None),
         k1=getattr(args, "k1", None), b=getattr(args, "b", None),

@@ -60,6 +60,7 @@ Invariants
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections import Counter
@@ -80,7 +81,8 @@ __all__ = [
     "lazy_re", "Language", "LANGUAGES", "STOP_WORDS", "MAX_QUESTION_CHARS",
     "text_fold", "text_folded_words", "text_words", "text_sentences", "text_detect_language",
     "SuffixStemmer", "text_stem", "text_stem_polish", "text_stem_slovak", "text_stem_english",
-    "Tokenizer", "shared_tokenizer", "STEM_MEMO_MAX", "text_tokens", "text_is_code_word", "text_edit_distance", "text_case_tells",
+    "Tokenizer", "shared_tokenizer", "STEM_MEMO_MAX", "text_tokens", "text_is_code_word", "text_edit_distance",
+    "text_case_tells",
     "text_query_terms", "text_query_words", "text_query_counts", "text_name_words", "text_drop_fleeting_e",
     "text_insert_fleeting_e", "text_name_stem", "NAME_VOWELS", "NAME_MIN_STEM_CHARS", "NAME_SUFFIXES",
     "NAME_NOMINATIVE_ENDINGS",
@@ -1202,16 +1204,12 @@ class Tokenizer:
         return counts
 
 
-_SHARED_TOKENIZER: list[Tokenizer] = []
-
-
+@functools.lru_cache(maxsize=1)
 def shared_tokenizer() -> Tokenizer:
     """Return the process's tokenizer for questions and the fragments they rank: its stems are
     remembered across questions (at most STEM_MEMO_MAX words per language), so a server does
     not stem the words of the same fragments again for every question."""
-    if not _SHARED_TOKENIZER:
-        _SHARED_TOKENIZER.append(Tokenizer(memo_limit=STEM_MEMO_MAX))
-    return _SHARED_TOKENIZER[0]
+    return Tokenizer(memo_limit=STEM_MEMO_MAX)
 
 
 def text_tokens(text: str) -> list[str]:

@@ -142,5 +142,6 @@ class NameFormsFindTheNominativeTest(TempDirTest):
                 result = docs_qa.search(question, self.settings(use_embeddings=False))
                 self.assertEqual(result.hits[0].chunk.path if result.hits else None, page)
 
+
 if __name__ == "__main__":
     unittest.main()
