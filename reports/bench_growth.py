@@ -59,6 +59,8 @@ PERTURB_RATE = 0.15                 # share of the words of 4+ letters respelled
 MAX_VARIANT = 64                    # spelling variants per word (Zipf-like: variant 1 most often)
 SUFFIXES = (".md", ".markdown", ".txt")
 QUESTIONS = ("how to list files in a directory", "extract a tar archive", "show the git commit history")
+ITEM = re.compile(r"^- (.{12,120}):\s*$")      # a tldr page's example description, as a question
+ENGLISH_PAGES = "pages"                        # tldr's English pages (pages.de/ and so on: translations)
 EDIT_POLL_S = 0.005                 # how often a probe word is asked for until an edit is seen
 PROBE = "edit-probe.md"             # the document the edit probe writes (and removes)
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -100,6 +102,24 @@ def perturb(text: str, rng: random.Random, rate: float = PERTURB_RATE) -> str:
             return match.group()
         return word_variant(match.group(), min(int(rng.paretovariate(1.0)), MAX_VARIANT))
     return WORD.sub(respell, text)
+
+
+def new_questions(docs: str, files: list[str], count: int, seed: int = SEED) -> list[str]:
+    """Return count different questions taken from docs' pages, seeded: the description of a
+    page's example ('- List files one per line:' asks 'List files one per line'), from tldr's
+    English pages when there are any (QUESTIONS are English). With
+    --new-questions a server is asked each once, so nothing it keeps from an earlier question
+    can make a repeated one look faster than a user's new one."""
+    rng, found = random.Random(seed), {}
+    english = [rel for rel in files if rel.split(os.sep, 1)[0] == ENGLISH_PAGES] or files
+    for rel in rng.sample(english, len(english)):
+        with open(os.path.join(docs, rel), encoding="utf-8", errors="replace") as fh:
+            items = [m.group(1) for m in map(ITEM.match, fh) if m]
+        if items:
+            found.setdefault(rng.choice(items), None)
+        if len(found) == count:
+            break
+    return list(found)
 
 
 def _copy_name(rel: str, copy: int) -> str:
@@ -242,8 +262,10 @@ class ServeProcess:
 
 
 def measure_size(folder: str, work: str, anchor: str | None, question_runs: int, warm_runs: int,
-                 edit_runs: int = 5) -> dict:
-    """Return the figures of one folder (see the module docstring)."""
+                 edit_runs: int = 5, asked: list[str] | None = None) -> dict:
+    """Return the figures of one folder (see the module docstring); asked: the questions a
+    server is asked in turn (default QUESTIONS, repeated)."""
+    asked = asked or list(QUESTIONS)
     cache = os.path.join(work, "cache")
     row: dict = {"docs_mb": folder_mb(folder)}
     row.update(_index(folder, cache))
@@ -269,7 +291,7 @@ def measure_size(folder: str, work: str, anchor: str | None, question_runs: int,
         try:
             row[f"{key}_ready_s"] = server.ready_s
             server.ask(QUESTIONS[0])                       # the first request loads what it keeps
-            row[key] = [server.ask(QUESTIONS[i % len(QUESTIONS)]) for i in range(warm_runs)]
+            row[key] = [server.ask(asked[i % len(asked)]) for i in range(warm_runs)]
             row[f"{key}_mb"] = server.peak_mb()
             if watch == "events":
                 row["seen"] = [server.edit_seen(folder, run) for run in range(edit_runs)]
@@ -282,9 +304,11 @@ def measure_size(folder: str, work: str, anchor: str | None, question_runs: int,
 
 
 def measure(docs: str, sizes: list[int] | None, work: str, anchor_python: str | None = None,
-            question_runs: int = 5, warm_runs: int = 10, edit_runs: int = 5) -> dict:
-    """Return {size: figures} for each size (default: 10k, all of docs, 100k, 300k)."""
+            question_runs: int = 5, warm_runs: int = 10, edit_runs: int = 5, new: bool = False) -> dict:
+    """Return {size: figures} for each size (default: 10k, all of docs, 100k, 300k); new: a
+    server is asked warm_runs different questions (new_questions), not QUESTIONS repeated."""
     files = source_files(docs)
+    asked = new_questions(docs, files, warm_runs) if new else None
     sizes = sizes or [10_000, len(files), 100_000, 300_000]
     global PYTHON
     anchor = anchor_python if anchor_available(anchor_python, "bm25s") else None
@@ -294,7 +318,7 @@ def measure(docs: str, sizes: list[int] | None, work: str, anchor_python: str | 
     for size in sorted(sizes):
         folder = build_folder(docs, files, size, work)
         started = os.getloadavg()[0]
-        rows[size] = measure_size(folder, work, anchor, question_runs, warm_runs, edit_runs)
+        rows[size] = measure_size(folder, work, anchor, question_runs, warm_runs, edit_runs, asked)
         rows[size]["load"] = (started, os.getloadavg()[0])
         print(f"growth: {size} files: index {rows[size]['wall']:.1f} s, {rows[size]['mb']} MB, "
               f"cold {statistics.median(rows[size]['cold']):.3f} s, warm {statistics.median(rows[size]['warm']):.3f} s",
@@ -460,12 +484,13 @@ def growth_section(docs: str, sizes: list[int] | None, work: str, anchor_python:
 
 
 def _command(sizes: list[int] | None, anchor_python: str | None, question_runs: int, warm_runs: int,
-             edit_runs: int = 5) -> str:
+             edit_runs: int = 5, new: bool = False) -> str:
     """Return the command line of a run, with placeholders instead of this machine's paths."""
     return ("python3 reports/bench_growth.py DOCS --work WORK"
             + (f" --sizes {','.join(map(str, sizes))}" if sizes else "")
             + (" --anchor-python VENV/bin/python" if anchor_python else "")
-            + f" --question-runs {question_runs} --warm-runs {warm_runs} --edit-runs {edit_runs}")
+            + f" --question-runs {question_runs} --warm-runs {warm_runs} --edit-runs {edit_runs}"
+            + (" --new-questions" if new else ""))
 
 
 def main() -> int:
@@ -477,14 +502,18 @@ def main() -> int:
     parser.add_argument("--question-runs", type=int, default=5)
     parser.add_argument("--warm-runs", type=int, default=10)
     parser.add_argument("--edit-runs", type=int, default=5, help="edits timed until seen, per size")
+    parser.add_argument("--new-questions", action="store_true",
+                        help="ask each server a different question each time, taken from the pages "
+                             "(default: three questions in turn)")
     parser.add_argument("--anchor-python", default=None, metavar="VENV/bin/python")
     parser.add_argument("--out", default=None, help="write the report here too")
     parser.add_argument("--svg", default=None, help="write the chart here (linked from the report by name)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
     figures = measure(os.path.abspath(args.docs), sizes, os.path.abspath(args.work), args.anchor_python,
-                      args.question_runs, args.warm_runs, args.edit_runs)
-    text = section(figures, _command(sizes, args.anchor_python, args.question_runs, args.warm_runs, args.edit_runs),
+                      args.question_runs, args.warm_runs, args.edit_runs, args.new_questions)
+    text = section(figures, _command(sizes, args.anchor_python, args.question_runs, args.warm_runs, args.edit_runs,
+                                     args.new_questions),
                    os.path.basename(args.svg) if args.svg else None)
     extra = ((args.svg, growth_chart(figures)),) if args.svg else ()
     for path, content in ((args.out, text),) + extra:

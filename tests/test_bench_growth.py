@@ -41,6 +41,22 @@ class PerturbTest(unittest.TestCase):
         self.assertLess(sum(new[4:]), sum(new[:4]))
 
 
+class NewQuestionsTest(unittest.TestCase):
+    def test_each_a_different_example_description_of_the_english_pages_seeded(self):
+        with tempfile.TemporaryDirectory() as docs:
+            for folder, word in (("pages", "archive"), ("pages.de", "Archiv")):
+                for n in range(8):
+                    os.makedirs(os.path.join(docs, folder, "common"), exist_ok=True)
+                    with open(os.path.join(docs, folder, "common", f"tool{n}.md"), "w", encoding="utf-8") as fh:
+                        fh.write(f"# tool{n}\n\n> A tool.\n\n- Extract the {word} number {n} here:\n\n`tool{n} x`\n")
+            files = bg.source_files(docs)
+            asked = bg.new_questions(docs, files, 5)
+            self.assertEqual(len(set(asked)), 5)
+            self.assertTrue(all(q.startswith("Extract the archive number ") for q in asked), asked)
+            self.assertEqual(asked, bg.new_questions(docs, files, 5))
+            self.assertNotEqual(asked, bg.new_questions(docs, files, 5, seed=bg.SEED + 1))
+
+
 class FolderTest(unittest.TestCase):
     def test_sizes_below_and_above_the_source(self):
         with tempfile.TemporaryDirectory() as root:
