@@ -5127,23 +5127,22 @@ def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settin
     if not scores:
         return [], 0
     places = functools.partial(_cache_places, conn)
-    best, matches = _top(scores, 1, places)[0][0], len(scores)
-    first = operator.itemgetter(0)            # the chunk id of a row, compared in C
+    top, matches = _top(scores, max(FEEDBACK_RERANK, pool + 1), places), len(scores)   # picked once:
+    best, first = top[0][0], operator.itemgetter(0)     # the best, and the second pass's fragments
     if search_feedback_wanted(question, weights, {t for t, rows in postings.items()
                                                   if best in map(first, rows)}, settings):
-        scores = _feedback_pass(conn, weights, scores, settings, max(FEEDBACK_RERANK, pool + 1),
-                                n_chunks, mean_length)
-    return _top(scores, pool + 1, places), matches
+        top = _top(_feedback_pass(conn, weights, top, settings, n_chunks, mean_length), pool + 1, places)
+    return top[:pool + 1], matches
 
 
-def _feedback_pass(conn: sqlite3.Connection, weights: dict[str, float], first: dict[int, float],
-                   settings: Settings, depth: int, n_chunks: int, mean_length: float) -> dict[int, float]:
-    """Return the RM3 second pass's BM25 scores of the first pass's best depth fragments (in a
-    folder of n_chunks fragments of mean_length, as the first pass read them). Their
+def _feedback_pass(conn: sqlite3.Connection, weights: dict[str, float], top: list[tuple[int, float]],
+                   settings: Settings, n_chunks: int, mean_length: float) -> dict[int, float]:
+    """Return the RM3 second pass's BM25 scores of the first pass's best fragments (top: (chunk
+    id, score), best first; in a folder of n_chunks fragments of mean_length, as the first
+    pass read them). Their
     own term counts stand in for the postings (the borrowed words are often common, and a large
     folder's postings of them long); each word keeps the folder's IDF, carried in its weight
     because bm25_scores reads document frequencies off the rows it is given."""
-    top = _top(first, depth, functools.partial(_cache_places, conn))
     texts, tokenizer = dict(_cache_chunk_texts(conn, [cid for cid, _ in top])), shared_tokenizer()
     counted = {cid: bm25_term_counts(texts[cid][1], tokenizer) for cid, _ in top}
     expanded = search_feedback_weights(weights, [(score, *counted[cid]) for cid, score in top[:FEEDBACK_DOCS]])
