@@ -4637,7 +4637,8 @@ def embeddings_read(settings: Settings, language: str) -> bool:
     LANGUAGES): settings.embed_languages 'all' or a list naming it; 'auto': English, and every
     language for a model whose name has one of MULTILINGUAL_MODEL_MARKS. A model that does not
     read the question ranks by look-alike word pieces: with all-MiniLM-L6-v2, fusing it took
-    pl-poquad's nDCG@10 from BM25's 0.870 to 0.859 (reports/polish-slovak.md)."""
+    pl-poquad's nDCG@10 from BM25's 0.870 to 0.859 (reports/polish-slovak.md). search() does
+    not send it such a question; search_rankings() does, and sets its ranking aside."""
     chosen = settings.embed_languages
     if chosen == "all" or settings.embed_mock and chosen == "auto":   # mock vectors hash index terms
         return True
@@ -4924,7 +4925,8 @@ def _find(conn: sqlite3.Connection, question: Question, settings: Settings, prog
     in one read transaction after the writes the embeddings need (see _dense_query): a refresh
     that another process or thread commits meanwhile cannot take the chunks the postings
     named from under the ranking."""
-    query = _dense_query(conn, question.text, settings, progress, notes)
+    query = _dense_query(conn, question.text, settings, progress, notes) \
+        if embeddings_read(settings, question.language) else None   # not asked: BM25 ranks it (_rank)
     with cache_transaction(conn, write=False):
         ranked = _rank(conn, question, settings, settings.candidate_limit, query, notes)
         hits, reasons = _apply_limits(conn, ranked.fused, ranked.rankings, ranked.scores, settings)
@@ -5062,6 +5064,13 @@ def _dense_query(conn: sqlite3.Connection, question: str, settings: Settings, pr
         return None
 
 
+def _language_unread(settings: Settings, question: Question) -> Note:
+    """Return the note of a question in a language the embedding model is not known to read."""
+    return Note("embeddings_set_aside", f"the embedding model {settings.embed_model} is not known to read "
+                f"{LANGUAGES[question.language].name} (--embed-languages says which languages it reads); "
+                "this ranking is BM25's")
+
+
 def _embeddings_unavailable(exc: BackendError) -> Note:
     return Note("embeddings_unavailable", f"embeddings unavailable ({exc.kind}); results are BM25 only")
 
@@ -5096,14 +5105,14 @@ def _rank(conn: sqlite3.Connection, question: Question, settings: Settings, dept
             notes.append(_embeddings_unavailable(exc))
     elif not settings.use_embeddings:
         notes.append(Note("embeddings_disabled", "embeddings are switched off; results are BM25 only"))
+    elif not embeddings_read(settings, question.language):
+        notes.append(_language_unread(settings, question))
     pool = settings.candidate_limit
     pooled = {m: ranked[:pool] for m, ranked in rankings.items()}
     dense_scores = scores.get("dense", {}).values()
-    if "dense" in pooled and not embeddings_read(settings, question.language):
-        pooled, dense_scores = {"bm25": pooled["bm25"]}, ()     # as below, before any comparison
-        notes.append(Note("embeddings_set_aside", f"the embedding model {settings.embed_model} is not "
-                          f"known to read {LANGUAGES[question.language].name} (--embed-languages says "
-                          "which languages it reads); this ranking is BM25's"))
+    if "dense" in pooled and not embeddings_read(settings, question.language):   # search_rankings
+        pooled, dense_scores = {"bm25": pooled["bm25"]}, ()     # asks anyway, for a report
+        notes.append(_language_unread(settings, question))
     elif not _dense_agrees(pooled):      # left out of the fusion, nor does its similarity vouch
         pooled, dense_scores = {"bm25": pooled["bm25"]}, ()
         notes.append(Note("embeddings_set_aside", "the embedding ranking has few of BM25's candidates "

@@ -65,7 +65,8 @@ class TempDirTest(unittest.TestCase):
         self.addCleanup(self._tmp.cleanup)
 
     def settings(self, **overrides) -> "docs_qa.Settings":
-        values = {"docs_dir": self.docs, "cache_dir": self.cache, "embed_mock": True}
+        # the stand-in embedding servers read every language: the corpora here are Polish
+        values = {"docs_dir": self.docs, "cache_dir": self.cache, "embed_mock": True, "embed_languages": "all"}
         values.update(overrides)
         return docs_qa.Settings(**values)
 

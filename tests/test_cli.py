@@ -45,7 +45,8 @@ class CliTest(TempDirTest):
 
     def test_answer_text_lists_answer_sources_and_notes(self):
         proc = run_cli("podatek od nieruchomości", "--docs", self.docs, "--cache-dir", self.cache,
-                       env={"EMBED_MOCK": "", "DOCS_QA_BASE_URL": "http://127.0.0.1:9/v1"})
+                       env={"EMBED_MOCK": "", "DOCS_QA_BASE_URL": "http://127.0.0.1:9/v1",
+                            "DOCS_QA_EMBED_LANGUAGES": "all"})    # a Polish question: ask the model
         self.assertEqual(proc.returncode, 0, proc.stderr)
         answer, rest = proc.stdout.split("\nSources:\n", 1)
         self.assertRegex(answer, r"\[[ab]\.md:3-3\]")

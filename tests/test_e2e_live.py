@@ -71,7 +71,8 @@ class LiveEndToEndTest(unittest.TestCase):
         cls.cache = os.path.join(tmp.name, "cache")
         # run_cli drops the parent's DOCS_QA_* variables; EMBED_MOCK="" turns the mock off
         # (it would default to 1), and in_process=False makes each run a real process.
-        cls.env = {"EMBED_MOCK": "", "DOCS_QA_BASE_URL": LIVE_URL, "DOCS_QA_EMBED_MODEL": cls.embed_model}
+        cls.env = {"EMBED_MOCK": "", "DOCS_QA_BASE_URL": LIVE_URL, "DOCS_QA_EMBED_MODEL": cls.embed_model,
+                   "DOCS_QA_EMBED_LANGUAGES": "all"}   # the corpus is Polish and Slovak: use the model
         if os.environ.get("DOCS_QA_API_KEY"):
             cls.env["DOCS_QA_API_KEY"] = os.environ["DOCS_QA_API_KEY"]
         cls.corpus_before = cls.corpus_listing()

@@ -61,12 +61,18 @@ class EmbeddingClientTest(StubServerCase):
 
     def test_a_question_in_a_language_the_model_is_not_known_to_read_is_ranked_by_bm25(self):
         # the default model (nomic-embed-text v1.5) is taken to read English only: a Polish
-        # question is embedded, but its ranking is not fused, and a note says why
-        result = docs_qa.search("Kiedy składa się plik JPK?", self.live())
+        # question is not sent to it, and a note says why
+        result = docs_qa.search("Kiedy składa się plik JPK?", self.live(embed_languages="auto"))
         note = [n for n in result.notes if n.code == "embeddings_set_aside"]
         self.assertEqual(len(note), 1, result.notes)
         self.assertIn("not known to read Polish", note[0].message)
+        self.assertEqual(result.mode, "bm25")
         self.assertEqual([h.bm25_rank for h in result.hits], list(range(1, len(result.hits) + 1)))
+        asked = [text for _, body in self.stub.bodies for text in body["input"]]
+        self.assertNotIn("search_query: Kiedy składa się plik JPK?", asked)
+        # a report's rankings still get the model's ranking, set aside from the fusion
+        rankings = docs_qa.search_rankings("Kiedy składa się plik JPK?", self.live(embed_languages="auto"), 5)
+        self.assertTrue(rankings["dense"])
         told = docs_qa.search("Kiedy składa się plik JPK?", self.live(embed_languages="pl"))
         self.assertFalse([n for n in told.notes if "not known to read" in n.message], told.notes)
 

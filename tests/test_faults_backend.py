@@ -202,7 +202,7 @@ class CliBackendTest(BackendCase):
         self.stub.embed_fault = "http_500"
         self.stub.chat_fault = "html"
         env = {"EMBED_MOCK": "0", "DOCS_QA_BASE_URL": self.stub.base_url,
-               "DOCS_QA_EMBED_MODEL": "plain-model"}
+               "DOCS_QA_EMBED_MODEL": "plain-model", "DOCS_QA_EMBED_LANGUAGES": "all"}   # Polish: asked
         common = (QUESTION, "--docs", self.docs, "--cache-dir", self.cache, "--timeout", "0.5")
         proc = run_cli(*common, "--json", env=env)
         assert_clean_failure_output(self, proc)

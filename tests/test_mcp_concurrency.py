@@ -183,7 +183,7 @@ class NoCacheServerTest(StubServerCase):
     def test_serve_without_a_cache_embeds_once_and_refreshes_changed_files(self):
         env = {k: v for k, v in os.environ.items() if not k.startswith("DOCS_QA_")}
         env.update({"EMBED_MOCK": "0", "DOCS_QA_BASE_URL": self.stub.base_url,
-                    "DOCS_QA_EMBED_MODEL": "stub-embed"})
+                    "DOCS_QA_EMBED_MODEL": "stub-embed", "DOCS_QA_EMBED_LANGUAGES": "all"})   # Polish queries
         proc = subprocess.Popen([sys.executable, os.path.join(REPO, "docs_qa.py"), "serve", "--docs",
                                  self.docs, "--no-cache", "--port", "0", "--fresh-within", str(FRESH_S)], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
