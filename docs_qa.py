@@ -5110,8 +5110,8 @@ def _rank(conn: sqlite3.Connection, question: Question, settings: Settings, dept
     pool = settings.candidate_limit
     pooled = {m: ranked[:pool] for m, ranked in rankings.items()}
     dense_scores = scores.get("dense", {}).values()
-    if "dense" in pooled and not embeddings_read(settings, question.language):   # search_rankings
-        pooled, dense_scores = {"bm25": pooled["bm25"]}, ()     # asks anyway, for a report
+    if "dense" in pooled and not embeddings_read(settings, question.language):
+        pooled, dense_scores = {"bm25": pooled["bm25"]}, ()     # search_rankings asked, for a report
         notes.append(_language_unread(settings, question))
     elif not _dense_agrees(pooled):      # left out of the fusion, nor does its similarity vouch
         pooled, dense_scores = {"bm25": pooled["bm25"]}, ()
@@ -5136,8 +5136,9 @@ def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settin
     if not scores:
         return [], 0
     places = functools.partial(_cache_places, conn)
-    top, matches = _top(scores, max(FEEDBACK_RERANK, pool + 1), places), len(scores)   # picked once:
-    best, first = top[0][0], operator.itemgetter(0)     # the best, and the second pass's fragments
+    # picked once: the best fragment, the second pass's fragments and, without one, the result
+    top, matches = _top(scores, max(FEEDBACK_RERANK, pool + 1), places), len(scores)
+    best, first = top[0][0], operator.itemgetter(0)     # first: a row's chunk id, compared in C
     if search_feedback_wanted(question, weights, {t for t, rows in postings.items()
                                                   if best in map(first, rows)}, settings):
         top = _top(_feedback_pass(conn, weights, top, settings, n_chunks, mean_length), pool + 1, places)
@@ -5148,10 +5149,10 @@ def _feedback_pass(conn: sqlite3.Connection, weights: dict[str, float], top: lis
                    settings: Settings, n_chunks: int, mean_length: float) -> dict[int, float]:
     """Return the RM3 second pass's BM25 scores of the first pass's best fragments (top: (chunk
     id, score), best first; in a folder of n_chunks fragments of mean_length, as the first
-    pass read them). Their
-    own term counts stand in for the postings (the borrowed words are often common, and a large
-    folder's postings of them long); each word keeps the folder's IDF, carried in its weight
-    because bm25_scores reads document frequencies off the rows it is given."""
+    pass read them). Their own term counts stand in for the postings (the borrowed words are
+    often common, and a large folder's postings of them long); each word keeps the folder's
+    IDF, carried in its weight because bm25_scores reads document frequencies off the rows it
+    is given."""
     texts, tokenizer = dict(_cache_chunk_texts(conn, [cid for cid, _ in top])), shared_tokenizer()
     counted = {cid: bm25_term_counts(texts[cid][1], tokenizer) for cid, _ in top}
     expanded = search_feedback_weights(weights, [(score, *counted[cid]) for cid, score in top[:FEEDBACK_DOCS]])
