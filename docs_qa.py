@@ -182,7 +182,7 @@ __all__ = [
     "cache_chunk_count", "cache_file_count", "cache_mean_length", "cache_query_vector", "cache_forget_vector",
     "cache_vector_count", "cache_drop_signatures",
     "cache_listings", "cache_put_listings", "cache_try_put_listings",
-    "cache_document_frequencies", "cache_terms_near",
+    "cache_document_frequencies", "cache_terms_near", "cache_terms_one_edit",
     "GitCheckout", "GitState", "git_checkout", "git_head", "git_is_dirty", "git_probe", "git_probe_file",
     "rrf_fuse", "rrf_floor", "embeddings_read", "embed_languages_parse",
     "Citation", "citation_parse", "citation_validate", "citation_recheck", "citation_format",
@@ -3947,6 +3947,27 @@ def _cache_postings(conn: sqlite3.Connection, terms: list[str]) -> dict[str, lis
     return out
 
 
+SLIP_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"   # with a term's own letters: what one edit may add
+
+
+def cache_terms_one_edit(conn: sqlite3.Connection, term: str) -> list[tuple[str, int]]:
+    """Return the folder's terms one edit from term (a letter dropped, added, replaced or two
+    swapped; the first letter kept), each with the number of fragments holding it, most held
+    first: every spelling one edit away is looked up, a few hundred key lookups, not a scan."""
+    letters = set(SLIP_ALPHABET) | set(term)
+    splits = [(term[:k], term[k:]) for k in range(1, len(term) + 1)]
+    variants = {a + b[1:] for a, b in splits if b} | {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1} \
+        | {a + c + b[1:] for a, b in splits if b for c in letters} | {a + c + b for a, b in splits for c in letters}
+    variants.discard(term)
+    found: list[tuple[str, int]] = []
+    ordered = sorted(variants)
+    for start in range(0, len(ordered), SQL_IN_BATCH):
+        batch = ordered[start:start + SQL_IN_BATCH]
+        found += conn.execute(f"SELECT term, length(data) / 12 FROM postings WHERE term IN "
+                              f"({','.join('?' * len(batch))})", batch).fetchall()
+    return sorted(found, key=lambda row: (-row[1], row[0]))
+
+
 def cache_terms_near(conn: sqlite3.Connection, term: str, max_length_diff: int) -> list[str]:
     """Return the folder's terms that start with term's first letter and are at most
     max_length_diff letters longer or shorter (candidates for a misspelt word)."""
@@ -5331,7 +5352,8 @@ CLASS_PRUNE_MARGIN = 1 - 1e-9      # _best_chunk_weight keeps a class within thi
 COVERAGE_CLASSES_MAX = 256         # ... and goes on chunk by chunk beyond this many classes (a long
                                    # question splits the chunks finely; a short one makes a few)
 SLIP_MIN_LETTERS = 5               # a word the folder lacks, this long or longer, may be a slip of a
-SLIP_MIN_TERM = 4                  # word of the best fragment: a term this long, one edit from the folder's
+SLIP_MIN_TERM = 4                  # word of the best fragment: a term this long, one edit from the folder's,
+SLIP_CANDIDATES = 3                # ... among the few most held such terms (a slip is read as one of them)
 IDENTIFIER_MIN_DOCUMENTS = 3       # in a folder of this many documents, an identifier written on more
                                    # than half of them ('FastAPI' in its own manual) opens no gate
 
@@ -5390,21 +5412,24 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
 
 def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[str],
                 best_chunks: set[int]) -> list[tuple[str, tuple[str, ...]]]:
-    """Return the absent words (SLIP_MIN_LETTERS or more) with a term one edit from terms of
-    the chunks that hold the question's other words best (same first letter, as
-    cache_terms_near gives them), each with those terms: 'Wrode' (wrod: word) beside
-    'Notepade' in the page naming Word and Notepad, 'linebreakbr' in the page on the
-    linebreaksbr filter. Only there: a word one edit from any folder word let off-topic
+    """Return the absent words (SLIP_MIN_LETTERS or more) with a term one edit from a term of
+    the chunks that hold the question's other words best, each with that term: 'Wrode'
+    (wrod: word) beside 'Notepade' in the page naming Word and Notepad, 'linebreakbr' in the
+    page on the linebreaksbr filter. Of the folder's terms one edit away (the first letter
+    kept), the SLIP_CANDIDATES most held are tried, most held first, and the first the best
+    chunks hold is the one: in a large folder a short word has many neighbours ('fiels':
+    feel, field, file, fill). Only there: a word one edit from any folder word let off-topic
     questions through (reports/answers-real-docs.md)."""
     terms, slips = dict(question.words), []
     for word in absent:
         if len(word) < SLIP_MIN_LETTERS or not best_chunks:
             continue
-        near = {other: None for term in terms.get(word, ()) if len(term) >= SLIP_MIN_TERM
-                for other in cache_terms_near(conn, term, 1) if text_edit_distance(term, other, 1) <= 1}
-        held = tuple(other for other in near if not best_chunks.isdisjoint(_word_chunks(conn, [other])))
-        if held:
-            slips.append((word, held))
+        near = {other: held for term in terms.get(word, ()) if len(term) >= SLIP_MIN_TERM
+                for other, held in cache_terms_one_edit(conn, term)}
+        tried = sorted(near, key=lambda other: (-near[other], other))[:SLIP_CANDIDATES]
+        read = next((other for other in tried if not best_chunks.isdisjoint(_word_chunks(conn, [other]))), None)
+        if read is not None:
+            slips.append((word, (read,)))
     return slips
 
 

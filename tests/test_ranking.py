@@ -347,6 +347,21 @@ class SlipGateTest(TempDirTest):
         self.assertTrue(result.answer.startswith("- Filter linebreaksbr v šablóne mení zalomenia riadkov "
                                                  "na odstavce. [filtre.md:3-3]"), result.answer)
 
+    def test_terms_one_edit_away_keep_the_first_letter_and_come_most_held_first(self):
+        write_files(self.docs, {"w.md": "# Words\n\nword word words wood cord ward world\n",
+                                "v.md": "# More\n\nward wardx\n"})
+        settings = self.settings(use_embeddings=False)
+        docs_qa.index_folder(settings)
+        conn = docs_qa.cache_open(docs_qa.cache_path(settings.cache_dir, self.docs))
+        try:
+            near = docs_qa.cache_terms_one_edit(conn, "wrod")      # a swap; the index stems as Porter does
+        finally:
+            conn.close()
+        terms = [term for term, _ in near]
+        self.assertIn("word", terms)
+        self.assertNotIn("cord", terms)                             # the first letter differs
+        self.assertEqual(near, sorted(near, key=lambda row: (-row[1], row[0])))
+
     def test_a_slip_of_a_word_found_only_elsewhere_counts_as_absent(self):
         # 'Dockre' is one edit from the tools page's Docker, but the deploy page holds the rest
         question = "Ako nasadím blog cez Dockre?"
