@@ -5354,6 +5354,8 @@ COVERAGE_CLASSES_MAX = 256         # ... and goes on chunk by chunk beyond this 
 SLIP_MIN_LETTERS = 5               # a word the folder lacks, this long or longer, may be a slip of a
 SLIP_MIN_TERM = 4                  # word of the best fragment: a term this long, one edit from the folder's,
 SLIP_CANDIDATES = 3                # ... among the few most held such terms (a slip is read as one of them)
+SLIP_MAX_LETTERS = 40              # a longer word is no slip (its spellings one edit away number 75 per
+                                   # letter: a 4,000-letter word cost 5 s of lookups)
 IDENTIFIER_MIN_DOCUMENTS = 3       # in a folder of this many documents, an identifier written on more
                                    # than half of them ('FastAPI' in its own manual) opens no gate
 
@@ -5412,7 +5414,7 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
 
 def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[str],
                 best_chunks: set[int]) -> list[tuple[str, tuple[str, ...]]]:
-    """Return the absent words (SLIP_MIN_LETTERS or more) with a term one edit from a term of
+    """Return the absent words (SLIP_MIN_LETTERS to SLIP_MAX_LETTERS) with a term one edit from a term of
     the chunks that hold the question's other words best, each with that term: 'Wrode'
     (wrod: word) beside 'Notepade' in the page naming Word and Notepad, 'linebreakbr' in the
     page on the linebreaksbr filter. Of the folder's terms one edit away (the first letter
@@ -5422,7 +5424,7 @@ def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[s
     questions through (reports/answers-real-docs.md)."""
     terms, slips = dict(question.words), []
     for word in absent:
-        if len(word) < SLIP_MIN_LETTERS or not best_chunks:
+        if not SLIP_MIN_LETTERS <= len(word) <= SLIP_MAX_LETTERS or not best_chunks:
             continue
         near = {other: held for term in terms.get(word, ()) if len(term) >= SLIP_MIN_TERM
                 for other, held in cache_terms_one_edit(conn, term)}

@@ -362,6 +362,15 @@ class SlipGateTest(TempDirTest):
         self.assertNotIn("cord", terms)                             # the first letter differs
         self.assertEqual(near, sorted(near, key=lambda row: (-row[1], row[0])))
 
+    def test_a_word_longer_than_a_slip_is_not_read_as_one(self):
+        # one letter from a folder word, but too long to be tried (its spellings one edit away
+        # would be thousands of lookups per question)
+        long_word = "konfiguracny" * 4                                   # 48 letters
+        write_files(self.docs, {"editor.md": self.DOCS["editor.md"].replace("Notepad.", f"Notepad a {long_word}.")})
+        question = f"Prečo nemôžem písať kód vo {long_word[:-1]}x alebo Notepade?"
+        self.assertGreater(len(long_word), docs_qa.SLIP_MAX_LETTERS)
+        self.assertEqual(self.coverage(question), self.coverage(question.replace(long_word[:-1] + "x", "Qxyvz")))
+
     def test_a_slip_of_a_word_found_only_elsewhere_counts_as_absent(self):
         # 'Dockre' is one edit from the tools page's Docker, but the deploy page holds the rest
         question = "Ako nasadím blog cez Dockre?"
