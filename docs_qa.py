@@ -5367,8 +5367,8 @@ class _Shares(NamedTuple):
     folder_coverage: float         # the folder's share
     identifier: str | None         # the first identifier the folder writes rarely, as the question does
     absent: tuple[str, ...]        # the content words no form of which occurs in the folder
-    slips: tuple[tuple[str, tuple[str, ...]], ...] = ()   # words read as slips, each with the folder
-                                   # terms one edit away that the best chunks hold (_slips_held)
+    slips: tuple[tuple[str, str], ...] = ()   # words read as slips, each with the folder term one edit
+                                   # away that the best chunks hold (_slips_held)
 
 
 def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
@@ -5413,15 +5413,15 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
 
 
 def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[str],
-                best_chunks: set[int]) -> list[tuple[str, tuple[str, ...]]]:
-    """Return the absent words (SLIP_MIN_LETTERS to SLIP_MAX_LETTERS) with a term one edit from a term of
-    the chunks that hold the question's other words best, each with that term: 'Wrode'
-    (wrod: word) beside 'Notepade' in the page naming Word and Notepad, 'linebreakbr' in the
-    page on the linebreaksbr filter. Of the folder's terms one edit away (the first letter
-    kept), the SLIP_CANDIDATES most held are tried, most held first, and the first the best
-    chunks hold is the one: in a large folder a short word has many neighbours ('fiels':
-    feel, field, file, fill). Only there: a word one edit from any folder word let off-topic
-    questions through (reports/answers-real-docs.md)."""
+                best_chunks: set[int]) -> list[tuple[str, str]]:
+    """Return the absent words (SLIP_MIN_LETTERS to SLIP_MAX_LETTERS letters) with a term one
+    edit from a term of the chunks that hold the question's other words best, each with that
+    term: 'Wrode' (wrod: word) beside 'Notepade' in the page naming Word and Notepad,
+    'linebreakbr' in the page on the linebreaksbr filter. Of the folder's terms one edit away
+    (the first letter kept), the SLIP_CANDIDATES most held are tried, most held first, and
+    the first the best chunks hold is the one: in a large folder a short word has many
+    neighbours ('fiels': feel, field, file, fill). Only there: a word one edit from any folder
+    word let off-topic questions through (reports/answers-real-docs.md)."""
     terms, slips = dict(question.words), []
     for word in absent:
         if not SLIP_MIN_LETTERS <= len(word) <= SLIP_MAX_LETTERS or not best_chunks:
@@ -5431,19 +5431,18 @@ def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[s
         tried = sorted(near, key=lambda other: (-near[other], other))[:SLIP_CANDIDATES]
         read = next((other for other in tried if not best_chunks.isdisjoint(_word_chunks(conn, [other]))), None)
         if read is not None:
-            slips.append((word, (read,)))
+            slips.append((word, read))
     return slips
 
 
-def _question_with_slips(question: Question, slips: Iterable[tuple[str, tuple[str, ...]]]) -> Question:
-    """Return question with each slip's folder terms added to its word's terms (and to the
+def _question_with_slips(question: Question, slips: Iterable[tuple[str, str]]) -> Question:
+    """Return question with each slip's folder term added to its word's terms (and to the
     terms, said once): BM25 and the answer then read 'linebreakbr' as linebreaksbr."""
-    extra = dict(slips)
-    words = tuple((word, terms + tuple(t for t in extra.get(word, ()) if t not in terms))
+    read = dict(slips)
+    words = tuple((word, terms + ((read[word],) if word in read and read[word] not in terms else ()))
                   for word, terms in question.words)
     counts = dict(question.terms)
-    for added in extra.values():
-        counts.update({term: 1 for term in added if term not in counts})
+    counts.update({term: 1 for term in read.values() if term not in counts})
     return replace(question, terms=MappingProxyType(counts), words=words)
 
 
