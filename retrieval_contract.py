@@ -1053,6 +1053,8 @@ def text_insert_fleeting_e(base: str) -> str:
 
 
 NAME_MIN_STEM_CHARS = 2            # a name stem never gets shorter than this
+FLEETING_E_MIN_LETTERS = 5         # a question word this long also meets its forms with and without a
+                                   # fleeting e (pojem, pojmom); shorter words are left as stemmed
 # Slovak and Polish inflectional endings of names, longest first; see text_name_stem. The
 # female surname endings also come without their accent (Kovacova, Kovacovu), as typed on a
 # keyboard without Slovak letters; the Polish ones take a Slovak name into Polish cases
@@ -1090,14 +1092,19 @@ def text_name_stem(word: str) -> str:
     return text_drop_fleeting_e(word)
 
 
+def _fleeting_e_stems(stems: Iterable[str]) -> dict[str, None]:
+    """Return stems with their forms with and without a fleeting e, in order: 'Petrom' (petr)
+    then meets 'Peter' (peter), 'pojmom' (pojm) 'pojem', and 'Peter' meets 'Petra' (petr)."""
+    return dict.fromkeys(form for stem in stems
+                         for form in (stem, text_insert_fleeting_e(stem), text_drop_fleeting_e(stem)))
+
+
 def _name_stems(word: str, stems: Iterable[str], stemmers: Iterable[Callable[[str], str]]) -> dict[str, None]:
-    """Return a personal name's terms, in order: its stems with their forms with and without a
-    fleeting e ('Petrom' (petr) then meets 'Peter' (peter), and 'Peter' meets 'Petra' (petr)),
-    then the stems of the nominatives it may have (text_name_stem, then each of
-    NAME_NOMINATIVE_ENDINGS, with and without a fleeting e), as a document stems its
+    """Return a personal name's terms, in order: its stems with and without a fleeting e
+    (_fleeting_e_stems), then the stems of the nominatives it may have (text_name_stem, then
+    each of NAME_NOMINATIVE_ENDINGS, with and without a fleeting e), as a document stems its
     nominative: 'Andrejovi' meets 'Andrej', 'Kováča' a Polish page's 'Kováč'."""
-    terms = dict.fromkeys(form for stem in stems
-                          for form in (stem, text_insert_fleeting_e(stem), text_drop_fleeting_e(stem)))
+    terms = _fleeting_e_stems(stems)
     base = text_fold(text_name_stem(word))
     for root in dict.fromkeys((base, text_insert_fleeting_e(base))):
         terms.update(dict.fromkeys(stem(root + ending) for ending in NAME_NOMINATIVE_ENDINGS for stem in stemmers))
@@ -1275,6 +1282,8 @@ class _QueryPlan(NamedTuple):
     case_tells: bool                              # capitals make a word code-like (text_case_tells)
     names: frozenset[str]                         # folded words written as personal names in a
                                                   # Polish or Slovak question (_name_stems)
+    slavic: bool = False                          # a question not told English: its longer words
+                                                  # also meet their forms with a fleeting e
 
 
 def _query_plan(text: str, folded: list[str], detected: str | None = None,
@@ -1290,9 +1299,11 @@ def _query_plan(text: str, folded: list[str], detected: str | None = None,
     key = "unknown_en" if language == "unknown" and (detected or text_detect_language(text)) == "en" \
         else language
     case_tells = text_case_tells(text) or not rules.all_caps_rule
-    names = frozenset() if key in ("en", "unknown_en") else frozenset(text_folded_words(" ".join(
-        w for w in text_name_words(text) if not text_is_code_word(w, case_tells))))   # Slavic names
-    return _QueryPlan(language, stop_words, rules.request_stop_words, rules.stemmers[key], case_tells, names)
+    slavic = key not in ("en", "unknown_en")
+    names = frozenset(text_folded_words(" ".join(w for w in text_name_words(text) if not text_is_code_word(
+        w, case_tells)))) if slavic else frozenset()   # Slavic names
+    return _QueryPlan(language, stop_words, rules.request_stop_words, rules.stemmers[key], case_tells, names,
+                      slavic)
 
 
 def text_query_words(text: str, rules: QueryRules = QUERY_RULES) -> list[tuple[str, tuple[str, ...]]]:
@@ -1304,11 +1315,12 @@ def text_query_words(text: str, rules: QueryRules = QUERY_RULES) -> list[tuple[s
 
 def _query_words(text: str, plan: _QueryPlan) -> list[tuple[str, tuple[str, ...]]]:
     """Return text_query_words of a question stemmed as plan says."""
-    language, stop_words, request_stop_words, stemmers, case_tells, names = plan
+    language, stop_words, request_stop_words, case_tells = plan.language, plan.stop_words, \
+        plan.request_stop_words, plan.case_tells
     out = []
     for word in TEXT_QUESTION_WORD.findall(text):
         parts = [w for w in text_folded_words(word) if w not in stop_words and w not in request_stop_words]
-        terms = {term: None for part in parts for term in _word_stems(part, stemmers, names)}
+        terms = {term: None for part in parts for term in _word_stems(part, plan)}
         if language == "en" and text_is_code_word(word, case_tells):
             terms.update(dict.fromkeys(text_stem(part) for part in parts))
         if terms:
@@ -1316,11 +1328,16 @@ def _query_words(text: str, plan: _QueryPlan) -> list[tuple[str, tuple[str, ...]
     return out
 
 
-def _word_stems(word: str, stemmers: tuple[Callable[[str], str], ...], names: frozenset[str]) -> dict[str, None]:
-    """Return a folded question word's terms, in order: its stem under each stemmer, and for a
-    personal name its forms with and without a fleeting e and its nominatives' (_name_stems)."""
-    stems = dict.fromkeys(stem(word) for stem in stemmers)
-    return _name_stems(word, stems, stemmers) if word in names else stems
+def _word_stems(word: str, plan: _QueryPlan) -> dict[str, None]:
+    """Return a folded question word's terms, in order: its stem under each of the plan's
+    stemmers; for a personal name also its forms with and without a fleeting e and its
+    nominatives' (_name_stems), and for another word of FLEETING_E_MIN_LETTERS or more in a
+    question not told English its forms with and without a fleeting e (_fleeting_e_stems):
+    the light stemmers keep the e of 'pojem' and drop it from 'pojmom'."""
+    stems = dict.fromkeys(stem(word) for stem in plan.stemmers)
+    if word in plan.names:
+        return _name_stems(word, stems, plan.stemmers)
+    return _fleeting_e_stems(stems) if plan.slavic and len(word) >= FLEETING_E_MIN_LETTERS else stems
 
 
 def text_query_counts(text: str, rules: QueryRules = QUERY_RULES) -> dict[str, int]:
@@ -1337,11 +1354,12 @@ def text_query_counts(text: str, rules: QueryRules = QUERY_RULES) -> dict[str, i
 
 def _query_counts(text: str, folded: list[str], plan: _QueryPlan) -> dict[str, int]:
     """Return text_query_counts of a question (folded: its folded words) stemmed as plan says."""
-    language, stop_words, request_stop_words, stemmers, case_tells, names = plan
+    language, stop_words, request_stop_words, case_tells = plan.language, plan.stop_words, \
+        plan.request_stop_words, plan.case_tells
     counts: Counter = Counter()
     for word in folded:
         if word not in stop_words and word not in request_stop_words:
-            counts.update(dict.fromkeys(_word_stems(word, stemmers, names), 1))
+            counts.update(dict.fromkeys(_word_stems(word, plan), 1))
     if language == "en":
         codes = " ".join(w for w in TEXT_QUESTION_WORD.findall(text) if text_is_code_word(w, case_tells))
         for word in text_folded_words(codes):
