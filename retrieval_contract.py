@@ -1018,8 +1018,9 @@ vymenuj zname znie zo""".split())),
 
 
 # --- Names — where a question writes a name, its endings and the fleeting e of a Slovak,
-# Czech or Polish name (Peter, Petra, Petrom; Marek, Marka): one rule for the question's
-# terms, the no-answer gate (docs_qa) and the graph's name matching (graph_store §4)
+# Czech or Polish name (Peter, Petra, Petrom; Marek, Marka; and of a longer word: pojem,
+# pojmom): one rule for the question's terms, the no-answer gate (docs_qa) and the graph's
+# name matching (graph_store §4)
 
 NAME_VOWELS = frozenset("aeiouyáäéíóôúýěůąę")
 
@@ -1282,7 +1283,7 @@ class _QueryPlan(NamedTuple):
     case_tells: bool                              # capitals make a word code-like (text_case_tells)
     names: frozenset[str]                         # folded words written as personal names in a
                                                   # Polish or Slovak question (_name_stems)
-    slavic: bool = False                          # a question not told English: its longer words
+    slavic: bool                                  # a question not told English: its longer words
                                                   # also meet their forms with a fleeting e
 
 
