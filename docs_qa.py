@@ -2616,8 +2616,9 @@ CACHE_SCHEMA_VERSION = 5          # 2: postings as packed arrays per term; 3: ch
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 CACHE_PAGE_SIZE = 16384            # bytes per page of a new file: fewer overflow pages for a frequent
                                    # term's postings and fewer page splits per row (sqlite's default 4096)
-TOKENIZER_VERSION = "t7"          # t7: Polish and Slovak prepositions, pronouns, question-frame words; t6: Polish and Slovak
-                                  # stemmers; t5: format characters (Cf) dropped inside words
+TOKENIZER_VERSION = "t8"          # t8: what "n't" leaves (don, isn) is a stop word; t7: Polish and
+                                  # Slovak prepositions, pronouns, question-frame words; t6: Polish and
+                                  # Slovak stemmers; t5: format characters (Cf) dropped inside words
 _SQLITE_DAMAGE_NAMES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 _SQLITE_DAMAGE_TEXTS = ("malformed", "not a database", "no such table", "no such column")
 SQL_IN_BATCH = 500                 # ids per `IN (...)` list, under sqlite's bound-parameter limit

@@ -502,7 +502,8 @@ once only or other our ours ourselves out over own same she should so some such 
 that the their theirs them themselves then there these they this those through to too
 under until up upon very was we were what when where which while who whom why will
 with would you your yours yourself yourselves may must shall might can't cannot
-""".split())
+don doesn didn isn aren wasn weren hasn haven hadn wouldn shouldn couldn mustn needn shan
+""".split())       # the last: what "n't" leaves when the apostrophe splits it (don't, isn't)
 _STOP_PL = frozenset("""
 a aby albo ale bo by byc czy dla do gdy gdzie i ich jak jaki jakie jest jestem jesli
 juz kiedy ktora ktore ktory mi mnie na nad nie nim o od oraz po pod przez przy sa
@@ -1117,6 +1118,19 @@ def _name_stems(word: str, stems: Iterable[str], stemmers: Iterable[Callable[[st
 # words do not tell).
 
 TEXT_QUESTION_WORD = lazy_re(r"[^\W_]+(?:[_\-/.][^\W_]+)*")
+# an English contraction's ending ("what's", "I'm", "we'll"): dropped from a question, whose
+# words it would join as a one-letter word ('s') that every fragment saying "it's" holds;
+# "won't" and "shan't" are will and shall ("don't" leaves a stop word, don)
+_CONTRACTION_END = lazy_re(r"(?<=[^\W\d_])['\u2019](?i:s|t|d|m|ll|re|ve)(?![^\W_])")
+_CONTRACTION_NOT = lazy_re(r"(?<![^\W_])(?i:(wo|sha)n['\u2019]t)(?![^\W_])")
+
+
+def _without_contractions(text: str) -> str:
+    """Return a question's text with English contractions' endings dropped (_CONTRACTION_END)."""
+    if "'" not in text and "\u2019" not in text:
+        return text
+    text = _CONTRACTION_NOT.sub(lambda m: "will" if m.group(1).lower() == "wo" else "shall", text)
+    return _CONTRACTION_END.sub("", text)
 
 
 # the stemmer of each language a text can be indexed in; 'other': its stop words do not tell
@@ -1310,7 +1324,9 @@ def _query_plan(text: str, folded: list[str], detected: str | None = None,
 def text_query_words(text: str, rules: QueryRules = QUERY_RULES) -> list[tuple[str, tuple[str, ...]]]:
     """Return each content word of a question as written (GTU_12 and e-mail whole) with its
     terms, stemmed as text_query_counts stems the whole question (its language decides the
-    stemmers and stop words, not the word alone); stop words and boilerplate left out."""
+    stemmers and stop words, not the word alone); stop words, contractions' endings and
+    boilerplate left out."""
+    text = _without_contractions(text)
     return _query_words(text, _query_plan(text, text_folded_words(text), rules=rules))
 
 
@@ -1349,6 +1365,7 @@ def text_query_counts(text: str, rules: QueryRules = QUERY_RULES) -> dict[str, i
     Porter too, so a short query meets documents of any language. An English question also gets the
     light stems of its code-like words, so they meet Polish documents ('WIS' is 'wi' to
     Porter, 'wis' to them); capitals make a word code-like only when the question has lower case."""
+    text = _without_contractions(text)
     folded = text_folded_words(text)
     return _query_counts(text, folded, _query_plan(text, folded, rules=rules))
 
@@ -1411,8 +1428,9 @@ def question_make(text: Any, limit: int | None = None, field_name: str = "questi
         raise InvalidQueryError(f"the question is longer than {MAX_QUESTION_CHARS} characters", (field_name,))
     told = text_detect_language(cleaned, None)
     language = told or DEFAULT_QUESTION_LANGUAGE
-    folded = text_folded_words(cleaned)
-    plan = _query_plan(cleaned, folded, language, rules)
+    spoken = _without_contractions(cleaned)
+    folded = text_folded_words(spoken)
+    plan = _query_plan(spoken, folded, language, rules)
     return Question(cleaned, language, told is not None,
-                    MappingProxyType(_query_counts(cleaned, folded, plan)),
-                    tuple(_query_words(cleaned, plan)), limit)
+                    MappingProxyType(_query_counts(spoken, folded, plan)),
+                    tuple(_query_words(spoken, plan)), limit)

@@ -43,6 +43,17 @@ class QuestionMakeTest(unittest.TestCase):
         self.assertEqual(question.language_or("sk"), "sk")          # the graph's assumption
         self.assertEqual(rc.question_make("Aký názov práce má Ján Holp?").language_or("en"), "sk")
 
+    def test_an_english_contraction_leaves_no_word_behind(self):
+        # "What's" and "don't" split at the apostrophe into 'what' + 's', 'don' + 't': the
+        # letters would be words that every fragment saying "it's" or "let's" holds
+        question = rc.question_make("What's the call? I don't know, I'm lost, we'll see, they've gone")
+        self.assertEqual([word for word, _ in question.words], ["call", "know", "lost", "see", "gone"])
+        self.assertEqual(question.text, "What's the call? I don't know, I'm lost, we'll see, they've gone")
+        self.assertEqual(dict(question.terms), rc.text_query_counts(question.text))
+        won = rc.question_make("TestClient won’t import, which package?")     # typographic apostrophe
+        self.assertEqual([word for word, _ in won.words], ["TestClient", "import", "package"])
+        self.assertEqual([word for word, _ in rc.question_make("Who won the award?").words], ["won", "award"])
+
     def test_a_question_is_made_once_and_never_changes(self):
         question = rc.question_make("termin JPK")
         self.assertIs(rc.question_make(question), question)
