@@ -6729,6 +6729,10 @@ def _block_at(lines: list[str], i: int) -> tuple[str, int]:
         return "caption", i + 1
     if _is_markup_line(line):
         return "markup", i + 1
+    if line.lstrip().startswith("<!--") and "-->" not in line:     # a comment over several lines
+        end = next((k for k in range(i + 1, len(lines)) if "-->" in lines[k]), None)
+        if end is not None and not lines[end].split("-->", 1)[1].strip():
+            return "markup", end + 1
     for kind, pattern in (("command", _COMMAND_LINE), ("table", _TABLE_LINE)):
         if pattern.match(line):
             j = i
@@ -7140,8 +7144,8 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     """
     question = question_make(question)
     wants = _question_wants(question.text)
-    words_terms = [_name_terms(word, terms) for word, terms in question.words
-                   if not (wants.definition and text_fold(word) in _DEFINE_FRAME_WORDS)]
+    words_terms = _distinct_words(_name_terms(word, terms) for word, terms in question.words
+                                  if not (wants.definition and text_fold(word) in _DEFINE_FRAME_WORDS))
     scored, tokenizer = [], shared_tokenizer()   # stems remembered across questions
     for chunk, pieces in _joined_fragments(result.hits):
         scored.extend(_scored_units(words_terms, wants, chunk, pieces, tokenizer))
@@ -7413,16 +7417,23 @@ def _answer_confidence(question: str | Question, coverage: float, unit: str, min
     the folder barely covers."""
     question = question_make(question)
     held = set(shared_tokenizer().tokens(unit))
-    words: list[set[str]] = []           # a word said twice, or in two forms, counts once
-    for _, terms in question.words:
+    words = _distinct_words(terms for _, terms in question.words)
+    share = sum(1 for terms in words if terms & held) / len(words) if words else 0.0
+    score = round((min(max(coverage, 0.0), 1.0) + share) / 2, 2)
+    return Confidence("high" if score >= min_confidence else "low", score)
+
+
+def _distinct_words(word_terms: Iterable[Iterable[str]]) -> list[set[str]]:
+    """Return the question's words as sets of terms, a word said twice, or in two forms
+    sharing a term, once: 'one' in 'put one router inside another one' counts once."""
+    words: list[set[str]] = []
+    for terms in word_terms:
         same = next((known for known in words if known.intersection(terms)), None)
         if same is None:
             words.append(set(terms))
         else:
             same.update(terms)
-    share = sum(1 for terms in words if terms & held) / len(words) if words else 0.0
-    score = round((min(max(coverage, 0.0), 1.0) + share) / 2, 2)
-    return Confidence("high" if score >= min_confidence else "low", score)
+    return words
 
 
 def _first_quoted_unit(text: str, mode: str, paths: list[str]) -> str | None:

@@ -310,6 +310,24 @@ class MarkupViewTest(TempDirTest):
             "$ . myvenv/Scripts/activate.ps1\n```"))
         self.assertNotIn("endsec", result.answer)
 
+    def test_a_comment_over_two_lines_is_not_shown(self):
+        # a GitBook section marker is an HTML comment split over two lines: a reader never sees it,
+        # though it holds the question's words
+        text = ("# Setup\n\n<!--sec data-title=\"Setup on Windows\" data-id=\"setup_windows\"\n"
+                "data-collapse=true ces-->\n\nRun the installer from the console:\n\n"
+                "    setup.exe --install\n\n<!--endsec-->\n")
+        result = self.assert_opens_with({"s.md": text}, "How do I run the setup on Windows?", (
+            "- Run the installer from the console: [s.md:6-8]\n```\nsetup.exe --install\n```"))
+        self.assertNotIn("data-title", result.answer)
+
+    def test_a_word_said_twice_in_the_question_counts_once(self):
+        # 'one' twice must not outweigh 'router' and 'another' (both sentences hold two words)
+        text = ("# Routers\n\nJust one tag, one of many.\n\n"
+                "You can include a router in another router with `router.include_router(other)`.\n")
+        result = self.assert_opens_with({"r.md": text}, "Can I put one router inside another one?",
+                                        "- You can include a router in another router")
+        self.assertNotIn("Just one tag", result.answer.split("\n")[0])
+
     def test_raw_tags_in_an_introduced_list_are_not_shown(self):
         text = ("# Forms\n\nTo make a form work we need several things:\n\n"
                 "- We display the form with {% raw %}`{{ form.as_p }}`{% endraw %}.\n- We need a Save button.\n")
