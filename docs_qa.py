@@ -6593,6 +6593,10 @@ _MARKUP_PIECE = _lazy_re(r"\{%.*?%\}|\{\*.*?\*\}|\{!.*?!\}|\{\{[<%].*?[>%]\}\}|-
                          r"|^\s*:::.*")
 _CONTAINER_OPENER = _lazy_re(r"^(\s*)(?:(?:!!!|\?\?\?\+?)\s*[\w-]+(?:\s+\"([^\"]*)\")?|===\+?\s+\"([^\"]*)\")\s*$")
 _INLINE_MARKUP = _lazy_re(r"\{%-?\s*(?:raw|endraw)\s*-?%\}")
+# prose markup shown as its text: inline HTML tags, and attribute lists after a link or heading
+_INLINE_HTML = _lazy_re(r"</?(?i:a|abbr|b|big|br|cite|code|del|dfn|em|font|i|img|ins|kbd|mark|q|s|samp|small"
+                        r"|span|strong|sub|sup|u|var)(?:\s[^<>]*)?/?>|\{\s*[:.#][\w-][^{}]*\}")
+_CODE_SPAN = _lazy_re(r"(`+[^`]*`+)")       # split() keeps the spans, at odd indices
 # a line's closing ': {% filename %}x{% endfilename %}': the text before it introduces the code
 # that follows, shown under the caption x ('… install python3-venv: {% filename %}command-line…')
 _TRAILING_CAPTION = _lazy_re(r"^(.*:)\s*" + _FILENAME_TAG + r"\s*$")
@@ -6642,9 +6646,13 @@ def _is_markup_line(line: str) -> bool:
 def _markup_view(text: str) -> str:
     """Return a line of prose as the rendered page shows it: inline {% raw %} tags and
     embeds (![[x.png]]) removed, a {% filename %}x{% endfilename %} caption as x, a wiki
-    link ([[Note|alias]], [[Note]]) as its text."""
+    link ([[Note|alias]], [[Note]]) as its text; outside `code`, inline HTML tags (<a
+    href=…>x</a> as x) and attribute lists ({.internal-link target=_blank}, { #anchor })."""
     if "[[" in text:
         text = " ".join(_WIKI_LINK.sub(r"\1", _WIKI_EMBED.sub("", text)).split())
+    if "<" in text or "{" in text:
+        text = "".join(part if k % 2 else _INLINE_HTML.sub("", part)
+                       for k, part in enumerate(_CODE_SPAN.split(text)))
     if "{%" not in text:
         return text
     caption = _CAPTION_LINE.match(text)

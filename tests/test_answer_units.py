@@ -320,6 +320,19 @@ class MarkupViewTest(TempDirTest):
             "- Run the installer from the console: [s.md:6-8]\n```\nsetup.exe --install\n```"))
         self.assertNotIn("data-title", result.answer)
 
+    def test_inline_html_and_attribute_lists_show_as_their_text_but_not_inside_code(self):
+        text = ("# Testing { #testing }\n\nTo use the test client, first install "
+                "<a href=\"https://example.org/httpx\" class=\"external-link\" target=\"_blank\">`httpx`</a> "
+                "in a [virtual environment](venv.md){.internal-link target=_blank}.\n\n"
+                "Then change `<a href=\"\">{{ post.title }}</a>` in the test client page.\n")
+        result = self.ask({"t.md": text}, "Which package does the test client need installed first?")
+        self.assertTrue(result.answer.startswith(
+            "- To use the test client, first install `httpx` in a [virtual environment](venv.md). [t.md:3-3]"),
+            result.answer)
+        self.assertIn("`<a href=\"\">{{ post.title }}</a>`", result.answer)     # code is shown as written
+        self.assertEqual(result.unsupported, [])
+        self.assertTrue(all(c.valid for c in result.citations), result.citations)
+
     def test_a_word_said_twice_in_the_question_counts_once(self):
         # 'one' twice must not outweigh 'router' and 'another' (both sentences hold two words)
         text = ("# Routers\n\nJust one tag, one of many.\n\n"
