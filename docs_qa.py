@@ -7155,8 +7155,9 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     words_terms = _distinct_words(_name_terms(word, terms) for word, terms in question.words
                                   if not (wants.definition and text_fold(word) in _DEFINE_FRAME_WORDS))
     scored, tokenizer = [], shared_tokenizer()   # stems remembered across questions
+    titles = {hit.chunk.path: hit.title for hit in result.hits}
     for chunk, pieces in _joined_fragments(result.hits):
-        scored.extend(_scored_units(words_terms, wants, chunk, pieces, tokenizer))
+        scored.extend(_scored_units(words_terms, wants, chunk, pieces, tokenizer, titles[chunk.path]))
     scored.sort(key=lambda s: s[:5])
     chosen: list[tuple] = []
     for entry in [s for s in scored if s[0] < 0] or scored[:1]:
@@ -7168,19 +7169,21 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
 
 
 def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
-                  pieces: tuple[tuple[int, int, int], ...], tokenizer: Tokenizer) -> list[tuple]:
+                  pieces: tuple[tuple[int, int, int], ...], tokenizer: Tokenizer,
+                  title: str | None = None) -> list[tuple]:
     """Return (-score, rank, prefer, span, path, unit) for each unit of a fragment worth
     quoting: its citations split where the fragment's pieces meet, its rank the best of
     the pieces it quotes from (see _joined_fragments). A unit scores one point for each
     question word it holds in any form (words_terms: each word's terms, as retrieval stems
     it), half a point for each other question word its section's headings hold (a heading
-    frames what is under it), plus one for each kind of content the question asks for that
-    it brings (a date, code, a definition; a duty and a condition). Weighting words by their
-    IDF instead was measured and lost keys on the docsqa-dev questions of all three
-    languages (reports/answers-real-docs.md)."""
+    frames what is under it; the document's title, when a section below it frames the
+    unit, does not: it frames every unit of the page alike), plus one for each kind of
+    content the question asks for that it brings (a date, code, a definition; a duty and a
+    condition). Weighting words by their IDF instead was measured and lost keys on the
+    docsqa-dev questions of all three languages (reports/answers-real-docs.md)."""
     terms = set().union(*words_terms)
     language = tokenizer.language(chunk.text)       # as the index stemmed the fragment
-    heads = [(line, set(tokenizer.tokens(path, language))) for line, path in _heading_paths(chunk)]
+    heads = [(line, set(tokenizer.tokens(path, language))) for line, path in _heading_paths(chunk, title)]
     mine = []
     for unit in _units(chunk):
         if unit.needs_match and not terms & set(tokenizer.tokens(unit.needs_match, language)):
@@ -7246,14 +7249,20 @@ def _near_units(mine: list[tuple[float, _Unit]], k: int, step: int, blank: set[i
         near = other
 
 
-def _heading_paths(chunk: Chunk) -> list[tuple[int, str]]:
+def _heading_paths(chunk: Chunk, title: str | None = None) -> list[tuple[int, str]]:
     """Return (line, the headings over the text after it) for the chunk's start (its sections)
-    and for each heading inside it: a heading replaces those of its level and below."""
+    and for each heading inside it: a heading replaces those of its level and below. The
+    document's title (its outermost heading, when it is title) is left out of a path that
+    goes deeper."""
+    def shown(path: list[tuple[int, str]]) -> str:
+        framing = path[1:] if len(path) > 1 and title is not None and path[0][1] == title else path
+        return " ".join(heading for _, heading in framing)
+
     path = list(enumerate(chunk.sections, 1))             # (level, title); levels as far as known
-    out = [(chunk.start_line - 1, " ".join(chunk.sections))]
-    for index, level, title in _headers(chunk.text.split("\n"), 0):
-        path = [(lvl, t) for lvl, t in path if lvl < level] + [(level, title)]
-        out.append((chunk.start_line + index, " ".join(t for _, t in path)))
+    out = [(chunk.start_line - 1, shown(path))]
+    for index, level, heading in _headers(chunk.text.split("\n"), 0):
+        path = [(lvl, t) for lvl, t in path if lvl < level] + [(level, heading)]
+        out.append((chunk.start_line + index, shown(path)))
     return out
 
 

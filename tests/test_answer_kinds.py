@@ -97,6 +97,17 @@ class SectionHeadingTest(ExtractiveTest):
                         result.answer)
 
 
+    def test_the_pages_title_frames_no_unit_below_a_section(self):
+        # both sentences hold 'static files'; the page's title holds 'Django project' too, but it
+        # frames every unit of its page alike: the definition on the other page answers
+        files = {"project.md": "# Django project static files\n\n## Settings\n\n"
+                               "Add the static files folder at the end of the settings.\n",
+                 "assets.md": "# Assets\n\nStatic files are your CSS and images.\n"}
+        result = self.ask(files, "What counts as static files in a Django project?")
+        self.assertTrue(result.answer.startswith("- Static files are your CSS and images. [assets.md:3-3]"),
+                        result.answer)
+
+
 class DefinitionFrameTest(ExtractiveTest):
     def test_the_words_of_what_does_x_mean_are_not_its_topic(self):
         # the second sentence says 'means' as the question does; the first defines pk
