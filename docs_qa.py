@@ -169,7 +169,7 @@ __all__ = [
     "FileEntry", "CorpusScan", "ScanRun", "corpus_scan", "corpus_scan_begin", "corpus_walk", "corpus_read",
     "corpus_readable", "corpus_reread", "corpus_other_files", "corpus_no_documents_note",
     "chunk_text", "chunk_parse", "ParsedText", "front_matter_fields",
-    "bm25_idf", "bm25_scores", "bm25_query_weight", "bm25_term_counts",
+    "bm25_idf", "bm25_scores", "bm25_pooled_forms", "bm25_query_weight", "bm25_term_counts",
     "BackendError", "RetryPolicy", "Cancellation",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
     "default_cache_dir", "cache_path", "cache_open", "cache_snapshot",
@@ -2169,6 +2169,36 @@ def bm25_scores(postings: dict[str, list[tuple[int, int, int]]], n_docs: int,
             scores[chunk_id] = scores.get(chunk_id, 0.0) + \
                 idf * tf * k1_plus_1 / (tf + norm_a + norm_b * length)
     return scores
+
+
+def bm25_pooled_forms(postings: dict[str, list[tuple[int, int, int]]], forms: Iterable[tuple[str, ...]],
+                      query_weights: dict[str, float]) -> tuple[dict[str, list[tuple[int, int, int]]],
+                                                              dict[str, float]]:
+    """Return postings and query weights with the forms of each word (forms: each word's
+    terms, e.g. a Polish word's stems under both light stemmers and with a fleeting e) pooled
+    as one term: a chunk's tf is the sum of theirs, its df the chunks holding any, its query
+    weight the largest of theirs. A word counts once, as one stemmer merging its forms would
+    count it, not once per form a chunk happens to hold. A term is pooled with the first word
+    that has it; the pooled term's key is not a word ('\x00' and the first form)."""
+    pooled: dict[str, list[tuple[int, int, int]]] = {}
+    weights: dict[str, float] = {}
+    used: set[str] = set()
+    for terms in forms:
+        live = [term for term in dict.fromkeys(terms) if postings.get(term) and term not in used]
+        if len(live) < 2:
+            continue
+        used.update(live)
+        rows: dict[int, tuple[int, int, int]] = {}
+        for term in live:
+            for chunk_id, tf, length in postings[term]:
+                held = rows.get(chunk_id)
+                rows[chunk_id] = (chunk_id, tf + held[1], length) if held else (chunk_id, tf, length)
+        key = "\x00" + live[0]
+        pooled[key], weights[key] = list(rows.values()), max(query_weights.get(term, 1.0) for term in live)
+    for term, rows_of_term in postings.items():
+        if term not in used:
+            pooled[term], weights[term] = rows_of_term, query_weights.get(term, 1.0)
+    return pooled, weights
 
 
 def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None,
@@ -5154,7 +5184,10 @@ def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settin
     weights = {t: bm25_query_weight(n) for t, n in question.terms.items()}
     n_chunks, mean_length = cache_chunk_count(conn), cache_mean_length(conn)
     postings = _cache_postings(conn, list(weights))
-    scores = bm25_scores(postings, n_chunks, mean_length, settings.k1, settings.b, weights, TF_UNITS)
+    # a word's forms count once; the parts of a word like blog/urls.py or GTU_12 stay words of their own
+    forms = [terms for word, terms in question.words if len(text_folded_words(word)) == 1]
+    pooled, pooled_weights = bm25_pooled_forms(postings, forms, weights)
+    scores = bm25_scores(pooled, n_chunks, mean_length, settings.k1, settings.b, pooled_weights, TF_UNITS)
     if not scores:
         return [], 0
     places = functools.partial(_cache_places, conn)

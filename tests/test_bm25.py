@@ -26,6 +26,36 @@ class Bm25Test(unittest.TestCase):
         self.assertAlmostEqual(scores[1], scores[2])
 
 
+class PooledFormsTest(unittest.TestCase):
+    # ten chunks of equal length; chunk 1 says one question word in two forms ('kasa' as kas and
+    # kase), chunk 2 says that word once and the other question word ('fiskal', in 3 chunks)
+    POSTINGS = {"kas": [(1, 1, 10), (2, 1, 10)], "kase": [(1, 1, 10)],
+                "fiskal": [(2, 1, 10), (3, 1, 10), (4, 1, 10)]}
+
+    def test_a_words_forms_are_one_term_tf_summed_df_of_any(self):
+        pooled, weights = docs_qa.bm25_pooled_forms(self.POSTINGS, [("kas", "kase"), ("fiskal",)],
+                                                    {"kas": 1.0, "kase": 1.5, "fiskal": 1.0})
+        key = next(k for k in pooled if k != "fiskal")
+        self.assertEqual(sorted(pooled[key]), [(1, 2, 10), (2, 1, 10)])
+        self.assertEqual((weights[key], pooled["fiskal"], weights["fiskal"]), (1.5, self.POSTINGS["fiskal"], 1.0))
+
+    def test_a_word_in_two_forms_counts_once_against_two_words(self):
+        # by hand (k1 1.2, b 0.75, lengths at the mean): a tf of 1 scores 1 * idf, of 2 scores
+        # 1.375 * idf; idf(df 1) = ln 7.33, idf(df 2) = ln 4.4, idf(df 3) = ln 3.14
+        apart = docs_qa.bm25_scores(self.POSTINGS, 10, 10.0, 1.2, 0.75)
+        self.assertGreater(apart[1], apart[2])                 # ln 4.4 + ln 7.33 > ln 4.4 + ln 3.14
+        postings, _ = docs_qa.bm25_pooled_forms(self.POSTINGS, [("kas", "kase")], {})
+        pooled = docs_qa.bm25_scores(postings, 10, 10.0, 1.2, 0.75)
+        self.assertAlmostEqual(pooled[1], 1.375 * math.log(1 + 8.5 / 2.5))
+        self.assertAlmostEqual(pooled[2], math.log(1 + 8.5 / 2.5) + math.log(1 + 7.5 / 3.5))
+        self.assertGreater(pooled[2], pooled[1])
+
+    def test_a_term_of_two_words_is_pooled_with_the_first_and_a_lone_form_stays(self):
+        pooled, _ = docs_qa.bm25_pooled_forms(self.POSTINGS, [("kas", "kase"), ("kase", "fiskal"), ("zebra",)], {})
+        self.assertEqual(len(pooled), 2)                       # kas+kase, and fiskal on its own
+        self.assertIn("fiskal", pooled)
+
+
 class TermCountsTest(unittest.TestCase):
     def test_a_title_word_counts_heading_units_and_a_body_word_tf_units(self):
         # 'zebra' once in the title, once in the body; 'grass' once in the body (TF_UNITS 2 each)
