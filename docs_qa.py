@@ -6624,11 +6624,16 @@ _CAPTION_LINE = _lazy_re(r"^\s*" + _FILENAME_TAG + r"\s*$")
 _MARKUP_PIECE = _lazy_re(r"\{%.*?%\}|\{\*.*?\*\}|\{!.*?!\}|\{\{[<%].*?[>%]\}\}|--8<--.*"
                          r"|</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>|<!--.*?-->|%%.*?%%|!\[\[[^\]]*\]\]"
                          r"|^\s*:::.*")
+# a code block's line that only includes a file ({* ../../docs_src/app.py hl[3] *}, {!> x.md !},
+# --8<-- "x.py", {% include "x.html" %}): the rendered page shows that file's code, not the marker
+_INCLUDE_MARKER = _lazy_re(r"^\s*(?:\{\*\s*(\S+)[^*]*\*\}|\{!>?\s*([^!\s]+)[^!]*!\}|--8<--\s*\"([^\"]+)\""
+                           r"|\{%-?\s*include\s+['\"]([^'\"]+)['\"][^%]*%\})\s*$")
 _CONTAINER_OPENER = _lazy_re(r"^(\s*)(?:(?:!!!|\?\?\?\+?)\s*[\w-]+(?:\s+\"([^\"]*)\")?|===\+?\s+\"([^\"]*)\")\s*$")
 _INLINE_MARKUP = _lazy_re(r"\{%-?\s*(?:raw|endraw)\s*-?%\}")
 # prose markup shown as its text: inline HTML tags, and attribute lists after a link or heading
-_INLINE_HTML = _lazy_re(r"</?(?i:a|abbr|b|big|br|cite|code|del|dfn|em|font|i|img|ins|kbd|mark|q|s|samp|small"
-                        r"|span|strong|sub|sup|u|var)(?:\s[^<>]*)?/?>|\{\s*[:.#][\w-][^{}]*\}")
+_INLINE_HTML = _lazy_re(r"</?(?i:a|abbr|b|big|br|cite|code|del|details|dfn|em|font|i|img|ins|kbd|mark|q|s|samp"
+                        r"|small|span|strong|sub|summary|sup|u|var)(?:\s[^<>]*)?/?>|\{\s*[:.#][\w-][^{}]*\}")
+_TEMPLATE_VARIABLE = _lazy_re(r"\{\{\s*[\w.]+\s*\}\}")   # {{ warning_icon }} in a caption: an icon
 _CODE_SPAN = _lazy_re(r"(`+[^`]*`+)")       # split() keeps the spans, at odd indices
 # a line's closing ': {% filename %}x{% endfilename %}': the text before it introduces the code
 # that follows, shown under the caption x ('… install python3-venv: {% filename %}command-line…')
@@ -6671,6 +6676,11 @@ def _markup_lines(text: str) -> str:
     return "\n".join(lines)
 
 
+def _included_file(line: str) -> str:
+    """Return the file an include marker line (_INCLUDE_MARKER) includes."""
+    return next(name for name in _INCLUDE_MARKER.match(line).groups() if name)
+
+
 def _is_markup_line(line: str) -> bool:
     """Return True when a line outside code holds only markup (see _MARKUP_PIECE)."""
     return bool(line.strip()) and not _MARKUP_PIECE.sub("", line).strip()
@@ -6678,7 +6688,8 @@ def _is_markup_line(line: str) -> bool:
 
 def _markup_view(text: str) -> str:
     """Return a line of prose as the rendered page shows it: inline {% raw %} tags and
-    embeds (![[x.png]]) removed, a {% filename %}x{% endfilename %} caption as x, a wiki
+    embeds (![[x.png]]) removed, a {% filename %}x{% endfilename %} caption as x (without a
+    template variable, an icon: {{ warning_icon }}), a wiki
     link ([[Note|alias]], [[Note]]) as its text; outside `code`, inline HTML tags (<a
     href=…>x</a> as x) and attribute lists ({.internal-link target=_blank}, { #anchor })."""
     if "[[" in text:
@@ -6689,11 +6700,13 @@ def _markup_view(text: str) -> str:
     if "{%" not in text:
         return text
     caption = _CAPTION_LINE.match(text)
-    return caption.group(1).strip() if caption else " ".join(_INLINE_MARKUP.sub("", text).split())
+    return _TEMPLATE_VARIABLE.sub("", caption.group(1)).strip() if caption \
+        else " ".join(_INLINE_MARKUP.sub("", text).split())
 
 
 class _Block(NamedTuple):
-    kind: str                      # paragraph, list, fence, command, table, heading
+    kind: str                      # paragraph, list, fence, include (a fence of include markers),
+                                   # command, table, heading
     first: int                     # 1-based document lines, inclusive
     last: int
     lines: tuple[str, ...]
@@ -6756,7 +6769,8 @@ def _block_at(lines: list[str], i: int) -> tuple[str, int]:
         mark = fence.group(1)
         j = next((k for k in range(i + 1, len(lines)) if lines[k].strip().startswith(mark)
                   and not lines[k].strip().strip(mark[0])), len(lines) - 1)
-        return "fence", j + 1
+        inside = [code for code in lines[i + 1:j] if code.strip()]
+        return "include" if inside and all(map(_INCLUDE_MARKER.match, inside)) else "fence", j + 1
     if _HEADER_RE.match(line):
         return "heading", i + 1
     if _INDENTED_CODE.match(line):
@@ -6843,6 +6857,8 @@ def _body(block: _Block) -> tuple[tuple[str, ...], int]:
                 for line in lines[:MAX_QUOTED_LINES]]
         more = (f"… ({len(lines) - MAX_QUOTED_LINES} more lines not shown)",) if len(lines) > MAX_QUOTED_LINES else ()
         return ("```", *code, "```") + more, block.first + len(code) - 1
+    if block.kind == "include":            # the included files' names, never the markers as code
+        return tuple("  " + _included_file(line) for line in lines[1:] if _INCLUDE_MARKER.match(line)), block.last
     if block.kind == "fence":
         closed = len(lines) > 1 and _FENCE_LINE.match(lines[-1]) is not None
         code = lines[1:-1] if closed else lines[1:]

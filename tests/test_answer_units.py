@@ -239,6 +239,30 @@ class MarkupViewTest(TempDirTest):
             "- To install the tool, run: [i.md:3-4] [i.md:6-9]\n```console\n$ pip install widget-tool\n```"))
         self.assertNotIn("div", result.answer)
 
+    def test_a_code_block_that_only_includes_a_file_shows_the_files_name_not_the_marker(self):
+        # MkDocs snippets and FastAPI's includes: the rendered page shows the included code
+        for marker in ("{!../../docs_src/app/routers/users.py!}", "{* ../../docs_src/app/routers/users.py hl[6] *}",
+                       '--8<-- "../../docs_src/app/routers/users.py"'):
+            text = ("# Routers\n\nUse the router the same way you would use the main class:\n\n"
+                    f"```Python title=\"users.py\"\n{marker}\n```\n\nThen add it to the app.\n")
+            with self.subTest(marker):
+                result = self.assert_opens_with({"r.md": text}, "how do I use the router like the main class", (
+                    "- Use the router the same way you would use the main class: [r.md:3-7]\n"
+                    "  ../../docs_src/app/routers/users.py\n"))
+                self.assertNotIn("```", result.answer)
+                self.assertEqual(result.unsupported, [])
+
+    def test_a_summary_tag_and_a_captions_template_variable_are_not_shown(self):
+        text = ("# Docker\n\n<details>\n<summary>Dockerfile preview for the app</summary>\n\n"
+                "Copy the app folder into the image:\n\n{% filename %}{{ warning_icon }} Dockerfile{% endfilename %}\n"
+                "```\nCOPY ./app /code/app\n```\n\n</details>\n")
+        result = self.assert_opens_with({"d.md": text}, "how do I copy the app folder into the image", (
+            "- Copy the app folder into the image: [d.md:6-11]\n  Dockerfile\n```\nCOPY ./app /code/app\n```"))
+        self.assertNotIn("{{", result.answer)
+        preview = self.ask({"d.md": text}, "dockerfile preview").answer
+        self.assertIn("Dockerfile preview for the app", preview)
+        self.assertNotIn("<summary>", preview)
+
     def test_inline_raw_tags_are_not_shown(self):
         text = "# Forms\n\nShow the form with {% raw %}`{{ form.as_p }}`{% endraw %} inside the page.\n"
         result = self.ask({"f.md": text}, "how do I show the form inside the page")
