@@ -6628,6 +6628,8 @@ _MARKUP_PIECE = _lazy_re(r"\{%.*?%\}|\{\*.*?\*\}|\{!.*?!\}|\{\{[<%].*?[>%]\}\}|-
 # --8<-- "x.py", {% include "x.html" %}): the rendered page shows that file's code, not the marker
 _INCLUDE_MARKER = _lazy_re(r"^\s*(?:\{\*\s*(\S+)[^*]*\*\}|\{!>?\s*([^!\s]+)[^!]*!\}|--8<--\s*\"([^\"]+)\""
                            r"|\{%-?\s*include\s+['\"]([^'\"]+)['\"][^%]*%\})\s*$")
+_TRANSCRIPT_FENCE = _lazy_re(r"^\s*(?:`{3,}|~{3,})\s*(?i:console|shell-session|terminal)\b")
+_TERMINAL_STYLE = _lazy_re(r"</?(?i:font|span|u|b|i|strong|em)(?:\s[^<>]*)?>")   # colours a transcript shows
 _CONTAINER_OPENER = _lazy_re(r"^(\s*)(?:(?:!!!|\?\?\?\+?)\s*[\w-]+(?:\s+\"([^\"]*)\")?|===\+?\s+\"([^\"]*)\")\s*$")
 _INLINE_MARKUP = _lazy_re(r"\{%-?\s*(?:raw|endraw)\s*-?%\}")
 # prose markup shown as its text: inline HTML tags, and attribute lists after a link or heading
@@ -6649,11 +6651,13 @@ def _markup_lines(text: str) -> str:
     """Return text as the rendered page lays it out, line for line: outside fenced code,
     blockquote markers and callout marks taken off, and the body of an admonition or a
     content tab taken back to its opener's indent, so a quoted or boxed paragraph, list or
-    code block reads as one (the same rule for the quote and for the verbatim check of code
-    against its cited lines)."""
+    code block reads as one; in a terminal transcript (```console), the colour tags of its
+    output (<font color=…>fastapi</font>) taken off. The same rule for the quote and for the
+    verbatim check of code against its cited lines."""
     if ">" not in text and "!!!" not in text and "???" not in text and "===" not in text:
         return text
     lines, fence, bodies = text.split("\n"), None, []   # bodies: where each open container's body starts
+    transcript = False                                # inside a ```console fence
     for n, line in enumerate(lines):
         while bodies and line.strip() and len(line) - len(line.lstrip(" ")) < bodies[-1]:
             bodies.pop()                                  # a line left of a body ends it
@@ -6662,6 +6666,9 @@ def _markup_lines(text: str) -> str:
         mark = _FENCE_LINE.match(line)
         if mark and (fence is None or mark.group(1).startswith(fence)):
             fence = None if fence else mark.group(1)
+            transcript = fence is not None and _TRANSCRIPT_FENCE.match(line) is not None
+        elif transcript and "<" in line:
+            lines[n] = _TERMINAL_STYLE.sub("", line)
         elif fence is None:
             opener = _CONTAINER_OPENER.match(line)
             if opener:                                    # its title reads as a heading over the body

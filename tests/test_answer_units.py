@@ -263,6 +263,18 @@ class MarkupViewTest(TempDirTest):
         self.assertIn("Dockerfile preview for the app", preview)
         self.assertNotIn("<summary>", preview)
 
+    def test_a_terminal_transcripts_colour_tags_are_not_shown_but_html_code_keeps_its_tags(self):
+        text = ("# Run\n\nTo run your app in development mode with auto-reload, use:\n\n<div class=\"termy\">\n\n"
+                "```console\n$ <font color=\"#4E9A06\">fastapi</font> dev <u style=\"text-decoration-style:solid\">"
+                "main.py</u>\n<span style=\"color: green;\">INFO</span>:     Uvicorn running\n```\n\n</div>\n\n"
+                "Bold text in a page is written like this:\n\n```html\n<b>bold</b>\n```\n")
+        result = self.assert_opens_with({"r.md": text}, "How do I run my app in development mode with auto-reload?", (
+            "- To run your app in development mode with auto-reload, use: [r.md:3-4] [r.md:6-10]\n"
+            "```console\n$ fastapi dev main.py\nINFO:     Uvicorn running\n```"))
+        self.assertEqual(result.unsupported, [])
+        bold = self.ask({"r.md": text}, "how is bold text written in a page").answer
+        self.assertIn("```html\n<b>bold</b>\n```", bold)
+
     def test_inline_raw_tags_are_not_shown(self):
         text = "# Forms\n\nShow the form with {% raw %}`{{ form.as_p }}`{% endraw %} inside the page.\n"
         result = self.ask({"f.md": text}, "how do I show the form inside the page")
