@@ -5193,11 +5193,15 @@ def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settin
     places = functools.partial(_cache_places, conn)
     # picked once: the best fragment, the second pass's fragments and, without one, the result
     top, matches = _top(scores, max(FEEDBACK_RERANK, pool + 1), places), len(scores)
-    best, first = top[0][0], operator.itemgetter(0)     # first: a row's chunk id, compared in C
-    if search_feedback_wanted(question, weights, {t for t, rows in postings.items()
-                                                  if best in map(first, rows)}, settings):
+    if search_feedback_wanted(question, weights, _chunk_terms(conn, top[0][0]), settings):
         top = _top(_feedback_pass(conn, weights, top, settings, n_chunks, mean_length), pool + 1, places)
     return top[:pool + 1], matches
+
+
+def _chunk_terms(conn: sqlite3.Connection, chunk_id: int) -> set[str]:
+    """Return the terms the index holds for a chunk, from its stored text as the indexer
+    counted them (one chunk's words, not a scan of the question's postings for it)."""
+    return set(bm25_term_counts(dict(_cache_chunk_texts(conn, [chunk_id]))[chunk_id][1], shared_tokenizer())[0])
 
 
 def _feedback_pass(conn: sqlite3.Connection, weights: dict[str, float], top: list[tuple[int, float]],
