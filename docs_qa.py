@@ -2055,8 +2055,8 @@ def _has_few_words(text: str, n: int) -> bool:
 
 class ParsedText(NamedTuple):
     """A document chunked in one pass: its chunks, the title and url it states, and per
-    chunk its level-1 heading lines joined by a space when the file's header scan tells
-    them (None: bm25_term_counts scans the chunk itself)."""
+    chunk its heading lines joined by a space when the file's header scan tells them
+    (None: bm25_term_counts scans the chunk itself)."""
 
     chunks: list[Chunk]
     title: str | None
@@ -2074,7 +2074,7 @@ def chunk_text(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> li
 
 def chunk_parse(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> ParsedText:
     """Return chunk_text(path, text, max_chars) with the document's title, url and the
-    chunks' level-1 heading lines, splitting and scanning the text once."""
+    chunks' heading lines, splitting and scanning the text once."""
     lines = _split_lines(text)
     first = _front_matter_end(lines)
     headers = list(_headers(lines, first))
@@ -2084,7 +2084,7 @@ def chunk_parse(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> P
     else:
         title, url = _title_of(lines, headers)
     known = {first} | {i for i, _, _ in headers}   # fence state is known to be closed there
-    tops = [i for i, level, _ in headers if level == 1]   # in line order: a piece's are a slice
+    tops = [i for i, _, _ in headers]   # in line order: a piece's are a slice
     heads = [" ".join(map(lines.__getitem__, tops[bisect.bisect_left(tops, p.start):bisect.bisect_left(tops, p.end)]))
              if p.start in known else None for p in pieces]
     return ParsedText([_chunk_of(path, lines, p) for p in pieces], title, url, heads)
@@ -2130,7 +2130,7 @@ def _title_of(lines: list[str], headers: Iterable[tuple[int, int, str]]) -> tupl
 # === 7. BM25 — Okapi BM25 over postings (pure) ===
 
 BM25_K3 = 8.0                      # query-term frequency saturation: (k3+1)qtf/(k3+qtf) (Robertson, TREC-3)
-HEADING_TF_UNITS = 3               # postings count a word of a level-1 heading (title) as this many
+HEADING_TF_UNITS = 3               # postings count a word of a heading (a title, a section's) as this many
                                    # units, a body word as TF_UNITS
 
 
@@ -2204,16 +2204,17 @@ def bm25_pooled_forms(postings: dict[str, list[tuple[int, int, int]]], forms: It
 def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None,
                      heading_units: int | None = None) -> tuple[dict[str, int], int]:
     """Return a chunk's postings counts and length in TF_UNITS per word, the words of a
-    level-1 heading (a document's title) counting heading_units (HEADING_TF_UNITS by default:
-    a light BM25F, a title word weighs 1.5). heads: the chunk's level-1 heading lines when
-    the caller knows them."""
+    heading (a document's title, or a section's: it names what its text is about) counting
+    heading_units (HEADING_TF_UNITS by default: a light BM25F, a heading word weighs 1.5).
+    heads: the chunk's heading lines when the caller knows them. Level-1 headings only were
+    measured too: reports/answers-real-docs.md."""
     heading_units = HEADING_TF_UNITS if heading_units is None else heading_units
     words = Counter(text_folded_words(text))
     language = tokenizer.words_language(words)
     counts = tokenizer.weighted_counts(words, language, TF_UNITS)
     if heads is None and "#" in text:
         lines = text.split("\n")
-        heads = " ".join(lines[i] for i, level, _ in _headers(lines, 0) if level == 1)
+        heads = " ".join(lines[i] for i, _, _ in _headers(lines, 0))
     if heads:
         for term in tokenizer.tokens(heads, language):
             counts[term] += heading_units - TF_UNITS
@@ -2646,7 +2647,8 @@ CACHE_SCHEMA_VERSION = 5          # 2: postings as packed arrays per term; 3: ch
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 CACHE_PAGE_SIZE = 16384            # bytes per page of a new file: fewer overflow pages for a frequent
                                    # term's postings and fewer page splits per row (sqlite's default 4096)
-TOKENIZER_VERSION = "t8"          # t8: what "n't" leaves (don, isn) is a stop word; t7: Polish and
+TOKENIZER_VERSION = "t9"          # t9: every heading's words weigh 1.5, not only a title's; t8: what
+                                  # "n't" leaves (don, isn) is a stop word; t7: Polish and
                                   # Slovak prepositions, pronouns, question-frame words; t6: Polish and
                                   # Slovak stemmers; t5: format characters (Cf) dropped inside words
 _SQLITE_DAMAGE_NAMES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")

@@ -66,6 +66,15 @@ class TermCountsTest(unittest.TestCase):
         self.assertEqual(docs_qa.bm25_term_counts(text, tokenizer, heading_units=units),
                          ({"zebr": 2 * units, "gras": units}, 3 * units))
 
+    def test_a_section_headings_words_count_as_a_titles_do(self):
+        # a section's heading names what its text is about, as a title names the page
+        text, tokenizer = "## Zebra\n\nzebra grass", docs_qa.Tokenizer()
+        units, title = docs_qa.TF_UNITS, docs_qa.HEADING_TF_UNITS
+        self.assertEqual(docs_qa.bm25_term_counts(text, tokenizer), ({"zebr": title + units, "gras": units},
+                                                                     2 * units + title))
+        parsed = docs_qa.chunk_parse("z.md", "# Animals\n\nIntro.\n\n## Zebra\n\nzebra grass\n", max_chars=20)
+        self.assertEqual(parsed.heads, ["# Animals ## Zebra"])      # what the indexer weighs
+
 
 class RrfTest(unittest.TestCase):
     def test_order_matches_hand_computation(self):
