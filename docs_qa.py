@@ -7196,6 +7196,7 @@ def _duty_points(text: str) -> int:
 # --- 14f. Choosing units — each unit scored by the question's words it holds (in any form, its
 # headings' at half) and what it brings of what is asked; the best quoted, each cited once.
 
+LEAD_LINE_MAX_CHARS = 100          # a headless note's first line this short, alone, frames it as a title
 FIX_MIN_WORDS = 2                  # a unit holding this many question words describes the error ...
 FIX_LINES = 6                      # ... and the units on either side within this many lines say
                                    # what to do (lines, not units: a reply may be four short sentences)
@@ -7315,17 +7316,30 @@ def _heading_paths(chunk: Chunk, title: str | None = None) -> list[tuple[int, st
     """Return (line, the headings over the text after it) for the chunk's start (its sections)
     and for each heading inside it: a heading replaces those of its level and below. The
     document's title (its outermost heading, when it is title) is left out of a path that
-    goes deeper."""
+    goes deeper. A note without headings opens its own path with its first line when that
+    line stands alone as a title does (_is_lead_line)."""
     def shown(path: list[tuple[int, str]]) -> str:
         framing = path[1:] if len(path) > 1 and title is not None and path[0][1] == title else path
         return " ".join(heading for _, heading in framing)
 
     path = list(enumerate(chunk.sections, 1))             # (level, title); levels as far as known
     out = [(chunk.start_line - 1, shown(path))]
-    for index, level, heading in _headers(chunk.text.split("\n"), 0):
+    lines = chunk.text.split("\n")
+    for index, level, heading in _headers(lines, 0):
         path = [(lvl, t) for lvl, t in path if lvl < level] + [(level, heading)]
         out.append((chunk.start_line + index, shown(path)))
+    if len(out) == 1 and not path and _is_lead_line(chunk.start_line, lines):
+        out.append((chunk.start_line, lines[0]))          # a note without headings, under its first line
     return out
+
+
+def _is_lead_line(start_line: int, lines: list[str]) -> bool:
+    """Return True when a document without headings opens (lines: its first chunk, from
+    start_line 1) with a line that stands alone as a title does: short, text, a blank line
+    after it and more below ('Kasy fiskalne w małej firmie.' over a plain-text note)."""
+    return (start_line == 1 and len(lines) > 2 and not lines[1].strip()
+            and 0 < len(lines[0].strip()) <= LEAD_LINE_MAX_CHARS and not _FENCE_LINE.match(lines[0])
+            and not lines[0].rstrip().endswith(":"))
 
 
 def _unit_rank(unit: _Unit, pieces: tuple[tuple[int, int, int], ...]) -> int:

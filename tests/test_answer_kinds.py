@@ -35,6 +35,20 @@ class DutyQuestionTest(ExtractiveTest):
         first = result.answer.split("\n")[0]
         self.assertIn("usually does not need a cash register", first)
 
+    def test_a_headless_notes_first_line_frames_the_condition_below_it(self):
+        # the threshold line names neither 'cash' nor 'register'; the note's first line, alone
+        # over a blank line, frames it as a title would, so the exemption is quoted too
+        result = self.ask({"shop.txt": SHOP}, "Am I required to have a cash register?")
+        self.assertIn("below 20 000", result.answer)
+        self.assertIn("[shop.txt:5-5]", result.answer)
+
+    def test_a_first_line_run_into_the_paragraph_frames_nothing(self):
+        # the same note with its first line joined to the next paragraph: no title line, so
+        # the threshold line holds no question word and is not quoted
+        joined = SHOP.replace("2026-03-15.\n\n", "2026-03-15. ", 1)
+        result = self.ask({"shop.txt": joined}, "Am I required to have a cash register?")
+        self.assertNotIn("below 20 000", result.answer)
+
     def test_without_a_word_of_duty_the_question_words_decide(self):
         result = self.ask({"shop.txt": SHOP}, "Who services a cash register?")
         self.assertIn("serviced by an approved technician", result.answer.split("\n")[0])
@@ -213,6 +227,17 @@ class CorpusRegressionTest(TempDirTest):
         lines = [line for line in envelope["answer"].split("\n") if "20 000 zł" in line]
         self.assertTrue(any("[podatki/kasy-fiskalne.txt:" in line for line in lines), envelope["answer"])
         self.assertFalse(envelope["answer"].startswith("- Nie muszą."), envelope["answer"])
+
+    def test_the_fiscal_register_question_cites_its_threshold_with_bm25_alone(self):
+        """As the README's first command runs it with no model server: BM25 alone ranks
+        other pages' 'kasy fiskalnej' above the note's later paragraphs, and the 20 000 zł
+        line, which names no word of the question, is quoted under the note's first line."""
+        run = run_cli("Czy muszę mieć kasę fiskalną?", "--docs", "corpus", "--cache-dir", self.cache,
+                      "--extractive", "--no-embed", "--json")
+        envelope = json.loads(run.stdout)
+        self.assertEqual(envelope["status"], "ok", run.stdout)
+        lines = [line for line in envelope["answer"].split("\n") if "20 000 zł" in line]
+        self.assertTrue(any("[podatki/kasy-fiskalne.txt:" in line for line in lines), envelope["answer"])
 
 
 if __name__ == "__main__":
