@@ -2055,7 +2055,7 @@ def _has_few_words(text: str, n: int) -> bool:
 
 class ParsedText(NamedTuple):
     """A document chunked in one pass: its chunks, the title and url it states, and per
-    chunk its heading lines joined by a space when the file's header scan tells them
+    chunk the texts of its headings, one per line, when the file's header scan tells them
     (None: bm25_term_counts scans the chunk itself)."""
 
     chunks: list[Chunk]
@@ -2074,7 +2074,7 @@ def chunk_text(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> li
 
 def chunk_parse(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> ParsedText:
     """Return chunk_text(path, text, max_chars) with the document's title, url and the
-    chunks' heading lines, splitting and scanning the text once."""
+    texts of the chunks' headings, splitting and scanning the text once."""
     lines = _split_lines(text)
     first = _front_matter_end(lines)
     headers = list(_headers(lines, first))
@@ -2085,7 +2085,8 @@ def chunk_parse(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> P
         title, url = _title_of(lines, headers)
     known = {first} | {i for i, _, _ in headers}   # fence state is known to be closed there
     tops = [i for i, _, _ in headers]   # in line order: a piece's are a slice
-    heads = [" ".join(map(lines.__getitem__, tops[bisect.bisect_left(tops, p.start):bisect.bisect_left(tops, p.end)]))
+    texts = [heading for _, _, heading in headers]
+    heads = ["\n".join(texts[bisect.bisect_left(tops, p.start):bisect.bisect_left(tops, p.end)])
              if p.start in known else None for p in pieces]
     return ParsedText([_chunk_of(path, lines, p) for p in pieces], title, url, heads)
 
@@ -2202,22 +2203,31 @@ def bm25_pooled_forms(postings: dict[str, list[tuple[int, int, int]]], forms: It
 
 
 def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None,
-                     heading_units: int | None = None) -> tuple[dict[str, int], int]:
+                     heading_units: int | None = None, title: str | None = None) -> tuple[dict[str, int], int]:
     """Return a chunk's postings counts and length in TF_UNITS per word, the words of a
     heading (a document's title, or a section's: it names what its text is about) counting
     heading_units (HEADING_TF_UNITS by default: a light BM25F, a heading word weighs 1.5).
-    heads: the chunk's heading lines when the caller knows them. Level-1 headings only were
-    measured too: reports/answers-real-docs.md."""
+    heads: the texts of the chunk's headings, one per line, when the caller knows them.
+    title: the document's title; a section's heading weighs only its words that the title
+    lacks, since the title's words frame every section of the page alike ('JPK_V7K —
+    rozliczenie kwartalne' under 'JPK_V7M i JPK_V7K — terminy…' weighs 'rozliczenie
+    kwartalne'). Level-1 headings only, and every heading's words in full, were measured
+    too: reports/answers-real-docs.md."""
     heading_units = HEADING_TF_UNITS if heading_units is None else heading_units
     words = Counter(text_folded_words(text))
     language = tokenizer.words_language(words)
     counts = tokenizer.weighted_counts(words, language, TF_UNITS)
     if heads is None and "#" in text:
-        lines = text.split("\n")
-        heads = " ".join(lines[i] for i, _, _ in _headers(lines, 0))
+        heads = "\n".join(heading for _, _, heading in _headers(text.split("\n"), 0))
     if heads:
-        for term in tokenizer.tokens(heads, language):
-            counts[term] += heading_units - TF_UNITS
+        framing: set[str] | None = None             # the title's terms, once a section needs them
+        for heading in heads.split("\n"):
+            own = heading == title
+            if not own and framing is None:
+                framing = set(tokenizer.tokens(title, language)) if title else set()
+            for term in tokenizer.tokens(heading, language):
+                if own or term not in framing:
+                    counts[term] += heading_units - TF_UNITS
     return counts, sum(counts.values())
 
 
@@ -2647,7 +2657,8 @@ CACHE_SCHEMA_VERSION = 5          # 2: postings as packed arrays per term; 3: ch
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 CACHE_PAGE_SIZE = 16384            # bytes per page of a new file: fewer overflow pages for a frequent
                                    # term's postings and fewer page splits per row (sqlite's default 4096)
-TOKENIZER_VERSION = "t9"          # t9: every heading's words weigh 1.5, not only a title's; t8: what
+TOKENIZER_VERSION = "t10"         # t10: a section heading's words of the title weigh as body words;
+                                  # t9: every heading's words weigh 1.5, not only a title's; t8: what
                                   # "n't" leaves (don, isn) is a stop word; t7: Polish and
                                   # Slovak prepositions, pronouns, question-frame words; t6: Polish and
                                   # Slovak stemmers; t5: format characters (Cf) dropped inside words
@@ -3581,7 +3592,7 @@ def _parse_batch(entries: list[FileEntry], known_shas: list[str | None], max_byt
         doc = chunk_parse(entry.rel_path, text, chunk_chars)
         files.append((None, sha, doc.title, doc.url, len(doc.chunks)))
         for chunk, heads in zip(doc.chunks, doc.heads):
-            counts, n_terms = bm25_term_counts(chunk.text, tokenizer, heads)
+            counts, n_terms = bm25_term_counts(chunk.text, tokenizer, heads, title=doc.title)
             index = len(rows)
             sections = sections_json.get(chunk.sections)
             if sections is None:

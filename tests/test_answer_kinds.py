@@ -228,6 +228,18 @@ class CorpusRegressionTest(TempDirTest):
         self.assertTrue(any("[podatki/kasy-fiskalne.txt:" in line for line in lines), envelope["answer"])
         self.assertFalse(envelope["answer"].startswith("- Nie muszą."), envelope["answer"])
 
+    def test_the_readmes_first_question_quotes_the_monthly_deadline(self):
+        """'do kiedy składam JPK', the README's first command, with BM25 alone: the section
+        'Termin podstawowy: 25. dzień następnego miesiąca' answers it. When every heading's
+        words weighed as a title's, the sibling section 'JPK_V7K — rozliczenie kwartalne'
+        (the title's JPK_V7K) pushed it out of the five sources."""
+        run = run_cli("do kiedy składam JPK", "--docs", "corpus", "--cache-dir", self.cache,
+                      "--extractive", "--no-embed", "--json")
+        envelope = json.loads(run.stdout)
+        self.assertTrue(envelope["answer"].startswith("- JPK_V7M składa się co miesiąc, do 25. dnia "
+                                                      "miesiąca następującego"), envelope["answer"])
+        self.assertIn("[podatki/jpk-v7-terminy.md:22-22]", envelope["answer"])
+
     def test_the_fiscal_register_question_cites_its_threshold_with_bm25_alone(self):
         """As the README's first command runs it with no model server: BM25 alone ranks
         other pages' 'kasy fiskalnej' above the note's later paragraphs, and the 20 000 zł

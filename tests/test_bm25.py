@@ -73,7 +73,20 @@ class TermCountsTest(unittest.TestCase):
         self.assertEqual(docs_qa.bm25_term_counts(text, tokenizer), ({"zebr": title + units, "gras": units},
                                                                      2 * units + title))
         parsed = docs_qa.chunk_parse("z.md", "# Animals\n\nIntro.\n\n## Zebra\n\nzebra grass\n", max_chars=20)
-        self.assertEqual(parsed.heads, ["# Animals ## Zebra"])      # what the indexer weighs
+        self.assertEqual(parsed.heads, ["Animals\nZebra"])      # what the indexer weighs
+
+    def test_a_section_heading_weighs_only_the_words_its_pages_title_lacks(self):
+        # the title's words frame every section of the page alike: in 'VAT returns — quarterly'
+        # under the title 'VAT returns', only 'quarterly' names what the section is about
+        tokenizer = docs_qa.Tokenizer()
+        units, heading = docs_qa.TF_UNITS, docs_qa.HEADING_TF_UNITS
+        vat, quarterly = tokenizer.tokens("VAT quarterly")
+        section, _ = docs_qa.bm25_term_counts("## VAT returns — quarterly\n\nfiled", tokenizer,
+                                              heads="VAT returns — quarterly", title="VAT returns")
+        self.assertEqual((section[vat], section[quarterly]), (units, heading))
+        first, _ = docs_qa.bm25_term_counts("# VAT returns\n\nfiled", tokenizer,
+                                            heads="VAT returns", title="VAT returns")
+        self.assertEqual(first[vat], heading)                        # the title's own line weighs as a title
 
 
 class RrfTest(unittest.TestCase):

@@ -58,6 +58,19 @@ class RepeatedWordSearchTest(TempDirTest):
         self.assertEqual(docs_qa.search("alpha alpha beta", settings).hits[0].chunk.path, "a.md")
 
 
+class SectionHeadingTest(TempDirTest):
+    def test_a_section_repeating_the_pages_title_does_not_outrank_the_one_that_answers(self):
+        # both sections hold 'VAT return' once; the quarterly one only in its heading, which
+        # repeats the title's words: those frame every section alike and weigh as body words
+        page = ("# VAT returns and payments — deadlines\n\nWhen a VAT return is due, and when the tax is paid.\n\n"
+                "## The basic deadline: the 25th\n\nA monthly VAT return is filed by the 25th day of the next month.\n\n"
+                "## VAT returns — quarterly\n\nA quarterly taxpayer files every month as well, "
+                "with the summary part for the whole quarter.\n")
+        write_files(self.docs, {"vat.md": page, "invoices.md": "# Invoices\n\nAn invoice is issued within 15 days.\n"})
+        hits = docs_qa.search("by when is a VAT return filed", self.settings(use_embeddings=False)).hits
+        self.assertEqual((hits[0].chunk.path, hits[0].chunk.start_line), ("vat.md", 5))
+
+
 class FeedbackTest(TempDirTest):
     """RM3: an English question whose best fragment holds its subject is ranked again with
     that fragment's words, so a fragment that shares them moves up among those the question
