@@ -24,7 +24,7 @@ EXAMPLES = [
      "The same answer in JSON: sources with lines and retrieval ranks, checked citations, the prompt."),
     ("03-degraded-run", "Degraded run: no model server",
      'python3 docs_qa.py "do kiedy składam JPK" --docs corpus --base-url http://127.0.0.1:9/v1',
-     "Embeddings and chat both unreachable: BM25 + extractive, with two notes, exit 0."),
+     "No model server: BM25 + extractive, with a note for each model (a Polish question is not sent to the English-only default embedding model), exit 0."),
     ("04-no-answer", "Off-corpus question: no_answer",
      'python3 docs_qa.py "przepis na sernik z rodzynkami" --docs corpus --no-embed --json',
      "Nothing in the folder matches: status no_answer, reason no_matching_sources, the refusal."),
