@@ -5214,7 +5214,9 @@ def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settin
 def _chunk_terms(conn: sqlite3.Connection, chunk_id: int) -> set[str]:
     """Return the terms the index holds for a chunk, from its stored text as the indexer
     counted them (one chunk's words, not a scan of the question's postings for it)."""
-    return set(bm25_term_counts(dict(_cache_chunk_texts(conn, [chunk_id]))[chunk_id][1], shared_tokenizer())[0])
+    [(_, (_, text))] = _cache_chunk_texts(conn, [chunk_id])
+    counts, _ = bm25_term_counts(text, shared_tokenizer())
+    return set(counts)
 
 
 def _feedback_pass(conn: sqlite3.Connection, weights: dict[str, float], top: list[tuple[int, float]],
