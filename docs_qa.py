@@ -2131,6 +2131,9 @@ def _title_of(lines: list[str], headers: Iterable[tuple[int, int, str]]) -> tupl
 # === 7. BM25 — Okapi BM25 over postings (pure) ===
 
 BM25_K3 = 8.0                      # query-term frequency saturation: (k3+1)qtf/(k3+qtf) (Robertson, TREC-3)
+PAGE_NAME_TF = 1                   # a fragment of a page naming a person holds the name this many units
+PAGE_NAME_MAX_PAGES = 3            # ... when at most this many pages name the person (_with_page_names)
+PAGE_NAME_MAX_CHUNKS = 300         # ... and at most this many fragments (their pages are not looked up)
 HEADING_TF_UNITS = 3               # postings count a word of a heading (a title, a section's) as this many
                                    # units, a body word as TF_UNITS
 
@@ -5200,6 +5203,7 @@ def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settin
     # a word's forms count once; the parts of a word like blog/urls.py or GTU_12 stay words of their own
     forms = [terms for word, terms in question.words if len(text_folded_words(word)) == 1]
     pooled, pooled_weights = bm25_pooled_forms(postings, forms, weights)
+    pooled = _with_page_names(conn, pooled, _personal_names(question))
     scores = bm25_scores(pooled, n_chunks, mean_length, settings.k1, settings.b, pooled_weights, TF_UNITS)
     if not scores:
         return [], 0
@@ -5209,6 +5213,39 @@ def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settin
     if search_feedback_wanted(question, weights, _chunk_terms(conn, top[0][0]), settings):
         top = _top(_feedback_pass(conn, weights, top, settings, n_chunks, mean_length), pool + 1, places)
     return top[:pool + 1], matches
+
+
+def _personal_names(question: Question) -> list[tuple[str, ...]]:
+    """Return the terms of each word a Polish or Slovak question writes as a personal name
+    (capitalised inside a sentence, not code-like: 'Jána', 'Holpa'), as the question stems it."""
+    if question.language == "en":
+        return []
+    case_tells = text_case_tells(question.text)
+    names = {word for word in text_name_words(question.text) if not text_is_code_word(word, case_tells)}
+    return [terms for word, terms in question.words if word in names]
+
+
+def _with_page_names(conn: sqlite3.Connection, pooled: dict[str, list[tuple[int, int, int]]],
+                     names: list[tuple[str, ...]]) -> dict[str, list[tuple[int, int, int]]]:
+    """Return pooled postings in which each name (its terms) written on at most PAGE_NAME_MAX_PAGES
+    documents is also held, PAGE_NAME_TF times, by every other fragment of those documents:
+    a name tells whose page it is, so the grade in a page's '## Obhajoba' section counts
+    'Holp', whom the page names only in its '## Základné údaje' (a light document field)."""
+    for terms in names:
+        # the word's key: bm25_pooled_forms's for its pooled forms, else its one term
+        key = next((k for term in terms for k in ("\x00" + term, term) if pooled.get(k)), None)
+        if key is None:
+            continue
+        held = {chunk_id for chunk_id, _, _ in pooled[key]}
+        if len(held) > PAGE_NAME_MAX_CHUNKS:       # a name written this often tells no one page
+            continue
+        pages = sorted({path for path, _ in _cache_places(conn, sorted(held)).values()})
+        if len(pages) > PAGE_NAME_MAX_PAGES:
+            continue
+        page_rows = [(chunk_id, PAGE_NAME_TF, length) for chunk_id, length in _rows_by_ids(
+            conn, "SELECT id, n_terms FROM chunks WHERE path IN ({ids})", pages) if chunk_id not in held]
+        pooled = {**pooled, key: pooled[key] + page_rows}
+    return pooled
 
 
 def _chunk_terms(conn: sqlite3.Connection, chunk_id: int) -> set[str]:
@@ -7232,8 +7269,10 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
                                   if not (wants.definition and text_fold(word) in _DEFINE_FRAME_WORDS))
     scored, tokenizer = [], shared_tokenizer()   # stems remembered across questions
     titles = {hit.chunk.path: hit.title for hit in result.hits}
+    named = _names_on_pages(result.hits, _personal_names(question), tokenizer)
     for chunk, pieces in _joined_fragments(result.hits):
-        scored.extend(_scored_units(words_terms, wants, chunk, pieces, tokenizer, titles[chunk.path]))
+        scored.extend(_scored_units(words_terms, wants, chunk, pieces, tokenizer, titles[chunk.path],
+                                    named.get(chunk.path, frozenset())))
     scored.sort(key=lambda s: s[:5])
     chosen: list[tuple] = []
     for entry in [s for s in scored if s[0] < 0] or scored[:1]:
@@ -7244,9 +7283,22 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     return "\n".join(_unit_render(s[5], s[4]) for s in chosen)
 
 
+def _names_on_pages(hits: list[Hit], names: list[tuple[str, ...]], tokenizer: Tokenizer) -> dict[str, frozenset[str]]:
+    """Return, per document of the returned fragments, the terms of the question's personal
+    names (_personal_names) that its returned fragments write: a page naming its person once
+    ('Autor: Ján Holp') frames its other sections as a heading would (_scored_units)."""
+    if not names:
+        return {}
+    held: dict[str, set[str]] = {}
+    for hit in hits:
+        held.setdefault(hit.chunk.path, set()).update(tokenizer.tokens(hit.chunk.text))
+    return {path: frozenset(term for terms in names if page & set(terms) for term in terms)
+            for path, page in held.items()}
+
+
 def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
                   pieces: tuple[tuple[int, int, int], ...], tokenizer: Tokenizer,
-                  title: str | None = None) -> list[tuple]:
+                  title: str | None = None, named: frozenset[str] = frozenset()) -> list[tuple]:
     """Return (-score, rank, prefer, span, path, unit) for each unit of a fragment worth
     quoting: its citations split where the fragment's pieces meet, its rank the best of
     the pieces it quotes from (see _joined_fragments). A unit scores one point for each
@@ -7266,7 +7318,7 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
             continue
         held = set(tokenizer.tokens(unit.matched_text, language))
         overlap = sum(1 for word_terms in words_terms if held & word_terms)
-        framing = next(heading_terms for line, heading_terms in reversed(heads) if line < unit.span[0])
+        framing = named | next(heading_terms for line, heading_terms in reversed(heads) if line < unit.span[0])
         overlap += 0.5 * sum(1 for word_terms in words_terms if not held & word_terms and framing & word_terms)
         if overlap and wants.date and _STANDALONE_NUMBER.search(unit.text):
             overlap += 1

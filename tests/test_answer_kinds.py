@@ -240,6 +240,17 @@ class CorpusRegressionTest(TempDirTest):
                                                       "miesiąca następującego"), envelope["answer"])
         self.assertIn("[podatki/jpk-v7-terminy.md:22-22]", envelope["answer"])
 
+    def test_the_thesis_grade_question_cites_the_grade(self):
+        """'Aké hodnotenie dostala práca Jána Holpa?' (issue 33): the grade, 'hodnotením B', is
+        in the thesis page's section 'Obhajoba', which names neither Holp nor the thesis; the
+        page names its author in another section."""
+        run = run_cli("Aké hodnotenie dostala práca Jána Holpa?", "--docs", "corpus", "--cache-dir",
+                      self.cache, "--extractive", "--no-embed", "--json")
+        envelope = json.loads(run.stdout)
+        first = envelope["answer"].split("\n")[0]
+        self.assertIn("hodnotením B", first)
+        self.assertIn("[wiki/prace/2024-holp.md:19-19]", first)
+
     def test_the_fiscal_register_question_cites_its_threshold_with_bm25_alone(self):
         """As the README's first command runs it with no model server: BM25 alone ranks
         other pages' 'kasy fiskalnej' above the note's later paragraphs, and the 20 000 zł

@@ -159,6 +159,42 @@ class NameFormsFindTheNominativeTest(TempDirTest):
                 result = docs_qa.search(question, self.settings(use_embeddings=False))
                 self.assertEqual(result.hits[0].chunk.path if result.hits else None, page)
 
+class PageNamesTest(TempDirTest):
+    """A personal name tells whose page it is: a thesis page names its author once, in its
+    first section, and the grade is in another. Each page has a twin that sorts first, with
+    another author and grade, so a question whose name counts only where it is written gets
+    the twin's grade."""
+
+    @staticmethod
+    def thesis(title: str, author: str, grade: str) -> str:
+        return (f"# {title}\n\n## Základné údaje\n\n- Autor: {author}\n- Rok: 2024\n\n"
+                f"## Anotácia\n\nPráca skúma strojový preklad a výsledky hodnotí metrikami BLEU "
+                f"a ľudským hodnotením na slovenských textoch.\n\n"
+                f"## Obhajoba\n\nPráca bola obhájená pred komisiou katedry s hodnotením {grade}.\n")
+
+    def setUp(self) -> None:
+        super().setUp()
+        write_files(self.docs, {"a-kralova.md": self.thesis("Preklad zmlúv", "Mária Kráľová", "A"),
+                                "z-holp.md": self.thesis("Preklad zákonov", "Ján Holp", "C")})
+
+    def test_the_grade_in_another_section_of_the_named_persons_page_is_found_and_quoted(self):
+        result = docs_qa.answer("Aké hodnotenie dostala práca Jána Holpa?",
+                                self.settings(use_embeddings=False, extractive=True))
+        first = result.answer.split("\n")[0]
+        self.assertIn("s hodnotením C.", first)
+        self.assertIn("[z-holp.md:", first)
+
+    def test_a_name_on_more_pages_than_the_bound_names_no_page(self):
+        # the same author on four more pages: the name tells no page, and the twin's grade,
+        # first by path, is quoted as before
+        more = {f"b-{n}.md": f"# Poznámka {n}\n\nJán Holp mal prednášku o preklade.\n"
+                for n in range(docs_qa.PAGE_NAME_MAX_PAGES)}
+        write_files(self.docs, more)
+        result = docs_qa.answer("Aké hodnotenie dostala práca Jána Holpa?",
+                                self.settings(use_embeddings=False, extractive=True))
+        self.assertNotIn("s hodnotením C.", result.answer.split("\n")[0])
+
+
 
 if __name__ == "__main__":
     unittest.main()
