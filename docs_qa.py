@@ -5236,9 +5236,9 @@ def _with_page_names(conn: sqlite3.Connection, pooled: dict[str, list[tuple[int,
         key = next((k for term in terms for k in ("\x00" + term, term) if pooled.get(k)), None)
         if key is None:
             continue
+        if len(pooled[key]) > PAGE_NAME_MAX_CHUNKS:    # a name written this often tells no one page
+            continue                                   # (a row per fragment: no set of a long list)
         held = {chunk_id for chunk_id, _, _ in pooled[key]}
-        if len(held) > PAGE_NAME_MAX_CHUNKS:       # a name written this often tells no one page
-            continue
         pages = sorted({path for path, _ in _cache_places(conn, sorted(held)).values()})
         if len(pages) > PAGE_NAME_MAX_PAGES:
             continue
