@@ -2131,9 +2131,6 @@ def _title_of(lines: list[str], headers: Iterable[tuple[int, int, str]]) -> tupl
 # === 7. BM25 — Okapi BM25 over postings (pure) ===
 
 BM25_K3 = 8.0                      # query-term frequency saturation: (k3+1)qtf/(k3+qtf) (Robertson, TREC-3)
-PAGE_NAME_TF = 1                   # a fragment of a page naming a person holds the name this many units
-PAGE_NAME_MAX_PAGES = 3            # ... when at most this many pages name the person (_with_page_names)
-PAGE_NAME_MAX_CHUNKS = 300         # ... and at most this many fragments (their pages are not looked up)
 HEADING_TF_UNITS = 3               # postings count a word of a heading (a title, a section's) as this many
                                    # units, a body word as TF_UNITS
 
@@ -5101,6 +5098,9 @@ FEEDBACK_TERMS = 20               # ... the words kept from them
 FEEDBACK_ORIGINAL_SHARE = 0.7     # ... and the share of the question's own words in the second pass
 FEEDBACK_RERANK = 100             # ... which re-scores the first pass's best fragments only (from 100 on,
                                   # the same nDCG@10 on the five collections as re-scoring all of them)
+PAGE_NAME_TF = 1                  # a fragment of a page naming a person holds the name this many units
+PAGE_NAME_MAX_PAGES = 3           # ... when at most this many pages name the person (_with_page_names)
+PAGE_NAME_MAX_CHUNKS = 300        # ... and at most this many fragments (their pages are not looked up)
 
 
 class _Ranked(NamedTuple):
