@@ -152,7 +152,7 @@ from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequest
 from retrieval_contract import lazy_re as _lazy_re
 from retrieval_contract import LANGUAGES, MAX_QUESTION_CHARS, error_boundary
 from retrieval_contract import Question, question_make
-from retrieval_contract import (TEXT_WORD_RE, SuffixStemmer, text_stem_polish, text_stem_slovak, text_stem, text_fold, text_folded_words, text_words, text_sentences, text_detect_language, text_stem_english, TEXT_QUESTION_WORD, Tokenizer, shared_tokenizer, text_tokens, text_is_code_word, text_edit_distance, text_case_tells, text_query_terms, text_query_words, text_query_counts, text_name_words)
+from retrieval_contract import (TEXT_WORD_RE, SuffixStemmer, text_stem_polish, text_stem_slovak, text_stem, text_fold, text_folded_words, text_words, text_sentences, text_detect_language, text_stem_english, TEXT_QUESTION_WORD, Tokenizer, shared_tokenizer, text_tokens, text_is_code_word, text_edit_distance, text_case_tells, text_query_terms, text_query_words, text_query_counts, text_name_words, text_personal_names)
 # graph_store (which never imports this module) is imported where a graph is used: importing
 # it costs a question without --graph about 0.1 s (python3 -X importtime -c "import graph_store")
 
@@ -169,7 +169,7 @@ __all__ = [
     "FileEntry", "CorpusScan", "ScanRun", "corpus_scan", "corpus_scan_begin", "corpus_walk", "corpus_read",
     "corpus_readable", "corpus_reread", "corpus_other_files", "corpus_no_documents_note",
     "chunk_text", "chunk_parse", "ParsedText", "front_matter_fields",
-    "bm25_idf", "bm25_scores", "bm25_pooled_forms", "bm25_query_weight", "bm25_term_counts",
+    "bm25_idf", "bm25_scores", "bm25_pooled_key", "bm25_pooled_forms", "bm25_query_weight", "bm25_term_counts",
     "BackendError", "RetryPolicy", "Cancellation",
     "embed_texts", "embed_mock_vector", "embed_cosine", "embed_input", "embed_sign_bits",
     "default_cache_dir", "cache_path", "cache_open", "cache_snapshot",
@@ -2172,6 +2172,12 @@ def bm25_scores(postings: dict[str, list[tuple[int, int, int]]], n_docs: int,
     return scores
 
 
+def bm25_pooled_key(term: str) -> str:
+    """Return the key bm25_pooled_forms gives a word whose forms it pools, term its first
+    form with postings: not a word, so it meets no real term."""
+    return "\x00" + term
+
+
 def bm25_pooled_forms(postings: dict[str, list[tuple[int, int, int]]], forms: Iterable[tuple[str, ...]],
                       query_weights: dict[str, float]) -> tuple[dict[str, list[tuple[int, int, int]]],
                                                               dict[str, float]]:
@@ -2180,7 +2186,7 @@ def bm25_pooled_forms(postings: dict[str, list[tuple[int, int, int]]], forms: It
     as one term: a chunk's tf is the sum of theirs, its df the chunks holding any, its query
     weight the largest of theirs. A word counts once, as one stemmer merging its forms would
     count it, not once per form a chunk happens to hold. A term is pooled with the first word
-    that has it; the pooled term's key is not a word ('\x00' and the first form)."""
+    that has it; the pooled term's key is bm25_pooled_key of the first form."""
     pooled: dict[str, list[tuple[int, int, int]]] = {}
     weights: dict[str, float] = {}
     used: set[str] = set()
@@ -2194,7 +2200,7 @@ def bm25_pooled_forms(postings: dict[str, list[tuple[int, int, int]]], forms: It
             for chunk_id, tf, length in postings[term]:
                 held = rows.get(chunk_id)
                 rows[chunk_id] = (chunk_id, tf + held[1], length) if held else (chunk_id, tf, length)
-        key = "\x00" + live[0]
+        key = bm25_pooled_key(live[0])
         pooled[key], weights[key] = list(rows.values()), max(query_weights.get(term, 1.0) for term in live)
     for term, rows_of_term in postings.items():
         if term not in used:
@@ -5220,9 +5226,8 @@ def _personal_names(question: Question) -> list[tuple[str, ...]]:
     (capitalised inside a sentence, not code-like: 'Jána', 'Holpa'), as the question stems it."""
     if question.language == "en":
         return []
-    case_tells = text_case_tells(question.text)
-    names = {word for word in text_name_words(question.text) if not text_is_code_word(word, case_tells)}
-    return [terms for word, terms in question.words if word in names]
+    names = text_personal_names(question.text, text_case_tells(question.text))
+    return [terms for word, terms in question.words if names.intersection(text_folded_words(word))]
 
 
 def _with_page_names(conn: sqlite3.Connection, pooled: dict[str, list[tuple[int, int, int]]],
@@ -5232,8 +5237,8 @@ def _with_page_names(conn: sqlite3.Connection, pooled: dict[str, list[tuple[int,
     a name tells whose page it is, so the grade in a page's '## Obhajoba' section counts
     'Holp', whom the page names only in its '## Základné údaje' (a light document field)."""
     for terms in names:
-        # the word's key: bm25_pooled_forms's for its pooled forms, else its one term
-        key = next((k for term in terms for k in ("\x00" + term, term) if pooled.get(k)), None)
+        # the word's key: its pooled forms' (bm25_pooled_forms), else its one term with postings
+        key = next((k for term in terms for k in (bm25_pooled_key(term), term) if pooled.get(k)), None)
         if key is None:
             continue
         if len(pooled[key]) > PAGE_NAME_MAX_CHUNKS:    # a name written this often tells no one page

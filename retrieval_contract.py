@@ -83,7 +83,7 @@ __all__ = [
     "SuffixStemmer", "text_stem", "text_stem_polish", "text_stem_slovak", "text_stem_english",
     "Tokenizer", "shared_tokenizer", "STEM_MEMO_MAX", "text_tokens", "text_is_code_word", "text_edit_distance",
     "text_case_tells",
-    "text_query_terms", "text_query_words", "text_query_counts", "text_name_words", "text_drop_fleeting_e",
+    "text_query_terms", "text_query_words", "text_query_counts", "text_name_words", "text_personal_names", "text_drop_fleeting_e",
     "text_insert_fleeting_e", "text_name_stem", "NAME_VOWELS", "NAME_MIN_STEM_CHARS", "NAME_SUFFIXES",
     "NAME_NOMINATIVE_ENDINGS",
     "QueryRules", "QUERY_RULES", "DEFAULT_QUESTION_LANGUAGE", "Question", "question_make",
@@ -1039,6 +1039,13 @@ def text_name_words(question: str) -> list[str]:
     return names
 
 
+def text_personal_names(question: str, case_tells: bool) -> frozenset[str]:
+    """Return the folded words a question writes as personal names: its name words
+    (text_name_words) that are not code-like ('Jána', 'Holpa'; not 'PythonAnywhere', 'JPK')."""
+    return frozenset(text_folded_words(" ".join(word for word in text_name_words(question)
+                                                if not text_is_code_word(word, case_tells))))
+
+
 def text_drop_fleeting_e(word: str) -> str:
     """Return a name stem without the fleeting e before its final consonant (peter -> petr,
     marek -> mark), else the stem."""
@@ -1315,8 +1322,7 @@ def _query_plan(text: str, folded: list[str], detected: str | None = None,
         else language
     case_tells = text_case_tells(text) or not rules.all_caps_rule
     slavic = key not in ("en", "unknown_en")
-    names = frozenset(text_folded_words(" ".join(w for w in text_name_words(text) if not text_is_code_word(
-        w, case_tells)))) if slavic else frozenset()   # Slavic names
+    names = text_personal_names(text, case_tells) if slavic else frozenset()   # Slavic names
     return _QueryPlan(language, stop_words, rules.request_stop_words, rules.stemmers[key], case_tells, names,
                       slavic)
 

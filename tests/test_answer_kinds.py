@@ -216,14 +216,18 @@ class TroubleshootingTest(ExtractiveTest):
 
 
 class CorpusRegressionTest(TempDirTest):
+    def ask_corpus(self, question: str, *flags: str, env: dict | None = None) -> dict:
+        """Return the envelope of the CLI asked question over the repo's corpus, extractively."""
+        run = run_cli(question, "--docs", "corpus", "--cache-dir", self.cache, "--extractive", "--json",
+                      *flags, env=env)
+        return json.loads(run.stdout)
+
     def test_the_fiscal_register_question_cites_its_threshold(self):
         """The repo's corpus: 'Czy muszę mieć kasę fiskalną?' once opened with 'Nie muszą.' (a
         reply about KSeF) and showed no threshold; it must cite kasy-fiskalne.txt with the
         20 000 zł limit."""
-        run = run_cli("Czy muszę mieć kasę fiskalną?", "--docs", "corpus", "--cache-dir", self.cache,
-                      "--extractive", "--json", env={"EMBED_MOCK": "1"})
-        envelope = json.loads(run.stdout)
-        self.assertEqual(envelope["status"], "ok", run.stdout)
+        envelope = self.ask_corpus("Czy muszę mieć kasę fiskalną?", env={"EMBED_MOCK": "1"})
+        self.assertEqual(envelope["status"], "ok", envelope)
         lines = [line for line in envelope["answer"].split("\n") if "20 000 zł" in line]
         self.assertTrue(any("[podatki/kasy-fiskalne.txt:" in line for line in lines), envelope["answer"])
         self.assertFalse(envelope["answer"].startswith("- Nie muszą."), envelope["answer"])
@@ -233,9 +237,7 @@ class CorpusRegressionTest(TempDirTest):
         'Termin podstawowy: 25. dzień następnego miesiąca' answers it. When every heading's
         words weighed as a title's, the sibling section 'JPK_V7K — rozliczenie kwartalne'
         (the title's JPK_V7K) pushed it out of the five sources."""
-        run = run_cli("do kiedy składam JPK", "--docs", "corpus", "--cache-dir", self.cache,
-                      "--extractive", "--no-embed", "--json")
-        envelope = json.loads(run.stdout)
+        envelope = self.ask_corpus("do kiedy składam JPK", "--no-embed")
         self.assertTrue(envelope["answer"].startswith("- JPK_V7M składa się co miesiąc, do 25. dnia "
                                                       "miesiąca następującego"), envelope["answer"])
         self.assertIn("[podatki/jpk-v7-terminy.md:22-22]", envelope["answer"])
@@ -244,9 +246,7 @@ class CorpusRegressionTest(TempDirTest):
         """'Aké hodnotenie dostala práca Jána Holpa?' (issue 33): the grade, 'hodnotením B', is
         in the thesis page's section 'Obhajoba', which names neither Holp nor the thesis; the
         page names its author in another section."""
-        run = run_cli("Aké hodnotenie dostala práca Jána Holpa?", "--docs", "corpus", "--cache-dir",
-                      self.cache, "--extractive", "--no-embed", "--json")
-        envelope = json.loads(run.stdout)
+        envelope = self.ask_corpus("Aké hodnotenie dostala práca Jána Holpa?", "--no-embed")
         first = envelope["answer"].split("\n")[0]
         self.assertIn("hodnotením B", first)
         self.assertIn("[wiki/prace/2024-holp.md:19-19]", first)
@@ -255,10 +255,8 @@ class CorpusRegressionTest(TempDirTest):
         """As the README's first command runs it with no model server: BM25 alone ranks
         other pages' 'kasy fiskalnej' above the note's later paragraphs, and the 20 000 zł
         line, which names no word of the question, is quoted under the note's first line."""
-        run = run_cli("Czy muszę mieć kasę fiskalną?", "--docs", "corpus", "--cache-dir", self.cache,
-                      "--extractive", "--no-embed", "--json")
-        envelope = json.loads(run.stdout)
-        self.assertEqual(envelope["status"], "ok", run.stdout)
+        envelope = self.ask_corpus("Czy muszę mieć kasę fiskalną?", "--no-embed")
+        self.assertEqual(envelope["status"], "ok", envelope)
         lines = [line for line in envelope["answer"].split("\n") if "20 000 zł" in line]
         self.assertTrue(any("[podatki/kasy-fiskalne.txt:" in line for line in lines), envelope["answer"])
 
