@@ -165,6 +165,7 @@ __all__ = [
     "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english", "text_stem_polish",
     "text_stem_slovak", "SuffixStemmer",
     "text_query_terms", "text_query_counts", "text_query_words", "text_edit_distance", "text_sentences", "text_detect_language", "text_case_tells",
+    "text_has_date", "text_has_deadline",
     "Tokenizer", "Question", "question_make",
     "FileEntry", "CorpusScan", "ScanRun", "corpus_scan", "corpus_scan_begin", "corpus_walk", "corpus_read",
     "corpus_readable", "corpus_reread", "corpus_other_files", "corpus_no_documents_note",
@@ -5107,6 +5108,7 @@ FEEDBACK_RERANK = 100             # ... which re-scores the first pass's best fr
 PAGE_NAME_TF = 1                  # a fragment of a page naming a person holds the name this many units
 PAGE_NAME_MAX_PAGES = 3           # ... when at most this many pages name the person (_with_page_names)
 PAGE_NAME_MAX_CHUNKS = 300        # ... and at most this many fragments (their pages are not looked up)
+DEADLINE_RERANK = 100             # a question asking by when re-scores BM25's best fragments this deep
 
 
 class _Ranked(NamedTuple):
@@ -5218,7 +5220,26 @@ def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settin
     top, matches = _top(scores, max(FEEDBACK_RERANK, pool + 1), places), len(scores)
     if search_feedback_wanted(question, weights, _chunk_terms(conn, top[0][0]), settings):
         top = _top(_feedback_pass(conn, weights, top, settings, n_chunks, mean_length), pool + 1, places)
+    if _question_wants(question.text).deadline:
+        top = _deadlines_first(conn, top, len(question.words))
     return top[:pool + 1], matches
+
+
+def _deadlines_first(conn: sqlite3.Connection, top: list[tuple[int, float]], n_words: int) -> list[tuple[int, float]]:
+    """Return top ((chunk id, BM25 score), best first) for a question asking by when
+    (_Wants.deadline) with each of its first DEADLINE_RERANK fragments that writes a deadline
+    (text_has_deadline) scored as if it held one more of the question's n_words words: the best
+    score's share per word. The when-word is a stop word, so without this a page's section
+    on its deadlines ('## Terminy: ... płaci je do 20. dnia') ranks below its sections on
+    amounts that repeat the question's other words."""
+    if not top:
+        return top
+    bonus = top[0][1] / max(1, n_words)
+    head = top[:DEADLINE_RERANK]
+    texts = {cid: text for cid, (_, text) in _cache_chunk_texts(conn, [cid for cid, _ in head])}
+    rescored = [(cid, score + (bonus if text_has_deadline(texts.get(cid, "")) else 0.0)) for cid, score in head]
+    order = {cid: k for k, (cid, _) in enumerate(head)}
+    return sorted(rescored, key=lambda kv: (-kv[1], order[kv[0]])) + top[DEADLINE_RERANK:]
 
 
 def _personal_names(question: Question) -> list[tuple[str, ...]]:
@@ -7155,7 +7176,60 @@ def _paragraph_sentences(para: list[tuple[int, str]]) -> list[tuple[int, int, st
 # --- 14e. What a question asks for — besides its words: a command, a date, a definition or a
 # purpose, a duty and its condition, the fix of an error; the frame words that are not its topic.
 
-_WHEN_WORDS = frozenset("kiedy kedy when deadline termin terminy until dokedy".split())
+# a question asking when (folded text): a when-word opening it ('Kiedy', 'Do kiedy', 'A kedy'; not
+# 'What is DNS for when I type'), or a date, a year or a deadline named as the thing asked
+_WHEN_QUESTION = _lazy_re(r"^\W*(?:(?:a|i|and|so|but|ale|no|tak|ok)\W+)?(?:(?:do|od|until|till|since|by|from|of)\W+)?"
+                          r"(?:kiedy|kedy|when|dokedy|odkedy|dokial)\b"
+                          r"|\b(?:what|which|jaki|jakiego|jakim|jaka|ktory|ktorego|ktorym|ktorej|ktora|aky|aka|ake"
+                          r"|akom|akeho|akej)\s+(?:(?:jest|je|is|was|the)\s+)*"
+                          r"(?:date|year|day|time|datum|dnia|dniu|dzien|rok|roku|roka|den|dna"
+                          r"|termin|terminie|terminu|lehota|lehote|lehotu)\b|\bo ktorej\b|\bdeadlines?\b"
+                          r"|\bdue\b(?!\s+to\b)|\blehot\w*\b")
+# ... and one asking by when: 'do kiedy', 'until when', a deadline named, or when something must be done
+_DEADLINE_QUESTION = _lazy_re(r"^\W*(?:(?:a|i|and|so|but|ale|no|tak|ok)\W+)?"
+                              r"(?:(?:do|until|till|by)\W+(?:kiedy|kedy|when)|dokedy|dokial)\b"
+                              r"|\bdeadlines?\b|\bdue\b(?!\s+to\b)|\blehot\w*\b"
+                              r"|\b(?:jaki|aky|what|which)\s+(?:jest\s+|je\s+|is\s+the\s+)?(?:termin|lehota)\b")
+# 'termin' (pl, sk) names a deadline, unless the question asks what a term means ('co oznacza termin')
+_TERM_WORDS = frozenset("termin terminy terminu terminie terminem terminow terminach terminom termine terminov "
+                        "terminoch".split())
+# a date as documents write one (folded text): a day and a month, a numbered day ('20. dnia', 'the
+# 20th'), a numeric date, a year, a weekday, a month's or a year's end; never an amount ('60 000 zł',
+# '498,35 zł'). A month name that is also a common word ('mają', 'may', 'march') counts beside a number.
+_MONTHS_SURE = ("styczen stycznia styczniu luty lutego lutym marzec marca marcu kwiecien kwietnia kwietniu "
+                "czerwiec czerwca czerwcu lipiec lipca lipcu sierpien sierpnia sierpniu wrzesien wrzesnia "
+                "wrzesniu pazdziernik pazdziernika pazdzierniku listopad listopada listopadzie grudzien "
+                "grudnia grudniu januar januara januari februar februara februari marec marci april aprila "
+                "aprili juna jula augusta auguste septembra septembri oktober oktobra oktobri novembra "
+                "novembri decembra decembri january february june july august september october november "
+                "december").split()
+_MONTHS_NEAR_NUMBER = "maj maja maju mai may march jun jul juni juli".split()
+_MONTHS_BEFORE_DAY = ("january february march april may june july august september october november "
+                      "december jan feb mar apr jun jul aug sep sept oct nov dec").split()   # 'March 15'
+_WEEKDAYS = ("poniedzialek poniedzialku wtorek wtorku sroda srody srode srodzie czwartek czwartku piatek "
+             "piatku sobota soboty sobote sobocie niedziela niedzieli niedziele pondelok pondelka utorok "
+             "utorka streda stredy stredu strede stvrtok stvrtka piatok piatka sobotu nedela nedele nedelu "
+             "monday tuesday wednesday thursday friday saturday sunday").split()
+_DAY_NUMBER = r"(?:[12]\d|3[01]|0?[1-9])"
+_ANY_MONTH = "|".join(_MONTHS_SURE + _MONTHS_NEAR_NUMBER)
+_DATE_PHRASE = _lazy_re(
+    rf"\b{_DAY_NUMBER}(?:\.|st|nd|rd|th)?\s*(?:of\s+)?(?:{_ANY_MONTH})\b"        # 20 maja, 15. marca, 5th of May
+    rf"|\b(?:{'|'.join(_MONTHS_BEFORE_DAY)})\.?\s+{_DAY_NUMBER}(?:st|nd|rd|th)?\b"       # March 15
+    rf"|\b(?:{'|'.join(_MONTHS_SURE + _WEEKDAYS)})\b"                             # do końca lutego, w piątek
+    rf"|\b(?:in|since|until|by|before|after|from|during|do|od|po)\s+"                # in May, do maja
+    rf"(?:{'|'.join(_MONTHS_NEAR_NUMBER)})\b"
+    rf"|\b{_DAY_NUMBER}\.?\s*(?:dnia|dna|den|dzien|day)\b|\b{_DAY_NUMBER}(?:st|nd|rd|th)\b"   # 20. dnia, 20th
+    rf"|\b\d{{4}}-\d\d-\d\d\b"                                                    # 2026-03-15
+    rf"|\b{_DAY_NUMBER}[./](?:1[0-2]|0?[1-9])[./](?:\d{{4}}\b|(?!\d))"                # 15.03.2026, 15.03.
+    r"|\b(?:19|20)\d\d\b(?![.,]\d|\s*(?:\d|zl|pln|eur|usd|kc|%|\$))"          # 2026 r.; not 2000 zł
+    r"|\b(?:koniec|konca|koncu|koncem|end)\s+(?:of\s+(?:the\s+)?)?(?:miesiaca|roku|kwartalu|mesiaca|roka"
+    r"|stvrtroka|month|year|quarter)\b")
+_DURATION = _lazy_re(r"\b\d+\s*(?:dni|dnia|days?|tygodni\w*|weeks?|tyzdn\w*|miesi\w*|months?|mesiac\w*"
+                     r"|godzin\w*|hodin\w*|hours?)\b")
+# the words before a date or a duration that make it a deadline ('do 20. dnia', 'within 14 days')
+_DEADLINE_LEAD = _lazy_re(r"\b(?:do|by|until|till|before|przed|pred|najpozniej|najneskor|dokial|within|due"
+                          r"|ciagu|lehote|priebehu|later than|termin\w*|lehot\w*|deadlines?)\W+(?:\w+\s+)?$")
+DEADLINE_LEAD_CHARS = 40           # a deadline's lead word stands this close before its date
 # a question asking for something to type: a command, code, a "how do I" (folded word starts)
 _CODE_WORD_STARTS = ("command", "komend", "polecen", "prikaz", "run", "type", "wpis", "napis",
                      "uruchom", "spust", "install", "instal", "zainstal", "nainstal", "code", "kod",
@@ -7181,7 +7255,6 @@ _COPULAS = frozenset("is are means mean stands jest sa to oznacza znaczy je su z
                      "lets allows enables contains sluzy sluza pozwala umozliwia zawiera "   # a thing is for
                      "sluzi umoznuje obsahuje zadaniem ulohou".split())
 DEFINITION_HEAD_WORDS = 8          # a definition names its term and its copula within this many words
-_STANDALONE_NUMBER = _lazy_re(r"(?<![\w-])\d+(?![\w-])")    # 25., 2026 r.; not JPK_V7, VAT-26
 _FILE_EXTENSION = _lazy_re(r"\w\.([A-Za-z]{1,4})$")    # manage.py, post_list.html
 # a question asking whether something must be done (folded word starts): its answer states
 # the duty or its condition -- words of duty, of a condition, or of a limit
@@ -7196,12 +7269,13 @@ _LIMIT_WORD_STARTS = ("limit", "threshold", "przekrocz", "prekroc", "exceed", "p
 class _Wants(NamedTuple):
     """What kind of content a question asks for, besides its words (see _question_wants)."""
 
-    date: bool                     # 'kiedy', 'when': a date or a number
+    date: bool                     # 'kiedy', 'when', 'which year': a date (_DATE_PHRASE)
     code: bool                     # 'jak', 'how', 'command': code or a command
     definition: bool               # 'co to', 'what is', 'po co': a definition or a purpose
     duty: bool                     # 'czy muszę', 'do I need': a duty and its condition
     fix: bool                      # an error quoted or named: what follows its description
     reason: bool                   # 'dlaczego', 'why': a reason or a purpose
+    deadline: bool = False         # 'do kiedy', 'by when', 'kiedy muszę': a date a thing is due by
 
 
 def _question_wants(text: str) -> _Wants:
@@ -7209,10 +7283,27 @@ def _question_wants(text: str) -> _Wants:
     words = text_folded_words(text)
     reason = bool(_WHY_WORDS.intersection(words))
     code = _wants_code(words) and not reason
-    return _Wants(bool(_WHEN_WORDS.intersection(words)), code,
-                  bool(_DEFINE_QUESTION.search(" ".join(words))) and not code, _wants_duty(words),
-                  bool(_FIX_WORDS.intersection(words)) or _ERROR_NAME.search(text) is not None,
-                  reason)
+    folded, definition = text_fold(text), bool(_DEFINE_QUESTION.search(" ".join(words)))
+    named_term = not definition and bool(_TERM_WORDS.intersection(words))   # 'termin złożenia'
+    date = named_term or _WHEN_QUESTION.search(folded) is not None
+    return _Wants(date, code and not date, definition and not code, _wants_duty(words),
+                  bool(_FIX_WORDS.intersection(words)) or _ERROR_NAME.search(text) is not None, reason,
+                  date and (named_term or _DEADLINE_QUESTION.search(folded) is not None or _wants_duty(words)))
+
+
+def text_has_date(text: str) -> bool:
+    """Return True when text writes a date (_DATE_PHRASE: '20 maja', '20. dnia', '2026-03-15',
+    'w 2026 r.', 'do końca lutego'), not merely a number ('498,35 zł', '60 000 zł')."""
+    return _DATE_PHRASE.search(text_fold(text)) is not None
+
+
+def text_has_deadline(text: str) -> bool:
+    """Return True when text writes a date or a duration a thing is due by: a lead word
+    (_DEADLINE_LEAD: 'do', 'by', 'until', 'w ciągu', 'termin') at most one word before it
+    ('płaci je do 20. dnia następnego miesiąca', 'within 14 days'); 'do 60 000 zł' is none."""
+    folded = text_fold(text)
+    return any(_DEADLINE_LEAD.search(folded[max(0, found.start() - DEADLINE_LEAD_CHARS):found.start()])
+               for pattern in (_DATE_PHRASE, _DURATION) for found in pattern.finditer(folded))
 
 
 def _is_definition(head: str, terms: set[str], tokenizer: "Tokenizer", language: str) -> bool:
@@ -7325,8 +7416,9 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
         overlap = sum(1 for word_terms in words_terms if held & word_terms)
         framing = named | next(heading_terms for line, heading_terms in reversed(heads) if line < unit.span[0])
         overlap += 0.5 * sum(1 for word_terms in words_terms if not held & word_terms and framing & word_terms)
-        if overlap and wants.date and _STANDALONE_NUMBER.search(unit.text):
-            overlap += 1
+        if overlap and wants.date:
+            due = wants.deadline and text_has_deadline(unit.text)
+            overlap += (due or text_has_date(unit.text)) + due
         if overlap and wants.code and unit.has_code:
             overlap += 1
         if overlap and wants.definition and _is_definition(unit.head, terms, tokenizer, language):

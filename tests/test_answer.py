@@ -167,6 +167,56 @@ class ExtractiveWhenTest(TempDirTest):
                                   for w in ("jeden", "dwa", "trzy", "cztery")])
         self.assertIn(f"{self.DATED} [a.md:11-11]", answer)
 
+    def test_an_amount_is_not_a_date(self):
+        # each undated sentence holds amounts ('60 000 zł', '498,35 zł'); were a number a date,
+        # they would tie with the dated sentence and, earlier in the file, come first
+        answer = self.quote_when([f"Plik JPK składa podatnik {w} z obrotem 60 000 zł i kwotą 498,35 zł."
+                                  for w in ("jeden", "dwa", "trzy", "cztery")])
+        self.assertTrue(answer.startswith(f"- {self.DATED} [a.md:11-11]"), answer)
+
+    def test_when_as_a_conjunction_asks_for_no_date(self):
+        # 'kiedy' inside the question joins a clause ('who sends it when I have it ready'): the
+        # question asks who, so the dated sentence, later in the file, does not come first
+        write_files(self.docs, {"a.md": "# JPK\n\nPlik JPK wysyła księgowa z biura klienta.\n\n"
+                                        "Plik JPK wysyła się do 25. dnia miesiąca.\n"})
+        question = "Kto wysyła plik JPK, kiedy go przygotuję?"
+        answer = docs_qa.answer_extractive(question, docs_qa.search(question, self.settings()))
+        self.assertTrue(answer.startswith("- Plik JPK wysyła księgowa z biura klienta. [a.md:3-3]"), answer)
+        asked = "Kiedy wysyła się plik JPK?"                     # the same words, asking when
+        answer = docs_qa.answer_extractive(asked, docs_qa.search(asked, self.settings()))
+        self.assertTrue(answer.startswith("- Plik JPK wysyła się do 25. dnia miesiąca. [a.md:5-5]"), answer)
+
+
+class DeadlineRankingTest(TempDirTest):
+    """A question asking by when ranks the section that states a deadline first, though the
+    sections on amounts are shorter and hold the question's other words as often."""
+
+    PAGE = ("# Składka zdrowotna\n\n"
+            + "".join(f"## {name}\n\nSkładka zdrowotna na {name.lower()}: {amount} zł miesięcznie.\n\n"
+                      for name, amount in (("Skali", "432,54"), ("Liniowym", "432,54"), ("Ryczałcie", "498,35")))
+            + "## Terminy\n\nSkładkę zdrowotną płaci się do 20. dnia następnego miesiąca, przelewem na "
+              "rachunek składkowy.\n")
+    OTHERS = ("Faktury wystawia się w KSeF.", "Stawka VAT wynosi 23 %.", "Kasa fiskalna rejestruje sprzedaż.",
+              "Podatek VAT trzeba zapłacić przelewem.")    # 'zapłacić' is in the folder: the gate lets it pass
+
+    def ranked_sections(self) -> list[str]:
+        write_files(self.docs, {"skladka.md": self.PAGE,
+                                **{f"inne-{k}.md": f"# Podatek {k}\n\n{text}\n" for k, text in enumerate(self.OTHERS)}})
+        result = docs_qa.search("Do kiedy muszę zapłacić składkę zdrowotną?", self.settings(use_embeddings=False))
+        return [hit.chunk.sections[-1] for hit in result.hits]
+
+    def test_the_deadline_section_comes_first(self):
+        self.assertEqual(self.ranked_sections()[0], "Terminy")
+
+    def test_without_the_deadline_rerank_a_shorter_section_on_amounts_comes_first(self):
+        # the same folder with the rerank switched off: BM25 alone prefers the short 'Skali'
+        saved, docs_qa.DEADLINE_RERANK = docs_qa.DEADLINE_RERANK, 0
+        try:
+            ranked = self.ranked_sections()
+        finally:
+            docs_qa.DEADLINE_RERANK = saved
+        self.assertLess(ranked.index("Skali"), ranked.index("Terminy"), ranked)
+
 
 class ChatModelChoiceTest(StubServerCase):
     """With no chat model configured, the first non-embedding model the server lists."""

@@ -215,6 +215,30 @@ class TroubleshootingTest(ExtractiveTest):
         self.assertTrue(result.answer.startswith("- The shell lists posts with a query."), result.answer)
 
 
+class DateTest(unittest.TestCase):
+    """What counts as a date, and as a deadline, in the three languages (text_has_date,
+    text_has_deadline): a number alone is neither."""
+
+    def test_dates_in_three_languages(self):
+        for text in ("do 20 maja", "płaci je do 20. dnia następnego miesiąca", "w 2026 r.", "15.03.2026",
+                     "2026-03-15", "do 31. decembra", "v piatok", "by March 15", "the 20th of April",
+                     "do końca lutego", "until the end of the month", "due in May", "od maja"):
+            self.assertTrue(docs_qa.text_has_date(text), text)
+
+    def test_amounts_versions_and_a_verb_like_a_month_are_no_date(self):
+        for text in ("do 60 000 zł przychodu — 498,35 zł miesięcznie", "version 4.9.1", "from 2000 zł",
+                     "Oni mają 5 kotów", "march on", "VAT-26 i JPK_V7", "9% dochodu"):
+            self.assertFalse(docs_qa.text_has_date(text), text)
+
+    def test_a_deadline_is_a_date_or_a_duration_after_a_word_of_time_limit(self):
+        for text in ("płaci je do 20. dnia następnego miesiąca", "Termin: 30 kwietnia", "no later than 15 March",
+                     "w terminie 7 dni od dnia zlecenia", "within 14 days of the invoice", "najneskôr do 25. marca"):
+            self.assertTrue(docs_qa.text_has_deadline(text), text)
+        for text in ("do 60 000 zł", "Od 2022 r. zależy od formy", "Przez pierwsze 6 miesięcy działalności",
+                     "do limitu (w 2026 r. 14 100 zł", "on 2026-03-15"):
+            self.assertFalse(docs_qa.text_has_deadline(text), text)
+
+
 class CorpusRegressionTest(TempDirTest):
     def ask_corpus(self, question: str, *flags: str, env: dict | None = None) -> dict:
         """Return the envelope of the CLI asked question over the repo's corpus, extractively."""
@@ -241,6 +265,16 @@ class CorpusRegressionTest(TempDirTest):
         self.assertTrue(envelope["answer"].startswith("- JPK_V7M składa się co miesiąc, do 25. dnia "
                                                       "miesiąca następującego"), envelope["answer"])
         self.assertIn("[podatki/jpk-v7-terminy.md:22-22]", envelope["answer"])
+
+    def test_the_health_contribution_deadline_is_quoted(self):
+        """'Do kiedy muszę zapłacić składkę zdrowotną?' (issue 31) once quoted a table of amounts
+        (any number counted as a date) and left out the section '## Terminy', whose line 40
+        says 'płaci je do 20. dnia następnego miesiąca': three other sections of the page,
+        repeating the question's words, filled its three places among the sources."""
+        envelope = self.ask_corpus("Do kiedy muszę zapłacić składkę zdrowotną?", "--no-embed")
+        self.assertIn("płaci je do 20. dnia następnego miesiąca. [podatki/skladka-zdrowotna.md:40-40]",
+                      envelope["answer"])
+        self.assertNotIn("| do 60 000 zł | 498,35 zł |", envelope["answer"])
 
     def test_the_thesis_grade_question_cites_the_grade(self):
         """'Aké hodnotenie dostala práca Jána Holpa?' (issue 33): the grade, 'hodnotením B', is

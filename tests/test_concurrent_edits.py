@@ -90,10 +90,10 @@ class SnapshotTest(_RefreshElsewhereCase):
 
         def refreshed_then_found(*args, **kwargs):
             if not after:
-                after.append(self.refresh_elsewhere("\nThe zebracorn termin JPK is in May.\n"))
+                after.append(self.refresh_elsewhere("\nThe zebracorn JPK file is in May.\n"))
             return find(*args, **kwargs)
         with mock.patch.object(docs_qa, "_find", refreshed_then_found):
-            result = docs_qa.search("zebracorn termin JPK", self.settings())
+            result = docs_qa.search("zebracorn JPK file", self.settings())   # no deadline asked
         self.assertIn("zebracorn", result.hits[0].chunk.text)
         self.assertEqual(result.index_version, after[0])
 
