@@ -556,11 +556,14 @@ _STOP_SK_TELLS = frozenset(w for w in _STOP_SK - _STOP_PL - _STOP_EN if len(w) >
 # mnie", "zaujíma ma"): dropped from questions only, never from documents, where such
 # words can be content. Words that are content in some collection ("need" in "information
 # needs", "documents", "articles", "information") are deliberately left out
-# (reports/hybrid-vs-single.md, "BM25 levers").
+# (reports/hybrid-vs-single.md, "BM25 levers"). The words that frame a question ("has anyone
+# else…", "whether", "whose", "why bother") name no topic, and, held by no document, they
+# weighed as its rarest words in the no-answer gate (reports/answers-real-docs.md, eighth round).
 REQUEST_STOP_WORDS = frozenset("""
 interested interest pleased grateful glad receive wish like want wanted looking please
 give tell describe described describing discuss discussed discussing deal deals dealing
 concerning regarding especially particularly exist exists something anything etc
+anyone anybody someone somebody else whose whether bother
 interesuje interesuja chcialbym chcialabym chcielibysmy szukam szukamy prosze
 zaujima zaujimaju zaujimalo hladam hladame chcel chcela chcem prosim
 zrobic robic zrobit urobit robit

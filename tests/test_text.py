@@ -103,6 +103,14 @@ class TermRulesTest(unittest.TestCase):
         question = retrieval_contract.question_make("I am interested in invoices", rules=rules)
         self.assertEqual([word for word, _ in question.words], ["interested", "invoices"])
 
+    def test_the_words_that_frame_a_question_are_dropped_from_it(self):
+        # 'did anyone else discover…' (Cranfield): 'anyone' and 'else' name no topic, and as words
+        # no document holds they weighed as the rarest and let the gate refuse the question
+        self.assertEqual(docs_qa.text_query_counts("did anyone else discover whether skin friction varies"),
+                         docs_qa.text_query_counts("did discover skin friction varies"))
+        self.assertEqual(docs_qa.text_query_counts("whose posts should somebody bother to read"),
+                         docs_qa.text_query_counts("posts should read"))
+
     def test_capitals_of_a_question_in_capitals_make_a_code_word_only_without_the_rule(self):
         # Porter makes WIS 'wi'; as a code word it also keeps the light stem 'wis'
         self.assertEqual(docs_qa.text_query_counts("where is the WIS form"), {"wi": 1, "form": 1, "wis": 1})
