@@ -7194,8 +7194,9 @@ _DEADLINE_QUESTION = _lazy_re(r"^\W*(?:(?:a|i|and|so|but|ale|no|tak|ok)\W+)?"
 _TERM_WORDS = frozenset("termin terminy terminu terminie terminem terminow terminach terminom termine terminov "
                         "terminoch".split())
 # a date as documents write one (folded text): a day and a month, a numbered day ('20. dnia', 'the
-# 20th'), a numeric date, a year, a weekday, a month's or a year's end; never an amount ('60 000 zł',
-# '498,35 zł'). A month name that is also a common word ('mają', 'may', 'march') counts beside a number.
+# 20th'), a numeric date, a year, a weekday, a month's or a year's end, a time of day; never an
+# amount ('60 000 zł', '498,35 zł'). A month name that is also a common word ('mają', 'may',
+# 'march') counts beside a number.
 _MONTHS_SURE = ("styczen stycznia styczniu luty lutego lutym marzec marca marcu kwiecien kwietnia kwietniu "
                 "czerwiec czerwca czerwcu lipiec lipca lipcu sierpien sierpnia sierpniu wrzesien wrzesnia "
                 "wrzesniu pazdziernik pazdziernika pazdzierniku listopad listopada listopadzie grudzien "
@@ -7223,7 +7224,9 @@ _DATE_PHRASE = _lazy_re(
     rf"|\b{_DAY_NUMBER}[./](?:1[0-2]|0?[1-9])[./](?:\d{{4}}\b|(?!\d))"                # 15.03.2026, 15.03.
     r"|\b(?:19|20)\d\d\b(?![.,]\d|\s*(?:\d|zl|pln|eur|usd|kc|%|\$))"          # 2026 r.; not 2000 zł
     r"|\b(?:koniec|konca|koncu|koncem|end)\s+(?:of\s+(?:the\s+)?)?(?:miesiaca|roku|kwartalu|mesiaca|roka"
-    r"|stvrtroka|month|year|quarter)\b")
+    r"|stvrtroka|month|year|quarter)\b"
+    r"|(?<![\w.:])(?:[01]?\d|2[0-3]):[0-5]\d(?![\w.:])"                             # a time: 02:00, 14:30
+    r"|\b(?:1[0-2]|0?[1-9])\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)")                       # 2 pm
 _DURATION = _lazy_re(r"\b\d+\s*(?:dni|dnia|days?|tygodni\w*|weeks?|tyzdn\w*|miesi\w*|months?|mesiac\w*"
                      r"|godzin\w*|hodin\w*|hours?)\b")
 # the words before a date or a duration that make it a deadline ('do 20. dnia', 'within 14 days')

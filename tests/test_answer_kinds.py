@@ -222,12 +222,14 @@ class DateTest(unittest.TestCase):
     def test_dates_in_three_languages(self):
         for text in ("do 20 maja", "płaci je do 20. dnia następnego miesiąca", "w 2026 r.", "15.03.2026",
                      "2026-03-15", "do 31. decembra", "v piatok", "by March 15", "the 20th of April",
-                     "do końca lutego", "until the end of the month", "due in May", "od maja"):
+                     "do końca lutego", "until the end of the month", "due in May", "od maja", "runs at 02:00",
+                     "o 14:30", "at 2 pm"):
             self.assertTrue(docs_qa.text_has_date(text), text)
 
     def test_amounts_versions_and_a_verb_like_a_month_are_no_date(self):
         for text in ("do 60 000 zł przychodu — 498,35 zł miesięcznie", "version 4.9.1", "from 2000 zł",
-                     "Oni mają 5 kotów", "march on", "VAT-26 i JPK_V7", "9% dochodu"):
+                     "Oni mają 5 kotów", "march on", "VAT-26 i JPK_V7", "9% dochodu", "127.0.0.1:8000",
+                     "host:8080", "ratio 3:2:1", "12:30:45.5 s"):
             self.assertFalse(docs_qa.text_has_date(text), text)
 
     def test_a_deadline_is_a_date_or_a_duration_after_a_word_of_time_limit(self):
