@@ -165,7 +165,7 @@ __all__ = [
     "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english", "text_stem_polish",
     "text_stem_slovak", "SuffixStemmer",
     "text_query_terms", "text_query_counts", "text_query_words", "text_edit_distance", "text_sentences", "text_detect_language", "text_case_tells",
-    "text_has_date", "text_has_deadline",
+    "text_has_date", "text_has_deadline", "text_has_duration",
     "Tokenizer", "Question", "question_make",
     "FileEntry", "CorpusScan", "ScanRun", "corpus_scan", "corpus_scan_begin", "corpus_walk", "corpus_read",
     "corpus_readable", "corpus_reread", "corpus_other_files", "corpus_no_documents_note",
@@ -5108,7 +5108,7 @@ FEEDBACK_RERANK = 100             # ... which re-scores the first pass's best fr
 PAGE_NAME_TF = 1                  # a fragment of a page naming a person holds the name this many units
 PAGE_NAME_MAX_PAGES = 3           # ... when at most this many pages name the person (_with_page_names)
 PAGE_NAME_MAX_CHUNKS = 300        # ... and at most this many fragments (their pages are not looked up)
-DEADLINE_RERANK = 100             # a question asking by when re-scores BM25's best fragments this deep
+DEADLINE_RERANK = 100             # a question asking by when or how long re-scores BM25's best fragments this deep
 
 
 class _Ranked(NamedTuple):
@@ -5220,24 +5220,27 @@ def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settin
     top, matches = _top(scores, max(FEEDBACK_RERANK, pool + 1), places), len(scores)
     if search_feedback_wanted(question, weights, _chunk_terms(conn, top[0][0]), settings):
         top = _top(_feedback_pass(conn, weights, top, settings, n_chunks, mean_length), pool + 1, places)
-    if _question_wants(question.text).deadline:
-        top = _deadlines_first(conn, top, len(question.words))
+    wants = _question_wants(question.text)
+    if wants.deadline or wants.duration:
+        top = _times_first(conn, top, len(question.words), text_has_deadline if wants.deadline else text_has_duration)
     return top[:pool + 1], matches
 
 
-def _deadlines_first(conn: sqlite3.Connection, top: list[tuple[int, float]], n_words: int) -> list[tuple[int, float]]:
+def _times_first(conn: sqlite3.Connection, top: list[tuple[int, float]], n_words: int,
+                 answers: Callable[[str], bool]) -> list[tuple[int, float]]:
     """Return top ((chunk id, BM25 score), best first) for a question asking by when
-    (_Wants.deadline) with each of its first DEADLINE_RERANK fragments that writes a deadline
-    (text_has_deadline) scored as if it held one more of the question's n_words words: the best
-    score's share per word. The when-word is a stop word, so without this a page's section
-    on its deadlines ('## Terminy: ... płaci je do 20. dnia') ranks below its sections on
-    amounts that repeat the question's other words."""
+    (_Wants.deadline) or how long (_Wants.duration) with each of its first DEADLINE_RERANK
+    fragments that writes what it asks for (answers: text_has_deadline, text_has_duration)
+    scored as if it held one more of the question's n_words words: the best score's share per
+    word. The when-word is a stop word, so without this a page's section on its deadlines
+    ('## Terminy: ... płaci je do 20. dnia') ranks below its sections on amounts that repeat
+    the question's other words."""
     if not top:
         return top
     bonus = top[0][1] / max(1, n_words)
     head = top[:DEADLINE_RERANK]
     texts = {cid: text for cid, (_, text) in _cache_chunk_texts(conn, [cid for cid, _ in head])}
-    rescored = [(cid, score + (bonus if text_has_deadline(texts.get(cid, "")) else 0.0)) for cid, score in head]
+    rescored = [(cid, score + (bonus if answers(texts.get(cid, "")) else 0.0)) for cid, score in head]
     order = {cid: k for k, (cid, _) in enumerate(head)}
     return sorted(rescored, key=lambda kv: (-kv[1], order[kv[0]])) + top[DEADLINE_RERANK:]
 
@@ -7228,7 +7231,9 @@ _DATE_PHRASE = _lazy_re(
     r"|(?<![\w.:])(?:[01]?\d|2[0-3]):[0-5]\d(?![\w.:])"                             # a time: 02:00, 14:30
     r"|\b(?:1[0-2]|0?[1-9])\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)")                       # 2 pm
 _DURATION = _lazy_re(r"\b\d+\s*(?:dni|dnia|days?|tygodni\w*|weeks?|tyzdn\w*|miesi\w*|months?|mesiac\w*"
-                     r"|godzin\w*|hodin\w*|hours?)\b")
+                     r"|godzin\w*|hodin\w*|hours?|lat|lata|rok|roku|roky|rokov|years?|minut\w*)\b")
+# a question asking how long (folded text): 'jak długo', 'ako dlho', 'how long', 'przez ile', 'na ako dlho'
+_HOW_LONG_QUESTION = _lazy_re(r"\b(?:jak dlugo|ako dlho|jak dluho|how long|przez ile|po jakim czasie|for how many)\b")
 # the words before a date or a duration that make it a deadline ('do 20. dnia', 'within 14 days')
 _DEADLINE_LEAD = _lazy_re(r"\b(?:do|by|until|till|before|przed|pred|najpozniej|najneskor|dokial|within|due"
                           r"|ciagu|lehote|priebehu|later than|termin\w*|lehot\w*|deadlines?)\W+(?:\w+\s+)?$")
@@ -7279,6 +7284,7 @@ class _Wants(NamedTuple):
     fix: bool                      # an error quoted or named: what follows its description
     reason: bool                   # 'dlaczego', 'why': a reason or a purpose
     deadline: bool = False         # 'do kiedy', 'by when', 'kiedy muszę': a date a thing is due by
+    duration: bool = False         # 'jak długo', 'ako dlho', 'how long': a span of time ('przez 10 lat')
 
 
 def _question_wants(text: str) -> _Wants:
@@ -7291,13 +7297,20 @@ def _question_wants(text: str) -> _Wants:
     date = named_term or _WHEN_QUESTION.search(folded) is not None
     return _Wants(date, code and not date, definition and not code, _wants_duty(words),
                   bool(_FIX_WORDS.intersection(words)) or _ERROR_NAME.search(text) is not None, reason,
-                  date and (named_term or _DEADLINE_QUESTION.search(folded) is not None or _wants_duty(words)))
+                  date and (named_term or _DEADLINE_QUESTION.search(folded) is not None or _wants_duty(words)),
+                  _HOW_LONG_QUESTION.search(folded) is not None)
 
 
 def text_has_date(text: str) -> bool:
     """Return True when text writes a date (_DATE_PHRASE: '20 maja', '20. dnia', '2026-03-15',
     'w 2026 r.', 'do końca lutego'), not merely a number ('498,35 zł', '60 000 zł')."""
     return _DATE_PHRASE.search(text_fold(text)) is not None
+
+
+def text_has_duration(text: str) -> bool:
+    """Return True when text writes a span of time ('przez 10 lat', 'z upływem 5 lat', 'within
+    14 days', '30 dni')."""
+    return _DURATION.search(text_fold(text)) is not None
 
 
 def text_has_deadline(text: str) -> bool:
@@ -7422,6 +7435,8 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
         if overlap and wants.date:
             due = wants.deadline and text_has_deadline(unit.text)
             overlap += (due or text_has_date(unit.text)) + due
+        if overlap and wants.duration and text_has_duration(unit.text):
+            overlap += 1
         if overlap and wants.code and unit.has_code:
             overlap += 1
         if overlap and wants.definition and _is_definition(unit.head, terms, tokenizer, language):

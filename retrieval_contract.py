@@ -558,12 +558,14 @@ _STOP_SK_TELLS = frozenset(w for w in _STOP_SK - _STOP_PL - _STOP_EN if len(w) >
 # needs", "documents", "articles", "information") are deliberately left out
 # (reports/hybrid-vs-single.md, "BM25 levers"). The words that frame a question ("has anyone
 # else…", "whether", "whose", "why bother") name no topic, and, held by no document, they
-# weighed as its rarest words in the no-answer gate (reports/answers-real-docs.md, eighth round).
+# weighed as its rarest words in the no-answer gate; "długo"/"dlho" of "jak długo"/"ako dlho"
+# (how long) ask for a span of time, and their stems are those of "długi"/"dlh" (debts)
+# (reports/answers-real-docs.md, eighth round).
 REQUEST_STOP_WORDS = frozenset("""
 interested interest pleased grateful glad receive wish like want wanted looking please
 give tell describe described describing discuss discussed discussing deal deals dealing
 concerning regarding especially particularly exist exists something anything etc
-anyone anybody someone somebody else whose whether bother
+anyone anybody someone somebody else whose whether bother dlugo dlho dluho
 interesuje interesuja chcialbym chcialabym chcielibysmy szukam szukamy prosze
 zaujima zaujimaju zaujimalo hladam hladame chcel chcela chcem prosim
 zrobic robic zrobit urobit robit

@@ -241,6 +241,29 @@ class DateTest(unittest.TestCase):
             self.assertFalse(docs_qa.text_has_deadline(text), text)
 
 
+class HowLongTest(ExtractiveTest):
+    """'Jak długo…', 'Ako dlho…', 'How long…' ask for a span of time; the frame's 'długo' is no
+    topic word (its stem is that of 'długi', debts)."""
+
+    FILES = {"dlugi.md": "# Ulga na złe długi\n\nUlga na złe długi pozwala odzyskać VAT z faktury, "
+                         "której nabywca nie zapłacił.\n",
+             "ksef.md": "# KSeF\n\n## Wystawianie\n\nFaktury w KSeF wystawia się w formacie XML i "
+                        "przechowuje w systemie.\n\n## Archiwum\n\nFaktury w KSeF są dostępne przez 10 lat "
+                        "od końca roku wystawienia.\n",
+             "vat.md": "# VAT\n\nStawka VAT wynosi 23 %.\n"}
+
+    def test_a_how_long_question_quotes_the_span_of_time_first(self):
+        result = self.ask(self.FILES, "Jak długo przechowywać faktury w KSeF?")
+        first = result.answer.split("\n")[0]
+        self.assertIn("przez 10 lat", first)      # once the 'długi' page's line, holding 'dlug' too
+
+    def test_durations_in_three_languages(self):
+        for text in ("przez 10 lat", "z upływem 5 lat", "within 14 days", "30 dni", "na 2 roky"):
+            self.assertTrue(docs_qa.text_has_duration(text), text)
+        for text in ("w 2026 r.", "10 zł", "version 3"):
+            self.assertFalse(docs_qa.text_has_duration(text), text)
+
+
 class CorpusRegressionTest(TempDirTest):
     def ask_corpus(self, question: str, *flags: str, env: dict | None = None) -> dict:
         """Return the envelope of the CLI asked question over the repo's corpus, extractively."""
