@@ -45,7 +45,7 @@ Sections (in file order)
           14b. Reply check     -- citations, support, verbatim code; what is kept and shown
           14c. Extractive      -- blocks: paragraph, list, code, command, table, heading
           14d. Extractive units -- whole units: sentence, item, intro + code/list/table, row
-          14e. Question kinds  -- what a question asks for: command, date, definition, duty, fix
+          14e. Question kinds  -- what a question asks for: command, date, amount, definition, duty, fix
           14f. Choosing units  -- scored by the question's words and kind; the best quoted
           14g. answer()        -- search, reply or quote, check; how sure (confidence)
     15. Envelope         -- map results onto the v1 contract; the one error boundary
@@ -165,7 +165,7 @@ __all__ = [
     "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english", "text_stem_polish",
     "text_stem_slovak", "SuffixStemmer",
     "text_query_terms", "text_query_counts", "text_query_words", "text_edit_distance", "text_sentences", "text_detect_language", "text_case_tells",
-    "text_has_date", "text_has_deadline", "text_has_duration",
+    "text_has_date", "text_has_deadline", "text_has_duration", "text_has_amount",
     "Tokenizer", "Question", "question_make",
     "FileEntry", "CorpusScan", "ScanRun", "corpus_scan", "corpus_scan_begin", "corpus_walk", "corpus_read",
     "corpus_readable", "corpus_reread", "corpus_other_files", "corpus_no_documents_note",
@@ -7176,8 +7176,9 @@ def _paragraph_sentences(para: list[tuple[int, str]]) -> list[tuple[int, int, st
             for start, end in text_sentences(text)]
 
 
-# --- 14e. What a question asks for — besides its words: a command, a date, a definition or a
-# purpose, a duty and its condition, the fix of an error; the frame words that are not its topic.
+# --- 14e. What a question asks for — besides its words: a command, a date or a deadline, a span
+# of time, an amount, a definition or a purpose, a duty and its condition, the fix of an error;
+# the frame words that are not its topic.
 
 # a question asking when (folded text): a when-word opening it ('Kiedy', 'Do kiedy', 'A kedy'; not
 # 'What is DNS for when I type'), or a date, a year or a deadline named as the thing asked
@@ -7232,6 +7233,14 @@ _DATE_PHRASE = _lazy_re(
     r"|\b(?:1[0-2]|0?[1-9])\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)")                       # 2 pm
 _DURATION = _lazy_re(r"\b\d+\s*(?:dni|dnia|days?|tygodni\w*|weeks?|tyzdn\w*|miesi\w*|months?|mesiac\w*"
                      r"|godzin\w*|hodin\w*|hours?|lat|lata|rok|roku|roky|rokov|years?|minut\w*)\b")
+# a question asking how much (folded text): 'ile kosztuje', 'ile wynosi', 'koľko stojí', 'how much', the
+# amount, rate, fee or price named as the thing asked ('wysokość składki', 'stawka VAT', 'výška poplatku')
+_AMOUNT_QUESTION = _lazy_re(r"\b(?:ile|kolko|how much|how many)\b|^\W*(?:jaka|jaki|aka|aky|ake|what|which)?\W*"
+                            r"(?:jest\s+|je\s+|is\s+(?:the\s+)?)?(?:wysokosc|kwota|stawka|oplata|cena|koszt"
+                            r"|vyska|suma|sadzba|poplatok|rate|fee|price|cost|amount)\b"
+                            r"|\b(?:wysokosc|kwot\w*|stawk\w*|oplat\w*|vysk\w*|sadzb\w*|poplat\w*|fees?|prices?|costs?|rates?)\b")
+# an amount as documents write one: a number with a currency or a percent ('498,35 zł', '23 %', '€40')
+_AMOUNT = _lazy_re(r"\d\s*(?:zl|pln|eur|euro|usd|czk|kc|gbp|%|procent\w*|percent)(?!\w)|[$€£]\s*\d")
 # a question asking how long (folded text): 'jak długo', 'ako dlho', 'how long', 'przez ile', 'na ako dlho'
 _HOW_LONG_QUESTION = _lazy_re(r"\b(?:jak dlugo|ako dlho|jak dluho|how long|przez ile|po jakim czasie|for how many)\b")
 # the words before a date or a duration that make it a deadline ('do 20. dnia', 'within 14 days')
@@ -7285,6 +7294,7 @@ class _Wants(NamedTuple):
     reason: bool                   # 'dlaczego', 'why': a reason or a purpose
     deadline: bool = False         # 'do kiedy', 'by when', 'kiedy muszę': a date a thing is due by
     duration: bool = False         # 'jak długo', 'ako dlho', 'how long': a span of time ('przez 10 lat')
+    amount: bool = False           # 'ile kosztuje', 'koľko', 'how much', 'stawka': an amount ('40 zł', '23 %')
 
 
 def _question_wants(text: str) -> _Wants:
@@ -7298,13 +7308,20 @@ def _question_wants(text: str) -> _Wants:
     return _Wants(date, code and not date, definition and not code, _wants_duty(words),
                   bool(_FIX_WORDS.intersection(words)) or _ERROR_NAME.search(text) is not None, reason,
                   date and (named_term or _DEADLINE_QUESTION.search(folded) is not None or _wants_duty(words)),
-                  _HOW_LONG_QUESTION.search(folded) is not None)
+                  _HOW_LONG_QUESTION.search(folded) is not None,
+                  _AMOUNT_QUESTION.search(folded) is not None and not date)
 
 
 def text_has_date(text: str) -> bool:
     """Return True when text writes a date (_DATE_PHRASE: '20 maja', '20. dnia', '2026-03-15',
     'w 2026 r.', 'do końca lutego'), not merely a number ('498,35 zł', '60 000 zł')."""
     return _DATE_PHRASE.search(text_fold(text)) is not None
+
+
+def text_has_amount(text: str) -> bool:
+    """Return True when text writes an amount: a number with a currency or a percent ('40 zł',
+    '498,35 zł', '23 %', '€40'); a count, a year or a span of time is none."""
+    return _AMOUNT.search(text_fold(text)) is not None
 
 
 def text_has_duration(text: str) -> bool:
@@ -7436,6 +7453,8 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
             due = wants.deadline and text_has_deadline(unit.text)
             overlap += (due or text_has_date(unit.text)) + due
         if overlap and wants.duration and text_has_duration(unit.text):
+            overlap += 1
+        if overlap and wants.amount and text_has_amount(unit.text):
             overlap += 1
         if overlap and wants.code and unit.has_code:
             overlap += 1

@@ -264,6 +264,34 @@ class HowLongTest(ExtractiveTest):
             self.assertFalse(docs_qa.text_has_duration(text), text)
 
 
+class HowMuchTest(ExtractiveTest):
+    """'Ile kosztuje…', 'Koľko…', 'How much…', 'stawka…' ask for an amount: a number with a
+    currency or a percent."""
+
+    def test_a_how_much_question_quotes_the_amount_first(self):
+        files = {"wis.md": "# WIS\n\nWniosek o WIS składa się elektronicznie przez PUESC.\n\n"
+                           "Od wniosku o WIS pobiera się opłatę 40 zł.\n",
+                 "vat.md": "# VAT\n\nFaktury wystawia się w KSeF.\n"}
+        for question in ("Ile kosztuje wniosek o WIS?", "Jaka jest opłata za wniosek o WIS?"):
+            first = self.ask(files, question).answer.split("\n")[0]
+            self.assertIn("40 zł", first, question)
+
+    def test_amounts_in_three_languages(self):
+        for text in ("opłatę 40 zł", "498,35 zł miesięcznie", "stawka 23 %", "€40", "poplatok 10 eur", "9% dochodu"):
+            self.assertTrue(docs_qa.text_has_amount(text), text)
+        for text in ("w 2026 r.", "3 miesiące", "version 4.9", "10 posts per page"):
+            self.assertFalse(docs_qa.text_has_amount(text), text)
+
+    def test_a_number_without_a_currency_is_no_amount(self):
+        # both sentences hold 'wniosek' and 'WIS'; '3 miesięcy' is a span of time, not a price,
+        # so the earlier sentence keeps first place
+        files = {"wis.md": "# WIS\n\nWniosek o WIS składa się elektronicznie przez PUESC.\n\n"
+                           "Wniosek o WIS rozpatruje się w 3 miesiące.\n",
+                 "vat.md": "# VAT\n\nFaktury wystawia się w KSeF.\n"}
+        first = self.ask(files, "Ile kosztuje wniosek o WIS?").answer.split("\n")[0]
+        self.assertIn("elektronicznie", first)
+
+
 class CorpusRegressionTest(TempDirTest):
     def ask_corpus(self, question: str, *flags: str, env: dict | None = None) -> dict:
         """Return the envelope of the CLI asked question over the repo's corpus, extractively."""
