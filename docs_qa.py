@@ -7239,6 +7239,9 @@ _AMOUNT_QUESTION = _lazy_re(r"\b(?:ile|kolko|how much|how many)\b|^\W*(?:jaka|ja
                             r"(?:jest\s+|je\s+|is\s+(?:the\s+)?)?(?:wysokosc|kwota|stawka|oplata|cena|koszt"
                             r"|vyska|suma|sadzba|poplatok|rate|fee|price|cost|amount)\b"
                             r"|\b(?:wysokosc|kwot\w*|stawk\w*|oplat\w*|vysk\w*|sadzb\w*|poplat\w*|fees?|prices?|costs?|rates?)\b")
+# the verbs of a "how much is / does it cost" frame: the question's form, not its topic
+_AMOUNT_FRAME_WORDS = frozenset("wynosi wynosza wynosic wynosil wynosila kosztuje kosztuja kosztowac kosztowal "
+                                "kosztowala stoji stoja".split())
 # an amount as documents write one: a number with a currency or a percent ('498,35 zł', '23 %', '€40')
 _AMOUNT = _lazy_re(r"\d\s*(?:zl|pln|eur|euro|usd|czk|kc|gbp|%|procent\w*|percent)(?!\w)|[$€£]\s*\d")
 # a question asking how long (folded text): 'jak długo', 'ako dlho', 'how long', 'przez ile', 'na ako dlho'
@@ -7395,7 +7398,8 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     question = question_make(question)
     wants = _question_wants(question.text)
     words_terms = _distinct_words(_name_terms(word, terms) for word, terms in question.words
-                                  if not (wants.definition and text_fold(word) in _DEFINE_FRAME_WORDS))
+                                  if not (wants.definition and text_fold(word) in _DEFINE_FRAME_WORDS
+                                          or wants.amount and text_fold(word) in _AMOUNT_FRAME_WORDS))
     scored, tokenizer = [], shared_tokenizer()   # stems remembered across questions
     titles = {hit.chunk.path: hit.title for hit in result.hits}
     named = _names_on_pages(result.hits, _personal_names(question), tokenizer)

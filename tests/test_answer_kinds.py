@@ -276,6 +276,15 @@ class HowMuchTest(ExtractiveTest):
             first = self.ask(files, question).answer.split("\n")[0]
             self.assertIn("40 zł", first, question)
 
+    def test_the_verb_of_the_frame_is_not_a_word_of_the_topic(self):
+        # 'wynosi' of 'Ile wynosi…' asks how much; a sentence saying 'wynosi' without an amount
+        # held one word more than the one giving the rate, and came first
+        files = {"vat.md": "# VAT\n\nStawka podstawowa VAT wynosi tyle, ile stanowi ustawa.\n\n"
+                           "Stawka podstawowa VAT: 23 % od 2011 r.\n",
+                 "ksef.md": "# KSeF\n\nFaktury wystawia się w KSeF.\n"}
+        first = self.ask(files, "Ile wynosi stawka podstawowa VAT?").answer.split("\n")[0]
+        self.assertIn("23 %", first)
+
     def test_amounts_in_three_languages(self):
         for text in ("opłatę 40 zł", "498,35 zł miesięcznie", "stawka 23 %", "€40", "poplatok 10 eur", "9% dochodu"):
             self.assertTrue(docs_qa.text_has_amount(text), text)
