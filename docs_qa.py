@@ -7244,6 +7244,8 @@ _AMOUNT_FRAME_WORDS = frozenset("wynosi wynosza wynosic wynosil wynosila kosztuj
                                 "kosztowala stoji stoja".split())
 # an amount as documents write one: a number with a currency or a percent ('498,35 zł', '23 %', '€40')
 _AMOUNT = _lazy_re(r"\d\s*(?:zl|pln|eur|euro|usd|czk|kc|gbp|%|procent\w*|percent)(?!\w)|[$€£]\s*\d")
+# a question asking who (folded words, among its first three: 'Kto viedol…', 'A komu…', 'Who wrote…')
+_WHO_WORDS = frozenset("kto kogo komu kim koho kym who whom".split())
 # a question asking how long (folded text): 'jak długo', 'ako dlho', 'how long', 'przez ile', 'na ako dlho'
 _HOW_LONG_QUESTION = _lazy_re(r"\b(?:jak dlugo|ako dlho|jak dluho|how long|przez ile|po jakim czasie|for how many)\b")
 # the words before a date or a duration that make it a deadline ('do 20. dnia', 'within 14 days')
@@ -7298,6 +7300,7 @@ class _Wants(NamedTuple):
     deadline: bool = False         # 'do kiedy', 'by when', 'kiedy muszę': a date a thing is due by
     duration: bool = False         # 'jak długo', 'ako dlho', 'how long': a span of time ('przez 10 lat')
     amount: bool = False           # 'ile kosztuje', 'koľko', 'how much', 'stawka': an amount ('40 zł', '23 %')
+    person: bool = False           # 'kto', 'who', 'komu': a person named ('doc. Mgr. Eva Šimková')
 
 
 def _question_wants(text: str) -> _Wants:
@@ -7312,7 +7315,8 @@ def _question_wants(text: str) -> _Wants:
                   bool(_FIX_WORDS.intersection(words)) or _ERROR_NAME.search(text) is not None, reason,
                   date and (named_term or _DEADLINE_QUESTION.search(folded) is not None or _wants_duty(words)),
                   _HOW_LONG_QUESTION.search(folded) is not None,
-                  _AMOUNT_QUESTION.search(folded) is not None and not date)
+                  _AMOUNT_QUESTION.search(folded) is not None and not date,
+                  bool(_WHO_WORDS.intersection(words[:3])))
 
 
 def text_has_date(text: str) -> bool:
@@ -7460,6 +7464,9 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
             overlap += 1
         if overlap and wants.amount and text_has_amount(unit.text):
             overlap += 1
+        if overlap and wants.person and any(not terms & set(tokenizer.tokens(name, language))
+                                            for name in text_personal_names(unit.text, True)):
+            overlap += 1                        # a name the question does not write
         if overlap and wants.code and unit.has_code:
             overlap += 1
         if overlap and wants.definition and _is_definition(unit.head, terms, tokenizer, language):

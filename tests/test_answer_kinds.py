@@ -301,6 +301,17 @@ class HowMuchTest(ExtractiveTest):
         self.assertIn("elektronicznie", first)
 
 
+class WhoTest(ExtractiveTest):
+    def test_a_who_question_quotes_the_line_naming_a_person_first(self):
+        # both sentences hold 'projekt' and 'Atlas'; only the second names a person, and the
+        # earlier one came first on a tie
+        files = {"atlas.md": "# Projekty\n\nProjekt Atlas beží na serveroch katedry.\n\n"
+                             "Za projekt Atlas zodpovedá doc. Peter Novák.\n",
+                 "ine.md": "# Iná práca\n\nKľúčové slová: rozpoznávanie reči\n"}
+        first = self.ask(files, "Kto vedie projekt Atlas?").answer.split("\n")[0]
+        self.assertIn("Peter Novák", first)
+
+
 class CorpusRegressionTest(TempDirTest):
     def ask_corpus(self, question: str, *flags: str, env: dict | None = None) -> dict:
         """Return the envelope of the CLI asked question over the repo's corpus, extractively."""
