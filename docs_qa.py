@@ -6694,7 +6694,7 @@ _TABLE_LINE = _lazy_re(r"^\s*\|")
 _LIST_ITEM = _lazy_re(r"^(\s*)(?:[-*+]|\d+[.)])\s+\S")
 _NUMBERED_ITEM = _lazy_re(r"^\s*\d+[.)]\s")
 _TABLE_RULE = _lazy_re(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
-_CODE_KINDS = frozenset(("fence", "indented", "command", "table"))
+_CODE_KINDS = frozenset(("fence", "indented", "command", "table", "highlight"))
 _INDENTED_CODE = _lazy_re(r"^(?: {4}|\t)")    # CommonMark: code when it starts a block
 _DEFINITION_LINE = _lazy_re(r"^\s*:\s+\S")
 # Documentation markup a reader of the rendered page never sees as text: template tags
@@ -6717,6 +6717,12 @@ _TRANSCRIPT_FENCE = _lazy_re(r"^\s*(?:`{3,}|~{3,})\s*(?i:console|shell-session|t
 _TERMINAL_STYLE = _lazy_re(r"</?(?i:font|span|u|b|i|strong|em)(?:\s[^<>]*)?>")   # colours a transcript shows
 _CONTAINER_OPENER = _lazy_re(r"^(\s*)(?:(?:!!!|\?\?\?\+?)\s*[\w-]+(?:\s+\"([^\"]*)\")?|===\+?\s+\"([^\"]*)\")\s*$")
 _INLINE_MARKUP = _lazy_re(r"\{%-?\s*(?:raw|endraw)\s*-?%\}")
+# a code block written as a template tag: Liquid/Jekyll {% highlight ruby %} ... {% endhighlight %},
+# Hugo {{< highlight go >}} ... {{< /highlight >}} and {{< code lang="go" >}} ... {{< /code >}};
+# shown fenced, its language kept (group 1 or 2)
+_HIGHLIGHT_OPEN = _lazy_re(r"^\s*(?:\{%-?\s*highlight\s+([\w+#.-]+)[^%]*-?%\}|\{\{[<%]\s*(?:highlight|code)\b"
+                           r"(?:\s+(?:lang=\"?)?([\w+#.-]+)\"?)?[^}]*[>%]\}\})\s*$")
+_HIGHLIGHT_CLOSE = _lazy_re(r"^\s*(?:\{%-?\s*endhighlight\s*-?%\}|\{\{[<%]\s*/\s*(?:highlight|code)\s*[>%]\}\})\s*$")
 # prose markup shown as its text: inline HTML tags, and attribute lists after a link or heading
 _INLINE_HTML = _lazy_re(r"</?(?i:a|abbr|b|big|br|cite|code|del|details|dfn|em|font|i|img|ins|kbd|mark|q|s|samp"
                         r"|small|span|strong|sub|summary|sup|u|var)(?:\s[^<>]*)?/?>|\{\s*[:.#][\w-][^{}]*\}")
@@ -6865,6 +6871,10 @@ def _block_at(lines: list[str], i: int) -> tuple[str, int]:
         return "include" if inside and all(map(_INCLUDE_MARKER.match, inside)) else "fence", j + 1
     if _HEADER_RE.match(line):
         return "heading", i + 1
+    if _HIGHLIGHT_OPEN.match(line):
+        end = next((k for k in range(i + 1, len(lines)) if _HIGHLIGHT_CLOSE.match(lines[k])), None)
+        if end is not None:
+            return "highlight", end + 1
     if _INDENTED_CODE.match(line):
         j = i + 1
         while j < len(lines) and (_INDENTED_CODE.match(lines[j]) or not lines[j].strip()):
@@ -6949,6 +6959,12 @@ def _body(block: _Block) -> tuple[tuple[str, ...], int]:
                 for line in lines[:MAX_QUOTED_LINES]]
         more = (f"… ({len(lines) - MAX_QUOTED_LINES} more lines not shown)",) if len(lines) > MAX_QUOTED_LINES else ()
         return ("```", *code, "```") + more, block.first + len(code) - 1
+    if block.kind == "highlight":          # the template tags shown as the fence they stand for
+        opener = _HIGHLIGHT_OPEN.match(lines[0])
+        code = lines[1:-1][:MAX_QUOTED_LINES]
+        more = (f"… ({len(lines) - 2 - len(code)} more lines not shown)",) if len(lines) - 2 > len(code) else ()
+        fence = "```" + (opener.group(1) or opener.group(2) or "")
+        return (fence, *code, "```") + more, block.last if not more else block.first + len(code)
     if block.kind == "include":            # the included files' names, never the markers as code
         return tuple("  " + _included_file(line) for line in lines[1:] if _INCLUDE_MARKER.match(line)), block.last
     if block.kind == "fence":
@@ -7066,7 +7082,7 @@ def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...]
         trailing = _TRAILING_CAPTION.match(text)
         if trailing and nxt.kind in _CODE_KINDS and not caption:
             units[-1] = _intro_unit(a, trailing.group(1), nxt, ("  " + trailing.group(2).strip(),))
-        elif _markup_view(text).endswith(":") or nxt.kind in ("fence", "command") and not caption:
+        elif _markup_view(text).endswith(":") or nxt.kind in ("fence", "command", "highlight") and not caption:
             units[-1] = _intro_unit(a, text, nxt, caption)
     if len(units) > 1 and units[-1].body and not units[-1].prefer and not units[-2].body:
         # 'Change it like this:' again with the sentence before it, which says what 'it' is

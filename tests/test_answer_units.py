@@ -252,6 +252,21 @@ class MarkupViewTest(TempDirTest):
                 self.assertNotIn("```", result.answer)
                 self.assertEqual(result.unsupported, [])
 
+    def test_a_highlight_tag_is_shown_as_the_fenced_code_it_stands_for(self):
+        # Jekyll/Liquid and Hugo write code blocks as template tags: the rendered page shows code,
+        # in the tag's language, where the quote once showed the command as a line of prose
+        for opener, closer in (("{% highlight shell %}", "{% endhighlight %}"),
+                               ("{{< highlight shell >}}", "{{< /highlight >}}"),
+                               ('{{< code lang="shell" >}}', "{{< /code >}}")):
+            text = (f"# Jekyll\n\nInstall the gems of the bundle first:\n\n{opener}\n"
+                    f"bundle install --path vendor/bundle\n{closer}\n\nThen serve the site.\n")
+            with self.subTest(opener):
+                result = self.assert_opens_with({"j.md": text}, "how do I install the gems of the bundle", (
+                    "- Install the gems of the bundle first: [j.md:3-7]\n```shell\n"
+                    "bundle install --path vendor/bundle\n```"))
+                self.assertNotIn("highlight", result.answer)
+                self.assertEqual(result.unsupported, [])
+
     def test_a_summary_tag_and_a_captions_template_variable_are_not_shown(self):
         text = ("# Docker\n\n<details>\n<summary>Dockerfile preview for the app</summary>\n\n"
                 "Copy the app folder into the image:\n\n{% filename %}{{ warning_icon }} Dockerfile{% endfilename %}\n"
