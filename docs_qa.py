@@ -7210,9 +7210,6 @@ _DEADLINE_QUESTION = _lazy_re(r"^\W*(?:(?:a|i|and|so|but|ale|no|tak|ok)\W+)?"
                               r"(?:(?:do|until|till|by)\W+(?:kiedy|kedy|when)|dokedy|dokial)\b"
                               r"|\bdeadlines?\b|\bdue\b(?!\s+to\b)|\blehot\w*\b"
                               r"|\b(?:jaki|aky|what|which)\s+(?:jest\s+|je\s+|is\s+the\s+)?(?:termin|lehota)\b")
-# the words of a by-when frame ('termin złożenia', 'deadline for filing'): the question's form
-_DEADLINE_FRAME_WORDS = frozenset("termin terminy terminu terminie terminem terminow termine terminov deadline "
-                                  "deadlines due lehota lehoty lehotu lehote".split())
 # 'termin' (pl, sk) names a deadline, unless the question asks what a term means ('co oznacza termin')
 _TERM_WORDS = frozenset("termin terminy terminu terminie terminem terminow terminach terminom termine terminov "
                         "terminoch".split())
@@ -7402,8 +7399,6 @@ def _duty_points(text: str) -> int:
 # headings' at half) and what it brings of what is asked; the best quoted, each cited once.
 
 LEAD_LINE_MAX_CHARS = 100          # a headless note's first line this short, alone, frames it as a title
-ONE_FACT_MARGIN = 1               # a question asking for one fact (a date, a span, an amount, a person)
-                                   # is answered by the units scoring within this of the first
 FIX_MIN_WORDS = 2                  # a unit holding this many question words describes the error ...
 FIX_LINES = 6                      # ... and the units on either side within this many lines say
                                    # what to do (lines, not units: a reply may be four short sentences)
@@ -7424,8 +7419,7 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     wants = _question_wants(question.text)
     words_terms = _distinct_words(_name_terms(word, terms) for word, terms in question.words
                                   if not (wants.definition and text_fold(word) in _DEFINE_FRAME_WORDS
-                                          or wants.amount and text_fold(word) in _AMOUNT_FRAME_WORDS
-                                          or wants.deadline and text_fold(word) in _DEADLINE_FRAME_WORDS))
+                                          or wants.amount and text_fold(word) in _AMOUNT_FRAME_WORDS))
     scored, tokenizer = [], shared_tokenizer()   # stems remembered across questions
     titles = {hit.chunk.path: hit.title for hit in result.hits}
     named = _names_on_pages(result.hits, _personal_names(question), tokenizer)
@@ -7439,18 +7433,7 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
             break
         if not any(c[4] == entry[4] and _nested(c[5], entry[5]) for c in chosen):
             chosen.append(entry)
-    if chosen and (wants.date or wants.duration or wants.amount or wants.person) \
-            and _holds_every_word(chosen[0][5], words_terms, tokenizer):
-        # one fact asked for, and the first unit holds every word of the question: the units a
-        # point or more below it are filler
-        chosen = [entry for entry in chosen if entry[0] < chosen[0][0] + ONE_FACT_MARGIN]
     return "\n".join(_unit_render(s[5], s[4]) for s in chosen)
-
-
-def _holds_every_word(unit: _Unit, words_terms: list[set[str]], tokenizer: Tokenizer) -> bool:
-    """Return True when a unit's text holds every question word (words_terms), in any form."""
-    held = set(tokenizer.tokens(unit.matched_text))
-    return all(terms & held for terms in words_terms)
 
 
 def _names_on_pages(hits: list[Hit], names: list[tuple[str, ...]], tokenizer: Tokenizer) -> dict[str, frozenset[str]]:

@@ -153,11 +153,12 @@ class ExtractiveWhenTest(TempDirTest):
             "do kiedy składam JPK", self.settings()))
 
     def test_a_when_question_prefers_the_sentence_with_a_date(self):
-        # every sentence holds 'jpk' and 'sklad' (2 points); only the last has a date and a
-        # deadline (+2), so it is quoted first, and alone: it holds the question (OneFactTest)
+        # every sentence holds 'jpk' and 'sklad' (2 points); only the last has a number (+1),
+        # so it is quoted first, and one undated sentence is left out
         answer = self.quote_when([f"Plik JPK składa podatnik numer {w} w urzędzie."
                                   for w in ("jeden", "dwa", "trzy", "cztery")])
-        self.assertEqual(answer, f"- {self.DATED} [a.md:11-11]")
+        self.assertTrue(answer.startswith(f"- {self.DATED} [a.md:11-11]"), answer)
+        self.assertEqual(answer.count("\n"), docs_qa.EXTRACTIVE_UNITS - 1)
 
     def test_a_digit_inside_a_code_is_not_a_date(self):
         # each undated sentence names JPK_V7 and VAT-26 (digits, but no date); the dated
@@ -184,31 +185,6 @@ class ExtractiveWhenTest(TempDirTest):
         asked = "Kiedy wysyła się plik JPK?"                     # the same words, asking when
         answer = docs_qa.answer_extractive(asked, docs_qa.search(asked, self.settings()))
         self.assertTrue(answer.startswith("- Plik JPK wysyła się do 25. dnia miesiąca. [a.md:5-5]"), answer)
-
-
-class OneFactTest(TempDirTest):
-    """A question asking for one fact (a date, a span of time, an amount, a person) whose
-    first unit holds it and the question's words is answered without filler units."""
-
-    FILES = {"jpk.md": "# JPK\n\nPlik JPK składa się do 25. dnia miesiąca po okresie.\n\n"
-                       "Plik JPK wysyła się przez bramkę ministerstwa.\n\nPlik JPK zawiera ewidencję VAT.\n",
-             "vat.md": "# VAT\n\nStawka VAT wynosi 23 %.\n"}
-
-    def quote(self, question: str) -> list[str]:
-        write_files(self.docs, self.FILES)
-        return docs_qa.answer_extractive(question, docs_qa.search(question, self.settings())).split("\n")
-
-    def test_the_date_asked_for_is_the_whole_answer(self):
-        self.assertEqual(self.quote("do kiedy składam plik JPK"),
-                         ["- Plik JPK składa się do 25. dnia miesiąca po okresie. [jpk.md:3-3]"])
-
-    def test_a_first_unit_without_the_questions_words_keeps_the_others(self):
-        # 'korekta' is in no unit: the first holds the date but not the question, so the
-        # closest passages stay
-        self.assertEqual(len(self.quote("do kiedy składam korektę pliku JPK")), docs_qa.EXTRACTIVE_UNITS)
-
-    def test_a_question_asking_for_no_one_fact_keeps_three_units(self):
-        self.assertEqual(len(self.quote("jak składam plik JPK")), docs_qa.EXTRACTIVE_UNITS)
 
 
 class DeadlineRankingTest(TempDirTest):
