@@ -7268,6 +7268,11 @@ _HOW_LONG_QUESTION = _lazy_re(r"\b(?:jak dlugo|ako dlho|jak dluho|how long|przez
 _DEADLINE_LEAD = _lazy_re(r"\b(?:do|by|until|till|before|przed|pred|najpozniej|najneskor|dokial|within|due"
                           r"|ciagu|lehote|priebehu|later than|termin\w*|lehot\w*|deadlines?)\W+(?:\w+\s+)?$")
 DEADLINE_LEAD_CHARS = 40           # a deadline's lead word stands this close before its date
+# a deadline set by an event, not a date ('przed dniem wykonania pierwszej czynności', 'before the
+# first sale', 'pred začatím činnosti')
+_EVENT_DEADLINE = _lazy_re(r"\b(?:przed|pred|before|prior to|najpozniej w|najneskor v|not later than)\s+(?:the\s+)?"
+                           r"(?:dniem|dniu|dnia|dnom|dna|day|date|rozpoczeciem|dokonaniem|wykonaniem|zakonczeniem"
+                           r"|uplywem|koncem|zacatim|zaciatkom|uskutocnenim|vykonanim|start|end|first)\b")
 # a question asking for something to type: a command, code, a "how do I" (folded word starts)
 _CODE_WORD_STARTS = ("command", "komend", "polecen", "prikaz", "run", "type", "wpis", "napis",
                      "uruchom", "spust", "install", "instal", "zainstal", "nainstal", "code", "kod",
@@ -7294,6 +7299,8 @@ _COPULAS = frozenset("is are means mean stands jest sa to oznacza znaczy je su z
                      "sluzi umoznuje obsahuje zadaniem ulohou".split())
 DEFINITION_HEAD_WORDS = 8          # a definition names its term and its copula within this many words
 _FILE_EXTENSION = _lazy_re(r"\w\.([A-Za-z]{1,4})$")    # manage.py, post_list.html
+_JOINED_CODE = _lazy_re(r"[^\W_]+(?:[-_]+[^\W_]+)+")   # VAT-R, JPK_V7M, post_detail (not a path)
+_JOINED_KEY = "\x01"                                   # prefix of a joined code's key: no term has it
 # a question asking whether something must be done (folded word starts): its answer states
 # the duty or its condition -- words of duty, of a condition, or of a limit
 _DUTY_WORD_STARTS = ("musz", "musi", "musim", "must", "need", "potrzeb", "potreb", "treba", "trzeba",
@@ -7356,10 +7363,12 @@ def text_has_duration(text: str) -> bool:
 def text_has_deadline(text: str) -> bool:
     """Return True when text writes a date or a duration a thing is due by: a lead word
     (_DEADLINE_LEAD: 'do', 'by', 'until', 'w ciągu', 'termin') at most one word before it
-    ('płaci je do 20. dnia następnego miesiąca', 'within 14 days'); 'do 60 000 zł' is none."""
+    ('płaci je do 20. dnia następnego miesiąca', 'within 14 days'; 'do 60 000 zł' is none), or
+    an event it is due before ('przed dniem wykonania pierwszej czynności': _EVENT_DEADLINE)."""
     folded = text_fold(text)
-    return any(_DEADLINE_LEAD.search(folded[max(0, found.start() - DEADLINE_LEAD_CHARS):found.start()])
-               for pattern in (_DATE_PHRASE, _DURATION) for found in pattern.finditer(folded))
+    return _EVENT_DEADLINE.search(folded) is not None or any(
+        _DEADLINE_LEAD.search(folded[max(0, found.start() - DEADLINE_LEAD_CHARS):found.start()])
+        for pattern in (_DATE_PHRASE, _DURATION) for found in pattern.finditer(folded))
 
 
 def _is_definition(head: str, terms: set[str], tokenizer: "Tokenizer", language: str) -> bool:
@@ -7376,10 +7385,28 @@ def _wants_code(words: list[str]) -> bool:
 
 def _name_terms(word: str, terms: tuple[str, ...]) -> set[str]:
     """Return the terms a unit must hold to hold a question word: a file name's without its
-    extension ('manage.py' is not held by a unit naming 'django-admin.py')."""
+    extension ('manage.py' is not held by a unit naming 'django-admin.py'); for a code joined
+    by '-' or '_' ('VAT-R', 'post_detail', 'GTU_12'), the key of the whole code (_JOINED_KEY),
+    held only where its parts stand together (_with_joined): 'VAT' and the '2026 r.' of a
+    sentence do not make 'VAT-R', nor does 'post' make 'post_detail'."""
+    parts = text_folded_words(word)
+    if len(parts) > 1 and _JOINED_CODE.fullmatch(word):
+        return {_JOINED_KEY + " ".join(parts)}
     extension = _FILE_EXTENSION.search(word)
     kept = set(terms) - {extension.group(1).casefold()} if extension else set(terms)
     return kept or set(terms)
+
+
+def _with_joined(held: set[str], text: str, keys: Iterable[str]) -> set[str]:
+    """Return held (a unit's or a heading's terms) with each joined code's key (keys, from
+    _name_terms) that text writes: its parts in order, joined by '-', '_', '.' or a space."""
+    folded, found = None, set()
+    for key in keys:
+        folded = text_fold(text) if folded is None else folded
+        parts = key[len(_JOINED_KEY):].split(" ")
+        if re.search(r"(?<![^\W_])" + r"[-_. ]?".join(map(re.escape, parts)) + r"(?![^\W_])", folded):
+            found.add(key)
+    return held | found if found else held
 
 
 def _wants_duty(words: list[str]) -> bool:
@@ -7463,13 +7490,16 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
     condition). Weighting words by their IDF instead was measured and lost keys on the
     docsqa-dev questions of all three languages (reports/answers-real-docs.md)."""
     terms = set().union(*words_terms)
+    joined = [term for term in terms if term.startswith(_JOINED_KEY)]
     language = tokenizer.language(chunk.text)       # as the index stemmed the fragment
-    heads = [(line, set(tokenizer.tokens(path, language))) for line, path in _heading_paths(chunk, title)]
+    heads = [(line, _with_joined(set(tokenizer.tokens(path, language)), path, joined))
+             for line, path in _heading_paths(chunk, title)]
     mine = []
     for unit in _units(chunk):
-        if unit.needs_match and not terms & set(tokenizer.tokens(unit.needs_match, language)):
+        if unit.needs_match and not terms & _with_joined(set(tokenizer.tokens(unit.needs_match, language)),
+                                                        unit.needs_match, joined):
             continue
-        held = set(tokenizer.tokens(unit.matched_text, language))
+        held = _with_joined(set(tokenizer.tokens(unit.matched_text, language)), unit.matched_text, joined)
         overlap = sum(1 for word_terms in words_terms if held & word_terms)
         framing = named | next(heading_terms for line, heading_terms in reversed(heads) if line < unit.span[0])
         overlap += 0.5 * sum(1 for word_terms in words_terms if not held & word_terms and framing & word_terms)

@@ -234,7 +234,8 @@ class DateTest(unittest.TestCase):
 
     def test_a_deadline_is_a_date_or_a_duration_after_a_word_of_time_limit(self):
         for text in ("płaci je do 20. dnia następnego miesiąca", "Termin: 30 kwietnia", "no later than 15 March",
-                     "w terminie 7 dni od dnia zlecenia", "within 14 days of the invoice", "najneskôr do 25. marca"):
+                     "w terminie 7 dni od dnia zlecenia", "within 14 days of the invoice", "najneskôr do 25. marca",
+                     "składa VAT-R przed dniem wykonania pierwszej czynności", "before the first sale"):
             self.assertTrue(docs_qa.text_has_deadline(text), text)
         for text in ("do 60 000 zł", "Od 2022 r. zależy od formy", "Przez pierwsze 6 miesięcy działalności",
                      "do limitu (w 2026 r. 14 100 zł", "on 2026-03-15"):
@@ -310,6 +311,27 @@ class WhoTest(ExtractiveTest):
                  "ine.md": "# Iná práca\n\nKľúčové slová: rozpoznávanie reči\n"}
         first = self.ask(files, "Kto vedie projekt Atlas?").answer.split("\n")[0]
         self.assertIn("Peter Novák", first)
+
+
+class JoinedCodeTest(ExtractiveTest):
+    """A code joined by '-' or '_' (VAT-R, GTU_12, post_detail) is held by a unit only where
+    its parts stand together, not by a unit holding one of them."""
+
+    def test_a_joined_code_is_not_held_by_its_parts_apart(self):
+        # the first sentence holds 'VAT' and the 'r' of '2026 r.'; the second names VAT-R
+        files = {"vat.md": "# VAT\n\nLimit zwolnienia z VAT wynosi od 2026 r. 240 000 zł.\n\n"
+                           "Zgłoszenie VAT-R składa się do urzędu skarbowego.\n",
+                 "ksef.md": "# KSeF\n\nFaktury wystawia się w KSeF.\n"}
+        first = self.ask(files, "VAT-R").answer.split("\n")[0]
+        self.assertIn("Zgłoszenie VAT-R", first)
+
+    def test_a_code_in_a_table_row_is_held_only_by_its_own_row(self):
+        files = {"gtu.md": "# GTU\n\n| Sytuacja | Oznaczenie |\n| --- | --- |\n| usługi księgowe | GTU_12 |\n"
+                           "| transport drogowy | GTU_13 |\n",
+                 "vat.md": "# VAT\n\nStawka VAT wynosi 23 %.\n"}
+        answer = self.ask(files, "GTU_12").answer
+        self.assertIn("GTU_12", answer)
+        self.assertNotIn("GTU_13", answer)
 
 
 class CorpusRegressionTest(TempDirTest):
