@@ -7399,12 +7399,13 @@ def _name_terms(word: str, terms: tuple[str, ...]) -> set[str]:
 
 def _with_joined(held: set[str], text: str, keys: Iterable[str]) -> set[str]:
     """Return held (a unit's or a heading's terms) with each joined code's key (keys, from
-    _name_terms) that text writes: its parts in order, joined by '-', '_', '.' or a space."""
+    _name_terms) that text writes: its parts in order, joined by up to three of '-', '_', '.' or a
+    space ('title__contains' for 'title_contains', which a question may misspell)."""
     folded, found = None, set()
     for key in keys:
         folded = text_fold(text) if folded is None else folded
         parts = key[len(_JOINED_KEY):].split(" ")
-        if re.search(r"(?<![^\W_])" + r"[-_. ]?".join(map(re.escape, parts)) + r"(?![^\W_])", folded):
+        if re.search(r"(?<![^\W_])" + r"[-_. ]{0,3}".join(map(re.escape, parts)) + r"(?![^\W_])", folded):
             found.add(key)
     return held | found if found else held
 
@@ -7765,8 +7766,9 @@ def _answer_confidence(question: str | Question, coverage: float, unit: str, min
     while the quote shows few of them, or the quote can hold a common word of a question
     the folder barely covers."""
     question = question_make(question)
-    held = set(shared_tokenizer().tokens(unit))
-    words = _distinct_words(terms for _, terms in question.words)
+    words = _distinct_words(_name_terms(word, terms) for word, terms in question.words)
+    held = _with_joined(set(shared_tokenizer().tokens(unit)), unit,
+                        [term for terms in words for term in terms if term.startswith(_JOINED_KEY)])
     share = sum(1 for terms in words if terms & held) / len(words) if words else 0.0
     score = round((min(max(coverage, 0.0), 1.0) + share) / 2, 2)
     return Confidence("high" if score >= min_confidence else "low", score)
