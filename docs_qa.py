@@ -7254,7 +7254,8 @@ _DURATION = _lazy_re(r"\b\d+\s*(?:dni|dnia|days?|tygodni\w*|weeks?|tyzdn\w*|mies
 _AMOUNT_QUESTION = _lazy_re(r"\b(?:ile|kolko|how much|how many)\b|^\W*(?:jaka|jaki|aka|aky|ake|what|which)?\W*"
                             r"(?:jest\s+|je\s+|is\s+(?:the\s+)?)?(?:wysokosc|kwota|stawka|oplata|cena|koszt"
                             r"|vyska|suma|sadzba|poplatok|rate|fee|price|cost|amount)\b"
-                            r"|\b(?:wysokosc|kwot\w*|stawk\w*|oplat\w*|vysk\w*|sadzb\w*|poplat\w*|fees?|prices?|costs?|rates?)\b")
+                            r"|\b(?:wysokosc|kwot\w*|stawk\w*|oplat\w*|vysk\w*|sadzb\w*|poplat\w*"
+                            r"|fees?|prices?|costs?|rates?)\b")
 # the verbs of a "how much is / does it cost" frame: the question's form, not its topic
 _AMOUNT_FRAME_WORDS = frozenset("wynosi wynosza wynosic wynosil wynosila kosztuje kosztuja kosztowac kosztowal "
                                 "kosztowala stoji stoja".split())

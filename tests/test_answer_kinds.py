@@ -287,7 +287,8 @@ class HowMuchTest(ExtractiveTest):
         self.assertIn("23 %", first)
 
     def test_amounts_in_three_languages(self):
-        for text in ("opłatę 40 zł", "498,35 zł miesięcznie", "stawka 23 %", "€40", "poplatok 10 eur", "9% dochodu"):
+        for text in ("opłatę 40 zł", "498,35 zł miesięcznie", "stawka 23 %", "€40", "poplatok 10 eur",
+                     "9% dochodu"):
             self.assertTrue(docs_qa.text_has_amount(text), text)
         for text in ("w 2026 r.", "3 miesiące", "version 4.9", "10 posts per page"):
             self.assertFalse(docs_qa.text_has_amount(text), text)
