@@ -7260,7 +7260,7 @@ _AMOUNT_QUESTION = _lazy_re(r"\b(?:ile|kolko|how much|how many)\b|^\W*(?:jaka|ja
 _AMOUNT_FRAME_WORDS = frozenset("wynosi wynosza wynosic wynosil wynosila kosztuje kosztuja kosztowac kosztowal "
                                 "kosztowala stoji stoja".split())
 # an amount as documents write one: a number with a currency or a percent ('498,35 zł', '23 %', '€40')
-_AMOUNT = _lazy_re(r"\d\s*(?:zl|pln|eur|euro|usd|czk|kc|gbp|%|procent\w*|percent)(?!\w)|[$€£]\s*\d")
+_AMOUNT = _lazy_re(r"\d\s*(?:zl|pln|eur|euro|usd|czk|kc|gbp|%|procent\w*|percent)(?!\w)|\d\s*[$€£]|[$€£]\s*\d")
 # a question asking who (folded words, among its first three: 'Kto viedol…', 'A komu…', 'Who wrote…')
 _WHO_WORDS = frozenset("kto kogo komu kim koho kym who whom".split())
 # a question asking how long (folded text): 'jak długo', 'ako dlho', 'how long', 'przez ile', 'na ako dlho'

@@ -288,7 +288,7 @@ class HowMuchTest(ExtractiveTest):
 
     def test_amounts_in_three_languages(self):
         for text in ("opłatę 40 zł", "498,35 zł miesięcznie", "stawka 23 %", "€40", "poplatok 10 eur",
-                     "9% dochodu"):
+                     "9% dochodu", "stojí 100 Kč", "10 €"):
             self.assertTrue(docs_qa.text_has_amount(text), text)
         for text in ("w 2026 r.", "3 miesiące", "version 4.9", "10 posts per page"):
             self.assertFalse(docs_qa.text_has_amount(text), text)
