@@ -6991,7 +6991,8 @@ SHORT_REPLY_WORDS = 4              # a sentence of fewer words ('Yes.', 'Nie mus
 _SHORT_REPLY = _lazy_re(r"[^\W\d_][^\d:]*[.!]")    # words ending in '.' or '!': no label, date or number
 # a sentence that opens by pointing back ('W tym czasie…', 'This…', 'Preto…') is quoted with the one before
 _POINTS_BACK = _lazy_re(r"(?:w tym|w takim|wtedy|dlatego|v tom|v takom|vtedy|preto|this|these|that|those|then|"
-                        r"in this|in that|at that|tento|tato|toto|tieto|ten|ta|te|tego|tym|jego|jej|jeho)\b")
+                        r"in this|in that|at that|tento|tato|toto|tieto|ten|ta|te|tego|tym|jego|jej|jeho"
+                        r"|tak samo|podobnie|rovnako|podobne|similarly|likewise|the same way|in the same way)\b")
 
 
 def _units(chunk: Chunk) -> list[_Unit]:

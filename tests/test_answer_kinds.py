@@ -80,6 +80,15 @@ class PointsBackTest(ExtractiveTest):
         self.assertIn("Po przekroczeniu limitu 20 000 zł", result.answer.split("\n")[0])
 
 
+    def test_a_sentence_saying_it_works_the_same_way_is_quoted_with_what_it_compares(self):
+        # 'Tak samo działa urlresolver!' ("the urlresolver works the same way") says nothing alone
+        text = ("# Django\n\nListonosz porównuje każdy numer domu z adresem na kopercie. "
+                "Tak samo działa urlresolver!\n")
+        result = self.ask({"d.md": text}, "jak działa urlresolver")
+        self.assertTrue(result.answer.startswith("- Listonosz porównuje każdy numer domu z adresem na kopercie. "
+                                                 "Tak samo działa urlresolver!"), result.answer)
+
+
 class IndexedLanguageTest(ExtractiveTest):
     def test_a_short_unit_is_stemmed_as_its_fragment_was(self):
         # 'Kasy.' alone reads as no language; in a Polish fragment it is stemmed as Polish and
