@@ -7388,26 +7388,29 @@ def _wants_code(words: list[str]) -> bool:
 def _name_terms(word: str, terms: tuple[str, ...]) -> set[str]:
     """Return the terms a unit must hold to hold a question word: a file name's without its
     extension ('manage.py' is not held by a unit naming 'django-admin.py'); for a code joined
-    by '-' or '_' ('VAT-R', 'post_detail', 'GTU_12'), the key of the whole code (_JOINED_KEY),
-    held only where its parts stand together (_with_joined): 'VAT' and the '2026 r.' of a
-    sentence do not make 'VAT-R', nor does 'post' make 'post_detail'."""
+    by '-' or '_' ('VAT-R', 'post_detail', 'GTU_12') or a path ('mysite/urls.py', without its
+    extension), the key of the whole (_JOINED_KEY), held only where its parts stand together
+    (_with_joined): 'VAT' and the '2026 r.' of a sentence do not make 'VAT-R', 'post' does not
+    make 'post_detail', nor 'blog/urls.py' 'mysite/urls.py'."""
     parts = text_folded_words(word)
     if len(parts) > 1 and _JOINED_CODE.fullmatch(word):
         return {_JOINED_KEY + " ".join(parts)}
     extension = _FILE_EXTENSION.search(word)
+    if "/" in word.strip("/") and len(parts) > 1 + bool(extension):   # a path: its folders and name together
+        return {_JOINED_KEY + " ".join(parts[:-1] if extension else parts)}
     kept = set(terms) - {extension.group(1).casefold()} if extension else set(terms)
     return kept or set(terms)
 
 
 def _with_joined(held: set[str], text: str, keys: Iterable[str]) -> set[str]:
     """Return held (a unit's or a heading's terms) with each joined code's key (keys, from
-    _name_terms) that text writes: its parts in order, joined by up to three of '-', '_', '.' or a
-    space ('title__contains' for 'title_contains', which a question may misspell)."""
+    _name_terms) that text writes: its parts in order, joined by up to three of '-', '_', '.',
+    '/' or a space ('title__contains' for 'title_contains', which a question may misspell)."""
     folded, found = None, set()
     for key in keys:
         folded = text_fold(text) if folded is None else folded
         parts = key[len(_JOINED_KEY):].split(" ")
-        if re.search(r"(?<![^\W_])" + r"[-_. ]{0,3}".join(map(re.escape, parts)) + r"(?![^\W_])", folded):
+        if re.search(r"(?<![^\W_])" + r"[-_. /]{0,3}".join(map(re.escape, parts)) + r"(?![^\W_])", folded):
             found.add(key)
     return held | found if found else held
 

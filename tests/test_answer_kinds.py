@@ -335,6 +335,17 @@ class JoinedCodeTest(ExtractiveTest):
         first = self.ask(files, "VAT-R").answer.split("\n")[0]
         self.assertIn("Zgłoszenie VAT-R", first)
 
+    def test_a_path_is_held_only_where_its_folders_and_name_stand_together(self):
+        # 'blog/urls.py' holds 'urls' but is not 'mysite/urls.py'; it came first, on the
+        # strength of its other words
+        files = {"urls.md": "# URL\n\nDo súboru `blog/urls.py` pridaj riadok pre aplikáciu blog:\n\n"
+                            "```python\npath('', views.post_list),\n```\n\n"
+                            "Súbor `mysite/urls.py` pre aplikáciu blog má vyzerať takto:\n\n"
+                            "```python\npath('', include('blog.urls')),\n```\n",
+                 "ine.md": "# Iné\n\nŠablóny sú v priečinku templates.\n"}
+        first = self.ask(files, "Čo mám dopísať do mysite/urls.py pre aplikáciu blog?").answer.split("\n")[0]
+        self.assertIn("mysite/urls.py", first)
+
     def test_a_code_in_a_table_row_is_held_only_by_its_own_row(self):
         files = {"gtu.md": "# GTU\n\n| Sytuacja | Oznaczenie |\n| --- | --- |\n| usługi księgowe | GTU_12 |\n"
                            "| transport drogowy | GTU_13 |\n",
