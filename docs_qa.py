@@ -7264,6 +7264,8 @@ _AMOUNT_FRAME_WORDS = frozenset("wynosi wynosza wynosic wynosil wynosila kosztuj
 _AMOUNT = _lazy_re(r"\d\s*(?:zl|pln|eur|euro|usd|czk|kc|gbp|%|procent\w*|percent)(?!\w)|\d\s*[$€£]|[$€£]\s*\d")
 # a question asking who (folded words, among its first three: 'Kto viedol…', 'A komu…', 'Who wrote…')
 _WHO_WORDS = frozenset("kto kogo komu kim koho kym who whom".split())
+# ... but 'Kto musi…', 'Kto może…', 'Who can…' ask for a kind of party (a taxpayer who…), not a name
+_PERMISSION_WORDS = frozenset("moze moga mozna mozu mozem mozes can may".split())
 # a question asking how long (folded text): 'jak długo', 'ako dlho', 'how long', 'przez ile', 'na ako dlho'
 _HOW_LONG_QUESTION = _lazy_re(r"\b(?:jak dlugo|ako dlho|jak dluho|how long|przez ile|po jakim czasie|for how many)\b")
 # the words before a date or a duration that make it a deadline ('do 20. dnia', 'within 14 days')
@@ -7341,7 +7343,8 @@ def _question_wants(text: str) -> _Wants:
                   date and (named_term or _DEADLINE_QUESTION.search(folded) is not None or _wants_duty(words)),
                   _HOW_LONG_QUESTION.search(folded) is not None,
                   _AMOUNT_QUESTION.search(folded) is not None and not date,
-                  bool(_WHO_WORDS.intersection(words[:3])))
+                  bool(_WHO_WORDS.intersection(words[:3])) and not _wants_duty(words)
+                  and not _PERMISSION_WORDS.intersection(words))
 
 
 def text_has_date(text: str) -> bool:

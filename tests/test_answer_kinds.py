@@ -323,6 +323,17 @@ class WhoTest(ExtractiveTest):
         self.assertIn("Peter Novák", first)
 
 
+class WhoMustTest(ExtractiveTest):
+    def test_who_must_asks_for_a_kind_of_party_not_a_name(self):
+        # 'Kto musi…' is answered by who is obliged (a taxpayer who…); a sentence naming an
+        # office ('Urząd Skarbowy') is no person, and it came first as one
+        files = {"vatr.md": "# VAT-R\n\nVAT-R złożyć powinien podatnik czynny.\n\n"
+                            "VAT-R można złożyć w okienku, które prowadzi Urząd Skarbowy Warszawa.\n",
+                 "ine.md": "# Inne\n\nFaktury wystawia się w KSeF.\n"}
+        first = self.ask(files, "Kto musi złożyć VAT-R?").answer.split("\n")[0]
+        self.assertIn("powinien podatnik czynny", first)
+
+
 class JoinedCodeTest(ExtractiveTest):
     """A code joined by '-' or '_' (VAT-R, GTU_12, post_detail) is held by a unit only where
     its parts stand together, not by a unit holding one of them."""
