@@ -5241,8 +5241,7 @@ def _times_first(conn: sqlite3.Connection, top: list[tuple[int, float]], n_words
     head = top[:DEADLINE_RERANK]
     texts = {cid: text for cid, (_, text) in _cache_chunk_texts(conn, [cid for cid, _ in head])}
     rescored = [(cid, score + (bonus if answers(texts.get(cid, "")) else 0.0)) for cid, score in head]
-    order = {cid: k for k, (cid, _) in enumerate(head)}
-    return sorted(rescored, key=lambda kv: (-kv[1], order[kv[0]])) + top[DEADLINE_RERANK:]
+    return sorted(rescored, key=lambda kv: -kv[1]) + top[DEADLINE_RERANK:]     # stable: ties keep their order
 
 
 def _personal_names(question: Question) -> list[tuple[str, ...]]:
@@ -7405,17 +7404,18 @@ def _name_terms(word: str, terms: tuple[str, ...]) -> set[str]:
     return kept or set(terms)
 
 
-def _with_joined(held: set[str], text: str, keys: Iterable[str]) -> set[str]:
-    """Return held (a unit's or a heading's terms) with each joined code's key (keys, from
-    _name_terms) that text writes: its parts in order, joined by up to three of '-', '_', '.',
-    '/' or a space ('title__contains' for 'title_contains', which a question may misspell)."""
-    folded, found = None, set()
-    for key in keys:
-        folded = text_fold(text) if folded is None else folded
-        parts = key[len(_JOINED_KEY):].split(" ")
-        if re.search(r"(?<![^\W_])" + r"[-_. /]{0,3}".join(map(re.escape, parts)) + r"(?![^\W_])", folded):
-            found.add(key)
-    return held | found if found else held
+def _with_joined(held: set[str], text: str, terms: Iterable[str]) -> set[str]:
+    """Return held (a unit's or a heading's terms) with each joined code's key among the
+    question's terms (from _name_terms) that text writes: its parts in order, joined by up to
+    three of '-', '_', '.', '/' or a space ('title__contains' for 'title_contains', which a
+    question may misspell)."""
+    keys = [term for term in terms if term.startswith(_JOINED_KEY)]
+    if not keys:
+        return held
+    folded = text_fold(text)
+    return held | {key for key in keys if re.search(
+        r"(?<![^\W_])" + r"[-_. /]{0,3}".join(map(re.escape, key[len(_JOINED_KEY):].split(" "))) + r"(?![^\W_])",
+        folded)}
 
 
 def _wants_duty(words: list[str]) -> bool:
@@ -7499,16 +7499,15 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
     condition). Weighting words by their IDF instead was measured and lost keys on the
     docsqa-dev questions of all three languages (reports/answers-real-docs.md)."""
     terms = set().union(*words_terms)
-    joined = [term for term in terms if term.startswith(_JOINED_KEY)]
     language = tokenizer.language(chunk.text)       # as the index stemmed the fragment
-    heads = [(line, _with_joined(set(tokenizer.tokens(path, language)), path, joined))
+    heads = [(line, _with_joined(set(tokenizer.tokens(path, language)), path, terms))
              for line, path in _heading_paths(chunk, title)]
     mine = []
     for unit in _units(chunk):
         if unit.needs_match and not terms & _with_joined(set(tokenizer.tokens(unit.needs_match, language)),
-                                                        unit.needs_match, joined):
+                                                        unit.needs_match, terms):
             continue
-        held = _with_joined(set(tokenizer.tokens(unit.matched_text, language)), unit.matched_text, joined)
+        held = _with_joined(set(tokenizer.tokens(unit.matched_text, language)), unit.matched_text, terms)
         overlap = sum(1 for word_terms in words_terms if held & word_terms)
         framing = named | next(heading_terms for line, heading_terms in reversed(heads) if line < unit.span[0])
         overlap += 0.5 * sum(1 for word_terms in words_terms if not held & word_terms and framing & word_terms)
@@ -7775,8 +7774,7 @@ def _answer_confidence(question: str | Question, coverage: float, unit: str, min
     the folder barely covers."""
     question = question_make(question)
     words = _distinct_words(_name_terms(word, terms) for word, terms in question.words)
-    held = _with_joined(set(shared_tokenizer().tokens(unit)), unit,
-                        [term for terms in words for term in terms if term.startswith(_JOINED_KEY)])
+    held = _with_joined(set(shared_tokenizer().tokens(unit)), unit, set().union(*words))
     share = sum(1 for terms in words if terms & held) / len(words) if words else 0.0
     score = round((min(max(coverage, 0.0), 1.0) + share) / 2, 2)
     return Confidence("high" if score >= min_confidence else "low", score)
