@@ -2,7 +2,7 @@
 """Measure docs-qa's own overhead when it embeds a folder, against the embedding server's time.
 
     python3 reports/bench_embed_overhead.py DOCS --server-python VENV/bin/python
-        [--server-script ../shared/lmstub/embed_server.py] [--files 500] [--runs 3]
+        [--server-script SERVER_SCRIPT] [--files 500] [--runs 3]
         [--work WORK] [--out reports/embed-overhead.md]
 
 What is compared, in one run and alternately (the machine may be shared):
@@ -267,7 +267,7 @@ def embed_overhead_section(docs: str, files: int, server_python: str, work: str,
     embeddings from the lmstub MiniLM server (run under server_python), against the server
     alone for the same texts; work holds the sample, the caches and the server's log."""
     command = (f"python3 reports/bench_embed_overhead.py DOCS --files {files} --runs {runs} "
-               "--server-python VENV/bin/python --server-script ../shared/lmstub/embed_server.py --work WORK")
+               "--server-python VENV/bin/python --server-script SERVER_SCRIPT --work WORK")
     return section(measure(docs, files, server_python, work, runs, server_script), command)
 
 

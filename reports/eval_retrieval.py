@@ -17,7 +17,7 @@ Standard library only; the lexical anchors (--anchors: rank_bm25, bm25s, bm25s +
 SQLite FTS5 with and without Porter) are imported lazily and skipped when absent.
 
     python3 reports/eval_retrieval.py --docs corpus --queries reports/demo-queries.jsonl
-    python3 reports/eval_retrieval.py --dataset ../shared/datasets/cranfield --embeddings live
+    python3 reports/eval_retrieval.py --dataset DATASETS/cranfield --embeddings live
     VENV/bin/python reports/eval_retrieval.py --embeddings off --limit 10 --anchors \
         --dataset DATASETS/cranfield DATASETS/cacm DATASETS/adi DATASETS/npl DATASETS/lisa
 """
