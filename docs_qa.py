@@ -5472,6 +5472,8 @@ COVERAGE_CLASSES_MAX = 256         # ... and goes on chunk by chunk beyond this 
 SLIP_MIN_LETTERS = 5               # a word the folder lacks, this long or longer, may be a slip of a
 SLIP_MIN_TERM = 4                  # word of the best fragment: a term this long, one edit from the folder's,
 SLIP_CANDIDATES = 3                # ... among the few most held such terms (a slip is read as one of them)
+SLIP_NAME_MIN_TERM = 6             # a misspelt name ('Peleponez') is read as a term this long anywhere in
+                                   # the folder (a shorter one is too often another word: 'Namara' -> napar)
 SLIP_MAX_LETTERS = 40              # a longer word is no slip (its spellings one edit away number 75 per
                                    # letter: a 4,000-letter word cost 5 s of lookups)
 IDENTIFIER_MIN_DOCUMENTS = 3       # in a folder of this many documents, an identifier written on more
@@ -5507,6 +5509,7 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
         return _Shares(0.0, 0.0, None, ())   # an IDF over no chunks is negative: it would print -0%
     case_tells = text_case_tells(question.text)
     total, found, held, named, absent = 0.0, 0.0, [], None, {}   # absent: word -> its weight
+    slots: dict[str, int] = {}                                    # a word -> its place in held
     for word, terms in question.words:
         ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms) or _compound_chunks(conn, word)
         if not ids and _ERROR_NAME.fullmatch(word):
@@ -5517,40 +5520,63 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
         found += weight if ids else 0.0
         if not ids:
             absent[word] = weight
+        slots[word] = len(held)
         held.append((weight, ids))
         if named is None and _is_identifier(word, case_tells) and _is_written_rarely(conn, word, ids, n_chunks, n_documents):
             named = word
     if not total:
         return _Shares(0.0, 0.0, named, ())
     best, best_chunks = _best_chunk_weight(held, any(len(word) >= SLIP_MIN_LETTERS for word in absent))
-    slips = _slips_held(conn, question, absent, best_chunks)
+    slips = _slips_held(conn, question, absent, held, slots, best_chunks)
     for word, _ in slips:
-        weight = absent.pop(word)
-        best, found = best + weight, found + weight
+        found += absent.pop(word)
+    if slips:
+        best = _best_chunk_weight(held)[0]
     return _Shares(best / total, found / total, named, tuple(absent), tuple(slips))
 
 
 def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[str],
+                held: list[tuple[float, set[int]]], slots: dict[str, int],
                 best_chunks: set[int]) -> list[tuple[str, str]]:
-    """Return the absent words (SLIP_MIN_LETTERS to SLIP_MAX_LETTERS letters) with a term one
-    edit from a term of the chunks that hold the question's other words best, each with that
-    term: 'Wrode' (wrod: word) beside 'Notepade' in the page naming Word and Notepad,
-    'linebreakbr' in the page on the linebreaksbr filter. Of the folder's terms one edit away
-    (the first letter kept), the SLIP_CANDIDATES most held are tried, most held first, and
-    the first the best chunks hold is the one: in a large folder a short word has many
-    neighbours ('fiels': feel, field, file, fill). Only there: a word one edit from any folder
-    word let off-topic questions through (reports/answers-real-docs.md)."""
+    """Return the absent words (SLIP_MIN_LETTERS to SLIP_MAX_LETTERS letters) read as a folder
+    term one edit away, each with that term, and put the term's fragments in held (each word's
+    weight and fragments, at slots[word]). Of the folder's terms one edit away (the first letter
+    kept), the SLIP_CANDIDATES most held are tried (in a large folder a short word has many
+    neighbours: 'fiels': feel, field, file, fill); the one read is the one whose fragments then
+    hold the question best, most held first on a tie. A word may be read as a term of the
+    fragments that hold the question's other words best: 'Wrode' (wrod: word) beside
+    'Notepade' in the page naming Word and Notepad, 'linebreakbr' in the page on the
+    linebreaksbr filter. A misspelt name (_is_slip_name: 'Peleponez', 'Zeeynep') may also be
+    read as a long term anywhere in the folder, when a fragment holding it then holds the
+    question best. Any word read as any folder word one edit away let off-topic questions
+    through (Celery, Redis, docker-compose; reports/answers-real-docs.md)."""
     terms, slips = dict(question.words), []
     for word in absent:
-        if not SLIP_MIN_LETTERS <= len(word) <= SLIP_MAX_LETTERS or not best_chunks:
+        name = _is_slip_name(word, question.text)
+        if not SLIP_MIN_LETTERS <= len(word) <= SLIP_MAX_LETTERS or not (best_chunks or name):
             continue
-        near = {other: held for term in terms.get(word, ()) if len(term) >= SLIP_MIN_TERM
-                for other, held in cache_terms_one_edit(conn, term)}
-        tried = sorted(near, key=lambda other: (-near[other], other))[:SLIP_CANDIDATES]
-        read = next((other for other in tried if not best_chunks.isdisjoint(_word_chunks(conn, [other]))), None)
-        if read is not None:
+        near = {other: count for term in terms.get(word, ()) if len(term) >= SLIP_MIN_TERM
+                for other, count in cache_terms_one_edit(conn, term)}
+        readings = []
+        for other in sorted(near, key=lambda other: (-near[other], other))[:SLIP_CANDIDATES]:
+            ids = _word_chunks(conn, [other])
+            if best_chunks.isdisjoint(ids) and not (name and len(other) >= SLIP_NAME_MIN_TERM):
+                continue
+            trial = held[:slots[word]] + [(held[slots[word]][0], ids)] + held[slots[word] + 1:]
+            weight, chunks = _best_chunk_weight(trial, True)
+            if not chunks.isdisjoint(ids):
+                readings.append((-weight, -near[other], other, trial))
+        if readings:
+            _, _, read, held[:] = min(readings, key=lambda reading: reading[:3])
             slips.append((word, read))
     return slips
+
+
+def _is_slip_name(word: str, question: str) -> bool:
+    """Return True when word reads as a name that may be misspelt: capitalised inside the
+    question (not its first word), letters only (a code such as docker-compose or GTU_12 is
+    written as it is meant)."""
+    return word[:1].isupper() and text_fold(word).isalpha() and not question.lstrip().startswith(word)
 
 
 def _question_with_slips(question: Question, slips: Iterable[tuple[str, str]]) -> Question:
