@@ -212,8 +212,10 @@ DEFAULT_MIN_COVERAGE = 0.45        # no-answer gate: IDF-weighted share of the q
                                    # (calibrated: reports/calibrate_gate.py, reports/hybrid-vs-single.md)
 DEFAULT_MIN_FOLDER_COVERAGE = 0.7  # ... or the folder holds this share of it (long questions spread over a fragment)
 DEFAULT_MIN_SIMILARITY = 0.75      # ... unless the best dense cosine reaches this (model-dependent)
-DEFAULT_MIN_CONFIDENCE = 0.6       # an answer scoring below this is shown as weak (reports/answers-real-docs.md)
+DEFAULT_MIN_CONFIDENCE = 0.65      # an answer scoring below this is shown as weak (reports/answers-real-docs.md)
                                    # (the closest passages, not an answer; see _answer_confidence)
+CONFIDENCE_CLEAR_LEAD = 0.3        # the first fragment's BM25 score this share above the second's is a
+                                   # clear lead (_ranking_lead); less counts in proportion
 GATE_THRESHOLD_MAX = 1.01          # a gate threshold above 1 never passes (1.01 switches a signal off)
 FEEDBACK_MIN_SHARE = 0.45         # pseudo-relevance feedback (RM3) when BM25's top fragment holds this
                                   # share of an English question's weight (reports/hybrid-vs-single.md)
@@ -7784,25 +7786,48 @@ def _confidence_over(question: Question, result: SearchResult, text: str, mode: 
                      settings: Settings) -> Confidence | None:
     """Return the confidence of the answer text to question over result, None when it quotes nothing
     (the refusal) or the gate's coverage was not measured."""
-    unit = _first_quoted_unit(text, mode, [h.chunk.path for h in result.hits])
+    paths = [h.chunk.path for h in result.hits]
+    unit = _first_quoted_unit(text, mode, paths)
     if unit is None or result.coverage is None:
         return None
-    return _answer_confidence(question, result.coverage, unit, settings.min_confidence)
+    cites = citation_parse(text, paths)
+    from_first = bool(cites) and bool(result.hits) and cites[0].path == result.hits[0].chunk.path
+    return _answer_confidence(question, result.coverage, unit, settings.min_confidence,
+                              from_first, _ranking_lead(result.hits))
 
 
-def _answer_confidence(question: str | Question, coverage: float, unit: str, min_confidence: float) -> Confidence:
-    """Return how sure an answer is: the mean of the no-answer gate's coverage (the best
-    fragment's IDF-weighted share of the question, 0..1) and the share of the question's
-    words that the answer's first quoted unit holds (a word counts when the unit holds any
-    of its stems, as the gate counts it), rounded to 0.01; level high when it reaches
-    min_confidence. Neither share alone is enough: the best fragment can hold the words
-    while the quote shows few of them, or the quote can hold a common word of a question
-    the folder barely covers."""
+def _ranking_lead(hits: list[Hit]) -> float:
+    """Return how clearly BM25's best returned fragment leads (0..1): its score's lead over the
+    second best, as a share of its own, over CONFIDENCE_CLEAR_LEAD, capped at 1; 1 when it
+    stands alone, 0 when BM25 scored none."""
+    scores = sorted((hit.bm25_score for hit in hits if hit.bm25_score is not None), reverse=True)
+    if not scores or scores[0] <= 0:
+        return 0.0
+    if len(scores) == 1:
+        return 1.0
+    return min(1.0, (scores[0] - scores[1]) / scores[0] / CONFIDENCE_CLEAR_LEAD)
+
+
+def _answer_confidence(question: str | Question, coverage: float, unit: str, min_confidence: float,
+                       from_first: bool, lead: float) -> Confidence:
+    """Return how sure an answer is: the mean, rounded to 0.01, of four parts (0..1 each);
+    level high when it reaches min_confidence.
+    - the no-answer gate's coverage (the best fragment's IDF-weighted share of the question);
+    - the share of the question's words that the answer's first quoted unit holds (a word
+      counts when the unit holds any of its stems, as the gate counts it);
+    - from_first: 1 when that unit comes from the document of the first returned fragment,
+      0 when the quote chose a unit of a fragment ranked lower (ranking and quote disagree);
+    - lead: how clearly the first fragment leads the ranking (_ranking_lead).
+    The two shares say the folder and the quote hold the question's words; a short question's
+    words are its topic, which many units hold, so they alone rated wrong answers as sure as
+    right ones (reports/answers-real-docs.md). Agreement and a clear lead are what the right
+    answers had more often."""
     question = question_make(question)
     words = _distinct_words(_name_terms(word, terms) for word, terms in question.words)
     held = _with_joined(set(shared_tokenizer().tokens(unit)), unit, set().union(*words))
     share = sum(1 for terms in words if terms & held) / len(words) if words else 0.0
-    score = round((min(max(coverage, 0.0), 1.0) + share) / 2, 2)
+    parts = (min(max(coverage, 0.0), 1.0), share, 1.0 if from_first else 0.0, min(max(lead, 0.0), 1.0))
+    score = round(sum(parts) / len(parts), 2)
     return Confidence("high" if score >= min_confidence else "low", score)
 
 
@@ -8262,8 +8287,10 @@ def _add_gate_flags(parser: argparse.ArgumentParser) -> None:
                              "reports/calibrate_gate.py; 1.01 turns it off)")
     parser.add_argument("--min-confidence", type=_gate_float, metavar="X",
                         help="an answer whose confidence (0..1: the mean of the best fragment's share of "
-                             "the question's words, weighted by rarity, and the share of them its first "
-                             "quoted unit holds) is below this is shown as the closest passages, with a "
+                             "the question's words, weighted by rarity, the share of them its first "
+                             "quoted unit holds, whether that unit is from the first result's document, "
+                             "and how clearly the first result leads) is below this is shown as the "
+                             "closest passages, with a "
                              f"weak_answer note (env DOCS_QA_MIN_CONFIDENCE, default {DEFAULT_MIN_CONFIDENCE:g}; "
                              "0 shows every answer as confident)")
 

@@ -1,16 +1,19 @@
-"""How sure an answer is (section 14g): the confidence every rag answer carries, measured
-from the no-answer gate's coverage and the share of the question's words its first quoted
-unit holds; a low one gets the weak_answer note and the closest-passages label in the text
-output and on MCP, in the question's language (the page's label: tests/test_page.py and
-tests/test_page_browser.py).
+"""How sure an answer is (section 14g): the confidence every rag answer carries, the mean of
+four parts: the no-answer gate's coverage, the share of the question's words its first quoted
+unit holds, whether that unit comes from the first returned fragment's document, and how
+clearly BM25's first fragment leads the second; a low one gets the weak_answer note and the
+closest-passages label in the text output and on MCP, in the question's language (the page's
+label: tests/test_page.py and tests/test_page_browser.py).
 
-The corpora are built so the shares are known by hand. ORCHARD: five one-line files, each
-holding exactly one of the question's five content words (wybrać, jabłoń, grusza, śliwa,
-wiśnia), so every word has the same weight (each is in one fragment): the best fragment
-holds 1/5 = 0.2 of the question, the folder all of it (the gate passes: no word is unknown
-to the folder), and whichever sentence is quoted first holds 1 of the 5 words: score
-(0.2 + 0.2) / 2 = 0.2. INVOICES: one sentence holds both content words of
-"When are invoices filed?": score (1 + 1) / 2 = 1.0."""
+The corpora are built so the parts are known by hand. ORCHARD: five one-line files of the same
+four words, each holding exactly one of the question's five content words (wybrać, jabłoń,
+grusza, śliwa, wiśnia), so every word has the same weight (each is in one fragment) and every
+file the same BM25 score: the best fragment holds 1/5 = 0.2 of the question, the folder all of
+it (the gate passes: no word is unknown to the folder), whichever sentence is quoted first holds
+1 of the 5 words and comes from the first fragment (ties go to it), and the first fragment
+leads by nothing: score (0.2 + 0.2 + 1 + 0) / 4 = 0.35. INVOICES: one sentence holds both
+content words of "When are invoices filed?" and its file leads the one other file naming
+invoices by far: score (1 + 1 + 1 + 1) / 4 = 1.0."""
 from __future__ import annotations
 
 import json
@@ -23,14 +26,14 @@ from helpers import INIT, McpProcess, StubServerCase, TempDirTest, docs_qa, run_
 import retrieval_contract as rc
 
 ORCHARD = {
-    "jablon.md": "Jabłoń lubi słońce i żyzną glebę.\n",
-    "grusza.md": "Grusza daje słodkie owoce jesienią.\n",
-    "sliwa.md": "Śliwa potrzebuje ciepłego stanowiska.\n",
-    "wisnia.md": "Wiśnia ma kwaśne owoce.\n",
-    "wybor.md": "Wybrać trzeba rozważnie, po namyśle.\n",
+    "jablon.md": "Jabłoń stoi przy domu.\n",
+    "grusza.md": "Grusza stoi przy domu.\n",
+    "sliwa.md": "Śliwa stoi przy domu.\n",
+    "wisnia.md": "Wiśnia stoi przy domu.\n",
+    "wybor.md": "Wybrać stoi przy domu.\n",
 }
 ORCHARD_QUESTION = "Co wybrać: jabłoń, grusza, śliwa czy wiśnia?"
-ORCHARD_SCORE = 0.2
+ORCHARD_SCORE = 0.35
 INVOICES = {
     "invoices.md": "# Invoices\n\nInvoices are filed by the 25th day of the following month.\n",
     "payroll.md": "Payroll runs on the last Friday of each month, after the invoices.\n",
@@ -44,18 +47,38 @@ RAG_SCHEMA = docs_qa.OPERATIONS["rag"].response_schema
 class ConfidenceSignalTest(unittest.TestCase):
     """The pure parts: the score, the level and the first quoted unit."""
 
-    def test_the_score_is_the_mean_of_the_coverage_and_the_first_units_share(self):
-        low = docs_qa._answer_confidence(ORCHARD_QUESTION, 0.2, "Wiśnia ma kwaśne owoce.", 0.6)
-        self.assertEqual(low, docs_qa.Confidence("low", 0.2))
-        # the same unit over a folder whose best fragment held the whole question: (1 + 0.2) / 2
-        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 1.0, "Wiśnia ma kwaśne owoce.", 0.6),
-                         docs_qa.Confidence("high", 0.6))          # the bar itself is high
+    def test_the_score_is_the_mean_of_four_parts(self):
+        unit = "Wiśnia stoi przy domu."                         # 1 of the question's 5 words
+        # ORCHARD as answered: coverage 0.2, share 0.2, from the first fragment, no lead
+        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 0.2, unit, 0.65, True, 0.0),
+                         docs_qa.Confidence("low", 0.35))
+        # the same unit over a folder whose best fragment held the whole question, with a clear
+        # lead: (1 + 0.2 + 1 + 1) / 4
+        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 1.0, unit, 0.65, True, 1.0),
+                         docs_qa.Confidence("high", 0.8))
+        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 0.2, unit, 0.35, True, 0.0).level,
+                         "high")                                # the bar itself is high
+        # every word held, but quoted from a lower-ranked fragment with no lead: (1 + 1 + 0 + 0) / 4
         both = "Invoices are filed by the 25th day of the following month."
-        self.assertEqual(docs_qa._answer_confidence(INVOICES_QUESTION, 1.0, both, 0.6),
-                         docs_qa.Confidence("high", 1.0))
-        # a word counts under any of its stems, once however often the question says it
-        self.assertEqual(docs_qa._answer_confidence("invoices invoice filed", 0.0, "the invoice", 0.6).score,
-                         0.25)
+        self.assertEqual(docs_qa._answer_confidence(INVOICES_QUESTION, 1.0, both, 0.65, False, 0.0),
+                         docs_qa.Confidence("low", 0.5))
+        # a word counts under any of its stems, once however often the question says it: (0 + 0.5 + 0 + 0.5) / 4
+        self.assertEqual(docs_qa._answer_confidence("invoices invoice filed", 0.0, "the invoice", 0.65,
+                                                    False, 0.5).score, 0.25)
+
+    def test_the_lead_is_the_first_scores_margin_over_the_second_as_a_share_of_a_clear_one(self):
+        def hits(*scores):
+            chunk = docs_qa.Chunk(path="a.md", start_line=1, end_line=1, sections=(), text="a")
+            return [docs_qa.Hit(chunk=chunk, rrf_score=0.0, bm25_score=s) for s in scores]
+        clear = docs_qa.CONFIDENCE_CLEAR_LEAD
+        self.assertEqual(docs_qa._ranking_lead(hits(10.0, 10.0, 2.0)), 0.0)      # a tie leads by nothing
+        self.assertAlmostEqual(docs_qa._ranking_lead(hits(10.0, 10.0 * (1 - clear / 2))), 0.5)
+        self.assertEqual(docs_qa._ranking_lead(hits(10.0, 1.0)), 1.0)            # capped
+        # in BM25's order (a fused ranking may put another first); a fragment only embeddings found
+        # has no BM25 score and is left out: (10 - 8) / 10 = 0.2 over the clear lead
+        self.assertAlmostEqual(docs_qa._ranking_lead(hits(None, 8.0, 10.0)), 0.2 / clear)
+        self.assertEqual(docs_qa._ranking_lead(hits(5.0)), 1.0)                  # alone
+        self.assertEqual(docs_qa._ranking_lead(hits(None)), 0.0)                 # BM25 scored none
 
     def test_an_extractive_answers_first_unit_is_its_first_bullet_with_the_lines_it_shows(self):
         text = ("- To install it, run: [a.md:3-6]\n```\npip install orchard\n```\n"
@@ -102,7 +125,7 @@ class ConfidenceAnswerTest(TempDirTest):
         self.assertEqual(result.confidence, docs_qa.Confidence("low", ORCHARD_SCORE))
         weak = [n.message for n in result.notes if n.code == "weak_answer"]
         self.assertEqual(weak, ["the closest passages may not answer the question "
-                                f"(confidence 0.20 < {docs_qa.DEFAULT_MIN_CONFIDENCE:g})"])
+                                f"(confidence {ORCHARD_SCORE:.2f} < {docs_qa.DEFAULT_MIN_CONFIDENCE:g})"])
         # the quote itself is unchanged: the label belongs to the renderers
         self.assertTrue(result.answer.startswith("- "), result.answer)
 
@@ -113,7 +136,7 @@ class ConfidenceAnswerTest(TempDirTest):
         self.assertAlmostEqual(result.search.coverage, gate.coverage)
 
     def test_min_confidence_sets_the_bar(self):
-        self.assertEqual(self.ask(ORCHARD, ORCHARD_QUESTION, min_confidence=0.2).confidence,
+        self.assertEqual(self.ask(ORCHARD, ORCHARD_QUESTION, min_confidence=ORCHARD_SCORE).confidence,
                          docs_qa.Confidence("high", ORCHARD_SCORE))
         self.assertEqual(self.ask(INVOICES, INVOICES_QUESTION, min_confidence=1.01).confidence.level, "low")
 
@@ -159,7 +182,8 @@ class ConfidenceAssistantTest(StubServerCase):
         payroll = "Payroll runs on the last Friday of each month [payroll.md:1]."
         first = self.ask(invoices + " " + payroll)
         self.assertEqual((first.answer_mode, first.confidence), ("assistant", docs_qa.Confidence("high", 1.0)))
-        # the payroll sentence holds neither 'invoices' nor 'filed': (1.0 + 0) / 2
+        # the payroll sentence holds neither 'invoices' nor 'filed', and payroll.md is not the
+        # first fragment's document: (1.0 + 0 + 0 + 1) / 4
         second = self.ask(payroll + " " + invoices)
         self.assertEqual(len(second.citations), 2, second.answer)
         self.assertEqual(second.confidence, docs_qa.Confidence("low", 0.5))
@@ -177,7 +201,7 @@ class ConfidenceCliTest(TempDirTest):
         self.assertEqual(lines[0], LABEL_PL)
         self.assertTrue(lines[1].startswith("- "), proc.stdout)     # the quote right under it
         self.assertIn("! weak_answer: the closest passages may not answer the question "
-                      f"(confidence 0.20 < {docs_qa.DEFAULT_MIN_CONFIDENCE:g})", proc.stdout)
+                      f"(confidence {ORCHARD_SCORE:.2f} < {docs_qa.DEFAULT_MIN_CONFIDENCE:g})", proc.stdout)
         envelope = json.loads(run_cli(ORCHARD_QUESTION, "--docs", self.docs, "--cache-dir", self.cache,
                                       "--extractive", "--json").stdout)
         self.assertEqual(envelope["confidence"], {"level": "low", "score": ORCHARD_SCORE})
@@ -186,8 +210,8 @@ class ConfidenceCliTest(TempDirTest):
     def test_min_confidence_flag_and_environment_lower_the_bar(self):
         write_files(self.docs, ORCHARD)
         base = (ORCHARD_QUESTION, "--docs", self.docs, "--cache-dir", self.cache, "--extractive")
-        for proc in (run_cli(*base, "--min-confidence", "0.2"),
-                     run_cli(*base, env={"DOCS_QA_MIN_CONFIDENCE": "0.2"})):
+        for proc in (run_cli(*base, "--min-confidence", "0.35"),
+                     run_cli(*base, env={"DOCS_QA_MIN_CONFIDENCE": "0.35"})):
             self.assertEqual(proc.returncode, 0, proc.stderr)
             self.assertTrue(proc.stdout.startswith("- "), proc.stdout)
             self.assertNotIn("weak_answer", proc.stdout)
