@@ -7786,14 +7786,12 @@ def _confidence_over(question: Question, result: SearchResult, text: str, mode: 
                      settings: Settings) -> Confidence | None:
     """Return the confidence of the answer text to question over result, None when it quotes nothing
     (the refusal) or the gate's coverage was not measured."""
-    paths = [h.chunk.path for h in result.hits]
-    unit = _first_quoted_unit(text, mode, paths)
-    if unit is None or result.coverage is None:
+    quoted = _first_quoted_unit(text, mode, [h.chunk.path for h in result.hits])
+    if quoted is None or result.coverage is None:
         return None
-    cites = citation_parse(text, paths)
-    from_first = bool(cites) and bool(result.hits) and cites[0].path == result.hits[0].chunk.path
+    unit, path = quoted
     return _answer_confidence(question, result.coverage, unit, settings.min_confidence,
-                              from_first, _ranking_lead(result.hits))
+                              bool(result.hits) and path == result.hits[0].chunk.path, _ranking_lead(result.hits))
 
 
 def _ranking_lead(hits: list[Hit]) -> float:
@@ -7844,11 +7842,13 @@ def _distinct_words(word_terms: Iterable[Iterable[str]]) -> list[set[str]]:
     return words
 
 
-def _first_quoted_unit(text: str, mode: str, paths: list[str]) -> str | None:
+def _first_quoted_unit(text: str, mode: str, paths: list[str]) -> tuple[str, str] | None:
     """Return the answer's first quoted unit without its citations, parsed from the answer
-    text; None when it cites nothing (the refusal). Extractive: the first bullet with the
-    lines it shows, up to the next line holding a citation; a model's reply: its first
-    sentence (or fenced block) that kept a valid citation, a label such as "Sources:" aside."""
+    text, and the path its first citation names; None when it cites nothing (the refusal).
+    Extractive: the first bullet with the lines it shows, up to the next line holding a
+    citation; a model's reply: its first sentence (or fenced block) that kept a valid
+    citation, a label such as "Sources:" aside (no such sentence: an empty unit, the
+    answer's first citation)."""
     cites = citation_parse(text, paths)
     if not cites:
         return None
@@ -7857,7 +7857,7 @@ def _first_quoted_unit(text: str, mode: str, paths: list[str]) -> str | None:
         head_end = text.find("\n", cites[0].span[1])
         later = next((c.span[0] for c in cites if head_end >= 0 and c.span[0] > head_end), None)
         end = len(text) if later is None else text.rfind("\n", 0, later)
-        return _strip_citations(text, start, end, cites)
+        return _strip_citations(text, start, end, cites), cites[0].path
     for group in _reply_groups(text, cites):
         _inherit_citations(group, cites)
         for part in group:
@@ -7865,8 +7865,8 @@ def _first_quoted_unit(text: str, mode: str, paths: list[str]) -> str | None:
                 continue
             quoted = _strip_citations(text, part.start, part.end, cites)
             if part.kind == "block" or _is_claim(quoted):
-                return quoted
-    return ""
+                return quoted, part.citations[0].path
+    return "", cites[0].path
 
 
 # === 15. Envelope — map library results onto the v1 contract; errors onto the error envelope ===

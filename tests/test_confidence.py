@@ -83,7 +83,8 @@ class ConfidenceSignalTest(unittest.TestCase):
     def test_an_extractive_answers_first_unit_is_its_first_bullet_with_the_lines_it_shows(self):
         text = ("- To install it, run: [a.md:3-6]\n```\npip install orchard\n```\n"
                 "- Grusza daje owoce. [b.md:1-1]")
-        unit = docs_qa._first_quoted_unit(text, "extractive", ["a.md", "b.md"])
+        unit, path = docs_qa._first_quoted_unit(text, "extractive", ["a.md", "b.md"])
+        self.assertEqual(path, "a.md")
         self.assertIn("To install it, run:", unit)
         self.assertIn("pip install orchard", unit)
         self.assertNotIn("a.md", unit)          # a citation's path is not a word of the quote
@@ -93,9 +94,9 @@ class ConfidenceSignalTest(unittest.TestCase):
         text = ("Answer:\nPayroll runs on Friday. It follows the invoices. [p.md:1-1]\n"
                 "Invoices are filed monthly. [i.md:3-3]")
         self.assertEqual(docs_qa._first_quoted_unit(text, "assistant", ["p.md", "i.md"]),
-                         "Payroll runs on Friday.")
+                         ("Payroll runs on Friday.", "p.md"))
         block = "Sources:\n```\nls -l\n```\n[a.md:4-6]"
-        unit = docs_qa._first_quoted_unit(block, "assistant", ["a.md"])
+        unit, _ = docs_qa._first_quoted_unit(block, "assistant", ["a.md"])
         self.assertIn("ls -l", unit)
         self.assertNotIn("a.md", unit)
 
