@@ -6911,6 +6911,11 @@ def _block_at(lines: list[str], i: int) -> tuple[str, int]:
         return "indented", j
     if _CAPTION_LINE.match(line):
         return "caption", i + 1
+    if _INCLUDE_MARKER.match(line):        # '{* app.py *}' alone, unfenced: the page shows that code
+        j = i + 1
+        while j < len(lines) and _INCLUDE_MARKER.match(lines[j]):
+            j += 1
+        return "include", j
     if _is_markup_line(line):
         return "markup", i + 1
     if line.lstrip().startswith("<!--") and "-->" not in line:     # a comment over several lines
@@ -6993,7 +6998,7 @@ def _body(block: _Block) -> tuple[tuple[str, ...], int]:
         fence = "```" + (opener.group(1) or opener.group(2) or "")
         return (fence, *code, "```") + more, block.last if not more else block.first + len(code)
     if block.kind == "include":            # the included files' names, never the markers as code
-        return tuple("  " + _included_file(line) for line in lines[1:] if _INCLUDE_MARKER.match(line)), block.last
+        return tuple("  " + _included_file(line) for line in lines if _INCLUDE_MARKER.match(line)), block.last
     if block.kind == "fence":
         closed = len(lines) > 1 and _FENCE_LINE.match(lines[-1]) is not None
         code = lines[1:-1] if closed else lines[1:]

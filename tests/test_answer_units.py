@@ -252,6 +252,23 @@ class MarkupViewTest(TempDirTest):
                 self.assertNotIn("```", result.answer)
                 self.assertEqual(result.unsupported, [])
 
+    def test_an_include_marker_alone_on_its_line_is_what_the_line_before_introduces(self):
+        # FastAPI's pages write the marker unfenced; read as hidden markup, the line ending in ':'
+        # took the next paragraph as what it introduces, and that paragraph, scoring as well,
+        # then pushed the intro out of the quote
+        for marker, name in (("{* ../../docs_src/handlers/tutorial003.py hl[5:7] *}", "../../docs_src/handlers/tutorial003.py"),
+                             ('--8<-- "docs_src/handlers/tutorial003.py"', "docs_src/handlers/tutorial003.py")):
+            text = ("# Handlers\n\nYou want to handle your own exception globally.\n\n"
+                    "Register a global exception handler for it with `@app.exception_handler()`:\n\n"
+                    f"{marker}\n\nHere, a request to `/unicorns/yolo` will raise your exception.\n")
+            with self.subTest(marker):
+                result = self.assert_opens_with({"h.md": text}, "how do I register a global handler for my exception", (
+                    "- Register a global exception handler for it with `@app.exception_handler()`: [h.md:5-7]\n"
+                    f"  {name}\n"))
+                self.assertNotIn("{*", result.answer)
+                self.assertNotIn("--8<--", result.answer)
+                self.assertEqual(result.unsupported, [])
+
     def test_a_highlight_tag_is_shown_as_the_fenced_code_it_stands_for(self):
         # Jekyll/Liquid and Hugo write code blocks as template tags: the rendered page shows code,
         # in the tag's language, where the quote once showed the command as a line of prose
