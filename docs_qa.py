@@ -6743,6 +6743,10 @@ _INCLUDE_MARKER = _lazy_re(r"^\s*(?:\{\*\s*(\S+)[^*]*\*\}|\{!>?\s*([^!\s]+)[^!]*
 _TRANSCRIPT_FENCE = _lazy_re(r"^\s*(?:`{3,}|~{3,})\s*(?i:console|shell-session|terminal)\b")
 _TERMINAL_STYLE = _lazy_re(r"</?(?i:font|span|u|b|i|strong|em)(?:\s[^<>]*)?>")   # colours a transcript shows
 _CONTAINER_OPENER = _lazy_re(r"^(\s*)(?:(?:!!!|\?\?\?\+?)\s*[\w-]+(?:\s+\"([^\"]*)\")?|===\+?\s+\"([^\"]*)\")\s*$")
+# PyMdown Blocks (FastAPI, Typer, newer MkDocs Material sites): '/// note | Title' opens an admonition,
+# '//// tab | Python 3.10+' a content tab, a line of the same slashes alone closes it; bodies are not
+# indented. Group 1: the block's type, group 2: its title
+_SLASH_BLOCK = _lazy_re(r"^\s*/{3,}\s*(?:([\w-]+)(?:\s*\|\s*\"?(.*?)\"?)?)?\s*$")
 _INLINE_MARKUP = _lazy_re(r"\{%-?\s*(?:raw|endraw)\s*-?%\}")
 # a code block written as a template tag: Liquid/Jekyll {% highlight ruby %} ... {% endhighlight %},
 # Hugo {{< highlight go >}} ... {{< /highlight >}} and {{< code lang="go" >}} ... {{< /code >}};
@@ -6769,10 +6773,11 @@ def _markup_lines(text: str) -> str:
     """Return text as the rendered page lays it out, line for line: outside fenced code,
     blockquote markers and callout marks taken off, and the body of an admonition or a
     content tab taken back to its opener's indent, so a quoted or boxed paragraph, list or
-    code block reads as one; in a terminal transcript (```console), the colour tags of its
+    code block reads as one (a PyMdown block's '/// note | Title' reads as a heading, its
+    '//// tab | Title' as a caption, its closing slashes as a blank line); in a terminal transcript (```console), the colour tags of its
     output (<font color=…>fastapi</font>) taken off. The same rule for the quote and for the
     verbatim check of code against its cited lines."""
-    if ">" not in text and "!!!" not in text and "???" not in text and "===" not in text:
+    if ">" not in text and "!!!" not in text and "???" not in text and "===" not in text and "///" not in text:
         return text
     lines, fence, bodies = text.split("\n"), None, []   # bodies: where each open container's body starts
     transcript = False                                # inside a ```console fence
@@ -6787,6 +6792,10 @@ def _markup_lines(text: str) -> str:
             transcript = fence is not None and _TRANSCRIPT_FENCE.match(line) is not None
         elif transcript and "<" in line:
             lines[n] = _TERMINAL_STYLE.sub("", line)
+        elif fence is None and line.lstrip().startswith("///") and _SLASH_BLOCK.match(line):
+            kind, title = _SLASH_BLOCK.match(line).groups()     # a tab's title is a caption over its
+            lines[n] = "" if not title else f"{{% filename %}}{title}{{% endfilename %}}" if kind == "tab" \
+                else f"###### {title}"                         # code, an admonition's a heading
         elif fence is None:
             opener = _CONTAINER_OPENER.match(line)
             if opener:                                    # its title reads as a heading over the body
@@ -7042,7 +7051,8 @@ def _units(chunk: Chunk) -> list[_Unit]:
         nxt, caption = _introduced(blocks, n, hidden), ()
         if nxt is not None and nxt.kind == "caption":
             after = _introduced(blocks, n + 1, hidden)
-            nxt, caption = (after, ("  " + _markup_view(nxt.lines[0]),)) if after and after.kind in _CODE_KINDS \
+            nxt, caption = (after, ("  " + _markup_view(nxt.lines[0]),)) if after and (
+                after.kind in _CODE_KINDS or after.kind == "include") \
                 else (None, ())
         if block.kind == "paragraph":
             heading = blocks[n - 1] if n and blocks[n - 1].kind == "heading" else None
@@ -7055,7 +7065,7 @@ def _units(chunk: Chunk) -> list[_Unit]:
             units.extend(_table_units(block))
         elif block.kind == "heading":
             units.extend(_heading_units(block, blocks[n + 1:n + 3]))
-        elif block.kind == "caption" and nxt is not None and nxt.kind in _CODE_KINDS:
+        elif block.kind == "caption" and nxt is not None and (nxt.kind in _CODE_KINDS or nxt.kind == "include"):
             units.append(_intro_unit(block.first, _markup_view(block.lines[0]), nxt))
     return [replace(unit, ranges=_without_lines(unit.ranges, hidden)) for unit in units] if hidden else units
 

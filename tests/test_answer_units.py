@@ -358,6 +358,25 @@ class MarkupViewTest(TempDirTest):
         self.assertTrue(linux.startswith("- Run the installer with sudo: [t.md:5-7]\n```\nsudo widgetctl install\n```"),
                         linux)
 
+    def test_pymdown_slash_blocks_read_as_a_caption_over_code_and_a_heading_over_prose(self):
+        # FastAPI's pages: '//// tab | Python 3.10+' between a line and its code, '/// note | Title'
+        # over a note; the bodies are not indented and a line of slashes alone closes them
+        text = ("# Deprecating\n\nThen pass the parameter `deprecated=True` to the widget query:\n\n"
+                "//// tab | Python 3.10+\n\n```Python\nq = Query(deprecated=True)\n```\n\n////\n\n"
+                "/// note | Technical Details\n\nThe widget schema marks the parameter as deprecated.\n\n///\n")
+        result = self.assert_opens_with({"d.md": text}, "how do I pass deprecated to the widget query", (
+            "- Then pass the parameter `deprecated=True` to the widget query: [d.md:3-9]\n  Python 3.10+\n"
+            "```Python\nq = Query(deprecated=True)\n```"))
+        self.assertNotIn("//", result.answer)
+        self.assertEqual(result.unsupported, [])
+        note = self.ask({"d.md": text}, "what does the widget schema mark as deprecated").answer
+        self.assertTrue(note.startswith("- The widget schema marks the parameter as deprecated. [d.md:15-15]"), note)
+        self.assertNotIn("//", note)
+        included = text.replace("q = Query(deprecated=True)", "{!> ../docs_src/widget_query.py!}")
+        result = self.assert_opens_with({"d.md": included}, "how do I pass deprecated to the widget query", (
+            "- Then pass the parameter `deprecated=True` to the widget query: [d.md:3-9]\n  Python 3.10+\n"
+            "  ../docs_src/widget_query.py\n"))
+
     def test_docusaurus_fences_and_obsidian_marks_are_not_shown(self):
         text = (":::warning\nThe widget cache must be emptied after every upgrade.\n:::\n\n"
                 "> [!tip] Faster upgrades\n> Use `widgetctl upgrade --keep-cache` to keep the widget cache.\n\n"
