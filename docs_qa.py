@@ -6733,6 +6733,7 @@ _DEFINITION_LINE = _lazy_re(r"^\s*:\s+\S")
 # tab's body, indented four spaces, at the opener's own indent).
 _FILENAME_TAG = r"\{%-?\s*filename\s*-?%\}(.*?)\{%-?\s*endfilename\s*-?%\}"   # its caption: group 1
 _CAPTION_LINE = _lazy_re(r"^\s*" + _FILENAME_TAG + r"\s*$")
+_CAPTION_PIECE = _lazy_re(_FILENAME_TAG)         # ... inside a line of prose
 _MARKUP_PIECE = _lazy_re(r"\{%.*?%\}|\{\*.*?\*\}|\{!.*?!\}|\{\{[<%].*?[>%]\}\}|--8<--.*"
                          r"|</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>|<!--.*?-->|%%.*?%%|!\[\[[^\]]*\]\]"
                          r"|^\s*:::.*")
@@ -6834,8 +6835,10 @@ def _markup_view(text: str) -> str:
     if "{%" not in text:
         return text
     caption = _CAPTION_LINE.match(text)
-    return _TEMPLATE_VARIABLE.sub("", caption.group(1)).strip() if caption \
-        else " ".join(_INLINE_MARKUP.sub("", text).split())
+    if caption:
+        return _TEMPLATE_VARIABLE.sub("", caption.group(1)).strip()
+    text = _CAPTION_PIECE.sub(lambda piece: _TEMPLATE_VARIABLE.sub("", piece.group(1)).strip(), text)
+    return " ".join(_INLINE_MARKUP.sub("", text).split())
 
 
 class _Block(NamedTuple):
@@ -7215,7 +7218,7 @@ def _heading_units(block: _Block, following: list[_Block]) -> list[_Unit]:
     extra: tuple[str, ...] = ()
     target = following[0]
     if target.kind == "paragraph" and len(following) > 1:
-        extra = tuple("  " + line.strip() for line in target.lines)
+        extra = tuple("  " + _markup_view(line.strip()) for line in target.lines)
         target = following[1]
     if target.kind in _CODE_KINDS or target.kind == "list" and _NUMBERED_ITEM.match(target.lines[0]):
         return [_intro_unit(block.first, title, target, extra, needs_match=title)]

@@ -231,6 +231,15 @@ class MarkupViewTest(TempDirTest):
             "```\n(myvenv) ~$ python manage.py runserver\n```"))
         self.assertNotIn("{%", result.answer)
 
+    def test_a_file_name_caption_inside_a_line_under_a_heading_is_shown_as_the_name(self):
+        # a heading quoted with the paragraph and the code under it: the paragraph's last line
+        # ends in the caption, which showed as template tags
+        text = ("# Szablony\n\n## Link do szczegółów wpisu\n\nOtwórz plik w edytorze. Plik wygląda tak: "
+                "{% filename %}blog/post_list.html{% endfilename %}\n\n```html\n{% block content %}\n```\n")
+        result = self.assert_opens_with({"t.md": text}, "link do szczegółów wpisu", "- Link do szczegółów wpisu [t.md:3-9]\n")
+        self.assertIn("Plik wygląda tak: blog/post_list.html\n```html\n{% block content %}\n```", result.answer)
+        self.assertNotIn("filename", result.answer)
+
     def test_markup_lines_are_neither_quoted_nor_cited(self):
         text = ("# Install\n\nTo install the tool, run:\n\n<div class=\"termy\">\n\n"
                 "```console\n$ pip install widget-tool\n```\n\n</div>\n")
