@@ -7580,6 +7580,8 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
         blank = {chunk.start_line + k for k, line in enumerate(chunk.text.split("\n"))   # or markup
                  if not _QUOTE_MARKS.sub("", line).strip() or _is_markup_line(_QUOTE_MARKS.sub("", line))}
         mine = _fixes_follow(mine, blank)
+    elif wants.reason:
+        mine = _reasons_follow(mine)
     by_overlap: dict[float, list[_Unit]] = {}
     for overlap, unit in mine:
         by_overlap.setdefault(overlap, []).append(unit)
@@ -7601,6 +7603,27 @@ def _fixes_follow(mine: list[tuple[float, _Unit]], blank: set[int]) -> list[tupl
             for n in [*_near_units(mine, k, 1, blank), *_near_units(mine, k, -1, blank)]:
                 score, other = out[n]
                 out[n] = (max(score, overlap + (1 if other.has_code else 0)), other)
+    return out
+
+
+def _reasons_follow(mine: list[tuple[float, _Unit]]) -> list[tuple[float, _Unit]]:
+    """Return the scored units of a fragment (in document order) with the sentence after each
+    one holding FIX_MIN_WORDS question words or more scoring as that one did: a "why" question
+    names a topic, and prose gives the reason after the sentence naming it ('So, let's create
+    a virtual environment. Virtualenv will isolate your setup per project.'). Only a plain
+    sentence of the same paragraph follows (on the same line or the next), not an intro with
+    what it introduces, a list item or code."""
+    out = list(mine)
+    for k, (overlap, unit) in enumerate(mine):
+        if overlap < FIX_MIN_WORDS or not unit.prefer or unit.body:
+            continue
+        for n in range(k + 1, len(mine)):
+            other = mine[n][1]
+            if other.span[0] > unit.span[1] + 1 or not other.prefer or other.body:
+                break
+            if other.span[0] >= unit.span[0] and unit.head not in other.head:   # not a unit holding it
+                out[n] = (max(out[n][0], overlap), other)
+                break
     return out
 
 

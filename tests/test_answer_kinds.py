@@ -456,3 +456,20 @@ class WhyQuestionTest(ExtractiveTest):
                 "The dot at the end matters because it tells the command to use the current folder.\n")
         result = self.ask({"s.md": text}, "Why is there a dot at the end of the command?")
         self.assertIn("because it tells the command", result.answer.split("\n")[0])
+
+    def test_a_why_question_gets_the_sentence_after_the_one_naming_its_topic(self):
+        # the reason names no question word and says no 'because'; it follows the sentence
+        # that names the topic, in the same paragraph (en, pl, sk: one rule)
+        cases = (("Let's create a widget cache first. It keeps the downloads of every project apart. Neat, right?",
+                  ("Creating the widget cache may fail on old systems.", "The widget cache is created in your home folder.",
+                   "If the widget cache cannot be created, delete the old folder."),
+                  "Why should I create a widget cache at all?", "It keeps the downloads of every project apart."),
+                 ("Najpierw utworzymy pamięć podręczną widżetu. Oddziela ona pobrane pliki każdego projektu. Sprytne?",
+                  ("Utworzenie pamięci podręcznej widżetu może się nie udać.", "Pamięć podręczna widżetu leży w katalogu domowym.",
+                   "Jeśli pamięci podręcznej widżetu nie da się utworzyć, usuń stary katalog."),
+                  "Dlaczego mam utworzyć pamięć podręczną widżetu?", "Oddziela ona pobrane pliki każdego projektu."))
+        for topic, others, question, reason in cases:
+            text = "# Cache\n\n" + topic + "\n\n" + "\n\n".join(others) + "\n"
+            with self.subTest(question):
+                bullets = self.ask({"c.md": text}, question).answer.split("\n")
+                self.assertIn(reason, "\n".join(bullets[:3]))
