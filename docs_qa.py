@@ -7343,6 +7343,13 @@ _DEFINE_QUESTION = _lazy_re(r"\b(?:what (?:is|are|does|counts)|stands? for|mean(
 # the words of a "what does X mean / what is X for" frame: the question's form, not its topic
 _DEFINE_FRAME_WORDS = frozenset("mean means meaning stand stands znaczy oznacza znamena sluzi sluza sluzy "
                                 "robi robia".split())
+# a question asking how something works (folded text: 'jak działa', 'ako funguje', 'how does X
+# work'): it asks for an explanation, not a command, though it opens with 'how'
+_HOW_IT_WORKS = _lazy_re(r"\b(?:jak (?:to |on |ona |ono |one )?dzialaj?\w*|ako (?:to |on |ona |ono )?funguj\w*"
+                         r"|how (?:does|do|did) (?!(?:i|we|you)\b)(?:[\w.'-]+\s+){1,5}?work(?:s|ed)?"
+                         r"|how (?:\w+\s+){1,3}?works)\b")
+# ... and the words of that frame: its form, not its topic
+_WORKS_FRAME_WORDS = frozenset("dziala dzialaja dzialac funguje funguju fungovat work works worked".split())
 _COPULAS = frozenset("is are means mean stands jest sa to oznacza znaczy je su znamena "     # and what
                      "lets allows enables contains sluzy sluza pozwala umozliwia zawiera "   # a thing is for
                      "sluzi umoznuje obsahuje zadaniem ulohou".split())
@@ -7373,13 +7380,15 @@ class _Wants(NamedTuple):
     duration: bool = False         # 'jak długo', 'ako dlho', 'how long': a span of time ('przez 10 lat')
     amount: bool = False           # 'ile kosztuje', 'koľko', 'how much', 'stawka': an amount ('40 zł', '23 %')
     person: bool = False           # 'kto', 'who', 'komu': a person named ('doc. Mgr. Eva Šimková')
+    works: bool = False            # 'jak działa', 'ako funguje', 'how does X work': an explanation
 
 
 def _question_wants(text: str) -> _Wants:
     """Return what kind of content a question asks for (folded words; an error by name)."""
     words = text_folded_words(text)
     reason = bool(_WHY_WORDS.intersection(words))
-    code = _wants_code(words) and not reason
+    works = _HOW_IT_WORKS.search(" ".join(words)) is not None
+    code = _wants_code(words) and not reason and not works
     folded, definition = text_fold(text), bool(_DEFINE_QUESTION.search(" ".join(words)))
     named_term = not definition and bool(_TERM_WORDS.intersection(words))   # 'termin złożenia'
     date = named_term or _WHEN_QUESTION.search(folded) is not None
@@ -7389,7 +7398,7 @@ def _question_wants(text: str) -> _Wants:
                   _HOW_LONG_QUESTION.search(folded) is not None,
                   _AMOUNT_QUESTION.search(folded) is not None and not date,
                   bool(_WHO_WORDS.intersection(words[:3])) and not _wants_duty(words)
-                  and not _PERMISSION_WORDS.intersection(words))
+                  and not _PERMISSION_WORDS.intersection(words), works)
 
 
 def text_has_date(text: str) -> bool:
@@ -7501,7 +7510,8 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     wants = _question_wants(question.text)
     words_terms = _distinct_words(_name_terms(word, terms) for word, terms in question.words
                                   if not (wants.definition and text_fold(word) in _DEFINE_FRAME_WORDS
-                                          or wants.amount and text_fold(word) in _AMOUNT_FRAME_WORDS))
+                                          or wants.amount and text_fold(word) in _AMOUNT_FRAME_WORDS
+                                          or wants.works and text_fold(word) in _WORKS_FRAME_WORDS))
     scored, tokenizer = [], shared_tokenizer()   # stems remembered across questions
     titles = {hit.chunk.path: hit.title for hit in result.hits}
     named = _names_on_pages(result.hits, _personal_names(question), tokenizer)

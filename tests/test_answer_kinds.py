@@ -473,3 +473,27 @@ class WhyQuestionTest(ExtractiveTest):
             with self.subTest(question):
                 bullets = self.ask({"c.md": text}, question).answer.split("\n")
                 self.assertIn(reason, "\n".join(bullets[:3]))
+
+
+class HowItWorksTest(ExtractiveTest):
+    def test_how_does_it_work_asks_for_an_explanation_and_works_is_not_its_topic(self):
+        # 'jak działa', 'ako funguje', 'how does X work' open with 'how' but ask for an
+        # explanation: a sentence that only says 'działa' beside the name does not outscore the
+        # one that explains it (before, 'works' counted as a topic word and the code unit
+        # scored a bonus, and the explanation was quoted last)
+        cases = (("Urlresolver porównuje adres z listą wzorców i wybiera widok.",
+                  "Tak samo działa urlresolver w każdym projekcie.",
+                  "Aby sprawdzić urlresolver, wpisz:", "Jak działa urlresolver?"),
+                 ("Urlresolver porovná adresu so zoznamom vzorov a vyberie view.",
+                  "Rovnako funguje urlresolver v každom projekte.",
+                  "Ak chceš skontrolovať urlresolver, napíš:", "Ako funguje urlresolver?"),
+                 ("The urlresolver compares the address with a list of patterns and picks a view.",
+                  "The urlresolver works the same way in every project.",
+                  "To check the urlresolver, type:", "How does the urlresolver work?"))
+        for explains, says_works, intro, question in cases:
+            text = (f"# URL\n\n{intro}\n\n```\npython manage.py check urlresolver\n```\n\n"
+                    f"{explains}\n\n{says_works}\n")
+            with self.subTest(question):
+                answer = self.ask({"u.md": text}, question).answer
+                self.assertIn(explains, answer)
+                self.assertLess(answer.index(explains), answer.index(says_works) if says_works in answer else len(answer))
