@@ -6794,21 +6794,33 @@ def _markup_lines(text: str) -> str:
         elif transcript and "<" in line:
             lines[n] = _TERMINAL_STYLE.sub("", line)
         elif fence is None and line.lstrip().startswith("///") and _SLASH_BLOCK.match(line):
-            kind, title = _SLASH_BLOCK.match(line).groups()     # a tab's title is a caption over its
-            lines[n] = "" if not title else f"{{% filename %}}{title}{{% endfilename %}}" if kind == "tab" \
-                else f"###### {title}"                         # code, an admonition's a heading
+            kind, title = _SLASH_BLOCK.match(line).groups()
+            lines[n] = _container_title(title or "", kind == "tab", lines, n + 1)
         elif fence is None:
             opener = _CONTAINER_OPENER.match(line)
-            if opener:                                    # its title reads as a heading over the body
+            if opener:
                 bodies.append(shift + len(opener.group(1)) + 4)
-                title = (opener.group(2) or opener.group(3) or "").strip()
-                lines[n] = f"###### {title}" if title else ""
+                lines[n] = _container_title((opener.group(2) or opener.group(3) or "").strip(),
+                                            opener.group(3) is not None, lines, n + 1)
             else:
                 line = _QUOTE_MARKS.sub("", line)
                 callout = _CALLOUT_MARK.match(line)
                 lines[n] = line if not callout else f"###### {line[callout.end():]}" \
                     if line[callout.end():].strip() else ""
     return "\n".join(lines)
+
+
+def _container_title(title: str, tab: bool, lines: list[str], body: int) -> str:
+    """Return the line an admonition's or a content tab's title reads as (lines[body:]: what
+    follows its opener): nothing without a title; a tab's title over code (its body opening
+    with a fence or an include marker) a caption, as the page shows the tab's label over the
+    code a line before it introduces; else a heading over its body."""
+    if not title:
+        return ""
+    first = next((line.strip() for line in itertools.islice(lines, body, None) if line.strip()), "")
+    if tab and (_FENCE_LINE.match(first) or _INCLUDE_MARKER.match(first)):
+        return f"{{% filename %}}{title}{{% endfilename %}}"
+    return f"###### {title}"
 
 
 def _included_file(line: str) -> str:

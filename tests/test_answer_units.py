@@ -386,6 +386,16 @@ class MarkupViewTest(TempDirTest):
             "- Then pass the parameter `deprecated=True` to the widget query: [d.md:3-9]\n  Python 3.10+\n"
             "  ../docs_src/widget_query.py\n"))
 
+    def test_a_content_tab_over_code_is_a_caption_under_the_line_that_introduces_it(self):
+        # MkDocs Material: the tab's label shows over the code, and the line before the tabs
+        # introduces that code (as a heading, the label cut the line off from its code)
+        text = ('# Install\n\nInstall the widget package with:\n\n=== "Linux"\n\n    ```\n'
+                '    sudo apt install widget\n    ```\n\n=== "Windows"\n\n    ```\n    winget install widget\n    ```\n')
+        result = self.assert_opens_with({"t.md": text}, "how do I install the widget package", (
+            "- Install the widget package with: [t.md:3-9]\n  Linux\n```\nsudo apt install widget\n```"))
+        self.assertNotIn("===", result.answer)
+        self.assertEqual(result.unsupported, [])
+
     def test_docusaurus_fences_and_obsidian_marks_are_not_shown(self):
         text = (":::warning\nThe widget cache must be emptied after every upgrade.\n:::\n\n"
                 "> [!tip] Faster upgrades\n> Use `widgetctl upgrade --keep-cache` to keep the widget cache.\n\n"
