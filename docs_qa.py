@@ -7360,7 +7360,11 @@ _DEFINE_FRAME_WORDS = frozenset("mean means meaning stand stands znaczy oznacza 
 _HOW_IT_WORKS = _lazy_re(r"\b(?:jak (?:to |on |ona |ono |one )?dzialaj?\w*|ako (?:to |on |ona |ono )?funguj\w*"
                          r"|how (?:does|do|did) (?!(?:i|we|you)\b)(?:[\w.'-]+\s+){1,5}?work(?:s|ed)?"
                          r"|how (?:\w+\s+){1,3}?works)\b")
-# ... and the words of that frame: its form, not its topic
+# a question asking what a thing is for (folded words): its answer, like a reason, often follows
+# the sentence naming the thing ('Let's create a virtualenv. Its task is to keep…')
+_PURPOSE_QUESTION = _lazy_re(r"\b(?:po co|do czego|na co|naco|k comu|what for|why do (?:i|we|you) need"
+                             r"|what (?:is|are) (?:\S+\s+){1,5}?for)\b")
+# ... and the words of a how-it-works frame: its form, not its topic
 _WORKS_FRAME_WORDS = frozenset("dziala dzialaja dzialac funguje funguju fungovat work works worked".split())
 _COPULAS = frozenset("is are means mean stands jest sa to oznacza znaczy je su znamena "     # and what
                      "lets allows enables contains sluzy sluza pozwala umozliwia zawiera "   # a thing is for
@@ -7393,6 +7397,7 @@ class _Wants(NamedTuple):
     amount: bool = False           # 'ile kosztuje', 'koľko', 'how much', 'stawka': an amount ('40 zł', '23 %')
     person: bool = False           # 'kto', 'who', 'komu': a person named ('doc. Mgr. Eva Šimková')
     works: bool = False            # 'jak działa', 'ako funguje', 'how does X work': an explanation
+    purpose: bool = False          # 'po co', 'do czego', 'načo', 'what is X for': what a thing is for
 
 
 def _question_wants(text: str) -> _Wants:
@@ -7410,7 +7415,8 @@ def _question_wants(text: str) -> _Wants:
                   _HOW_LONG_QUESTION.search(folded) is not None,
                   _AMOUNT_QUESTION.search(folded) is not None and not date,
                   bool(_WHO_WORDS.intersection(words[:3])) and not _wants_duty(words)
-                  and not _PERMISSION_WORDS.intersection(words), works)
+                  and not _PERMISSION_WORDS.intersection(words), works,
+                  _PURPOSE_QUESTION.search(" ".join(words)) is not None)
 
 
 def text_has_date(text: str) -> bool:
@@ -7602,7 +7608,7 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
         blank = {chunk.start_line + k for k, line in enumerate(chunk.text.split("\n"))   # or markup
                  if not _QUOTE_MARKS.sub("", line).strip() or _is_markup_line(_QUOTE_MARKS.sub("", line))}
         mine = _fixes_follow(mine, blank)
-    elif wants.reason:
+    elif wants.reason or wants.purpose:
         mine = _reasons_follow(mine)
     by_overlap: dict[float, list[_Unit]] = {}
     for overlap, unit in mine:
@@ -7630,14 +7636,15 @@ def _fixes_follow(mine: list[tuple[float, _Unit]], blank: set[int]) -> list[tupl
 
 def _reasons_follow(mine: list[tuple[float, _Unit]]) -> list[tuple[float, _Unit]]:
     """Return the scored units of a fragment (in document order) with the sentence after each
-    one holding FIX_MIN_WORDS question words or more scoring as that one did: a "why" question
-    names a topic, and prose gives the reason after the sentence naming it ('So, let's create
-    a virtual environment. Virtualenv will isolate your setup per project.'). Only a plain
-    sentence of the same paragraph follows (on the same line or the next), not an intro with
-    what it introduces, a list item or code."""
+    one holding FIX_MIN_WORDS question words or more scoring as that one did: a "why" or a
+    "what for" question names a topic, and prose gives the reason or the purpose after the
+    sentence naming it ('So, let's create a virtual environment. Virtualenv will isolate your
+    setup per project.'). Only a plain sentence of the same paragraph follows (on the same
+    line or the next), not an intro with what it introduces, a list item or code, nor the
+    rest of a quotation the sentence leaves open."""
     out = list(mine)
     for k, (overlap, unit) in enumerate(mine):
-        if overlap < FIX_MIN_WORDS or not unit.prefer or unit.body:
+        if overlap < FIX_MIN_WORDS or not unit.prefer or unit.body or _opens_quote(unit.head):
             continue
         for n in range(k + 1, len(mine)):
             other = mine[n][1]
@@ -7647,6 +7654,13 @@ def _reasons_follow(mine: list[tuple[float, _Unit]]) -> list[tuple[float, _Unit]
                 out[n] = (max(out[n][0], overlap), other)
                 break
     return out
+
+
+def _opens_quote(text: str) -> bool:
+    """Return True when text leaves a quotation open ('I want to see the website.' inside
+    '"Dear Django Girls, … Send it to me, please!"'): the next sentence goes on quoting."""
+    return text.count('"') % 2 == 1 or text.count("\u201e") > text.count("\u201d") \
+        or text.count("\u201c") > text.count("\u201d")
 
 
 def _near_units(mine: list[tuple[float, _Unit]], k: int, step: int, blank: set[int]) -> Iterator[int]:

@@ -497,3 +497,30 @@ class HowItWorksTest(ExtractiveTest):
                 answer = self.ask({"u.md": text}, question).answer
                 self.assertIn(explains, answer)
                 self.assertLess(answer.index(explains), answer.index(says_works) if says_works in answer else len(answer))
+
+
+
+class PurposeQuestionTest(ExtractiveTest):
+    def test_a_what_for_question_gets_the_sentence_after_the_one_naming_its_topic(self):
+        # 'po co', 'načo', 'what is X for' ask for a purpose, which prose gives as it gives a reason
+        cases = (("Najpierw utworzymy pamięć podręczną widżetu. Oddziela ona pobrane pliki każdego projektu. Sprytne?",
+                  ("Utworzenie pamięci podręcznej widżetu może się nie udać.", "Pamięć podręczna widżetu leży w katalogu domowym.",
+                   "Jeśli pamięci podręcznej widżetu nie da się utworzyć, usuń stary katalog."),
+                  "Po co mi pamięć podręczna widżetu?", "Oddziela ona pobrane pliki każdego projektu."),
+                 ("Najprv vytvoríme vyrovnávaciu pamäť widgetu. Oddelí stiahnuté súbory každého projektu. Šikovné?",
+                  ("Vytvorenie vyrovnávacej pamäte widgetu môže zlyhať.", "Vyrovnávacia pamäť widgetu leží v domovskom priečinku.",
+                   "Ak sa vyrovnávacia pamäť widgetu nedá vytvoriť, zmaž starý priečinok."),
+                  "Načo je vyrovnávacia pamäť widgetu?", "Oddelí stiahnuté súbory každého projektu."))
+        for topic, others, question, purpose in cases:
+            text = "# Cache\n\n" + topic + "\n\n" + "\n\n".join(others) + "\n"
+            with self.subTest(question):
+                bullets = self.ask({"c.md": text}, question).answer.split("\n")
+                self.assertIn(purpose, "\n".join(bullets[:3]))
+
+    def test_the_sentence_after_an_open_quotation_is_not_taken_for_the_reason(self):
+        # the letter's next sentence goes on quoting; the explanation of the widget cache comes later
+        text = ('# Cache\n\nYou send a letter: "Dear widget, please create a widget cache for me. Send it soon!"\n\n'
+                "The widget cache keeps the downloads of every project apart.\n\n"
+                "Creating a widget cache takes a second.\n")
+        answer = self.ask({"c.md": text}, "Why should I create a widget cache?").answer
+        self.assertNotIn("- Send it soon!", answer)
