@@ -7508,6 +7508,8 @@ def _duty_points(text: str) -> int:
 # headings' at half) and what it brings of what is asked; the best quoted, each cited once.
 
 LEAD_LINE_MAX_CHARS = 100          # a headless note's first line this short, alone, frames it as a title
+TREE_MIN_LINES = 2                 # a code block with this many branch lines draws a folder tree
+_TREE_LINE = _lazy_re(r"^\s*(?:[│|]\s*)*(?:[├└]──|[|`]--)")
 FIX_MIN_WORDS = 2                  # a unit holding this many question words describes the error ...
 FIX_LINES = 6                      # ... and the units on either side within this many lines say
                                    # what to do (lines, not units: a reply may be four short sentences)
@@ -7595,7 +7597,7 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
         if overlap and wants.person and any(not terms & set(tokenizer.tokens(name, language))
                                             for name in text_personal_names(unit.text, True)):
             overlap += 1                        # a name the question does not write
-        if overlap and wants.code and unit.has_code:
+        if overlap and wants.code and unit.has_code and not _is_tree(unit.body):   # a tree is no command
             overlap += 1
         if overlap and wants.definition and _is_definition(unit.head, terms, tokenizer, language):
             overlap += 1
@@ -7654,6 +7656,12 @@ def _reasons_follow(mine: list[tuple[float, _Unit]]) -> list[tuple[float, _Unit]
                 out[n] = (max(out[n][0], overlap), other)
                 break
     return out
+
+
+def _is_tree(body: tuple[str, ...]) -> bool:
+    """Return True when a unit's body draws a folder tree (TREE_MIN_LINES lines or more
+    branching with '├──', '└──', '|--' or '`--'): files to be seen, not code to type."""
+    return sum(1 for line in body if _TREE_LINE.match(line)) >= TREE_MIN_LINES
 
 
 def _opens_quote(text: str) -> bool:

@@ -524,3 +524,14 @@ class PurposeQuestionTest(ExtractiveTest):
                 "Creating a widget cache takes a second.\n")
         answer = self.ask({"c.md": text}, "Why should I create a widget cache?").answer
         self.assertNotIn("- Send it soon!", answer)
+
+
+class FolderTreeTest(ExtractiveTest):
+    def test_a_folder_tree_is_not_the_command_a_how_question_asks_for(self):
+        # the tree's intro holds one more question word; as code it scored the bonus a
+        # command gets, and was quoted before the command
+        text = ("# App\n\nTo create the app, run:\n\n```\nwidget startapp blog\n```\n\n"
+                "Creating the new widget app makes this folder:\n\n```\nblog\n├── widget_app.py\n"
+                "└── widget_config.py\n```\n")
+        answer = self.ask({"a.md": text}, "how do I create a new widget app").answer
+        self.assertTrue(answer.startswith("- To create the app, run: [a.md:3-7]\n```\nwidget startapp blog\n```"), answer)
