@@ -104,13 +104,25 @@ def ask(docs_qa, question: str, settings) -> tuple[dict, float]:
     return docs_qa.to_envelope(result).to_dict(), seconds
 
 
+def require_embeddings(what: str, note_codes: list[str]) -> None:
+    """Stop the run when --embeddings live fell back to BM25 (the server down or still
+    starting): its rows would be BM25's, printed as hybrid."""
+    if "embeddings_unavailable" in note_codes:
+        raise SystemExit(f"eval_answers: {what}: the embedding server did not answer "
+                         "(embeddings_unavailable); a live run must not report BM25 as hybrid")
+
+
 def score_language(docs_qa, folder: str, settings_for, show: int) -> tuple[dict, list[dict]]:
     """Return the measures of one language and one row per question."""
     settings = settings_for(os.path.join(folder, "docs"))
-    docs_qa.index_folder(settings)
+    stats = docs_qa.index_folder(settings)
+    if settings.use_embeddings:
+        require_embeddings(folder, [note.code for note in stats.notes])
     rows = []
     for record in load_questions(folder):
         envelope, seconds = ask(docs_qa, record["question"], settings)
+        if settings.use_embeddings:
+            require_embeddings(record["id"], [n.get("code") for n in envelope.get("notes") or []])
         pages = pages_in_order(envelope)
         wanted = {a["path"] for a in record["answers"]}
         answer_text = fold_space(envelope.get("answer") or "")
