@@ -6043,7 +6043,10 @@ def _cite_bare(scan: _CiteScan, ref: int) -> Citation | None:
                 written = text[begin + 1:ref - 1]
                 for path in scan.index.resolve(written):
                     known[path] = begin
-                unknown.append((written, begin))
+                # an unknown name is one quoted document name, not two quoted spans and the
+                # text between ('`OPTIONS` request to the `:80`'), nor text ending in a quote
+                if text[ref - 1] not in written and _DOCUMENT_NAME.match(written.rsplit("/", 1)[-1]):
+                    unknown.append((written, begin))
     for begin in range(ref - 1, max(-1, ref - 1 - scan.index.max_chars), -1):
         if text[begin] == "\n":
             break

@@ -278,6 +278,17 @@ class MarkupViewTest(TempDirTest):
                 self.assertNotIn("--8<--", result.answer)
                 self.assertEqual(result.unsupported, [])
 
+    def test_a_json_block_with_quoted_keys_before_numbers_is_quoted_whole(self):
+        # '"price": 62' looked like a quoted file name and a line number: the parser read it as
+        # a citation of 'price', refused it, and the whole JSON block was removed from the answer
+        text = ('# Items\n\nSend the item as JSON in the body:\n\n```json\n{\n    "name": "Foo",\n'
+                '    "price": 62,\n    "tax": 20\n}\n```\n')
+        result = self.assert_opens_with({"items.md": text}, "how do I send the item as JSON in the body", (
+            '- Send the item as JSON in the body: [items.md:3-11]\n```json\n{\n    "name": "Foo",\n'
+            '    "price": 62,\n    "tax": 20\n}\n```'))
+        self.assertEqual(result.unsupported, [])
+        self.assertEqual([c.path for c in result.citations], ["items.md"])
+
     def test_a_highlight_tag_is_shown_as_the_fenced_code_it_stands_for(self):
         # Jekyll/Liquid and Hugo write code blocks as template tags: the rendered page shows code,
         # in the tag's language, where the quote once showed the command as a line of prose

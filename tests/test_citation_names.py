@@ -79,6 +79,17 @@ class ParseNamesTest(unittest.TestCase):
         self.assertEqual(parsed("Port `:8080`, `host:8080` and \"host:8080\" [notes.md:3]."),
                          [("notes.md", 3, 3, None)])
 
+    def test_a_line_reference_after_a_closing_quote_needs_a_quoted_document_name(self):
+        # FastAPI's CORS page: the backtick before ':80' closes no name; the quoted text before
+        # it ('OPTIONS` request to the ') is two code spans, and the quote before ':8080' ends a
+        # URL: read as citations, the text between was cut out of the quoted sentence
+        text = ("Then, the browser will send an HTTP `OPTIONS` request to the `:80`-backend, from "
+                "this origin (`http://localhost:8080`) then the `:8080`-browser lets it [notes.md:3].")
+        self.assertEqual(parsed(text), [("notes.md", 3, 3, None)])
+        # a quoted document's name before the reference is still a citation, known or not
+        self.assertEqual(parsed('See "my notes.md":3 and "old notes.md":4.', ["my notes.md"]),
+                         [("my notes.md", 3, 3, None), ("old notes.md", 4, 4, None)])
+
     def test_an_ambiguous_bare_citation_is_refused_not_guessed(self):
         cites = docs_qa.citation_validate(docs_qa.citation_parse("see old notes.md:3", NAMES), [
             docs_qa.Chunk("old notes.md", 1, 3, (), CORPUS["old notes.md"].rstrip("\n")),
