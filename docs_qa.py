@@ -6210,17 +6210,23 @@ def _recheck_notes(citations: list[Citation]) -> list[Note]:
                  f"sentences are not presented as verified ({', '.join(changed)})")] if changed else []
 
 
-def citation_support(sentence: str, cited_text: str, cited_terms: set[str] | None = None) -> float:
+def citation_support(sentence: str, cited_text: str, cited_terms: set[str] | None = None,
+                     language: str | None = None) -> float:
     """Return the share of the sentence's terms that occur in the cited text (0..1);
-    cited_terms: the cited text's terms (set(text_tokens(cited_text))) when known.
+    cited_terms and language: the cited text's terms (set(text_tokens(cited_text))) and its
+    stemmer's language (Tokenizer.language), when known. The
+    sentence is stemmed as the cited text is, in that text's language: a short sentence
+    tells no language of its own, and its 'using' and 'operation' must meet the English
+    lines' 'use' and 'oper'.
 
     A lexical check: it catches a sentence citing lines about something else, not a
     subtle misreading of the right lines.
     """
-    terms = set(text_tokens(sentence))
+    tokenizer = shared_tokenizer()
+    terms = set(tokenizer.tokens(sentence, language or tokenizer.language(cited_text)))
     if not terms:
         return 1.0
-    return len(terms & (set(text_tokens(cited_text)) if cited_terms is None else cited_terms)) / len(terms)
+    return len(terms & (set(tokenizer.tokens(cited_text)) if cited_terms is None else cited_terms)) / len(terms)
 
 
 # === 14. Answer — prompt, chat call, refusal; the reply check, the extractive quote, answer() ===
@@ -6542,7 +6548,11 @@ class _Cited:
 
     @functools.cached_property
     def terms(self) -> set[str]:
-        return set(text_tokens(self.text))
+        return set(shared_tokenizer().tokens(self.text, self.language))
+
+    @functools.cached_property
+    def language(self) -> str:
+        return shared_tokenizer().language(self.text)
 
 
 def _check_part(part: _Part, reply: str, chunks: list[Chunk], complete: bool | None,
@@ -6592,7 +6602,7 @@ def _support(sentence: str, cited: _Cited) -> float:
     quote = _normalise_code(_LIST_MARK.sub("", sentence)).casefold()
     if quote and quote in cited.folded:
         return 1.0
-    return citation_support(sentence, cited.text, cited.terms)
+    return citation_support(sentence, cited.text, cited.terms, cited.language)
 
 
 def _refusal_problem(citations: list[Citation]) -> str:
