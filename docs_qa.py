@@ -7155,9 +7155,10 @@ def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...]
             units[-1] = _intro_unit(a, trailing.group(1), nxt, ("  " + trailing.group(2).strip(),))
         elif _markup_view(text).endswith(":") or nxt.kind in ("fence", "command", "highlight") and not caption:
             units[-1] = _intro_unit(a, text, nxt, caption)
+    widened = []
     if len(units) > 1 and units[-1].body and not units[-1].prefer and not units[-2].body:
         # 'Change it like this:' again with the sentence before it, which says what 'it' is
-        units.append(replace(_joined(units[-2], units[-1]), widened=True))
+        widened.append(replace(_joined(units[-2], units[-1]), widened=True))
     pairs = [_joined(one, two) for one, two in zip(units, units[1:])     # a sentence with the code
              if _INLINE_CODE.search(two.head) and not _INLINE_CODE.search(one.head)]   # it leads to
     for k, (a, b, text) in enumerate(sentences):       # 'W tym czasie…' with what it points at
@@ -7172,7 +7173,7 @@ def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...]
             units[k] = _joined(units[k], units[k + 1])
         if k == 0 and heading is not None and _heading_title(heading).endswith("?"):
             units[k] = _joined(_Unit(((heading.first, heading.first),), _heading_title(heading), (), 1), units[k])
-    return units + pairs
+    return units + widened + pairs
 
 
 def _prose_markup_view(lines: list[str]) -> list[str]:

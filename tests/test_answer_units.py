@@ -127,6 +127,18 @@ class FragmentBoundaryTest(TempDirTest):
         self.assertTrue(all(c.valid for c in result.citations))
 
 
+    def test_a_line_introducing_code_is_never_paired_with_the_sentence_before_it_in_reverse(self):
+        # the intro ('It will look like this:') was paired with the unit that widens it by the
+        # sentence before, giving 'It will look like this: We can create… It will look like
+        # this:' cited for the intro's lines only; the check then cut it down to a bare line
+        text = ("# Setup\n\nWe can create a `widgetenv` on both Linux and macOS by running "
+                "`widget -m env mine`.\nIt will look like this:\n\n```\n$ widget -m env mine\n```\n")
+        write_files(self.docs, {"s.md": text})
+        result = docs_qa.answer("create a widgetenv on Linux and macOS", self.settings(use_embeddings=False, extractive=True))
+        self.assertEqual(result.unsupported, [])
+        self.assertNotIn("It will look like this: We can", result.answer)
+        self.assertTrue(all(line.startswith(("- ", "  ", "```", "$")) for line in result.answer.split("\n")), result.answer)
+
 class ModelCodeTest(StubServerCase):
     corpus = {"multitail.md": TLDR}
 
