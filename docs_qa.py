@@ -1888,7 +1888,10 @@ _LINE_BREAK = _lazy_re(r"\r\n|\r|\n")
 _HEADER_RE = _lazy_re(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _FENCE_RE = _lazy_re(r"^ {0,3}(`{3,}|~{3,})")
 _HEADER_CLOSE_RE = _lazy_re(r"[ \t]+#+$")
-_MARKUP_STARTS = (" ", "#", "```", "~~~")   # how a header or fence line can start (an indented one: a space)
+_SETEXT_RE = _lazy_re(r"^ {0,3}(=+|-+)[ \t]*$")   # 'Title' underlined: '=' a level 1, '-' a level 2
+_NOT_SETEXT_TITLE = _lazy_re(r"^(?: {4}|\t)|^ {0,3}(?:#|>|[-*+] |\d+[.)] |\||<|`{3}|~{3})")
+# how a header, a fence or a setext underline can start (an indented one: a space)
+_MARKUP_STARTS = (" ", "#", "```", "~~~", "==", "--")
 
 
 def _split_lines(text: str) -> list[str]:
@@ -1949,6 +1952,18 @@ def _headers(lines: list[str], first: int) -> Iterator[tuple[int, int, str]]:
         header = _HEADER_RE.match(line)
         if header is not None:
             yield i, len(header.group(1)), _HEADER_CLOSE_RE.sub("", header.group(2) or "").strip()
+        elif i > first and _is_setext_underline(lines, i):
+            yield i - 1, 1 if line.lstrip()[0] == "=" else 2, lines[i - 1].strip()
+
+
+def _is_setext_underline(lines: list[str], i: int) -> bool:
+    """Return True when lines[i] underlines the line before it as a heading (CommonMark's
+    setext heading: 'Title' over '=====' or '-----'): that line is text, not blank, a list
+    item, a quote, a table row, markup, a fence or indented code (the fence state is the
+    caller's)."""
+    above = lines[i - 1]
+    return _SETEXT_RE.match(lines[i]) is not None and bool(above.strip()) \
+        and _NOT_SETEXT_TITLE.match(above) is None and _SETEXT_RE.match(above) is None
 
 
 def _header_blocks(lines: list[str], first: int, headers: list[tuple[int, int, str]]) -> list[_Piece]:
@@ -2226,7 +2241,7 @@ def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None,
     words = Counter(text_folded_words(text))
     language = tokenizer.words_language(words)
     counts = tokenizer.weighted_counts(words, language, TF_UNITS)
-    if heads is None and "#" in text:
+    if heads is None and ("#" in text or "==" in text or "--" in text):
         heads = "\n".join(heading for _, _, heading in _headers(text.split("\n"), 0))
     if heads:
         framing: set[str] | None = None             # the title's terms, once a section needs them
@@ -2666,7 +2681,8 @@ CACHE_SCHEMA_VERSION = 5          # 2: postings as packed arrays per term; 3: ch
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 CACHE_PAGE_SIZE = 16384            # bytes per page of a new file: fewer overflow pages for a frequent
                                    # term's postings and fewer page splits per row (sqlite's default 4096)
-TOKENIZER_VERSION = "t10"         # t10: a section heading's words of the title weigh as body words;
+TOKENIZER_VERSION = "t11"         # t11: setext headings ('Title' over '====' or '----') are headings;
+                                  # t10: a section heading's words of the title weigh as body words;
                                   # t9: every heading's words weigh 1.5, not only a title's; t8: what
                                   # "n't" leaves (don, isn) is a stop word; t7: Polish and
                                   # Slovak prepositions, pronouns, question-frame words; t6: Polish and
@@ -6935,6 +6951,8 @@ def _block_at(lines: list[str], i: int) -> tuple[str, int]:
         return "include" if inside and all(map(_INCLUDE_MARKER.match, inside)) else "fence", j + 1
     if _HEADER_RE.match(line):
         return "heading", i + 1
+    if i + 1 < len(lines) and _is_setext_underline(lines, i + 1):
+        return "heading", i + 2            # 'Title' over '=====': a heading of two lines
     if _HIGHLIGHT_OPEN.match(line):
         end = next((k for k in range(i + 1, len(lines)) if _HIGHLIGHT_CLOSE.match(lines[k])), None)
         if end is not None:
@@ -6971,7 +6989,7 @@ def _block_at(lines: list[str], i: int) -> tuple[str, int]:
     while j < len(lines) and lines[j].strip() and not (
             _FENCE_LINE.match(lines[j]) or _HEADER_RE.match(lines[j]) or _LIST_ITEM.match(lines[j])
             or _TABLE_LINE.match(lines[j]) or _COMMAND_LINE.match(lines[j]) or _CAPTION_LINE.match(lines[j])
-            or _is_markup_line(lines[j])):
+            or _is_markup_line(lines[j]) or j + 1 < len(lines) and _is_setext_underline(lines, j + 1)):
         j += 1
     return "paragraph", j
 
@@ -7230,8 +7248,15 @@ def _table_units(block: _Block) -> list[_Unit]:
 
 
 def _heading_title(block: _Block) -> str:
-    """Return a heading block's title text, without its marks."""
-    return _HEADER_CLOSE_RE.sub("", _HEADER_RE.match(block.lines[0]).group(2) or "").strip()
+    """Return a heading block's title text, without its marks (a setext heading's: its first line)."""
+    header = _HEADER_RE.match(block.lines[0])
+    return block.lines[0].strip() if header is None else _HEADER_CLOSE_RE.sub("", header.group(2) or "").strip()
+
+
+def _heading_level(block: _Block) -> int:
+    """Return a heading block's level: its '#' marks, or 1 and 2 for a setext '=' and '-' underline."""
+    header = _HEADER_RE.match(block.lines[0])
+    return len(header.group(1)) if header is not None else 1 if block.lines[-1].lstrip()[:1] == "=" else 2
 
 
 def _heading_units(block: _Block, following: list[_Block]) -> list[_Unit]:
@@ -7239,7 +7264,7 @@ def _heading_units(block: _Block, following: list[_Block]) -> list[_Unit]:
     (after at most one paragraph); quoted only when the question matches the heading. A
     document's title (level 1) names the page, not the block under it: none."""
     title = _heading_title(block)
-    if not title or not following or _HEADER_RE.match(block.lines[0]).group(1) == "#":
+    if not title or not following or _heading_level(block) == 1:
         return []
     extra: tuple[str, ...] = ()
     target = following[0]

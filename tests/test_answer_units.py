@@ -301,6 +301,19 @@ class MarkupViewTest(TempDirTest):
         self.assertEqual(result.unsupported, [])
         self.assertEqual([c.path for c in result.citations], ["items.md"])
 
+    def test_a_setext_heading_frames_its_section_and_is_not_quoted_as_text(self):
+        # 'Widget Guide' over '====' was a paragraph, quoted as 'Widget Guide ====' among the bullets
+        text = ("Widget Guide\n============\n\nInstalling\n----------\n\nInstall the widget with:\n\n"
+                "    pip install widget\n\nConfiguring\n-----------\n\n"
+                "Set the WIDGET_HOME variable to the folder of your widgets.\n")
+        answer = self.ask({"g.md": text}, "how do I install the widget").answer
+        self.assertNotIn("===", answer)
+        self.assertNotIn("---", answer)
+        self.assertIn("pip install widget", answer.split("\n- ")[0])
+        home = self.ask({"g.md": text}, "which variable holds the folder of the widgets").answer
+        self.assertTrue(home.startswith("- Set the WIDGET_HOME variable to the folder of your widgets. [g.md:14-14]"), home)
+        self.assertNotIn("===", home)
+
     def test_a_highlight_tag_is_shown_as_the_fenced_code_it_stands_for(self):
         # Jekyll/Liquid and Hugo write code blocks as template tags: the rendered page shows code,
         # in the tag's language, where the quote once showed the command as a line of prose

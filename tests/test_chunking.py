@@ -34,6 +34,19 @@ class ChunkingTest(unittest.TestCase):
         self.assertEqual((chunks[0].start_line, chunks[0].end_line), (1, 10))
         self.assert_exact(text, chunks)
 
+    def test_setext_headings_split_like_hash_headings(self):
+        # CommonMark's 'Title' over '=====' (level 1) or '-----' (level 2), with CRLF line ends;
+        # an underline in a fence, a rule after a blank line and front matter are no headings
+        text = ("---\r\nsource: x\r\n---\r\nPodatki firmy\r\n=============\r\n\r\n"
+                "Wstęp o podatkach dla firm w Polsce i terminach ich płacenia.\r\n\r\n"
+                "Faktury VAT\r\n-----------\r\n\r\nFaktura korygująca zmienia podstawę opodatkowania.\r\n\r\n"
+                "```\r\nPost\r\n----\r\n```\r\n\r\n---\r\n\r\nKoniec rozdziału o fakturach i korektach.\r\n")
+        parsed = docs_qa.chunk_parse("s.md", text)
+        self.assert_exact(text, parsed.chunks)
+        self.assertEqual([(c.start_line, c.end_line, c.sections) for c in parsed.chunks],
+                         [(4, 7, ("Podatki firmy",)), (9, 21, ("Podatki firmy", "Faktury VAT"))])
+        self.assertEqual(parsed.title, "Podatki firmy")
+
     def test_indented_hash_is_not_a_header(self):
         text = "# Tytuł sekcji pierwszej tutaj\n\nTekst akapitu pierwszego tutaj.\n\n    # kod wcięty w akapicie\n"
         self.assertEqual(len(docs_qa.chunk_text("i.md", text)), 1)
