@@ -457,22 +457,48 @@ class WhyQuestionTest(ExtractiveTest):
         result = self.ask({"s.md": text}, "Why is there a dot at the end of the command?")
         self.assertIn("because it tells the command", result.answer.split("\n")[0])
 
-    def test_a_why_question_gets_the_sentence_after_the_one_naming_its_topic(self):
-        # the reason names no question word and says no 'because'; it follows the sentence
-        # that names the topic, in the same paragraph (en, pl, sk: one rule)
-        cases = (("Let's create a widget cache first. It keeps the downloads of every project apart. Neat, right?",
-                  ("Creating the widget cache may fail on old systems.", "The widget cache is created in your home folder.",
-                   "If the widget cache cannot be created, delete the old folder."),
-                  "Why should I create a widget cache at all?", "It keeps the downloads of every project apart."),
-                 ("Najpierw utworzymy pamięć podręczną widżetu. Oddziela ona pobrane pliki każdego projektu. Sprytne?",
-                  ("Utworzenie pamięci podręcznej widżetu może się nie udać.", "Pamięć podręczna widżetu leży w katalogu domowym.",
-                   "Jeśli pamięci podręcznej widżetu nie da się utworzyć, usuń stary katalog."),
-                  "Dlaczego mam utworzyć pamięć podręczną widżetu?", "Oddziela ona pobrane pliki każdego projektu."))
-        for topic, others, question, reason in cases:
+    # a topic sentence, the reason or purpose after it in words the question does not use, three
+    # sentences that hold the question's words as well, and the reason's text
+    CACHE_EN = ("Let's create a widget cache first. It keeps the downloads of every project apart. Neat, right?",
+                ("Creating the widget cache may fail on old systems.", "The widget cache is created in your home folder.",
+                 "If the widget cache cannot be created, delete the old folder."),
+                "It keeps the downloads of every project apart.")
+    CACHE_PL = ("Najpierw utworzymy pamięć podręczną widżetu. Oddziela ona pobrane pliki każdego projektu. Sprytne?",
+                ("Utworzenie pamięci podręcznej widżetu może się nie udać.",
+                 "Pamięć podręczna widżetu leży w katalogu domowym.",
+                 "Jeśli pamięci podręcznej widżetu nie da się utworzyć, usuń stary katalog."),
+                "Oddziela ona pobrane pliki każdego projektu.")
+    CACHE_SK = ("Najprv vytvoríme vyrovnávaciu pamäť widgetu. Oddelí stiahnuté súbory každého projektu. Šikovné?",
+                ("Vytvorenie vyrovnávacej pamäte widgetu môže zlyhať.",
+                 "Vyrovnávacia pamäť widgetu leží v domovskom priečinku.",
+                 "Ak sa vyrovnávacia pamäť widgetu nedá vytvoriť, zmaž starý priečinok."),
+                "Oddelí stiahnuté súbory každého projektu.")
+
+    def assert_reason_among_the_bullets(self, cases):
+        for (topic, others, reason), question in cases:
             text = "# Cache\n\n" + topic + "\n\n" + "\n\n".join(others) + "\n"
             with self.subTest(question):
                 bullets = self.ask({"c.md": text}, question).answer.split("\n")
                 self.assertIn(reason, "\n".join(bullets[:3]))
+
+    def test_a_why_question_gets_the_sentence_after_the_one_naming_its_topic(self):
+        # the reason names no question word and says no 'because'; it follows the sentence
+        # that names the topic, in the same paragraph (en, pl: one rule)
+        self.assert_reason_among_the_bullets(((self.CACHE_EN, "Why should I create a widget cache at all?"),
+                                              (self.CACHE_PL, "Dlaczego mam utworzyć pamięć podręczną widżetu?")))
+
+    def test_a_what_for_question_gets_the_sentence_after_the_one_naming_its_topic(self):
+        # 'po co', 'načo', 'what is X for' ask for a purpose, which prose gives as it gives a reason
+        self.assert_reason_among_the_bullets(((self.CACHE_PL, "Po co mi pamięć podręczna widżetu?"),
+                                              (self.CACHE_SK, "Načo je vyrovnávacia pamäť widgetu?")))
+
+    def test_the_sentence_after_an_open_quotation_is_not_taken_for_the_reason(self):
+        # the letter's next sentence goes on quoting; the explanation of the widget cache comes later
+        text = ('# Cache\n\nYou send a letter: "Dear widget, please create a widget cache for me. Send it soon!"\n\n'
+                "The widget cache keeps the downloads of every project apart.\n\n"
+                "Creating a widget cache takes a second.\n")
+        answer = self.ask({"c.md": text}, "Why should I create a widget cache?").answer
+        self.assertNotIn("- Send it soon!", answer)
 
 
 class HowItWorksTest(ExtractiveTest):
@@ -497,33 +523,6 @@ class HowItWorksTest(ExtractiveTest):
                 answer = self.ask({"u.md": text}, question).answer
                 self.assertIn(explains, answer)
                 self.assertLess(answer.index(explains), answer.index(says_works) if says_works in answer else len(answer))
-
-
-
-class PurposeQuestionTest(ExtractiveTest):
-    def test_a_what_for_question_gets_the_sentence_after_the_one_naming_its_topic(self):
-        # 'po co', 'načo', 'what is X for' ask for a purpose, which prose gives as it gives a reason
-        cases = (("Najpierw utworzymy pamięć podręczną widżetu. Oddziela ona pobrane pliki każdego projektu. Sprytne?",
-                  ("Utworzenie pamięci podręcznej widżetu może się nie udać.", "Pamięć podręczna widżetu leży w katalogu domowym.",
-                   "Jeśli pamięci podręcznej widżetu nie da się utworzyć, usuń stary katalog."),
-                  "Po co mi pamięć podręczna widżetu?", "Oddziela ona pobrane pliki każdego projektu."),
-                 ("Najprv vytvoríme vyrovnávaciu pamäť widgetu. Oddelí stiahnuté súbory každého projektu. Šikovné?",
-                  ("Vytvorenie vyrovnávacej pamäte widgetu môže zlyhať.", "Vyrovnávacia pamäť widgetu leží v domovskom priečinku.",
-                   "Ak sa vyrovnávacia pamäť widgetu nedá vytvoriť, zmaž starý priečinok."),
-                  "Načo je vyrovnávacia pamäť widgetu?", "Oddelí stiahnuté súbory každého projektu."))
-        for topic, others, question, purpose in cases:
-            text = "# Cache\n\n" + topic + "\n\n" + "\n\n".join(others) + "\n"
-            with self.subTest(question):
-                bullets = self.ask({"c.md": text}, question).answer.split("\n")
-                self.assertIn(purpose, "\n".join(bullets[:3]))
-
-    def test_the_sentence_after_an_open_quotation_is_not_taken_for_the_reason(self):
-        # the letter's next sentence goes on quoting; the explanation of the widget cache comes later
-        text = ('# Cache\n\nYou send a letter: "Dear widget, please create a widget cache for me. Send it soon!"\n\n'
-                "The widget cache keeps the downloads of every project apart.\n\n"
-                "Creating a widget cache takes a second.\n")
-        answer = self.ask({"c.md": text}, "Why should I create a widget cache?").answer
-        self.assertNotIn("- Send it soon!", answer)
 
 
 class FolderTreeTest(ExtractiveTest):
