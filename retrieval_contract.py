@@ -693,10 +693,12 @@ def text_words(text: str, keep_case: bool = False) -> list[str]:
 _ABBREVIATIONS_PL = frozenset("""
 np tzn tzw m.in ust art nr pkt par poz por zob ul al prof dr doc mgr inz inż hab lek red
 dz dz.u godz tys mln mld sw św gen płk plk ks wg ww tel wyd str rys tab cz ew jw pt
-""".split())
+im reż rez ds mar ang pol łac lac niem franc ros
+""".split())                       # im.: imienia ('Centrum im. Mirosława'); reż.; ds.: do spraw; (ang. …)
 _ABBREVIATIONS_SK = frozenset("""
 napr tzv resp t.j tj č c ods písm pism zb z.z zák zak sb ing bc phdr rndr judr mudr mvdr
 paeddr nám nam roč roc pozn príp prip cca hod min max kap obr tis sv p s t j
+angl nem
 """.split())
 _ABBREVIATIONS_EN = frozenset("e.g i.e mr mrs ms st vs cf fig figs sec ch vol approx dept est viz".split())
 # the splitter does not know a text's language: an abbreviation of any of them holds
@@ -704,6 +706,7 @@ _ABBREVIATIONS = _ABBREVIATIONS_PL | _ABBREVIATIONS_SK | _ABBREVIATIONS_EN
 _SENTENCE_END = lazy_re(
     r"(?P<stop>\.{3}|…|[.!?]+)(?P<tail>[\"'”’»)\]]*(?:[ \t]*\[[^\[\]\n]{1,400}\])*)"
     r"(?P<gap>[ \t]+)(?=[\"'„“«(]?[^\W\d_])|\n+")
+_ROMAN_CENTURY = lazy_re(r"[IVXLC]{2,}\b")      # XX, XIX: a century after an ordinal ('80.')
 _TOKEN_BEFORE = lazy_re(r"[^\s(\"'„“«\[]+$")
 
 
@@ -732,8 +735,9 @@ def text_sentences(text: str) -> list[tuple[int, int]]:
             if match.group("stop") == ".":
                 before = _token_before(text, match.start())
                 if before and (_is_abbreviation(before)
-                               or _is_enumerator(text, match.start() - len(before), before)):
-                    continue
+                               or _is_enumerator(text, match.start() - len(before), before)
+                               or before.isdecimal() and _ROMAN_CENTURY.match(text, match.end())):
+                    continue       # 'w latach 80. XX wieku': an ordinal before a century
             end = match.start("gap")
         else:
             end = match.start()

@@ -50,7 +50,17 @@ ONE_SENTENCE = {
         "Za 2025 r. zeznania PIT-36 i PIT-28 składa się do 30 kwietnia 2026 r.",
         "See Fig. 3 and Sec. 4.2 of the specification for the full list.",
     ],
+    "names, offices and languages": [
+        # from pl-poquad's Polish Wikipedia paragraphs, each cut in two before
+        "Był członkiem Klubu Jagiellońskiego i działał w Centrum im. Mirosława Dzielskiego w Krakowie.",
+        "Zagrał rolę Kubusia w spektaklu w reż. Zbigniewa Bogdańskiego w Teatrze Powszechnym.",
+        "Pełniła funkcję członkini Komisji ds. Prawodawstwa i Kwestii Sądowo-Prawnych.",
+        "Okręt, dowodzony przez kpt. mar. Cezarego Gnozę, operował w zespole osłony.",
+        "Program nazwano Let's Move! (pol. Ruszajmy się!) i ogłoszono w lutym.",
+        "Mechanizm rozpoznawania adresów (ang. Resolver) wybiera widok dla adresu.",
+    ],
     "ordinals and dates": [
+        "W latach 80. XX wieku sieć kolejowa w regionie zaczęła się kurczyć.",
         "Plik JPK_V7M składa się do 25. dnia miesiąca następującego po okresie rozliczeniowym.",
         "Práca bola obhájená 18. 6. 2024 pred komisiou katedry s hodnotením B.",
         "Dátum obhajoby: 1. 1. 2026 o 9.00 hod. v miestnosti A.",
@@ -100,6 +110,10 @@ class SplitTest(unittest.TestCase):
         self.assertEqual(self.split("Does it work? Yes! It does."), ["Does it work?", "Yes!", "It does."])
         self.assertEqual(self.split("Obowiązuje od 2026 r. Termin mija później."),
                          ["Obowiązuje od 2026 r.", "Termin mija później."])
+
+    def test_a_number_before_a_capital_still_ends_a_sentence(self):
+        self.assertEqual(self.split("Była rozstawiona z numerem 2. W II rundzie wygrała."),
+                         ["Była rozstawiona z numerem 2.", "W II rundzie wygrała."])
 
     def test_a_citation_after_the_stop_stays_with_its_sentence(self):
         self.assertEqual(self.split("Je to doc. Ing. Peter Novák, PhD. [a.md:1-1] Ďalší je Mgr. Kováč [b.md:2]."),
