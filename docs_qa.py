@@ -7582,9 +7582,15 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     for entry in [s for s in scored if s[0] < 0] or scored[:1]:
         if len(chosen) == EXTRACTIVE_UNITS:
             break
-        if not any(c[4] == entry[4] and _nested(c[5], entry[5]) for c in chosen):
+        if not any(c[4] == entry[4] and _nested(c[5], entry[5]) or _same_text(c[5], entry[5]) for c in chosen):
             chosen.append(entry)
     return "\n".join(_unit_render(s[5], s[4]) for s in chosen)
+
+
+def _same_text(one: _Unit, other: _Unit) -> bool:
+    """Return True when two units show the same text (whitespace aside), as pages that repeat
+    a paragraph do: the second, from another page, would add nothing."""
+    return _normalise_code(one.text) == _normalise_code(other.text)
 
 
 def _names_on_pages(hits: list[Hit], names: list[tuple[str, ...]], tokenizer: Tokenizer) -> dict[str, frozenset[str]]:

@@ -127,6 +127,19 @@ class FragmentBoundaryTest(TempDirTest):
         self.assertTrue(all(c.valid for c in result.citations))
 
 
+    def test_a_paragraph_repeated_on_two_pages_is_quoted_once(self):
+        # tutorials repeat their deploy steps on every page; the copy added nothing to the answer
+        # and kept out the sentence that did
+        repeated = "Then, in a widget console, pull the new code of the widget site."
+        write_files(self.docs, {
+            "a.md": f"# Deploy A\n\n{repeated}\n",
+            "b.md": f"# Deploy B\n\n{repeated}\n",
+            "c.md": "# Reload\n\nFinally, reload the widget site in the widget console.\n"})
+        answer = docs_qa.answer("how do I pull the new code of the widget site in the widget console",
+                                self.settings(use_embeddings=False, extractive=True)).answer
+        self.assertEqual(answer.count(repeated), 1, answer)
+        self.assertIn("Finally, reload the widget site in the widget console.", answer)
+
     def test_a_line_introducing_code_is_never_paired_with_the_sentence_before_it_in_reverse(self):
         # the intro ('It will look like this:') was paired with the unit that widens it by the
         # sentence before, giving 'It will look like this: We can create… It will look like
