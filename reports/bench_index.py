@@ -2,13 +2,14 @@
 """Benchmark docs-qa indexing and cached questions against bm25s, as whole processes.
 
     python3 reports/bench_index.py DOCS_DIR [--anchor-python VENV/bin/python] [--cpus 0]
-                                   [--build-runs 3] [--query-runs 11] [--out reports/performance.md]
+                                   [--build-runs 3] [--query-runs 11] [--out OUT.md]
                                    [--growth 10000,38000] [--embed-python VENV/bin/python]
     python3 reports/bench_index.py --generate 5000     # a synthetic folder when no DOCS_DIR
 
 Runs docs-qa and the anchor alternately in one run (the machine may be shared), and
-writes medians, min/max and ratios, with the machine, the date and the exact commands,
-to a markdown report, with a profile of each docs-qa process (what limits it). DOCS_DIR
+prints medians, min/max and ratios, with the machine, the date and the exact commands,
+as a markdown report (--out writes it to a file too), with a profile of each docs-qa
+process (what limits it). DOCS_DIR
 is only read: the edited-file goal works on a copy. Standard library only; the anchors
 (bm25s, rank_bm25) run under --anchor-python when it can import them and are skipped
 otherwise. --growth and --embed-python append the sections of reports/bench_growth.py
@@ -670,7 +671,9 @@ def main() -> int:
     parser.add_argument("--embed-python", metavar="VENV/bin/python",
                         help="interpreter of the lmstub server for reports/bench_embed_overhead.py's section")
     parser.add_argument("--embed-overhead-files", type=int, default=500, metavar="N")
-    parser.add_argument("--out", default=os.path.join(REPO, "reports", "performance.md"))
+    parser.add_argument("--out", default=None, metavar="OUT.md",
+                        help="also write the report here (reports/performance.md holds hand-written "
+                             "sections under the generated one: write elsewhere and copy what is new)")
     parser.add_argument("--append", action="append", default=[], metavar="FILE",
                         help="markdown to append to the report (e.g. bench_dense.py output)")
     args = parser.parse_args()
@@ -712,12 +715,15 @@ def main() -> int:
             sizes = [int(n) for n in args.growth.split(",") if n.strip()]
             text += optional_section("bench_growth", "growth_section", docs, sizes, os.path.join(work, "growth"),
                                      anchor_python=anchor)
-        text = placeholders(text, docs, anchor, work).replace(args.out, "OUT.md")
+        text = placeholders(text, docs, anchor, work)
+        if args.out:
+            text = text.replace(args.out, "OUT.md")
     for extra in args.append:
         with open(extra, encoding="utf-8") as fh:
             text += "\n" + fh.read()
-    with open(args.out, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text)
     print(text)
     return 0
 
