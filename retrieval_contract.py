@@ -705,7 +705,9 @@ _ABBREVIATIONS_EN = frozenset("e.g i.e mr mrs ms st vs cf fig figs sec ch vol ap
 _ABBREVIATIONS = _ABBREVIATIONS_PL | _ABBREVIATIONS_SK | _ABBREVIATIONS_EN
 _SENTENCE_END = lazy_re(
     r"(?P<stop>\.{3}|…|[.!?]+)(?P<tail>[\"'”’»)\]]*(?:[ \t]*\[[^\[\]\n]{1,400}\])*)"
-    r"(?P<gap>[ \t]+)(?=[\"'„“«(]?[^\W\d_])|\n+")
+    r"(?P<gap>[ \t]+)(?=[\"'„“«(]?[^\W\d_]|\d{1,3}[a-z]?\.[ \t]+[^\W\d_])|\n+")
+# a statute's numbered paragraph after a stop: 'korygującą. 2. Faktura…', 'Art. 106j. 1. W przypadku…'
+_NUMBERED_AFTER_STOP = lazy_re(r"\d{1,3}[a-z]?\.[ \t]+[\"'„“«(]?[^\W\d_]")
 _ROMAN_CENTURY = lazy_re(r"[IVXLC]{2,}\b")      # XX, XIX: a century after an ordinal ('80.')
 _TOKEN_BEFORE = lazy_re(r"[^\s(\"'„“«\[]+$")
 
@@ -728,7 +730,8 @@ def text_sentences(text: str) -> list[tuple[int, int]]:
     for match in _SENTENCE_END.finditer(text):
         if match.group("stop") is not None:
             nxt = text[match.end():match.end() + 3].lstrip("\"'„“«(")
-            if not nxt[:1].isupper():
+            numbered = nxt[:1].isdigit() and _NUMBERED_AFTER_STOP.match(text, match.end()) is not None
+            if not (nxt[:1].isupper() or numbered):
                 continue
             if match.group("stop") in ("...", "…") and not nxt[1:2].islower():
                 continue           # GTU_01... GTU_13: a range, not an end
@@ -762,11 +765,18 @@ def _token_before(text: str, end: int) -> str:
 
 
 def _is_enumerator(text: str, start: int, token: str) -> bool:
-    """Return True when token, at start, numbers a list item: 1-3 digits with nothing before
-    them on their line but blanks and at most one bullet ("1. Stop the service." and
-    "- 2. Restart it." are one sentence each)."""
-    if len(token) > 3 or not token.isdecimal():
+    """Return True when token, at start, numbers a list item or a statute's paragraph: 1-3
+    digits (and a letter) with nothing before them on their line but blanks and at most one
+    bullet ("1. Stop the service." and "- 2. Restart it." are one sentence each), or right
+    after a sentence's stop ("…korygującą. 2. Faktura…", "Art. 106j. 1. W przypadku…")."""
+    digits = token[:-1] if token[-1:].isalpha() else token
+    if len(digits) > 3 or not digits.isdecimal():
         return False
+    gap = start
+    while gap > 0 and text[gap - 1] in " \t":
+        gap -= 1
+    if gap < start and gap > 0 and text[gap - 1] in ".!?":
+        return True
     lead = start
     while lead > 0 and text[lead - 1] != "\n" and text[lead - 1].isspace():
         lead -= 1

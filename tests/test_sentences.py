@@ -111,6 +111,16 @@ class SplitTest(unittest.TestCase):
         self.assertEqual(self.split("Obowiązuje od 2026 r. Termin mija później."),
                          ["Obowiązuje od 2026 r.", "Termin mija później."])
 
+    def test_a_statutes_numbered_paragraph_starts_its_sentence(self):
+        # Polish statutes number their paragraphs inside a line: 'Art. 106j. 1. … 2. …'; the
+        # number went with the sentence before it, and the article's heading was cut off
+        self.assertEqual(self.split("Art. 106j. 1. Podatnik wystawia fakturę korygującą. 2. Faktura zawiera "
+                                    "wyrazy FAKTURA KORYGUJĄCA."),
+                         ["Art. 106j. 1. Podatnik wystawia fakturę korygującą.",
+                          "2. Faktura zawiera wyrazy FAKTURA KORYGUJĄCA."])
+        self.assertEqual(self.split("§ 5. 1. Kasę fiskalizuje się przed ewidencją. 2. Podatnik zgłasza kasę."),
+                         ["§ 5.", "1. Kasę fiskalizuje się przed ewidencją.", "2. Podatnik zgłasza kasę."])
+
     def test_a_number_before_a_capital_still_ends_a_sentence(self):
         self.assertEqual(self.split("Była rozstawiona z numerem 2. W II rundzie wygrała."),
                          ["Była rozstawiona z numerem 2.", "W II rundzie wygrała."])
