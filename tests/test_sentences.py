@@ -120,6 +120,11 @@ class SplitTest(unittest.TestCase):
                           "2. Faktura zawiera wyrazy FAKTURA KORYGUJĄCA."])
         self.assertEqual(self.split("§ 5. 1. Kasę fiskalizuje się przed ewidencją. 2. Podatnik zgłasza kasę."),
                          ["§ 5.", "1. Kasę fiskalizuje się przed ewidencją.", "2. Podatnik zgłasza kasę."])
+        # Slovak and Czech number them in brackets, Polish points with a bracket
+        self.assertEqual(self.split("(1) Daňovník podá priznanie. (2) Lehota je tri mesiace."),
+                         ["(1) Daňovník podá priznanie.", "(2) Lehota je tri mesiace."])
+        self.assertEqual(self.split("Podatnik składa deklarację. 1) Termin mija 25. dnia miesiąca."),
+                         ["Podatnik składa deklarację.", "1) Termin mija 25. dnia miesiąca."])
 
     def test_a_number_before_a_capital_still_ends_a_sentence(self):
         self.assertEqual(self.split("Była rozstawiona z numerem 2. W II rundzie wygrała."),
