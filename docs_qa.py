@@ -6803,10 +6803,11 @@ def _markup_lines(text: str) -> str:
     """Return text as the rendered page lays it out, line for line: outside fenced code,
     blockquote markers and callout marks taken off, and the body of an admonition or a
     content tab taken back to its opener's indent, so a quoted or boxed paragraph, list or
-    code block reads as one (a PyMdown block's '/// note | Title' reads as a heading, its
-    '//// tab | Title' as a caption, its closing slashes as a blank line); in a terminal transcript (```console), the colour tags of its
-    output (<font color=…>fastapi</font>) taken off. The same rule for the quote and for the
-    verbatim check of code against its cited lines."""
+    code block reads as one (a PyMdown block's '/// note | Title' as well, its closing
+    slashes as a blank line; a title reads as _container_title says); in a terminal
+    transcript (```console), the colour tags of its output (<font color=…>fastapi</font>)
+    taken off. The same rule for the quote and for the verbatim check of code against its
+    cited lines."""
     if ">" not in text and "!!!" not in text and "???" not in text and "===" not in text and "///" not in text:
         return text
     lines, fence, bodies = text.split("\n"), None, []   # bodies: where each open container's body starts
