@@ -6796,6 +6796,11 @@ _WIKI_EMBED = _lazy_re(r"!\[\[[^\]]*\]\]")
 _WIKI_LINK = _lazy_re(r"\[\[(?:[^\]|]*\|)?([^\]|]*)\]\]")       # Obsidian [[Note|alias]] shows alias
 _QUOTE_MARKS = _lazy_re(r"^(?: {0,3}>(?: |$|(?=[^>])))+")   # '> ', '>text', '> > ': a blockquote's
                                                           # markers ('>>> ' is a prompt)
+# an HTML table's row on one line ('<tr><td>Pro</td><td>600</td></tr>'): read as a table row, its
+# header cells (<th>) in bold, as the page shows them
+_HTML_ROW = _lazy_re(r"^(\s*)<tr\b[^>]*>\s*((?:<t[hd]\b[^>]*>.*?</t[hd]>\s*)+)</tr>\s*$", re.IGNORECASE)
+_HTML_CELL = _lazy_re(r"<(t[hd])\b[^>]*>(.*?)</t[hd]>", re.IGNORECASE)
+_BOLD_ROW = _lazy_re(r"^\s*\|(?:\s*\*\*[^|]*\*\*\s*\|)+\s*$")   # a table row of header cells
 _CALLOUT_MARK = _lazy_re(r"^\s*\[![\w-]+\][+-]?\s*")   # Obsidian '> [!warning] Title': the title shows
 
 
@@ -6823,6 +6828,8 @@ def _markup_lines(text: str) -> str:
             transcript = fence is not None and _TRANSCRIPT_FENCE.match(line) is not None
         elif transcript and "<" in line:
             lines[n] = _TERMINAL_STYLE.sub("", line)
+        elif fence is None and "<tr" in line.lower() and _HTML_ROW.match(line):
+            lines[n] = _html_row(_HTML_ROW.match(line))
         elif fence is None and line.lstrip().startswith("///") and _SLASH_BLOCK.match(line):
             kind, title = _SLASH_BLOCK.match(line).groups()
             lines[n] = _container_title(title or "", kind == "tab", lines, n + 1)
@@ -6838,6 +6845,14 @@ def _markup_lines(text: str) -> str:
                 lines[n] = line if not callout else f"###### {line[callout.end():]}" \
                     if line[callout.end():].strip() else ""
     return "\n".join(lines)
+
+
+def _html_row(row: re.Match) -> str:
+    """Return an HTML table row (_HTML_ROW) as a markdown table row: each cell's text (its
+    inline tags taken off), a header cell in bold."""
+    cells = [(tag.lower(), " ".join(_INLINE_HTML.sub("", _MARKUP_PIECE.sub("", text)).split()))
+             for tag, text in _HTML_CELL.findall(row.group(2))]
+    return row.group(1) + "| " + " | ".join(f"**{text}**" if tag == "th" else text for tag, text in cells) + " |"
 
 
 def _container_title(title: str, tab: bool, lines: list[str], body: int) -> str:
@@ -7238,6 +7253,10 @@ def _table_units(block: _Block) -> list[_Unit]:
     """Return one unit per data row: the header row (and its rule) with that row."""
     lines = block.lines
     has_rule = len(lines) > 1 and _TABLE_RULE.match(lines[1]) is not None
+    if not has_rule and len(lines) > 1 and _BOLD_ROW.match(lines[0]):   # an HTML table's <th> row
+        return [_Unit(((block.first, block.first), (block.first + k, block.first + k))
+                      if k > 1 else ((block.first, block.first + 1),), lines[0].strip(), ("  " + line.strip(),), 0)
+                for k, line in enumerate(lines) if k >= 1]
     if not has_rule:
         return [_Unit(((block.first + k, block.first + k),), line.strip(), (), 1)
                 for k, line in enumerate(lines)]

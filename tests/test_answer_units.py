@@ -327,6 +327,15 @@ class MarkupViewTest(TempDirTest):
         self.assertTrue(home.startswith("- Set the WIDGET_HOME variable to the folder of your widgets. [g.md:14-14]"), home)
         self.assertNotIn("===", home)
 
+    def test_an_html_tables_rows_read_as_table_rows_under_their_header(self):
+        # READMEs lay out tables in HTML; each row was quoted as its tags
+        text = ("# Limits\n\nThe widget plans differ in speed.\n\n<table>\n"
+                "  <tr><th>Plan</th><th>Requests per minute</th></tr>\n"
+                "  <tr><td>Free</td><td>60</td></tr>\n  <tr><td><b>Pro</b></td><td>600</td></tr>\n</table>\n")
+        answer = self.ask({"l.md": text}, "how many requests per minute does the Pro plan allow").answer
+        self.assertIn("- | **Plan** | **Requests per minute** | [l.md:6-6] [l.md:8-8]\n  | Pro | 600 |", answer)
+        self.assertNotIn("<td>", answer)
+
     def test_a_highlight_tag_is_shown_as_the_fenced_code_it_stands_for(self):
         # Jekyll/Liquid and Hugo write code blocks as template tags: the rendered page shows code,
         # in the tag's language, where the quote once showed the command as a line of prose
