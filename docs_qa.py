@@ -6786,7 +6786,8 @@ _HIGHLIGHT_OPEN = _lazy_re(r"^\s*(?:\{%-?\s*highlight\s+([\w+#.-]+)[^%]*-?%\}|\{
 _HIGHLIGHT_CLOSE = _lazy_re(r"^\s*(?:\{%-?\s*endhighlight\s*-?%\}|\{\{[<%]\s*/\s*(?:highlight|code)\s*[>%]\}\})\s*$")
 # prose markup shown as its text: inline HTML tags, and attribute lists after a link or heading
 _INLINE_HTML = _lazy_re(r"</?(?i:a|abbr|b|big|br|cite|code|del|details|dfn|em|font|i|img|ins|kbd|mark|q|s|samp"
-                        r"|small|span|strong|sub|summary|sup|u|var)(?:\s[^<>]*)?/?>|\{\s*[:.#][\w-][^{}]*\}")
+                        r"|small|span|strong|sub|summary|sup|u|var|p|div|center|li|td|th)(?:\s[^<>]*)?/?>"
+                        r"|\{\s*[:.#][\w-][^{}]*\}")   # ... and block tags around a line's text: <p>, <td>
 _TEMPLATE_VARIABLE = _lazy_re(r"\{\{\s*[\w.]+\s*\}\}")   # {{ warning_icon }} in a caption: an icon
 _CODE_SPAN = _lazy_re(r"(`+[^`]*`+)")       # split() keeps the spans, at odd indices
 # a line's closing ': {% filename %}x{% endfilename %}': the text before it introduces the code

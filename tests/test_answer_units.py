@@ -335,6 +335,10 @@ class MarkupViewTest(TempDirTest):
         answer = self.ask({"l.md": text}, "how many requests per minute does the Pro plan allow").answer
         self.assertIn("- | **Plan** | **Requests per minute** | [l.md:6-6] [l.md:8-8]\n  | Pro | 600 |", answer)
         self.assertNotIn("<td>", answer)
+        # a paragraph wrapped in a block tag on its line, as READMEs centre a line
+        logo = self.ask({"p.md": '# Logo\n\n<p align="center">The widget logo is blue.</p>\n'},
+                        "what colour is the widget logo").answer
+        self.assertTrue(logo.startswith("- The widget logo is blue. [p.md:3-3]"), logo)
 
     def test_a_highlight_tag_is_shown_as_the_fenced_code_it_stands_for(self):
         # Jekyll/Liquid and Hugo write code blocks as template tags: the rendered page shows code,
