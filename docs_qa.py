@@ -6239,10 +6239,11 @@ def citation_support(sentence: str, cited_text: str, cited_terms: set[str] | Non
     subtle misreading of the right lines.
     """
     tokenizer = shared_tokenizer()
-    terms = set(tokenizer.tokens(sentence, language or tokenizer.language(cited_text)))
+    language = language or tokenizer.language(cited_text)
+    terms = set(tokenizer.tokens(sentence, language))
     if not terms:
         return 1.0
-    return len(terms & (set(tokenizer.tokens(cited_text)) if cited_terms is None else cited_terms)) / len(terms)
+    return len(terms & (set(tokenizer.tokens(cited_text, language)) if cited_terms is None else cited_terms)) / len(terms)
 
 
 # === 14. Answer — prompt, chat call, refusal; the reply check, the extractive quote, answer() ===
@@ -6851,8 +6852,7 @@ def _markup_lines(text: str) -> str:
 def _html_row(row: re.Match) -> str:
     """Return an HTML table row (_HTML_ROW) as a markdown table row: each cell's text (its
     inline tags taken off), a header cell in bold."""
-    cells = [(tag.lower(), " ".join(_INLINE_HTML.sub("", _MARKUP_PIECE.sub("", text)).split()))
-             for tag, text in _HTML_CELL.findall(row.group(2))]
+    cells = [(tag.lower(), " ".join(_markup_view(text).split())) for tag, text in _HTML_CELL.findall(row.group(2))]
     return row.group(1) + "| " + " | ".join(f"**{text}**" if tag == "th" else text for tag, text in cells) + " |"
 
 

@@ -705,10 +705,10 @@ _ABBREVIATIONS_EN = frozenset("e.g i.e mr mrs ms st vs cf fig figs sec ch vol ap
 _ABBREVIATIONS = _ABBREVIATIONS_PL | _ABBREVIATIONS_SK | _ABBREVIATIONS_EN
 _SENTENCE_END = lazy_re(
     r"(?P<stop>\.{3}|…|[.!?]+)(?P<tail>[\"'”’»)\]]*(?:[ \t]*\[[^\[\]\n]{1,400}\])*)"
-    r"(?P<gap>[ \t]+)(?=[\"'„“«(]?[^\W\d_]|\(?\d{1,3}[a-z]?[.)][ \t]+[^\W\d_])|\n+")
-# a statute's numbered paragraph after a stop: 'korygującą. 2. Faktura…', 'Art. 106j. 1. W przypadku…',
-# '… priznanie. (2) Lehota…', '… deklarację. 1) Termin…'
-_NUMBERED_AFTER_STOP = lazy_re(r"(?:\d{1,3}[a-z]?\.|\(\d{1,3}[a-z]?\)|\d{1,3}[a-z]?\))[ \t]+[\"'„“«(]?[^\W\d_]")
+    r"(?P<gap>[ \t]+)(?=[\"'„“«(]?[^\W\d_]"
+    # ... or a statute's numbered paragraph: 'korygującą. 2. Faktura…', 'Art. 106j. 1. W przypadku…',
+    # '… priznanie. (2) Lehota…', '… deklarację. 1) Termin…'
+    r"|(?:\d{1,3}[a-z]?[.)]|\(\d{1,3}[a-z]?\))[ \t]+[^\W\d_])|\n+")
 _ROMAN_CENTURY = lazy_re(r"[IVXLC]{2,}\b")      # XX, XIX: a century after an ordinal ('80.')
 _TOKEN_BEFORE = lazy_re(r"[^\s(\"'„“«\[]+$")
 
@@ -731,8 +731,7 @@ def text_sentences(text: str) -> list[tuple[int, int]]:
     for match in _SENTENCE_END.finditer(text):
         if match.group("stop") is not None:
             nxt = text[match.end():match.end() + 3].lstrip("\"'„“«(")
-            numbered = nxt[:1].isdigit() and _NUMBERED_AFTER_STOP.match(text, match.end()) is not None
-            if not (nxt[:1].isupper() or numbered):
+            if not (nxt[:1].isupper() or nxt[:1].isdigit()):    # a digit: a numbered paragraph
                 continue
             if match.group("stop") in ("...", "…") and not nxt[1:2].islower():
                 continue           # GTU_01... GTU_13: a range, not an end
