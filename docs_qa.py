@@ -4100,6 +4100,11 @@ def _cache_chunk_texts(conn: sqlite3.Connection, ids: list[int]
         conn, "SELECT id, sections, text FROM chunks WHERE id IN ({ids})", ids)]
 
 
+def _cache_chunk_ids_texts(conn: sqlite3.Connection, ids: list[int]) -> list[tuple[int, str]]:
+    """Return (chunk id, text) of each of the given chunk ids."""
+    return _rows_by_ids(conn, "SELECT id, text FROM chunks WHERE id IN ({ids})", ids)
+
+
 def _cache_chunk_paths_texts(conn: sqlite3.Connection, ids: list[int]) -> list[tuple[str, str]]:
     """Return (document path, text) of each of the given chunk ids."""
     return _rows_by_ids(conn, "SELECT path, text FROM chunks WHERE id IN ({ids})", ids)
@@ -5505,8 +5510,9 @@ class _Shares(NamedTuple):
     folder_coverage: float         # the folder's share
     identifier: str | None         # the first identifier the folder writes rarely, as the question does
     absent: tuple[str, ...]        # the content words no form of which occurs in the folder
-    slips: tuple[tuple[str, str], ...] = ()   # words read as slips, each with the folder term one edit
-                                   # away that the best chunks hold (_slips_held)
+    slips: tuple[tuple[str, tuple[str, ...]], ...] = ()   # words read as others, each with the folder
+                                   # terms it is read as: a slip's term one edit away that the best
+                                   # chunks hold (_slips_held), an acronym's spelt-out words (_acronyms_held)
 
 
 def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
@@ -5544,8 +5550,10 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
             named = word
     if not total:
         return _Shares(0.0, 0.0, named, ())
-    best, best_chunks = _best_chunk_weight(held, any(len(word) >= SLIP_MIN_LETTERS for word in absent))
-    slips = _slips_held(conn, question, absent, held, slots, best_chunks)
+    acronyms = [word for word in absent if _is_acronym(word, case_tells)]
+    best, best_chunks = _best_chunk_weight(held, bool(acronyms) or any(len(word) >= SLIP_MIN_LETTERS for word in absent))
+    slips = _acronyms_held(conn, acronyms, held, slots, best_chunks)
+    slips += _slips_held(conn, question, [word for word in absent if word not in dict(slips)], held, slots, best_chunks)
     for word, _ in slips:
         found += absent.pop(word)
     if slips:
@@ -5555,7 +5563,7 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
 
 def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[str],
                 held: list[tuple[float, set[int]]], slots: dict[str, int],
-                best_chunks: set[int]) -> list[tuple[str, str]]:
+                best_chunks: set[int]) -> list[tuple[str, tuple[str, ...]]]:
     """Return the absent words (SLIP_MIN_LETTERS to SLIP_MAX_LETTERS letters) read as a folder
     term one edit away, each with that term, and put the term's fragments in held (each word's
     weight and fragments, at slots[word]). Of the folder's terms one edit away (the first letter
@@ -5586,8 +5594,41 @@ def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[s
                 readings.append((-weight, -near[other], other, trial))
         if readings:
             _, _, read, held[:] = min(readings, key=lambda reading: reading[:3])
-            slips.append((word, read))
+            slips.append((word, (read,)))
     return slips
+
+
+ACRONYM_LETTERS = (2, 6)           # an absent word of so many capitals may be an acronym the folder spells out
+ACRONYM_READ_CHUNKS = 200          # ... looked for in at most this many of the best fragments
+
+
+def _is_acronym(word: str, case_tells: bool) -> bool:
+    """Return True for a word written in capitals only, ACRONYM_LETTERS long (UJ, NFZ, ZUS)."""
+    return case_tells and word.isalpha() and word.isupper() and ACRONYM_LETTERS[0] <= len(word) <= ACRONYM_LETTERS[1]
+
+
+def _acronyms_held(conn: sqlite3.Connection, acronyms: list[str], held: list[tuple[float, set[int]]],
+                   slots: dict[str, int], best_chunks: set[int]) -> list[tuple[str, tuple[str, ...]]]:
+    """Return the absent acronyms that the best fragments spell out, each with the words that
+    spell it ('UJ' with 'Uniwersytetu Jagiellońskiego': capitalised words in a row whose
+    initials are its letters), and put the fragments that spell it in held."""
+    read = []
+    if not acronyms or not best_chunks:
+        return read
+    texts = _cache_chunk_ids_texts(conn, sorted(best_chunks)[:ACRONYM_READ_CHUNKS])
+    for word in acronyms:
+        spelt = re.compile(r"(?<!\w)" + r"\s+".join(
+            re.escape(letter) + r"[^\W\d_]*[^\W\d_A-Z]" for letter in word) + r"(?!\w)")
+        ids, words = set(), None
+        for chunk, text in texts:
+            match = spelt.search(text)
+            if match:
+                ids.add(chunk)
+                words = words or match.group()
+        if ids:
+            held[slots[word]] = (held[slots[word]][0], ids)
+            read.append((word, tuple(text_query_terms(words))))
+    return read
 
 
 def _is_slip_name(word: str, question: str) -> bool:
@@ -5597,14 +5638,15 @@ def _is_slip_name(word: str, question: str) -> bool:
     return word[:1].isupper() and text_fold(word).isalpha() and not question.lstrip().startswith(word)
 
 
-def _question_with_slips(question: Question, slips: Iterable[tuple[str, str]]) -> Question:
-    """Return question with each slip's folder term added to its word's terms (and to the
-    terms, said once): BM25 and the answer then read 'linebreakbr' as linebreaksbr."""
+def _question_with_slips(question: Question, slips: Iterable[tuple[str, tuple[str, ...]]]) -> Question:
+    """Return question with the folder terms each word is read as (_Shares.slips) added to
+    its terms (and to the terms, said once): BM25 and the answer then read 'linebreakbr' as
+    linebreaksbr, 'UJ' as the words of 'Uniwersytet Jagielloński'."""
     read = dict(slips)
-    words = tuple((word, terms + ((read[word],) if word in read and read[word] not in terms else ()))
+    words = tuple((word, terms + tuple(term for term in read.get(word, ()) if term not in terms))
                   for word, terms in question.words)
     counts = dict(question.terms)
-    counts.update({term: 1 for term in read.values() if term not in counts})
+    counts.update({term: 1 for terms in read.values() for term in terms if term not in counts})
     return replace(question, terms=MappingProxyType(counts), words=words)
 
 

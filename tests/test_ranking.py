@@ -427,6 +427,45 @@ class SlipNameTest(TempDirTest):
         self.assertEqual(self.coverage(question), self.coverage(question.replace("Mesell", "Qxyzvw")))
 
 
+class AcronymTest(TempDirTest):
+    """An acronym the folder never writes (UJ) is read as the capitalised words that spell it
+    out in the fragments holding the question's other words (Uniwersytet Jagielloński): the
+    gate counts it held, and the ranking finds those words; an acronym nothing spells out
+    stays absent, and the refusal names it."""
+
+    DOCS = {"uczelnia.md": "# Uczelnia\n\nRektor Uniwersytetu Jagiellońskiego podpisał umowę o "
+                           "współpracy w marcu 2021 roku.\n",
+            "urzad.md": "# Urząd\n\nBurmistrz podpisał umowę najmu lokalu w styczniu.\n",
+            "szkola.md": "# Szkoła\n\nDyrektor szkoły podpisał umowę z wydawnictwem.\n"}
+
+    def setUp(self):
+        super().setUp()
+        write_files(self.docs, self.DOCS)
+
+    def search(self, question):
+        return docs_qa.search(question, self.settings(use_embeddings=False))
+
+    def test_an_acronym_is_read_as_the_words_that_spell_it(self):
+        # without the reading, 'UJ' weighs as a word no fragment holds, more than half the
+        # question's weight, and the gate refuses; read, it finds the university's page
+        result = self.search("Kiedy rektor UJ podpisał umowę?")
+        self.assertTrue(result.hits, result.notes)
+        self.assertEqual(result.hits[0].chunk.path, "uczelnia.md")
+
+    def test_an_acronym_spelt_out_nowhere_stays_absent(self):
+        result = self.search("Kiedy rektor AGH podpisał umowę?")
+        self.assertFalse(result.hits)
+        self.assertIn("AGH", " ".join(note.message for note in result.notes))
+
+    def test_lowercase_initials_or_words_out_of_order_do_not_spell_it(self):
+        # 'JU' is not 'Uniwersytetu Jagiellońskiego'; a lowercase 'uj' is a word, not an acronym
+        for question in ("Kiedy rektor JU podpisał umowę?", "Kiedy rektor uj podpisał umowę?"):
+            coverage = docs_qa.search_gate_signals(question, self.settings(use_embeddings=False)).coverage
+            absent = docs_qa.search_gate_signals(question.replace("JU", "QX").replace("uj", "qx"),
+                                                 self.settings(use_embeddings=False)).coverage
+            self.assertEqual(coverage, absent, question)
+
+
 class BestChunkWeightTest(unittest.TestCase):
     """The gate's best-fragment weight, summed per class of fragments holding the same question
     words (and per fragment past COVERAGE_CLASSES_MAX classes), is exactly the largest sum, in
