@@ -18,6 +18,13 @@ class QueryTermFrequencyTest(unittest.TestCase):
                          {"associ": 1, "store": 1})
         self.assertEqual(docs_qa.text_query_counts("interesuje mnie faktura"), {"faktur": 1})
 
+    def test_the_verbs_of_what_do_i_do_are_dropped_in_slovak_and_polish_as_in_english(self):
+        # 'čo musím spraviť' / 'co mam zrobic' frame the question; a note's 'toto musíš spraviť
+        # len raz' is no answer to it
+        self.assertEqual(docs_qa.text_query_counts("čo musím spraviť pre CSS"), {"css": 1})
+        self.assertEqual(docs_qa.text_query_counts("ako spravím zálohu"), docs_qa.text_query_counts("ako zálohu"))
+        self.assertEqual(docs_qa.text_query_counts("co zrobię z fakturą"), docs_qa.text_query_counts("co z fakturą"))
+
     def test_capitals_of_an_all_caps_question_do_not_make_code_words(self):
         # mixed case: WIS is a code word and also gets its light stem; all caps: Porter only
         self.assertIn("wis", docs_qa.text_query_counts("fee for WIS"))
