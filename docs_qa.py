@@ -6960,6 +6960,9 @@ class _Unit:
     needs_match: str = ""          # a heading that must share a term with the question
     lead: int = 0                  # head[:lead] is a sentence shown for context, not matched
     widened: bool = False          # an intro with the sentence before it (gives way to a smaller equal unit)
+    caption: str = ""              # the caption over its code ('command-line', 'blog/views.py'), shown as
+                                   # its head or body[0]: it frames the code as a heading frames a
+                                   # section, and is matched as one (half a point, _scored_units)
 
     @property
     def text(self) -> str:
@@ -6967,8 +6970,10 @@ class _Unit:
 
     @property
     def matched_text(self) -> str:
-        """The text a question's words are looked for in: all but the lead."""
-        return "\n".join((self.head[self.lead:],) + self.body)
+        """The text a question's words are looked for in: all but the lead and the caption."""
+        head = "" if self.caption and self.head == self.caption else self.head[self.lead:]
+        body = self.body[1:] if self.caption and self.body and self.body[0].strip() == self.caption else self.body
+        return "\n".join((head,) + body)
 
     @property
     def span(self) -> tuple[int, int]:
@@ -7171,7 +7176,8 @@ def _units(chunk: Chunk) -> list[_Unit]:
         elif block.kind == "heading":
             units.extend(_heading_units(block, blocks[n + 1:n + 3]))
         elif block.kind == "caption" and nxt is not None and (nxt.kind in _CODE_KINDS or nxt.kind == "include"):
-            units.append(_intro_unit(block.first, _markup_view(block.lines[0]), nxt))
+            view = _markup_view(block.lines[0])
+            units.append(_intro_unit(block.first, view, nxt, caption=view))
     return [replace(unit, ranges=_without_lines(unit.ranges, hidden)) for unit in units] if hidden else units
 
 
@@ -7205,11 +7211,12 @@ def _without_lines(ranges: tuple[tuple[int, int], ...], hidden: set[int]) -> tup
 
 
 def _intro_unit(first: int, head: str, block: _Block, extra: tuple[str, ...] = (),
-                needs_match: str = "") -> _Unit:
-    """Return the unit of a head (from line first) with the block it introduces."""
+                needs_match: str = "", caption: str = "") -> _Unit:
+    """Return the unit of a head (from line first) with the block it introduces (extra: lines
+    shown before it; caption: the head, or extra's line, that is a caption over it)."""
     body, last = _body(block)
     prefer = 0 if block.kind in _CODE_KINDS else 1
-    return _Unit(((first, last),), head, extra + body, prefer, needs_match)
+    return _Unit(((first, last),), head, extra + body, prefer, needs_match, caption=caption)
 
 
 def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...] = (),
@@ -7229,9 +7236,10 @@ def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...]
         a, b, text = sentences[-1]
         trailing = _TRAILING_CAPTION.match(text)
         if trailing and nxt.kind in _CODE_KINDS and not caption:
-            units[-1] = _intro_unit(a, trailing.group(1), nxt, ("  " + trailing.group(2).strip(),))
+            units[-1] = _intro_unit(a, trailing.group(1), nxt, ("  " + trailing.group(2).strip(),),
+                                    caption=trailing.group(2).strip())
         elif _markup_view(text).endswith(":") or nxt.kind in ("fence", "command", "highlight") and not caption:
-            units[-1] = _intro_unit(a, text, nxt, caption)
+            units[-1] = _intro_unit(a, text, nxt, caption, caption="".join(caption).strip())
     widened = []
     if len(units) > 1 and units[-1].body and not units[-1].prefer and not units[-2].body:
         # 'Change it like this:' again with the sentence before it, which says what 'it' is
@@ -7268,7 +7276,8 @@ def _prose_markup_view(lines: list[str]) -> list[str]:
 
 def _joined(one: _Unit, two: _Unit) -> _Unit:
     """Return one unit quoting two neighbours: one's head, then two's head and body."""
-    return _Unit(((one.span[0], two.span[1]),), f"{one.head} {two.head}", two.body, two.prefer)
+    return _Unit(((one.span[0], two.span[1]),), f"{one.head} {two.head}", two.body, two.prefer,
+                 caption=two.caption)
 
 
 def _list_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...] = ()) -> list[_Unit]:
@@ -7286,7 +7295,7 @@ def _list_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...] = ()
             body += (f"… ({len(lines) - MAX_QUOTED_LINES} more lines not shown)",)
         last = first + min(len(lines), MAX_QUOTED_LINES) - 1
         if k == len(items) - 1 and wrapped == len(lines) and _markup_view(head).endswith(":") and nxt is not None:
-            units.append(_intro_unit(first, head, nxt, caption))
+            units.append(_intro_unit(first, head, nxt, caption, caption="".join(caption).strip()))
         else:
             units.append(_Unit(((first, last),), head, body, 1))
     return units
@@ -7645,9 +7654,34 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     for entry in [s for s in scored if s[0] < 0] or scored[:1]:
         if len(chosen) == EXTRACTIVE_UNITS:
             break
-        if not any(c[4] == entry[4] and _nested(c[5], entry[5]) or _same_text(c[5], entry[5]) for c in chosen):
+        if any(c[4] == entry[4] and _nested(c[5], entry[5]) or _same_text(c[5], entry[5]) for c in chosen):
+            continue
+        joined = next(((k, unit) for k, c in enumerate(chosen) if c[4] == entry[4]
+                       for unit in [_overlap_joined(c[5], entry[5])] if unit), None)
+        if joined:                 # two sentence pairs sharing a sentence: one unit of three
+            k, unit = joined
+            chosen[k] = chosen[k][:5] + (unit,)
+        else:
             chosen.append(entry)
     return "\n".join(_unit_render(s[5], s[4]) for s in chosen)
+
+
+def _overlap_joined(one: _Unit, other: _Unit) -> _Unit | None:
+    """Return one unit showing both when two prose units of the same lines overlap, the
+    sentences ending one opening the other ('A. B.' and 'B. C.' -> 'A. B. C.'), the first
+    shown first; else None."""
+    if one.body and other.body or not set(one.ranges) & set(other.ranges):
+        return None
+    for first, second in ((one, other), (other, one)):
+        head, tail = first.head, second.head
+        if first.body:
+            continue
+        for cut in range(1, len(head)):
+            if head[cut - 1].isspace() and tail.startswith(head[cut:]) and len(tail) > len(head) - cut:
+                return replace(first, ranges=tuple(sorted(set(first.ranges) | set(second.ranges))),
+                               head=head + tail[len(head) - cut:], body=second.body, widened=False,
+                               caption=second.caption)
+    return None
 
 
 def _same_text(one: _Unit, other: _Unit) -> bool:
@@ -7694,6 +7728,8 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
         held = _with_joined(set(tokenizer.tokens(unit.matched_text, language)), unit.matched_text, terms)
         overlap = sum(1 for word_terms in words_terms if held & word_terms)
         framing = named | next(heading_terms for line, heading_terms in reversed(heads) if line < unit.span[0])
+        if unit.caption:
+            framing = framing | _with_joined(set(tokenizer.tokens(unit.caption, language)), unit.caption, terms)
         overlap += 0.5 * sum(1 for word_terms in words_terms if not held & word_terms and framing & word_terms)
         if overlap and wants.date:
             due = wants.deadline and text_has_deadline(unit.text)

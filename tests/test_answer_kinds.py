@@ -131,6 +131,33 @@ class SectionHeadingTest(ExtractiveTest):
                         result.answer)
 
 
+class CaptionFrameTest(ExtractiveTest):
+    def test_a_caption_over_code_frames_it_as_a_heading_does(self):
+        # the second unit holds 'server' in its text and 'browser' only in the caption over its
+        # address; matched as text, the caption put the address before the command that starts
+        # the server; as a heading's words, half a point, the command comes first
+        text = ("# Server\n\n## Starting the server\n\nIn the console, start the server by running:\n\n"
+                "{% filename %}command-line{% endfilename %}\n\n```\n$ python manage.py runserver\n```\n\n"
+                "The server then answers at this address:\n\n{% filename %}browser{% endfilename %}\n\n"
+                "```\nhttp://127.0.0.1:8000/\n```\n")
+        result = self.ask({"s.md": text}, "how do I start the server and see my site in the browser")
+        self.assertTrue(result.answer.startswith("- In the console, start the server by running: [s.md:5-11]"),
+                        result.answer)
+
+
+class OverlapJoinTest(ExtractiveTest):
+    def test_two_quotes_sharing_a_sentence_are_one_bullet(self):
+        # 'This is why…' is quoted with the sentence it points back to, and again with the next
+        # one, which names the command: one bullet of three sentences, not two repeating one
+        text = ("# Static files\n\nServers cache static files such as CSS so that pages load fast. "
+                "This is why after a change of CSS you run one more command on the server. "
+                "Its name is `collectstatic`.\n\nOther notes on templates follow here.\n")
+        result = self.ask({"s.md": text}, "I changed the CSS, what command do I run on the server?")
+        first = result.answer.split("\n")[0]
+        self.assertTrue(first.startswith("- Servers cache static files") and "`collectstatic`" in first, result.answer)
+        self.assertEqual(result.answer.count("This is why"), 1, result.answer)
+
+
 class DefinitionFrameTest(ExtractiveTest):
     def test_the_words_of_what_does_x_mean_are_not_its_topic(self):
         # the second sentence says 'means' as the question does; the first defines pk
