@@ -7646,8 +7646,10 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     scored, tokenizer = [], shared_tokenizer()   # stems remembered across questions
     titles = {hit.chunk.path: hit.title for hit in result.hits}
     named = _names_on_pages(result.hits, _personal_names(question), tokenizer)
+    name_words = set(text_name_words(question.text))
+    caption_names = frozenset(term for word, terms in question.words if word in name_words for term in terms)
     for chunk, pieces in _joined_fragments(result.hits):
-        scored.extend(_scored_units(words_terms, wants, chunk, pieces, tokenizer, titles[chunk.path],
+        scored.extend(_scored_units(words_terms, wants, chunk, pieces, tokenizer, titles[chunk.path], caption_names,
                                     named.get(chunk.path, frozenset())))
     scored.sort(key=lambda s: s[:5])
     chosen: list[tuple] = []
@@ -7705,14 +7707,17 @@ def _names_on_pages(hits: list[Hit], names: list[tuple[str, ...]], tokenizer: To
 
 def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
                   pieces: tuple[tuple[int, int, int], ...], tokenizer: Tokenizer,
-                  title: str | None = None, named: frozenset[str] = frozenset()) -> list[tuple]:
+                  title: str | None = None, caption_names: frozenset[str] = frozenset(),
+                  named: frozenset[str] = frozenset()) -> list[tuple]:
     """Return (-score, rank, prefer, span, path, unit) for each unit of a fragment worth
     quoting: its citations split where the fragment's pieces meet, its rank the best of
     the pieces it quotes from (see _joined_fragments). A unit scores one point for each
     question word it holds in any form (words_terms: each word's terms, as retrieval stems
     it), half a point for each other question word its section's headings hold (a heading
     frames what is under it; the document's title, when a section below it frames the
-    unit, does not: it frames every unit of the page alike), plus one for each kind of
+    unit, does not: it frames every unit of the page alike; a caption over its code frames it
+    too, and a name the question writes, PythonAnywhere, earns it the full point: it names
+    where the code runs, as a file name names what a listing holds), plus one for each kind of
     content the question asks for that it brings (a date, code, a definition; a duty and a
     condition). Weighting words by their IDF instead was measured and lost keys on the
     docsqa-dev questions of all three languages (reports/answers-real-docs.md)."""
@@ -7729,7 +7734,10 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
         overlap = sum(1 for word_terms in words_terms if held & word_terms)
         framing = named | next(heading_terms for line, heading_terms in reversed(heads) if line < unit.span[0])
         if unit.caption:
-            framing = framing | _with_joined(set(tokenizer.tokens(unit.caption, language)), unit.caption, terms)
+            in_caption = _with_joined(set(tokenizer.tokens(unit.caption, language)), unit.caption, terms)
+            framing = framing | in_caption
+            overlap += 0.5 * sum(1 for word_terms in words_terms if not held & word_terms
+                                 and in_caption & word_terms & caption_names)
         overlap += 0.5 * sum(1 for word_terms in words_terms if not held & word_terms and framing & word_terms)
         if overlap and wants.date:
             due = wants.deadline and text_has_deadline(unit.text)

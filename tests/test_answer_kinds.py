@@ -145,6 +145,18 @@ class CaptionFrameTest(ExtractiveTest):
                         result.answer)
 
 
+    def test_a_name_of_the_question_in_a_caption_counts_as_the_units_own(self):
+        # 'PythonAnywhere' is a name the question writes; the caption over the second command
+        # names the place it runs, as a file name names what a listing holds: a full point,
+        # where a label such as 'laptop console' frames with half
+        text = ("# Deploy\n\n## Run it\n\nRun the helper tool on your laptop like this:\n\n"
+                "{% filename %}laptop console{% endfilename %}\n\n```\n$ helper --local\n```\n\n"
+                "Use the helper tool there:\n\n{% filename %}PythonAnywhere console{% endfilename %}\n\n"
+                "```\n$ pa_autoconfigure_django.py\n```\n")
+        result = self.ask({"d.md": text}, "How do I run the helper tool on PythonAnywhere?")
+        self.assertTrue(result.answer.startswith("- Use the helper tool there: [d.md:13-19]"), result.answer)
+
+
 class OverlapJoinTest(ExtractiveTest):
     def test_two_quotes_sharing_a_sentence_are_one_bullet(self):
         # 'This is why…' is quoted with the sentence it points back to, and again with the next
