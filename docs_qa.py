@@ -8023,12 +8023,21 @@ def _confidence_over(question: Question, result: SearchResult, text: str, mode: 
                      settings: Settings) -> Confidence | None:
     """Return the confidence of the answer text to question over result, None when it quotes nothing
     (the refusal) or the gate's coverage was not measured."""
-    quoted = _first_quoted_unit(text, mode, [h.chunk.path for h in result.hits])
+    paths = [h.chunk.path for h in result.hits]
+    quoted = _first_quoted_unit(text, mode, paths)
     if quoted is None or result.coverage is None:
         return None
     unit, path = quoted
     return _answer_confidence(question, result.coverage, unit, settings.min_confidence,
-                              bool(result.hits) and path == result.hits[0].chunk.path, _ranking_lead(result.hits))
+                              bool(result.hits) and path == result.hits[0].chunk.path, _ranking_lead(result.hits),
+                              _same_page_share(text, paths, path))
+
+
+def _same_page_share(text: str, paths: list[str], path: str) -> float:
+    """Return the share of the answer's citations that name the document its first quoted unit
+    cites (path): 1 when every quote comes from one page."""
+    cites = citation_parse(text, paths)
+    return sum(1 for cite in cites if cite.path == path) / len(cites) if cites else 0.0
 
 
 def _ranking_lead(hits: list[Hit]) -> float:
@@ -8044,24 +8053,27 @@ def _ranking_lead(hits: list[Hit]) -> float:
 
 
 def _answer_confidence(question: str | Question, coverage: float, unit: str, min_confidence: float,
-                       from_first: bool, lead: float) -> Confidence:
-    """Return how sure an answer is: the mean, rounded to 0.01, of four parts (0..1 each);
+                       from_first: bool, lead: float, same_page: float = 1.0) -> Confidence:
+    """Return how sure an answer is: the mean, rounded to 0.01, of five parts (0..1 each);
     level high when it reaches min_confidence.
     - the no-answer gate's coverage (the best fragment's IDF-weighted share of the question);
     - the share of the question's words that the answer's first quoted unit holds (a word
       counts when the unit holds any of its stems, as the gate counts it);
     - from_first: 1 when that unit comes from the document of the first returned fragment,
       0 when the quote chose a unit of a fragment ranked lower (ranking and quote disagree);
-    - lead: how clearly the first fragment leads the ranking (_ranking_lead).
+    - lead: how clearly the first fragment leads the ranking (_ranking_lead);
+    - same_page: the share of the answer's citations naming that unit's document
+      (_same_page_share): quotes from one page agree on where the answer is.
     The two shares say the folder and the quote hold the question's words; a short question's
     words are its topic, which many units hold, so they alone rated wrong answers as sure as
-    right ones (reports/answers-real-docs.md). Agreement and a clear lead are what the right
-    answers had more often."""
+    right ones (reports/answers-real-docs.md). Agreement, a clear lead and quotes from one page
+    are what the right answers had more often."""
     question = question_make(question)
     words = _distinct_words(_name_terms(word, terms) for word, terms in question.words)
     held = _with_joined(set(shared_tokenizer().tokens(unit)), unit, set().union(*words))
     share = sum(1 for terms in words if terms & held) / len(words) if words else 0.0
-    parts = (min(max(coverage, 0.0), 1.0), share, 1.0 if from_first else 0.0, min(max(lead, 0.0), 1.0))
+    parts = (min(max(coverage, 0.0), 1.0), share, 1.0 if from_first else 0.0, min(max(lead, 0.0), 1.0),
+             min(max(same_page, 0.0), 1.0))
     score = round(sum(parts) / len(parts), 2)
     return Confidence("high" if score >= min_confidence else "low", score)
 

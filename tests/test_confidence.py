@@ -1,7 +1,8 @@
 """How sure an answer is (section 14g): the confidence every rag answer carries, the mean of
-four parts: the no-answer gate's coverage, the share of the question's words its first quoted
-unit holds, whether that unit comes from the first returned fragment's document, and how
-clearly BM25's first fragment leads the second; a low one gets the weak_answer note and the
+five parts: the no-answer gate's coverage, the share of the question's words its first quoted
+unit holds, whether that unit comes from the first returned fragment's document, how clearly
+BM25's first fragment leads the second, and the share of the answer's citations that name the
+first unit's document; a low one gets the weak_answer note and the
 closest-passages label in the text output and on MCP, in the question's language (the page's
 label: tests/test_page.py and tests/test_page_browser.py).
 
@@ -10,10 +11,11 @@ four words, each holding exactly one of the question's five content words (wybra
 grusza, śliwa, wiśnia), so every word has the same weight (each is in one fragment) and every
 file the same BM25 score: the best fragment holds 1/5 = 0.2 of the question, the folder all of
 it (the gate passes: no word is unknown to the folder), whichever sentence is quoted first holds
-1 of the 5 words and comes from the first fragment (ties go to it), and the first fragment
-leads by nothing: score (0.2 + 0.2 + 1 + 0) / 4 = 0.35. INVOICES: one sentence holds both
-content words of "When are invoices filed?" and its file leads the one other file naming
-invoices by far: score (1 + 1 + 1 + 1) / 4 = 1.0."""
+1 of the 5 words and comes from the first fragment (ties go to it), the first fragment
+leads by nothing, and the three quotes come from three files: score (0.2 + 0.2 + 1 + 0 + 1/3)
+/ 5 = 0.35. INVOICES: one sentence holds both content words of "When are invoices filed?" and
+its file leads the one other file naming invoices by far; the second quote is the payroll
+line that names invoices: score (1 + 1 + 1 + 1 + 1/2) / 5 = 0.9."""
 from __future__ import annotations
 
 import json
@@ -47,24 +49,32 @@ RAG_SCHEMA = docs_qa.OPERATIONS["rag"].response_schema
 class ConfidenceSignalTest(unittest.TestCase):
     """The pure parts: the score, the level and the first quoted unit."""
 
-    def test_the_score_is_the_mean_of_four_parts(self):
+    def test_the_score_is_the_mean_of_five_parts(self):
         unit = "Wiśnia stoi przy domu."                         # 1 of the question's 5 words
-        # ORCHARD as answered: coverage 0.2, share 0.2, from the first fragment, no lead
-        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 0.2, unit, 0.65, True, 0.0),
+        # ORCHARD as answered: coverage 0.2, share 0.2, from the first fragment, no lead, one
+        # of three quotes from the first quote's file: (0.2 + 0.2 + 1 + 0 + 1/3) / 5
+        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 0.2, unit, 0.65, True, 0.0, 1 / 3),
                          docs_qa.Confidence("low", 0.35))
         # the same unit over a folder whose best fragment held the whole question, with a clear
-        # lead: (1 + 0.2 + 1 + 1) / 4
-        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 1.0, unit, 0.65, True, 1.0),
-                         docs_qa.Confidence("high", 0.8))
-        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 0.2, unit, 0.35, True, 0.0).level,
+        # lead, every quote from one file: (1 + 0.2 + 1 + 1 + 1) / 5
+        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 1.0, unit, 0.65, True, 1.0, 1.0),
+                         docs_qa.Confidence("high", 0.84))
+        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 0.2, unit, 0.35, True, 0.0, 1 / 3).level,
                          "high")                                # the bar itself is high
-        # every word held, but quoted from a lower-ranked fragment with no lead: (1 + 1 + 0 + 0) / 4
+        # every word held, but quoted from a lower-ranked fragment with no lead, and the other
+        # quote from another file: (1 + 1 + 0 + 0 + 0.5) / 5
         both = "Invoices are filed by the 25th day of the following month."
-        self.assertEqual(docs_qa._answer_confidence(INVOICES_QUESTION, 1.0, both, 0.65, False, 0.0),
+        self.assertEqual(docs_qa._answer_confidence(INVOICES_QUESTION, 1.0, both, 0.65, False, 0.0, 0.5),
                          docs_qa.Confidence("low", 0.5))
-        # a word counts under any of its stems, once however often the question says it: (0 + 0.5 + 0 + 0.5) / 4
+        # a word counts under any of its stems, once however often the question says it:
+        # (0 + 0.5 + 0 + 0.5 + 0) / 5
         self.assertEqual(docs_qa._answer_confidence("invoices invoice filed", 0.0, "the invoice", 0.65,
-                                                    False, 0.5).score, 0.25)
+                                                    False, 0.5, 0.0).score, 0.2)
+
+    def test_the_same_page_part_is_the_share_of_citations_naming_the_first_quotes_file(self):
+        text = "- A [a.md:1-1]\n- B [b.md:2-2]\n- C [a.md:4-4] [a.md:6-6]"
+        self.assertEqual(docs_qa._same_page_share(text, ["a.md", "b.md"], "a.md"), 0.75)
+        self.assertEqual(docs_qa._same_page_share("no citation", ["a.md"], "a.md"), 0.0)
 
     def test_the_lead_is_the_first_scores_margin_over_the_second_as_a_share_of_a_clear_one(self):
         def hits(*scores):
@@ -114,10 +124,10 @@ class ConfidenceAnswerTest(TempDirTest):
     def test_a_clear_match_is_confident(self):
         result = self.ask(INVOICES, INVOICES_QUESTION)
         self.assertTrue(result.answer.startswith("- Invoices are filed by the 25th day"), result.answer)
-        self.assertEqual(result.confidence, docs_qa.Confidence("high", 1.0))
+        self.assertEqual(result.confidence, docs_qa.Confidence("high", 0.9))
         self.assertNotIn("weak_answer", [n.code for n in result.notes])
         envelope = docs_qa.to_envelope(result).to_dict()
-        self.assertEqual(envelope["confidence"], {"level": "high", "score": 1.0})
+        self.assertEqual(envelope["confidence"], {"level": "high", "score": 0.9})
         self.assertEqual(rc.schema_errors(envelope, RAG_SCHEMA), [])
 
     def test_a_passage_holding_a_minority_of_the_question_is_a_weak_answer(self):
@@ -182,9 +192,10 @@ class ConfidenceAssistantTest(StubServerCase):
         invoices = "Invoices are filed by the 25th day of the following month [invoices.md:3]."
         payroll = "Payroll runs on the last Friday of each month [payroll.md:1]."
         first = self.ask(invoices + " " + payroll)
-        self.assertEqual((first.answer_mode, first.confidence), ("assistant", docs_qa.Confidence("high", 1.0)))
+        # one citation of two names the first sentence's file: (1 + 1 + 1 + 1 + 0.5) / 5
+        self.assertEqual((first.answer_mode, first.confidence), ("assistant", docs_qa.Confidence("high", 0.9)))
         # the payroll sentence holds neither 'invoices' nor 'filed', and payroll.md is not the
-        # first fragment's document: (1.0 + 0 + 0 + 1) / 4
+        # first fragment's document: (1.0 + 0 + 0 + 1 + 0.5) / 5
         second = self.ask(payroll + " " + invoices)
         self.assertEqual(len(second.citations), 2, second.answer)
         self.assertEqual(second.confidence, docs_qa.Confidence("low", 0.5))
