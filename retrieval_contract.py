@@ -565,7 +565,7 @@ REQUEST_STOP_WORDS = frozenset("""
 interested interest pleased grateful glad receive wish like want wanted looking please
 give tell describe described describing discuss discussed discussing deal deals dealing
 concerning regarding especially particularly exist exists something anything etc
-anyone anybody someone somebody else whose whether bother dlugo dlho dluho
+anyone anybody someone somebody else whose whether bother dlugo dlho dluho ok okay
 interesuje interesuja chcialbym chcialabym chcielibysmy szukam szukamy prosze
 zaujima zaujimaju zaujimalo hladam hladame chcel chcela chcem prosim
 zrobic robic zrobie zrobimy zrobit urobit robit urobim urobime spravit spravim spravime
@@ -1406,7 +1406,7 @@ def _query_counts(text: str, folded: list[str], plan: _QueryPlan) -> dict[str, i
     if language == "en":
         codes = " ".join(w for w in TEXT_QUESTION_WORD.findall(text) if text_is_code_word(w, case_tells))
         for word in text_folded_words(codes):
-            if word not in STOP_WORDS and text_stem(word) not in counts:
+            if word not in STOP_WORDS and word not in request_stop_words and text_stem(word) not in counts:
                 counts[text_stem(word)] = 1
     return dict(counts)
 

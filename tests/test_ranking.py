@@ -18,6 +18,12 @@ class QueryTermFrequencyTest(unittest.TestCase):
                          {"associ": 1, "store": 1})
         self.assertEqual(docs_qa.text_query_counts("interesuje mnie faktura"), {"faktur": 1})
 
+    def test_ok_names_no_topic(self):
+        # 'are my build tools OK?': in capitals, OK weighed as a code word three times a rare
+        # word, and a folder that never writes it refused the question for it
+        self.assertEqual(docs_qa.text_query_counts("are my build tools OK?"), docs_qa.text_query_counts("build tools"))
+        self.assertEqual(docs_qa.text_query_counts("czy to jest okay"), {})
+
     def test_the_verbs_of_what_do_i_do_are_dropped_in_slovak_and_polish_as_in_english(self):
         # 'čo musím spraviť' / 'co mam zrobic' frame the question; a note's 'toto musíš spraviť
         # len raz' is no answer to it
