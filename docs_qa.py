@@ -5575,12 +5575,14 @@ def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[s
     linebreaksbr filter. A misspelt name (_is_slip_name: 'Peleponez', 'Zeeynep') may also be
     read as a long term anywhere in the folder, when a fragment holding it then holds the
     question best. Any word read as any folder word one edit away let off-topic questions
-    through (Celery, Redis, docker-compose; reports/answers-real-docs.md)."""
+    through (Celery, Redis, docker-compose; reports/answers-real-docs.md). A code joined by a
+    dot, dash or underscore is written as it is meant: 'Node.js' is not 'note' and 'js'."""
     terms, slips = dict(question.words), []
     for word in absent:
         name = _is_slip_name(word, question.text)
-        if not SLIP_MIN_LETTERS <= len(word) <= SLIP_MAX_LETTERS or not (best_chunks or name):
-            continue
+        if not SLIP_MIN_LETTERS <= len(word) <= SLIP_MAX_LETTERS or not (best_chunks or name) \
+                or len(text_folded_words(word)) > 1:
+            continue               # a joined code (Node.js, docker-compose) is written as meant
         near = {other: count for term in terms.get(word, ()) if len(term) >= SLIP_MIN_TERM
                 for other, count in cache_terms_one_edit(conn, term)}
         readings = []

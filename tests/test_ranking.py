@@ -397,6 +397,15 @@ class SlipGateTest(TempDirTest):
         self.assertGreater(len(long_word), docs_qa.SLIP_MAX_LETTERS)
         self.assertEqual(self.coverage(question), self.coverage(question.replace(long_word[:-1] + "x", "Qxyvz")))
 
+    def test_a_joined_code_is_not_read_as_a_slip_of_one_of_its_parts(self):
+        # 'Node.js': its part 'node' is one edit from 'note' on the page holding the question's
+        # other words, but a code joined by a dot is written as it is meant (read as 'note', it
+        # let "Can pyenv manage Node.js versions?" through over pyenv's documentation)
+        write_files(self.docs, {"notes.md": "# Notes\n\nKeep a short note in Notepad or Word before you "
+                                            "commit the code.\n"})
+        question = "Can I keep code in Notepad or Word with Node.js?"
+        self.assertEqual(self.coverage(question), self.coverage(question.replace("Node.js", "Qxyz.js")))
+
     def test_a_slip_of_a_word_found_only_elsewhere_counts_as_absent(self):
         # 'Dockre' is one edit from the tools page's Docker, but the deploy page holds the rest
         question = "Ako nasadím blog cez Dockre?"
