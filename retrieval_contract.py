@@ -568,7 +568,7 @@ concerning regarding especially particularly exist exists something anything etc
 anyone anybody someone somebody else whose whether bother dlugo dlho dluho ok okay
 interesuje interesuja chcialbym chcialabym chcielibysmy szukam szukamy prosze
 zaujima zaujimaju zaujimalo hladam hladame chcel chcela chcem prosim
-zrobic robic zrobie zrobimy zrobit urobit robit urobim urobime spravit spravim spravime
+zrobic robic zrobie zrobimy zrobit urobit robit urobim urobime spravit spravim spravime sprawic
 """.split())
 
 # Inflectional endings per language, folded (ą is a), longest match first; a light stemmer

@@ -30,6 +30,9 @@ class QueryTermFrequencyTest(unittest.TestCase):
         self.assertEqual(docs_qa.text_query_counts("čo musím spraviť pre CSS"), {"css": 1})
         self.assertEqual(docs_qa.text_query_counts("ako spravím zálohu"), docs_qa.text_query_counts("ako zálohu"))
         self.assertEqual(docs_qa.text_query_counts("co zrobię z fakturą"), docs_qa.text_query_counts("co z fakturą"))
+        # 'jak sprawić, żeby…' (how to make it so that…): refused over man pages for 'sprawić'
+        self.assertEqual(docs_qa.text_query_counts("jak sprawić, żeby free odświeżało wynik"),
+                         docs_qa.text_query_counts("jak free odświeżało wynik"))
 
     def test_capitals_of_an_all_caps_question_do_not_make_code_words(self):
         # mixed case: WIS is a code word and also gets its light stem; all caps: Porter only
