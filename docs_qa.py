@@ -5495,6 +5495,8 @@ COVERAGE_CLASSES_MAX = 256         # ... and goes on chunk by chunk beyond this 
 SLIP_MIN_LETTERS = 5               # a word the folder lacks, this long or longer, may be a slip of a
 SLIP_MIN_TERM = 4                  # word of the best fragment: a term this long, one edit from the folder's,
 SLIP_CANDIDATES = 3                # ... among the few most held such terms (a slip is read as one of them)
+SLIP_SUBSTITUTION_MIN_TERM = 6     # a shorter term is a slip only by two letters swapped ('wrod' is 'word';
+                                   # 'strf', a stem of 'strefę', is not 'strn', one of 'strona')
 SLIP_NAME_MIN_TERM = 6             # a misspelt name ('Peleponez') is read as a term this long anywhere in
                                    # the folder (a shorter one is too often another word: 'Namara' -> napar)
 SLIP_MAX_LETTERS = 40              # a longer word is no slip (its spellings one edit away number 75 per
@@ -5584,7 +5586,8 @@ def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[s
                 or len(text_folded_words(word)) > 1:
             continue               # a joined code (Node.js, docker-compose) is written as meant
         near = {other: count for term in terms.get(word, ()) if len(term) >= SLIP_MIN_TERM
-                for other, count in cache_terms_one_edit(conn, term)}
+                for other, count in cache_terms_one_edit(conn, term)
+                if len(term) >= SLIP_SUBSTITUTION_MIN_TERM or _is_swap(term, other)}
         readings = []
         for other in sorted(near, key=lambda other: (-near[other], other))[:SLIP_CANDIDATES]:
             ids = _word_chunks(conn, [other])
@@ -5631,6 +5634,15 @@ def _acronyms_held(conn: sqlite3.Connection, acronyms: list[str], held: list[tup
             held[slots[word]] = (held[slots[word]][0], ids)
             read.append((word, tuple(text_query_terms(words))))
     return read
+
+
+def _is_swap(term: str, other: str) -> bool:
+    """Return True when other is term with two neighbouring letters swapped ('wrod', 'word')."""
+    if len(term) != len(other):
+        return False
+    diff = [k for k, (a, b) in enumerate(zip(term, other)) if a != b]
+    return len(diff) == 2 and diff[1] == diff[0] + 1 and term[diff[0]] == other[diff[1]] \
+        and term[diff[1]] == other[diff[0]]
 
 
 def _is_slip_name(word: str, question: str) -> bool:

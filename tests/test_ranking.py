@@ -400,6 +400,15 @@ class SlipGateTest(TempDirTest):
         self.assertGreater(len(long_word), docs_qa.SLIP_MAX_LETTERS)
         self.assertEqual(self.coverage(question), self.coverage(question.replace(long_word[:-1] + "x", "Qxyvz")))
 
+    def test_a_short_stem_is_a_slip_only_by_two_letters_swapped(self):
+        # 'strefę' has the stem 'strf' (its e dropped as a fleeting one), one letter from 'strn'
+        # ('stronie'): read as that, "Jak zmienić strefę czasową w systemie?" passed over Polish
+        # manual pages as held by a fragment about pages, shown confident
+        write_files(self.docs, {"strony.md": "# Strony\n\nNa tej stronie zmienisz czas w systemie.\n"})
+        question = "Jak zmienić strefę czasową w systemie?"
+        self.assertEqual(self.coverage(question), self.coverage(question.replace("strefę", "qxyzwę")))
+        self.assertLess(len("strf"), docs_qa.SLIP_SUBSTITUTION_MIN_TERM)
+
     def test_a_joined_code_is_not_read_as_a_slip_of_one_of_its_parts(self):
         # 'Node.js': its part 'node' is one edit from 'note' on the page holding the question's
         # other words, but a code joined by a dot is written as it is meant (read as 'note', it
