@@ -2080,6 +2080,8 @@ class ParsedText(NamedTuple):
     title: str | None
     url: str | None
     heads: list[str | None]
+    lead: str = ""                 # the front matter's title and description, one per line: what a
+                                   # rendered page shows above its first chunk, whose lines hold neither
 
 
 def chunk_text(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> list[Chunk]:
@@ -2106,7 +2108,16 @@ def chunk_parse(path: str, text: str, max_chars: int = DEFAULT_CHUNK_CHARS) -> P
     texts = [heading for _, _, heading in headers]
     heads = ["\n".join(texts[bisect.bisect_left(tops, p.start):bisect.bisect_left(tops, p.end)])
              if p.start in known else None for p in pieces]
-    return ParsedText([_chunk_of(path, lines, p) for p in pieces], title, url, heads)
+    return ParsedText([_chunk_of(path, lines, p) for p in pieces], title, url, heads, _front_matter_lead(lines, first))
+
+
+def _front_matter_lead(lines: list[str], first: int) -> str:
+    """Return the title and description of a document's front matter (first: the index of
+    the line after it), one per line; "" without front matter."""
+    if not first:
+        return ""
+    fields = front_matter_fields(lines[:first])
+    return "\n".join(fields[key] for key in ("title", "description") if fields.get(key))
 
 
 def _chunk_of(path: str, lines: list[str], piece: _Piece) -> Chunk:
@@ -2227,7 +2238,8 @@ def bm25_pooled_forms(postings: dict[str, list[tuple[int, int, int]]], forms: It
 
 
 def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None,
-                     heading_units: int | None = None, title: str | None = None) -> tuple[dict[str, int], int]:
+                     heading_units: int | None = None, title: str | None = None,
+                     lead: str = "") -> tuple[dict[str, int], int]:
     """Return a chunk's postings counts and length in TF_UNITS per word, the words of a
     heading (a document's title, or a section's: it names what its text is about) counting
     heading_units (HEADING_TF_UNITS by default: a light BM25F, a heading word weighs 1.5).
@@ -2236,7 +2248,9 @@ def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None,
     lacks, since the title's words frame every section of the page alike ('JPK_V7K —
     rozliczenie kwartalne' under 'JPK_V7M i JPK_V7K — terminy…' weighs 'rozliczenie
     kwartalne'). Level-1 headings only, and every heading's words in full, were measured
-    too: reports/answers-real-docs.md."""
+    too: reports/answers-real-docs.md. lead: text the page shows above this chunk but its
+    lines do not hold (ParsedText.lead, for a document's first chunk), counted as heading
+    words: a front matter's title is the rendered page's heading."""
     heading_units = HEADING_TF_UNITS if heading_units is None else heading_units
     words = Counter(text_folded_words(text))
     language = tokenizer.words_language(words)
@@ -2252,6 +2266,8 @@ def bm25_term_counts(text: str, tokenizer: Tokenizer, heads: str | None = None,
             for term in tokenizer.tokens(heading, language):
                 if own or term not in framing:
                     counts[term] += heading_units - TF_UNITS
+    for term in tokenizer.tokens(lead, language) if lead else ():
+        counts[term] = counts.get(term, 0) + heading_units
     return counts, sum(counts.values())
 
 
@@ -2681,7 +2697,8 @@ CACHE_SCHEMA_VERSION = 5          # 2: postings as packed arrays per term; 3: ch
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 CACHE_PAGE_SIZE = 16384            # bytes per page of a new file: fewer overflow pages for a frequent
                                    # term's postings and fewer page splits per row (sqlite's default 4096)
-TOKENIZER_VERSION = "t11"         # t11: setext headings ('Title' over '====' or '----') are headings;
+TOKENIZER_VERSION = "t12"         # t12: a front matter's title and description count as heading
+                                  # words of the document's first chunk; t11: setext headings ('Title' over '====' or '----') are headings;
                                   # t10: a section heading's words of the title weigh as body words;
                                   # t9: every heading's words weigh 1.5, not only a title's; t8: what
                                   # "n't" leaves (don, isn) is a stop word; t7: Polish and
@@ -3616,8 +3633,9 @@ def _parse_batch(entries: list[FileEntry], known_shas: list[str | None], max_byt
             continue
         doc = chunk_parse(entry.rel_path, text, chunk_chars)
         files.append((None, sha, doc.title, doc.url, len(doc.chunks)))
-        for chunk, heads in zip(doc.chunks, doc.heads):
-            counts, n_terms = bm25_term_counts(chunk.text, tokenizer, heads, title=doc.title)
+        for k, (chunk, heads) in enumerate(zip(doc.chunks, doc.heads)):
+            counts, n_terms = bm25_term_counts(chunk.text, tokenizer, heads, title=doc.title,
+                                               lead="" if k else doc.lead)
             index = len(rows)
             sections = sections_json.get(chunk.sections)
             if sections is None:

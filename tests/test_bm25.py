@@ -75,6 +75,20 @@ class TermCountsTest(unittest.TestCase):
         parsed = docs_qa.chunk_parse("z.md", "# Animals\n\nIntro.\n\n## Zebra\n\nzebra grass\n", max_chars=20)
         self.assertEqual(parsed.heads, ["Animals\nZebra"])      # what the indexer weighs
 
+    def test_a_front_matters_title_and_description_weigh_as_a_heading_of_the_first_chunk(self):
+        # the rendered page shows 'title:' as its heading; the first chunk's lines start after
+        # the front matter, so neither 'whoami' nor 'username' was indexed anywhere
+        text = ("---\ntitle: npm-whoami\ndescription: Display npm username\n---\n\n"
+                "### Synopsis\n\nnpm whoami\n\n### Description\n\nPrints the logged-in user.\n")
+        parsed = docs_qa.chunk_parse("w.md", text)
+        self.assertEqual(parsed.lead, "npm-whoami\nDisplay npm username")
+        self.assertNotIn("username", parsed.chunks[0].text)      # the lines stay the file's lines
+        tokenizer, heading = docs_qa.Tokenizer(), docs_qa.HEADING_TF_UNITS
+        counts, _ = docs_qa.bm25_term_counts(parsed.chunks[0].text, tokenizer, parsed.heads[0], lead=parsed.lead)
+        username, = tokenizer.tokens("username")
+        self.assertEqual(counts[username], heading)
+        self.assertEqual(docs_qa.chunk_parse("n.md", "# Title\n\ntext\n").lead, "")
+
     def test_a_section_heading_weighs_only_the_words_its_pages_title_lacks(self):
         # the title's words frame every section of the page alike: in 'VAT returns — quarterly'
         # under the title 'VAT returns', only 'quarterly' names what the section is about

@@ -461,6 +461,21 @@ class SlipNameTest(TempDirTest):
         self.assertEqual(self.coverage(question), self.coverage(question.replace("Mesell", "Qxyzvw")))
 
 
+class FrontMatterTest(TempDirTest):
+    """A page's front matter title and description are what the rendered page shows as its
+    heading: a question in their words finds the page, and cites its lines, not the front
+    matter's."""
+
+    def test_a_question_in_the_words_of_a_pages_description_finds_it(self):
+        write_files(self.docs, {
+            "whoami.md": "---\ntitle: npm-whoami\ndescription: Display npm username\n---\n\n"
+                         "### Synopsis\n\n```bash\nnpm whoami\n```\n",
+            "config.md": "# Config\n\nThe npm config sets the registry and the cache folder.\n",
+            "logging.md": "# Logging\n\nnpm writes a debug log; the log level is set in the config.\n"})
+        hits = docs_qa.search("How do I display my npm username?", self.settings(use_embeddings=False)).hits
+        self.assertEqual((hits[0].chunk.path, hits[0].chunk.start_line), ("whoami.md", 6))
+
+
 class AcronymTest(TempDirTest):
     """An acronym the folder never writes (UJ) is read as the capitalised words that spell it
     out in the fragments holding the question's other words (Uniwersytet Jagielloński): the
