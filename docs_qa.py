@@ -5877,6 +5877,8 @@ _CITE_RANGE = _lazy_re(r"(?::[ \t]*L?|#L)(?P<start>\d{1,9})(?:[ \t]*[-\u2013\u20
 _CITE_PREFIX = _lazy_re(r"S\d{1,4}(?:[ \t]*[:=][ \t]*|[ \t]+)")     # "S1: a.md:3", "S2=a.md:3"
 _CITE_LOOSE_PATH = _lazy_re(r"[^\s\[\]()\"`,;]+")   # an unquoted path that was not returned
 _CITE_PLAIN_NAME = _lazy_re(r"[\w./+@~-]+")          # printed without quotes
+_CITE_LINE_END = _lazy_re(r":\d+$")   # an unknown path ending in a line: 'x.js:3:14' is a line and a
+                                      # column (a stack frame's '(node:internal/x:938:12)'), not a citation
 _CITE_QUOTES = "\"`"
 _CITE_OPEN = {"[": "]", "(": ")"}
 
@@ -6029,7 +6031,8 @@ def _cite_item_options(scan: _CiteScan, pos: int, group_end: int) -> list[tuple[
         if loose:
             for ref in scan.starts_in(begin + 1, min(loose.end(), begin + MAX_CITATION_PATH_CHARS)):
                 written = text[begin:ref]
-                if not scan.index.resolve(written) and re.search(r"[./\\]", written):
+                if not scan.index.resolve(written) and re.search(r"[./\\]", written) \
+                        and not _CITE_LINE_END.search(written):
                     out.append((written, 1, ref))
     return out
 

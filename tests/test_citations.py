@@ -33,6 +33,13 @@ class ParserTest(unittest.TestCase):
                       for c in docs_qa.citation_parse("see dir/b.md#L2-L3.", ["dir/b.md"])]
         self.assertEqual(with_known, [("dir/b.md", 2, 3)])
 
+    def test_a_stack_frames_line_and_column_are_no_citation(self):
+        # a quoted stack trace's '(file:line:column)': the text between is never cut out as a
+        # refused citation; a path with only a line in brackets is still read and refused
+        self.assertEqual(parsed("at Module._load (node:internal/modules/cjs/loader:938:12)"), [])
+        self.assertEqual(parsed("at Object.<anonymous> (/home/index.js:3:14)"), [])
+        self.assertEqual(parsed("x (lib/loader.js:938)"), [("lib/loader.js", 938, 938)])
+
     def test_plain_brackets_are_not_citations(self):
         self.assertEqual(parsed("see [this note] and (25%) or [1]"), [])
 
