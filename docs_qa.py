@@ -7754,12 +7754,15 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
     too, and a name the question writes, PythonAnywhere, earns it the full point: it names
     where the code runs, as a file name names what a listing holds), plus one for each kind of
     content the question asks for that it brings (a date, code, a definition; a duty and a
-    condition). Weighting words by their IDF instead was measured and lost keys on the
-    docsqa-dev questions of all three languages (reports/answers-real-docs.md)."""
+    condition). A unit under a release's heading (a changelog's '## v1.4.0') scores
+    RELEASE_NOTE_SHARE of that: a changelog names every topic in passing. Weighting words by
+    their IDF instead was measured and lost keys on the docsqa-dev questions of all three
+    languages (reports/answers-real-docs.md)."""
     terms = set().union(*words_terms)
     language = tokenizer.language(chunk.text)       # as the index stemmed the fragment
     heads = [(line, _with_joined(set(tokenizer.tokens(path, language)), path, terms))
              for line, path in _heading_paths(chunk, title)]
+    releases = _release_headings(chunk)
     mine = []
     for unit in _units(chunk):
         if unit.needs_match and not terms & _with_joined(set(tokenizer.tokens(unit.needs_match, language)),
@@ -7792,6 +7795,8 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
             overlap += _duty_points(unit.text)
         if overlap and wants.reason and _REASON_WORDS.intersection(text_folded_words(unit.matched_text)):
             overlap += 1
+        if next((release for line, release in reversed(releases) if line < unit.span[0]), False):
+            overlap *= RELEASE_NOTE_SHARE        # a changelog's item: history, not the explanation
         mine.append((overlap, replace(unit, ranges=_split_ranges(unit.ranges, pieces))))
     if wants.fix:
         blank = {chunk.start_line + k for k, line in enumerate(chunk.text.split("\n"))   # or markup
@@ -7805,6 +7810,21 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
     return [(-overlap, _unit_rank(unit, pieces), unit.prefer, unit.span, chunk.path, unit)
             for overlap, unit in mine
             if not ((unit.prefer or unit.widened) and _contains_equal(unit, overlap, by_overlap))]
+
+
+RELEASE_NOTE_SHARE = 0.5           # a unit under a release's heading scores this share (a changelog names
+                                   # every topic in passing; the page that explains one should come first)
+_RELEASE_HEADING = _lazy_re(r"^\W*(?:release|version|wersja|verzia|verze)?\s*\[?v?\d+(?:\.\d+)+\b", re.I)
+
+
+def _release_headings(chunk: Chunk) -> list[tuple[int, bool]]:
+    """Return (line, whether the nearest heading over the text after it names a release, as a
+    changelog's '## v1.4.0' or '## Release 2.6.30' does) for the chunk's start and each
+    heading inside it."""
+    out = [(chunk.start_line - 1, bool(chunk.sections) and _RELEASE_HEADING.match(chunk.sections[-1]) is not None)]
+    for index, _, heading in _headers(chunk.text.split("\n"), 0):
+        out.append((chunk.start_line + index, _RELEASE_HEADING.match(heading) is not None))
+    return out
 
 
 def _fixes_follow(mine: list[tuple[float, _Unit]], blank: set[int]) -> list[tuple[float, _Unit]]:

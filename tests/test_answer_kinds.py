@@ -157,6 +157,25 @@ class CaptionFrameTest(ExtractiveTest):
         self.assertTrue(result.answer.startswith("- Use the helper tool there: [d.md:13-19]"), result.answer)
 
 
+class ReleaseNotesTest(ExtractiveTest):
+    def test_a_changelogs_item_gives_way_to_the_page_that_explains(self):
+        # the changelog's item holds all four question words (4 points), the guide's sentence
+        # three and its heading the fourth (3.5): as history, the item scores half, and the
+        # guide comes first
+        files = {"CHANGELOG.md": "# Changelog\n\n## v1.4.0\n\n* Clean old builds out of the cache "
+                                 "folder faster (#351)\n* Faster installs\n",
+                 "guide.md": "# Guide\n\n## Cache\n\nRemove old builds from it with the clean command.\n"}
+        result = self.ask(files, "What cleans old builds from the cache?")
+        self.assertTrue(result.answer.startswith("- Remove old builds from it with the clean command. [guide.md:5-5]"),
+                        result.answer)
+
+    def test_release_headings(self):
+        for heading in ("v1.4.0", "Release v2.6.30", "0.61.1", "[1.2.3] - 2019-02-15", "Wersja 2.1"):
+            self.assertIsNotNone(docs_qa._RELEASE_HEADING.match(heading), heading)
+        for heading in ("Version History", "Python 3.10+", "Step 2", "Django 4.2 setup"):
+            self.assertIsNone(docs_qa._RELEASE_HEADING.match(heading), heading)
+
+
 class OverlapJoinTest(ExtractiveTest):
     def test_two_quotes_sharing_a_sentence_are_one_bullet(self):
         # 'This is why…' is quoted with the sentence it points back to, and again with the next
