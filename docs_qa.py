@@ -7814,7 +7814,9 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
 
 RELEASE_NOTE_SHARE = 0.5           # a unit under a release's heading scores this share (a changelog names
                                    # every topic in passing; the page that explains one should come first)
-_RELEASE_HEADING = _lazy_re(r"^\W*(?:release|version|wersja|verzia|verze)?\s*\[?v?\d+(?:\.\d+)+\b", re.I)
+_RELEASE_HEADING = _lazy_re(r"^\W*(?:release|version|wersja|verzia|verze)?\s*\[?v?\d+(?:\.\d+)+\]?"
+                            r"(?:\s*[-\u2013\u2014:(]\s*\d{4}\b.*)?\s*$", re.I)   # then at most a date:
+                                   # a numbered section ('2.1 Zakres stosowania') names no release
 
 
 def _release_headings(chunk: Chunk) -> list[tuple[int, bool]]:

@@ -170,9 +170,11 @@ class ReleaseNotesTest(ExtractiveTest):
                         result.answer)
 
     def test_release_headings(self):
-        for heading in ("v1.4.0", "Release v2.6.30", "0.61.1", "[1.2.3] - 2019-02-15", "Wersja 2.1"):
+        for heading in ("v1.4.0", "Release v2.6.30", "0.61.1", "[1.2.3] - 2019-02-15", "Wersja 2.1",
+                        "v2.0.1 (2024-05-01)"):
             self.assertIsNotNone(docs_qa._RELEASE_HEADING.match(heading), heading)
-        for heading in ("Version History", "Python 3.10+", "Step 2", "Django 4.2 setup"):
+        for heading in ("Version History", "Python 3.10+", "Step 2", "Django 4.2 setup", "1.2 Installation",
+                        "2.1 Zakres stosowania", "2024-03-15"):
             self.assertIsNone(docs_qa._RELEASE_HEADING.match(heading), heading)
 
 
