@@ -514,6 +514,7 @@ swoj swoja swoje swojego swojej swoim swoich swoimi nasz nasza nasze naszego nas
 czego czemu zeby ogole
 wedlug podczas bez miedzy dzieki wobec oprocz tych tymi temu ta ktorych ktorym ktorego ktorzy ktorej ktorymi
 ciebie tobie sobie siebie jakim jakiego jakiej jakich jakimi taki takie takim takiego takiej takich takimi taka
+jakiemu ktoremu takiemu
 kto kogo komu kim ile ilu byl byla bylo byli byly bedzie beda zostal zostala zostalo zostali zostaly zostanie
 zostana takze rowniez jednak tylko bardzo jeszcze wiec lub czyli jako przed
 """.split())
@@ -525,6 +526,7 @@ som ste naco jeho vobec
 cez podla tych tymi tomu tento tato toto tieto teda tiez vsak iba bez medzi okrem pocas
 vdaka kvoli proti potom ktorych ktorym ktoru ktorom ktoreho ktori ktorej ktorou ktorymi zo mne teba tebe
 akeho akom akej akych akymi akou taky taka takeho takom takej takych
+aku akemu akym aki taku take takemu takym taki ktoremu tuto tohto tomto tejto tymto
 boli bude budu velmi pred koho komu kym kolko
 moj moja moje mojho mojej mojom mojim mojou moji tvoj tvoja tvoje tvojho tvojej tvojom tvojim
 svoj svoja svoje svojho svojej svojom svojim svojou svoji nas nasa nase nasho nasej nasom nasim

@@ -463,6 +463,15 @@ class CorpusRegressionTest(TempDirTest):
                       envelope["answer"])
         self.assertNotIn("| do 60 000 zł | 498,35 zł |", envelope["answer"])
 
+    def test_a_question_opening_with_aku_is_not_refused_for_it(self):
+        """'Akú známku dostal Dominik Švec?': 'akú', a form of the question word 'aký' the
+        stop words lacked, weighed as a word no page holds, and with 'známku' it took the
+        question under the gate; the thesis page names its author."""
+        envelope = self.ask_corpus("Akú známku dostal Dominik Švec?", "--no-embed")
+        self.assertEqual(envelope["status"], "ok", envelope)
+        self.assertIn("[wiki/prace/2021-svec.md:", envelope["answer"])
+        self.assertNotIn("aku", docs_qa.text_query_counts("Akú známku dostal Dominik Švec?"))
+
     def test_the_thesis_grade_question_cites_the_grade(self):
         """'Aké hodnotenie dostala práca Jána Holpa?' (issue 33): the grade, 'hodnotením B', is
         in the thesis page's section 'Obhajoba', which names neither Holp nor the thesis; the
