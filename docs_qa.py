@@ -7460,7 +7460,7 @@ _AMOUNT_QUESTION = _lazy_re(r"\b(?:ile|kolko|how much|how many)\b|^\W*(?:jaka|ja
                             r"(?:jest\s+|je\s+|is\s+(?:the\s+)?)?(?:wysokosc|kwota|stawka|oplata|cena|koszt"
                             r"|vyska|suma|sadzba|poplatok|rate|fee|price|cost|amount)\b"
                             r"|\b(?:wysokosc|kwot\w*|stawk\w*|oplat\w*|vysk\w*|sadzb\w*|poplat\w*"
-                            r"|fees?|prices?|costs?|rates?)\b")
+                            r"|fees?|prices?|costs?|rates?|limit\w*|prog|progu|progi|thresholds?)\b")
 # the verbs of a "how much is / does it cost" frame: the question's form, not its topic
 _AMOUNT_FRAME_WORDS = frozenset("wynosi wynosza wynosic wynosil wynosila kosztuje kosztuja kosztowac kosztowal "
                                 "kosztowala stoji stoja".split())

@@ -346,6 +346,15 @@ class HowMuchTest(ExtractiveTest):
             first = self.ask(files, question).answer.split("\n")[0]
             self.assertIn("40 zł", first, question)
 
+    def test_a_limit_or_threshold_asks_for_the_amount(self):
+        # both sentences hold 'ryczałt' and 'przychody'; only the second says how much
+        files = {"ryczalt.md": "# Ryczałt\n\nRyczałt od przychodów to uproszczona forma opodatkowania.\n\n"
+                               "Ryczałt mogą wybrać osoby, których przychody w poprzednim roku nie "
+                               "przekroczyły 2 000 000 euro.\n"}
+        for question in ("Jaki jest limit przychodów dla ryczałtu?", "Jaki jest próg przychodów dla ryczałtu?"):
+            first = self.ask(files, question).answer.split("\n")[0]
+            self.assertIn("2 000 000 euro", first, question)
+
     def test_the_verb_of_the_frame_is_not_a_word_of_the_topic(self):
         # 'wynosi' of 'Ile wynosi…' asks how much; a sentence saying 'wynosi' without an amount
         # held one word more than the one giving the rate, and came first
