@@ -568,7 +568,7 @@ interested interest pleased grateful glad receive wish like want wanted looking 
 give tell describe described describing discuss discussed discussing deal deals dealing
 concerning regarding especially particularly exist exists something anything etc
 anyone anybody someone somebody else whose whether bother dlugo dlho dluho ok okay
-interesuje interesuja chcialbym chcialabym chcielibysmy szukam szukamy prosze
+interesuje interesuja chcialbym chcialabym chcielibysmy szukam szukamy prosze polsku angielsku
 zaujima zaujimaju zaujimalo hladam hladame chcel chcela chcem prosim
 zrobic robic zrobie zrobimy zrobit urobit robit urobim urobime spravit spravim spravime sprawic
 """.split())

@@ -18,6 +18,11 @@ class QueryTermFrequencyTest(unittest.TestCase):
                          {"associ": 1, "store": 1})
         self.assertEqual(docs_qa.text_query_counts("interesuje mnie faktura"), {"faktur": 1})
 
+    def test_an_instruction_to_answer_in_a_language_names_no_topic(self):
+        # 'Odpowiedz po polsku.' is for a model; 'polsku' met every 'polski' of Polish tax notes
+        self.assertNotIn("polsk", docs_qa.text_query_counts("Co to jest KSeF? Odpowiedz po polsku."))
+        self.assertNotIn("angielsk", docs_qa.text_query_counts("Co to jest KSeF? Odpowiedz po angielsku."))
+
     def test_ok_names_no_topic(self):
         # 'are my build tools OK?': in capitals, OK weighed as a code word three times a rare
         # word, and a folder that never writes it refused the question for it
