@@ -2697,9 +2697,11 @@ CACHE_SCHEMA_VERSION = 5          # 2: postings as packed arrays per term; 3: ch
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 CACHE_PAGE_SIZE = 16384            # bytes per page of a new file: fewer overflow pages for a frequent
                                    # term's postings and fewer page splits per row (sqlite's default 4096)
-TOKENIZER_VERSION = "t13"         # t13: Slovak and Polish question words' missing forms (akú, ktorému,
-                                  # jakiemu, túto...) are stop words; t12: a front matter's title and description count as heading
-                                  # words of the document's first chunk; t11: setext headings ('Title' over '====' or '----') are headings;
+TOKENIZER_VERSION = "t13"         # t13: Slovak and Polish question words' missing forms (akú,
+                                  # ktorému, jakiemu, túto...) are stop words; t12: a front matter's
+                                  # title and description count as heading words of the document's
+                                  # first chunk; t11: setext headings ('Title' over '====' or '----')
+                                  # are headings;
                                   # t10: a section heading's words of the title weigh as body words;
                                   # t9: every heading's words weigh 1.5, not only a title's; t8: what
                                   # "n't" leaves (don, isn) is a stop word; t7: Polish and
@@ -5572,7 +5574,8 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     if not total:
         return _Shares(0.0, 0.0, named, ())
     acronyms = [word for word in absent if _is_acronym(word, case_tells)]
-    best, best_chunks = _best_chunk_weight(held, bool(acronyms) or any(len(word) >= SLIP_MIN_LETTERS for word in absent))
+    best, best_chunks = _best_chunk_weight(held, bool(acronyms) or any(len(word) >= SLIP_MIN_LETTERS
+                                                                      for word in absent))
     slips = _acronyms_held(conn, acronyms, held, slots, best_chunks)
     slips += _slips_held(conn, question, [word for word in absent if word not in dict(slips)], held, slots, best_chunks)
     for word, _ in slips:
