@@ -4121,11 +4121,6 @@ def _cache_chunk_texts(conn: sqlite3.Connection, ids: list[int]
         conn, "SELECT id, sections, text FROM chunks WHERE id IN ({ids})", ids)]
 
 
-def _cache_chunk_ids_texts(conn: sqlite3.Connection, ids: list[int]) -> list[tuple[int, str]]:
-    """Return (chunk id, text) of each of the given chunk ids."""
-    return _rows_by_ids(conn, "SELECT id, text FROM chunks WHERE id IN ({ids})", ids)
-
-
 def _cache_chunk_paths_texts(conn: sqlite3.Connection, ids: list[int]) -> list[tuple[str, str]]:
     """Return (document path, text) of each of the given chunk ids."""
     return _rows_by_ids(conn, "SELECT path, text FROM chunks WHERE id IN ({ids})", ids)
@@ -5642,7 +5637,7 @@ def _acronyms_held(conn: sqlite3.Connection, acronyms: list[str], held: list[tup
     read = []
     if not acronyms or not best_chunks:
         return read
-    texts = _cache_chunk_ids_texts(conn, sorted(best_chunks)[:ACRONYM_READ_CHUNKS])
+    texts = [(cid, text) for cid, (_, text) in _cache_chunk_texts(conn, sorted(best_chunks)[:ACRONYM_READ_CHUNKS])]
     for word in acronyms:
         spelt = re.compile(r"(?<!\w)" + r"\s+".join(
             re.escape(letter) + r"[^\W\d_]*[^\W\d_A-Z]" for letter in word) + r"(?!\w)")
@@ -7197,12 +7192,12 @@ def _units(chunk: Chunk) -> list[_Unit]:
             blocks.append(block)
     units: list[_Unit] = []
     for n, block in enumerate(blocks):
-        nxt, caption = _introduced(blocks, n, hidden), ()
+        nxt, caption = _introduced(blocks, n, hidden), ""
         if nxt is not None and nxt.kind == "caption":
             after = _introduced(blocks, n + 1, hidden)
-            nxt, caption = (after, ("  " + _markup_view(nxt.lines[0]),)) if after and (
+            nxt, caption = (after, _markup_view(nxt.lines[0])) if after and (
                 after.kind in _CODE_KINDS or after.kind == "include") \
-                else (None, ())
+                else (None, "")
         if block.kind == "paragraph":
             heading = blocks[n - 1] if n and blocks[n - 1].kind == "heading" else None
             if heading is not None and _introduced(blocks, n - 1, hidden) is not block:
@@ -7252,13 +7247,15 @@ def _without_lines(ranges: tuple[tuple[int, int], ...], hidden: set[int]) -> tup
 def _intro_unit(first: int, head: str, block: _Block, extra: tuple[str, ...] = (),
                 needs_match: str = "", caption: str = "") -> _Unit:
     """Return the unit of a head (from line first) with the block it introduces (extra: lines
-    shown before it; caption: the head, or extra's line, that is a caption over it)."""
+    shown before it; caption: the caption over the block, shown on a line of its own under
+    the head, unless it is the head)."""
     body, last = _body(block)
     prefer = 0 if block.kind in _CODE_KINDS else 1
-    return _Unit(((first, last),), head, extra + body, prefer, needs_match, caption=caption)
+    shown = ("  " + caption,) if caption and caption != head else ()
+    return _Unit(((first, last),), head, shown + extra + body, prefer, needs_match, caption=caption)
 
 
-def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...] = (),
+def _paragraph_units(block: _Block, nxt: _Block | None, caption: str = "",
                      heading: _Block | None = None) -> list[_Unit]:
     """Return a paragraph's sentences (a term with its ': definition' lines is one unit);
     its last sentence with the block it introduces when it ends with ':' or is followed
@@ -7275,10 +7272,9 @@ def _paragraph_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...]
         a, b, text = sentences[-1]
         trailing = _TRAILING_CAPTION.match(text)
         if trailing and nxt.kind in _CODE_KINDS and not caption:
-            units[-1] = _intro_unit(a, trailing.group(1), nxt, ("  " + trailing.group(2).strip(),),
-                                    caption=trailing.group(2).strip())
+            units[-1] = _intro_unit(a, trailing.group(1), nxt, caption=trailing.group(2).strip())
         elif _markup_view(text).endswith(":") or nxt.kind in ("fence", "command", "highlight") and not caption:
-            units[-1] = _intro_unit(a, text, nxt, caption, caption="".join(caption).strip())
+            units[-1] = _intro_unit(a, text, nxt, caption=caption)
     widened = []
     if len(units) > 1 and units[-1].body and not units[-1].prefer and not units[-2].body:
         # 'Change it like this:' again with the sentence before it, which says what 'it' is
@@ -7319,7 +7315,7 @@ def _joined(one: _Unit, two: _Unit) -> _Unit:
                  caption=two.caption)
 
 
-def _list_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...] = ()) -> list[_Unit]:
+def _list_units(block: _Block, nxt: _Block | None, caption: str = "") -> list[_Unit]:
     """Return a list's items, each with its nested lines; an item that ends with ':' and
     has none, with the block it introduces."""
     units = []
@@ -7334,7 +7330,7 @@ def _list_units(block: _Block, nxt: _Block | None, caption: tuple[str, ...] = ()
             body += (f"… ({len(lines) - MAX_QUOTED_LINES} more lines not shown)",)
         last = first + min(len(lines), MAX_QUOTED_LINES) - 1
         if k == len(items) - 1 and wrapped == len(lines) and _markup_view(head).endswith(":") and nxt is not None:
-            units.append(_intro_unit(first, head, nxt, caption, caption="".join(caption).strip()))
+            units.append(_intro_unit(first, head, nxt, caption=caption))
         else:
             units.append(_Unit(((first, last),), head, body, 1))
     return units
@@ -8084,20 +8080,19 @@ def _confidence_over(question: Question, result: SearchResult, text: str, mode: 
                      settings: Settings) -> Confidence | None:
     """Return the confidence of the answer text to question over result, None when it quotes nothing
     (the refusal) or the gate's coverage was not measured."""
-    paths = [h.chunk.path for h in result.hits]
-    quoted = _first_quoted_unit(text, mode, paths)
+    cites = citation_parse(text, [h.chunk.path for h in result.hits])
+    quoted = _first_quoted_unit(text, mode, cites)
     if quoted is None or result.coverage is None:
         return None
     unit, path = quoted
     return _answer_confidence(question, result.coverage, unit, settings.min_confidence,
                               bool(result.hits) and path == result.hits[0].chunk.path, _ranking_lead(result.hits),
-                              _same_page_share(text, paths, path))
+                              _same_page_share(cites, path))
 
 
-def _same_page_share(text: str, paths: list[str], path: str) -> float:
-    """Return the share of the answer's citations that name the document its first quoted unit
+def _same_page_share(cites: list[Citation], path: str) -> float:
+    """Return the share of an answer's citations that name the document its first quoted unit
     cites (path): 1 when every quote comes from one page."""
-    cites = citation_parse(text, paths)
     return sum(1 for cite in cites if cite.path == path) / len(cites) if cites else 0.0
 
 
@@ -8152,14 +8147,14 @@ def _distinct_words(word_terms: Iterable[Iterable[str]]) -> list[set[str]]:
     return words
 
 
-def _first_quoted_unit(text: str, mode: str, paths: list[str]) -> tuple[str, str] | None:
+def _first_quoted_unit(text: str, mode: str, cites: list[Citation]) -> tuple[str, str] | None:
     """Return the answer's first quoted unit without its citations, parsed from the answer
-    text, and the path its first citation names; None when it cites nothing (the refusal).
+    text and its citations (citation_parse), and the path its first citation names; None when
+    it cites nothing (the refusal).
     Extractive: the first bullet with the lines it shows, up to the next line holding a
     citation; a model's reply: its first sentence (or fenced block) that kept a valid
     citation, a label such as "Sources:" aside (no such sentence: an empty unit, the
     answer's first citation)."""
-    cites = citation_parse(text, paths)
     if not cites:
         return None
     if mode == "extractive":

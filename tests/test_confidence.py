@@ -73,8 +73,8 @@ class ConfidenceSignalTest(unittest.TestCase):
 
     def test_the_same_page_part_is_the_share_of_citations_naming_the_first_quotes_file(self):
         text = "- A [a.md:1-1]\n- B [b.md:2-2]\n- C [a.md:4-4] [a.md:6-6]"
-        self.assertEqual(docs_qa._same_page_share(text, ["a.md", "b.md"], "a.md"), 0.75)
-        self.assertEqual(docs_qa._same_page_share("no citation", ["a.md"], "a.md"), 0.0)
+        self.assertEqual(docs_qa._same_page_share(docs_qa.citation_parse(text, ["a.md", "b.md"]), "a.md"), 0.75)
+        self.assertEqual(docs_qa._same_page_share(docs_qa.citation_parse("no citation", ["a.md"]), "a.md"), 0.0)
 
     def test_the_lead_is_the_first_scores_margin_over_the_second_as_a_share_of_a_clear_one(self):
         def hits(*scores):
@@ -93,7 +93,7 @@ class ConfidenceSignalTest(unittest.TestCase):
     def test_an_extractive_answers_first_unit_is_its_first_bullet_with_the_lines_it_shows(self):
         text = ("- To install it, run: [a.md:3-6]\n```\npip install orchard\n```\n"
                 "- Grusza daje owoce. [b.md:1-1]")
-        unit, path = docs_qa._first_quoted_unit(text, "extractive", ["a.md", "b.md"])
+        unit, path = docs_qa._first_quoted_unit(text, "extractive", docs_qa.citation_parse(text, ["a.md", "b.md"]))
         self.assertEqual(path, "a.md")
         self.assertIn("To install it, run:", unit)
         self.assertIn("pip install orchard", unit)
@@ -103,15 +103,16 @@ class ConfidenceSignalTest(unittest.TestCase):
     def test_a_model_replys_first_unit_is_its_first_cited_sentence_labels_aside(self):
         text = ("Answer:\nPayroll runs on Friday. It follows the invoices. [p.md:1-1]\n"
                 "Invoices are filed monthly. [i.md:3-3]")
-        self.assertEqual(docs_qa._first_quoted_unit(text, "assistant", ["p.md", "i.md"]),
+        self.assertEqual(docs_qa._first_quoted_unit(text, "assistant", docs_qa.citation_parse(text, ["p.md", "i.md"])),
                          ("Payroll runs on Friday.", "p.md"))
         block = "Sources:\n```\nls -l\n```\n[a.md:4-6]"
-        unit, _ = docs_qa._first_quoted_unit(block, "assistant", ["a.md"])
+        unit, _ = docs_qa._first_quoted_unit(block, "assistant", docs_qa.citation_parse(block, ["a.md"]))
         self.assertIn("ls -l", unit)
         self.assertNotIn("a.md", unit)
 
     def test_a_refusal_quotes_nothing_so_it_has_no_unit(self):
-        self.assertIsNone(docs_qa._first_quoted_unit(docs_qa.REFUSALS["en"], "assistant", ["a.md"]))
+        self.assertIsNone(docs_qa._first_quoted_unit(docs_qa.REFUSALS["en"], "assistant",
+                                                     docs_qa.citation_parse(docs_qa.REFUSALS["en"], ["a.md"])))
 
 
 class ConfidenceAnswerTest(TempDirTest):
