@@ -481,6 +481,9 @@ _FORMAT_RANGES = _FORMAT_RANGES_BMP + (
     "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
     "\U000e0020-\U000e007f")
 TEXT_FORMAT_CHARS = lazy_re(f"[{_FORMAT_RANGES}]")
+# a terminal's colour or title sequence pasted with a question ('\x1b[31m', '\x1b]0;title\x07'):
+# a view of the text, no words of it (its ESC alone removed would leave '[31m' to weigh as a code)
+TEXT_TERMINAL_ESCAPES = lazy_re(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
 # removed after NFD in one pass: combining marks (diacritics) and format characters; a text
 # with no character beyond U+FFFF (most) takes the class without the others, which sre tests
 # per character in one table lookup instead of a chain of ranges (about 5x faster)
@@ -1448,7 +1451,8 @@ def question_make(text: Any, limit: int | None = None, field_name: str = "questi
     if not isinstance(text, str):
         raise InvalidQueryError("the question must be text", (field_name,))
     cleaned = "".join(ch if ch.isprintable() or ch in "\t\n" else " "    # a format character (J\u200bPK)
-                      for ch in TEXT_FORMAT_CHARS.sub("", text)).strip()    # joins, never splits
+                      # joins, never splits; a terminal's escape sequence is a space
+                      for ch in TEXT_FORMAT_CHARS.sub("", TEXT_TERMINAL_ESCAPES.sub(" ", text))).strip()
     if not cleaned:
         raise InvalidQueryError("the question is empty", (field_name,))
     if len(text) > MAX_QUESTION_CHARS:

@@ -298,7 +298,9 @@ class QuestionTest(CliCase):
     def test_control_characters_and_nul_are_cleaned_in_the_library(self):
         result = docs_qa.search("\x00termin\x1b[31m JPK\x00", self.settings(use_embeddings=False))
         self.assertNotIn("\x00", result.query)
+        self.assertNotIn("31m", result.query)     # a terminal's colour sequence, whole, not its ESC alone
         self.assertEqual([h.chunk.path for h in result.hits], ["jpk.md"])
+        self.assertEqual(docs_qa.search("\x1b]0;JPK\x07termin", self.settings(use_embeddings=False)).query, "termin")
 
     def test_mixed_scripts_and_emoji_do_not_break_anything(self):
         env = self.ask("JPK 🎉 срок 期限 termin ✅", "--extractive")
