@@ -5498,9 +5498,14 @@ MOBILE_E_ENDINGS = ("ek", "ec")    # the gate also tries 'podatek' as 'podatk' (
 MIN_COMPOUND_PART = 3              # letters per half when the gate splits 'honeybees' into 'honey bees'
 MAX_COMPOUND_LETTERS = 40          # a longer word is split no more (the longest compounds in use have
                                    # about 35; each split is two lookups, so 4,000 letters cost seconds)
+COMPOUND_READ_CHUNKS = 200         # a compound's halves are looked for side by side in at most this many fragments
 ABSENT_NAME_MIN_SHARE = 0.5        # a name the folder never mentions refuses when this share of the
                                    # question's weight occurs nowhere (long questions naming a few
-                                   # unknown names among many known words still pass)
+                                   # unknown names among many known words still pass) ...
+ABSENT_NAME_ON_TOPIC_SHARE = 0.3   # ... or this share, when one fragment holds the rest of the question
+ABSENT_NAME_REST_HELD = 2 / 3      # ... to this share of its weight found in the folder: the question is
+                                   # on the folder's topic but asks about a thing it never names ('a
+                                   # Dockerfile for a Node.js service' over npm's manual)
 ABSENT_NAME_FUZZY_MIN = 5          # a name this long or longer may be a misspelling of a folder word ...
 ABSENT_NAME_FUZZY_LONG = 8         # ... one letter away, or two from this length on
 IDENTIFIER_READ_BATCH = 500        # chunk texts read at a time when the gate checks an identifier as written
@@ -5772,19 +5777,40 @@ def _mobile_e_chunks(conn: sqlite3.Connection, terms: list[str]) -> set[int]:
 
 
 def _compound_chunks(conn: sqlite3.Connection, word: str) -> set[int]:
-    """Return the chunks holding both halves of a closed compound the folder writes apart
-    ('honeybees' -> 'honey bees'), trying each split with halves of MIN_COMPOUND_PART letters;
-    none for a word over MAX_COMPOUND_LETTERS."""
+    """Return the chunks writing a closed compound apart, its halves side by side ('honeybees'
+    -> 'honey bees', 'honey-bees'), trying each split with halves of MIN_COMPOUND_PART letters;
+    none for a word over MAX_COMPOUND_LETTERS. Halves anywhere in a fragment are no compound:
+    'webpack' is not a page that says 'web' and 'pack' (the npm manual), nor 'refuses' one with
+    'ref' and 'uses'. Side by side is read in the first COMPOUND_READ_CHUNKS fragments holding both."""
     folded = text_fold(word)
     if len(folded) > MAX_COMPOUND_LETTERS:
         return set()
     for cut in range(MIN_COMPOUND_PART, len(folded) - MIN_COMPOUND_PART + 1):
-        left, right = text_query_terms(folded[:cut]), text_query_terms(folded[cut:])
-        if left and right:
-            both = _word_chunks(conn, left) & _word_chunks(conn, right)
-            if both:
-                return both
+        left, right = set(text_query_terms(folded[:cut])), set(text_query_terms(folded[cut:]))
+        both = _word_chunks(conn, left) & _word_chunks(conn, right) if left and right else set()
+        apart = {chunk for chunk, (_, text) in _cache_chunk_texts(conn, sorted(both)[:COMPOUND_READ_CHUNKS])
+                 if _side_by_side(text_tokens(text), left, right)}
+        if apart:
+            return apart
     return set()
+
+
+def _side_by_side(tokens: list[str], left: set[str], right: set[str]) -> bool:
+    """Return True when a term of left is followed by a term of right in tokens (stop words
+    and punctuation between them dropped, as the index drops them)."""
+    return any(first in left and second in right for first, second in zip(tokens, tokens[1:]))
+
+
+def _names_absent_weigh(coverage: float, folder_coverage: float) -> bool:
+    """Return True when the words the folder lacks weigh enough for a name among them to
+    refuse the question: ABSENT_NAME_MIN_SHARE of its weight, or ABSENT_NAME_ON_TOPIC_SHARE
+    when the best fragment holds ABSENT_NAME_REST_HELD of what the folder holds (the rest of
+    the question is the folder's topic; the thing it asks about is not). Over the five
+    collections the questions naming something unknown spread the rest over many fragments
+    (reports/answers-real-docs.md)."""
+    missing = 1 - folder_coverage
+    return missing >= ABSENT_NAME_MIN_SHARE or missing >= ABSENT_NAME_ON_TOPIC_SHARE \
+        and coverage >= ABSENT_NAME_REST_HELD * folder_coverage
 
 
 def _absent_names(conn: sqlite3.Connection, question: Question, absent: tuple[str, ...]) -> list[str]:
@@ -5818,7 +5844,7 @@ def _implausible_note(conn: sqlite3.Connection, question: Question, shares: _Sha
     answer), else None: the no-answer gate, shared by search() and search_rankings()."""
     coverage, folder_coverage, identifier, absent, _ = shares
     names = _absent_names(conn, question, absent) if settings.absent_name_gate \
-        and 1 - folder_coverage >= ABSENT_NAME_MIN_SHARE else []
+        and _names_absent_weigh(coverage, folder_coverage) else []
     if names:
         return Note("no_plausible_match", f"the documents never mention {', '.join(names)}, and "
                     f"{1 - folder_coverage:.0%} of the question's words (weighted by rarity) occur "

@@ -237,6 +237,16 @@ class GateTest(TempDirTest):
         self.assertLessEqual(result.hits[0].chunk.start_line, 3)
         self.assertGreaterEqual(result.hits[0].chunk.end_line, 3)
 
+    def test_a_compound_counts_only_where_its_halves_are_side_by_side(self):
+        # 'honeycomb' is no word of the folder; store.md writes 'honey' and 'comb' apart
+        write_files(self.docs, {"store.md": "# Store\n\nBees keep honey in cells of the wax comb.\n"})
+        apart = docs_qa.search_gate_signals("Where is the honeycomb?", self.settings())
+        self.assertEqual(apart.folder_coverage, 0.0)
+        self.assertEqual(docs_qa.search("Where is the honeycomb?", self.settings()).hits, [])
+        write_files(self.docs, {"store.md": "# Store\n\nBees keep honey in the honey comb of wax.\n"})
+        together = docs_qa.search_gate_signals("Where is the honeycomb?", self.settings())
+        self.assertEqual(together.folder_coverage, 1.0)
+
     def test_a_question_sharing_one_common_word_is_refused(self):
         # 'bees' is in every document (half the words, but nearly no weight); 'swim' is in none
         result = docs_qa.search("Can bees swim?", self.settings())
@@ -605,6 +615,24 @@ class AbsentNameGateTest(TempDirTest):
         self.assertEqual(result.hits, [])
         note = next(n for n in result.notes if n.code == "no_plausible_match")
         self.assertTrue(note.message.startswith("the documents never mention Docker, Kubernetes"), note.message)
+
+    def test_an_unknown_name_in_a_question_otherwise_on_one_page_is_refused_at_a_lower_share(self):
+        # 'reload' and 'app' are on deploy.md alone; Docker, nowhere, is a third of the weight:
+        # under ABSENT_NAME_MIN_SHARE, but the rest of the question is the folder's topic
+        question = "How do I reload the app in Docker?"
+        settings = self.settings(use_embeddings=False)
+        signals = docs_qa.search_gate_signals(question, settings)
+        self.assertLess(1 - signals.folder_coverage, docs_qa.ABSENT_NAME_MIN_SHARE)
+        self.assertGreaterEqual(1 - signals.folder_coverage, docs_qa.ABSENT_NAME_ON_TOPIC_SHARE)
+        self.assertEqual(signals.coverage, signals.folder_coverage)      # deploy.md holds the rest
+        result = docs_qa.search(question, settings)
+        self.assertEqual(result.hits, [])
+        self.assertIn("the documents never mention Docker", result.notes[-1].message)
+        # the same share, the rest spread over two pages: the question passes as before
+        spread = "How do I reload collectstatic in Docker?"
+        signals = docs_qa.search_gate_signals(spread, settings)
+        self.assertLess(signals.coverage, docs_qa.ABSENT_NAME_REST_HELD * signals.folder_coverage)
+        self.assertTrue(docs_qa.search(spread, replace(settings, min_coverage=0.0)).hits)
 
     def test_a_misspelt_name_of_the_folder_is_no_unknown_name(self):
         # PythonAnywhere, two letters left out: two edits, so no slip (SlipNameTest reads a name
