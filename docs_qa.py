@@ -5827,11 +5827,13 @@ def _absent_names(conn: sqlite3.Connection, question: Question, absent: tuple[st
 def _has_near_term(conn: sqlite3.Connection, term: str, letters: int) -> bool:
     """Return True when the folder holds a term one edit away from term, a form of a word
     of so many letters (two edits for long words, found by a scan of the terms with its first
-    letter; one, by the slips' lookups, cache_terms_one_edit; none for short ones)."""
+    letter; one, by the slips' lookups, cache_terms_one_edit; none for short ones). A folder
+    term under ABSENT_NAME_FUZZY_MIN letters is too short to be the name misspelt: 'Docker',
+    stemmed as Slovak 'dockr', is not 'dock'."""
     if letters < ABSENT_NAME_FUZZY_MIN:
         return False
     if letters < ABSENT_NAME_FUZZY_LONG:
-        return bool(cache_terms_one_edit(conn, term))
+        return any(len(other) >= ABSENT_NAME_FUZZY_MIN for other, _ in cache_terms_one_edit(conn, term))
     return any(text_edit_distance(term, other, 2) <= 2 for other in cache_terms_near(conn, term, 2))
 
 

@@ -657,6 +657,23 @@ class AbsentNameGateTest(TempDirTest):
         self.assertIn("never mention bloggers, swim, faster, underwater", note.message)
 
 
+class AbsentNameStemTest(TempDirTest):
+    """A name's stem one edit from a short folder word is no misspelling of that word."""
+
+    DOCS = {"nasadenie.md": "# Nasadenie\n\nBlog nasadíte na PythonAnywhere, keď stiahnete kód z GitHubu "
+                            "a znova načítate webovú aplikáciu.\n",
+            "pristav.md": "# Prístav\n\nLoď stojí pri móle, anglicky dock.\n",
+            **{f"poznamka{n}.md": f"# Poznámka {n}\n\nBlog ukazuje príspevok {n}.\n" for n in range(5)}}
+
+    def test_docker_stemmed_as_slovak_is_not_the_folders_dock(self):
+        write_files(self.docs, self.DOCS)
+        question = "Ako nasadím blog v Docker?"
+        self.assertIn("dockr", docs_qa.question_make(question).words[-1][1])   # one edit from 'dock'
+        result = docs_qa.search(question, self.settings(use_embeddings=False))
+        self.assertEqual(result.hits, [])
+        self.assertIn("the documents never mention Docker", result.notes[-1].message)
+
+
 class EditDistanceTest(unittest.TestCase):
     def test_swaps_count_one_and_the_limit_stops_early(self):
         self.assertEqual(docs_qa.text_edit_distance("wrod", "word", 2), 1)        # a swap of neighbours
