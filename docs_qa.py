@@ -7815,7 +7815,8 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
         if overlap and wants.person and any(not terms & set(tokenizer.tokens(name, language))
                                             for name in text_personal_names(unit.text, True)):
             overlap += 1                        # a name the question does not write
-        if overlap and wants.code and unit.has_code and not _is_tree(unit.body):   # a tree is no command
+        if overlap and wants.code and unit.has_code and not _is_tree(unit.body) \
+                and not _shows_output(unit):    # a tree or an output is no command
             overlap += 1
         if overlap and wants.definition and _is_definition(unit.head, terms, tokenizer, language):
             overlap += 1
@@ -7893,6 +7894,21 @@ def _reasons_follow(mine: list[tuple[float, _Unit]]) -> list[tuple[float, _Unit]
                 out[n] = (max(out[n][0], overlap), other)
                 break
     return out
+
+
+# a head that announces what the reader will see, not what to type ('you will see a nice HTTP error of:',
+# 'powinnaś zobaczyć', 'uvidíš'): the block under it is output (folded text)
+_SHOWS_OUTPUT = _lazy_re(r"\b(?:you(?:'ll| will| should| would| can| may)? (?:now )?see|you(?:'ll| will| should) get"
+                         r"|(?:will|should) (?:see|print|output|show|display)"
+                         r"|zobaczysz|powinn\w* (?:zobaczyc|pojawic)|ujrzysz|pojawi sie|wyswietli sie"
+                         r"|uvidis|mal\w* by si (?:vidiet|uvidiet)|zobrazi sa|objavi sa)\b")
+
+
+def _shows_output(unit: _Unit) -> bool:
+    """Return True when a unit's prose before its code announces what the reader will see
+    (_SHOWS_OUTPUT): an error or a result shown, not a command to type."""
+    prose = itertools.takewhile(lambda line: not _FENCE_LINE.match(line), unit.body)
+    return _SHOWS_OUTPUT.search(text_fold(" ".join((unit.head, *prose)))) is not None
 
 
 def _is_tree(body: tuple[str, ...]) -> bool:

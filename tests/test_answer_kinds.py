@@ -612,3 +612,22 @@ class FolderTreeTest(ExtractiveTest):
                 "└── widget_config.py\n```\n")
         answer = self.ask({"a.md": text}, "how do I create a new widget app").answer
         self.assertTrue(answer.startswith("- To create the app, run: [a.md:3-7]\n```\nwidget startapp blog\n```"), answer)
+
+
+class OutputShownTest(ExtractiveTest):
+    def test_an_output_the_reader_will_see_is_not_the_code_a_how_question_asks_for(self):
+        # the error's intro and block hold four question words and took the bonus a command
+        # gets: one point more than the sentence that says what to write, and quoted first
+        for intro in ("If you open /items/foo, you will see an error:", "If you open /items/foo, you'll get:"):
+            text = (f"# Numbers\n\n## Validation\n\n{intro}\n\n```json\n"
+                    '{"detail": "item_id should be an integer of at least 1"}\n```\n\n'
+                    "To validate it, declare `ge=1`: item_id must then be an integer of at least 1.\n")
+            with self.subTest(intro):
+                answer = self.ask({"n.md": text}, "How do I validate that item_id is an integer of at least 1?").answer
+                self.assertTrue(answer.startswith("- To validate it, declare `ge=1`"), answer)
+        # an intro that says what to type keeps its bonus
+        text = ("# Numbers\n\n## Validation\n\nTo make item_id an integer of at least 1, your file should look like:\n\n"
+                "```python\nitem_id: int = Path(ge=1)\n```\n\n"
+                "To validate item_id as an integer of at least 1, mind the types.\n")
+        answer = self.ask({"n.md": text}, "How do I validate that item_id is an integer of at least 1?").answer
+        self.assertLess(answer.index("Path(ge=1)"), answer.index("mind the types"), answer)
