@@ -7832,7 +7832,7 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
                  if not _QUOTE_MARKS.sub("", line).strip() or _is_markup_line(_QUOTE_MARKS.sub("", line))}
         mine = _fixes_follow(mine, blank)
     elif wants.reason or wants.purpose:
-        mine = _reasons_follow(mine)
+        mine = _reasons_follow(mine, wants.reason)
     by_overlap: dict[float, list[_Unit]] = {}
     for overlap, unit in mine:
         by_overlap.setdefault(overlap, []).append(unit)
@@ -7874,16 +7874,25 @@ def _fixes_follow(mine: list[tuple[float, _Unit]], blank: set[int]) -> list[tupl
     return out
 
 
-def _reasons_follow(mine: list[tuple[float, _Unit]]) -> list[tuple[float, _Unit]]:
+def _reasons_follow(mine: list[tuple[float, _Unit]], why_question: bool = False) -> list[tuple[float, _Unit]]:
     """Return the scored units of a fragment (in document order) with the sentence after each
     one holding FIX_MIN_WORDS question words or more scoring as that one did: a "why" or a
     "what for" question names a topic, and prose gives the reason or the purpose after the
     sentence naming it ('So, let's create a virtual environment. Virtualenv will isolate your
     setup per project.'). Only a plain sentence of the same paragraph follows (on the same
     line or the next), not an intro with what it introduces, a list item or code, nor the
-    rest of a quotation the sentence leaves open."""
+    rest of a quotation the sentence leaves open. For a "why" question (why_question), the
+    sentence giving a reason ('because', 'dlatego', 'lebo') right after a command it explains
+    scores as the command's unit did, plus the reason's point ('Don't forget the dot:' and the
+    command, then '> The period is crucial because it installs Django in the current directory')."""
     out = list(mine)
     for k, (overlap, unit) in enumerate(mine):
+        if why_question and overlap >= FIX_MIN_WORDS and not unit.prefer:
+            n = next((n for n in range(k + 1, len(mine)) if mine[n][1].span[0] > unit.span[1]), None)
+            other = mine[n][1] if n is not None else None
+            if other is not None and other.span[0] <= unit.span[1] + 2 and other.prefer and not other.body \
+                    and _REASON_WORDS.intersection(text_folded_words(other.matched_text)):
+                out[n] = (max(out[n][0], overlap + 1), other)
         if overlap < FIX_MIN_WORDS or not unit.prefer or unit.body or _opens_quote(unit.head):
             continue
         for n in range(k + 1, len(mine)):

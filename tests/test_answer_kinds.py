@@ -535,6 +535,21 @@ class WhyQuestionTest(ExtractiveTest):
         result = self.ask({"s.md": text}, "Why is there a dot at the end of the command?")
         self.assertIn("because it tells the command", result.answer.split("\n")[0])
 
+    def test_a_reason_after_the_command_it_explains_is_quoted_in_other_words(self):
+        # the reason says 'period', not 'dot': it holds no question word, but it follows the
+        # command the question names, blank line and code between (a quoted note, as in the tutorials)
+        for why, intro, reason in (
+                ("Why is there a dot at the end of the widget command?",
+                 "In the console run the widget command. Don't forget the dot at the end:",
+                 "> The period is needed because it tells the tool to use the current folder."),
+                ("Dlaczego na końcu polecenia widget jest kropka?",
+                 "W konsoli uruchom polecenie widget. Nie zapomnij o kropce na końcu polecenia:",
+                 "> Ten znak jest potrzebny, ponieważ każe użyć bieżącego katalogu.")):
+            text = f"# Start\n\n{intro}\n\n```\nwidget init .\n```\n\n{reason}\n"
+            with self.subTest(why):
+                answer = self.ask({"s.md": text}, why).answer
+                self.assertIn(reason[2:], answer)
+
     # a topic sentence, the reason or purpose after it in words the question does not use, three
     # sentences that hold the question's words as well, and the reason's text
     CACHE_EN = ("Let's create a widget cache first. It keeps the downloads of every project apart. Neat, right?",
