@@ -7022,6 +7022,7 @@ class _Unit:
     needs_match: str = ""          # a heading that must share a term with the question
     lead: int = 0                  # head[:lead] is a sentence shown for context, not matched
     widened: bool = False          # an intro with the sentence before it (gives way to a smaller equal unit)
+    for_code: bool = False         # quoted only for a question asking for code (an intro with its whole paragraph)
     caption: str = ""              # the caption over its code ('command-line', 'blog/views.py'), shown as
                                    # its head or body[0]: it frames the code as a heading frames a
                                    # section, and is matched as one (half a point, _scored_units)
@@ -7200,6 +7201,7 @@ def _body(block: _Block) -> tuple[tuple[str, ...], int]:
 # introduces something (ends with ':', or a heading the question matches) with what it
 # introduces, a table row with its header, a term with its definition (14f picks the best).
 
+WIDENED_PARAGRAPH_SENTENCES = 3    # an intro is also quoted with its whole paragraph when it has at most this many
 SHORT_REPLY_WORDS = 4              # a sentence of fewer words ('Yes.', 'Nie muszą.') is quoted with its context
 _SHORT_REPLY = _lazy_re(r"[^\W\d_][^\d:]*[.!]")    # words ending in '.' or '!': no label, date or number
 # a sentence that opens by pointing back ('W tym czasie…', 'This…', 'Preto…') is quoted with the one before
@@ -7307,6 +7309,10 @@ def _paragraph_units(block: _Block, nxt: _Block | None, caption: str = "",
     if len(units) > 1 and units[-1].body and not units[-1].prefer and not units[-2].body:
         # 'Change it like this:' again with the sentence before it, which says what 'it' is
         widened.append(replace(_joined(units[-2], units[-1]), widened=True))
+        if 2 < len(units) <= WIDENED_PARAGRAPH_SENTENCES and not any(u.body for u in units[:-1]):
+            # ... and with the whole paragraph, which may say what the change is for
+            whole = _Unit(((units[0].span[0], units[-3].span[1]),), " ".join(u.head for u in units[:-2]), (), 1)
+            widened.append(replace(_joined(whole, _joined(units[-2], units[-1])), widened=True, for_code=True))
     pairs = [_joined(one, two) for one, two in zip(units, units[1:])     # a sentence with the code
              if _INLINE_CODE.search(two.head) and not _INLINE_CODE.search(one.head)]   # it leads to
     for k, (a, b, text) in enumerate(sentences):       # 'W tym czasie…' with what it points at
@@ -7794,7 +7800,7 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
     mine = []
     for unit in _units(chunk):
         if unit.needs_match and not terms & _with_joined(set(tokenizer.tokens(unit.needs_match, language)),
-                                                        unit.needs_match, terms):
+                                                        unit.needs_match, terms) or unit.for_code and not wants.code:
             continue
         held = _with_joined(set(tokenizer.tokens(unit.matched_text, language)), unit.matched_text, terms)
         overlap = sum(1 for word_terms in words_terms if held & word_terms)

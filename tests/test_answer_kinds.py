@@ -646,3 +646,20 @@ class OutputShownTest(ExtractiveTest):
                 "To validate item_id as an integer of at least 1, mind the types.\n")
         answer = self.ask({"n.md": text}, "How do I validate that item_id is an integer of at least 1?").answer
         self.assertLess(answer.index("Path(ge=1)"), answer.index("mind the types"), answer)
+
+
+class WholeParagraphIntroTest(ExtractiveTest):
+    def test_a_how_question_gets_the_code_whose_paragraph_says_what_it_is_for(self):
+        # the first sentence holds the question's words, the last introduces the code; the
+        # sentence between says neither: the code came without what it is for, or not at all
+        text = ("# Forms\n\nWe add an if tag, which shows the add link only to users who are logged in. "
+                "Right now, that is just you! Change the element to look like this:\n\n"
+                "```html\n{% if user.is_authenticated %}<a href=\"/new\">+</a>{% endif %}\n```\n\n"
+                "The add link opens the form.\n")
+        answer = self.ask({"f.md": text}, "How do I hide the add link from visitors who are not logged in?").answer
+        self.assertTrue(answer.startswith("- We add an if tag, which shows the add link only to users who are logged in. "
+                                          "Right now, that is just you! Change the element to look like this: [f.md:3-7]\n"
+                                          "```html\n{% if user.is_authenticated %}"), answer)
+        # a question asking for no code keeps the sentence alone
+        answer = self.ask({"f.md": text}, "What does the add link open?").answer
+        self.assertTrue(answer.startswith("- The add link opens the form."), answer)
