@@ -5557,8 +5557,12 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     case_tells = text_case_tells(question.text)
     total, found, held, named, absent = 0.0, 0.0, [], None, {}   # absent: word -> its weight
     slots: dict[str, int] = {}                                    # a word -> its place in held
+    unwritten: set[str] = set()    # acronyms whose letters the folder writes, never in capitals
     for word, terms in question.words:
         ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms) or _compound_chunks(conn, word)
+        if ids and _is_acronym(word, case_tells) and not _written_as(conn, word, ids):
+            ids = set()            # 'REST' where the folder says 'the rest of', 'HTTPS' only in its URLs
+            unwritten.add(word)
         if not ids and _ERROR_NAME.fullmatch(word):
             continue               # a pasted error's type (§14e) the folder never names: its message speaks
         weight = bm25_idf(n_chunks, max(1, len(ids))) * (
@@ -5577,7 +5581,8 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     best, best_chunks = _best_chunk_weight(held, bool(acronyms) or any(len(word) >= SLIP_MIN_LETTERS
                                                                       for word in absent))
     slips = _acronyms_held(conn, acronyms, held, slots, best_chunks)
-    slips += _slips_held(conn, question, [word for word in absent if word not in dict(slips)], held, slots, best_chunks)
+    slips += _slips_held(conn, question, [word for word in absent if word not in dict(slips) and word not in unwritten],
+                         held, slots, best_chunks)
     for word, _ in slips:
         found += absent.pop(word)
     if slips:
@@ -5626,6 +5631,7 @@ def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[s
 
 
 ACRONYM_LETTERS = (2, 6)           # an absent word of so many capitals may be an acronym the folder spells out
+ACRONYM_WRITTEN_READ = 2000        # an acronym's capitals are looked for in at most this many fragments
 ACRONYM_READ_CHUNKS = 200          # ... looked for in at most this many of the best fragments
 
 
@@ -5761,6 +5767,19 @@ def _is_written_rarely(conn: sqlite3.Connection, word: str, candidates: set[int]
     return df > 0
 
 
+def _written_as(conn: sqlite3.Connection, word: str, candidates: set[int]) -> bool:
+    """Return True when a chunk among candidates (those holding word's stems; the first
+    ACRONYM_WRITTEN_READ of them) writes word exactly, in its capitals: an acronym the folder
+    writes only in small letters is another word ('REST' and 'the rest of the rows', 'HTTPS'
+    and 'https://' in its links)."""
+    written = re.compile(r"(?<![^\W_])" + re.escape(word) + r"(?![^\W_])")
+    ids = sorted(candidates)[:ACRONYM_WRITTEN_READ]
+    for start in range(0, len(ids), IDENTIFIER_READ_BATCH):
+        if any(written.search(text) for _, text in _cache_chunk_paths_texts(conn, ids[start:start + IDENTIFIER_READ_BATCH])):
+            return True
+    return False
+
+
 def _word_chunks(conn: sqlite3.Connection, terms: list[str]) -> set[int]:
     """Return the ids of the chunks that hold any of terms."""
     out: set[int] = set()
@@ -5821,7 +5840,8 @@ def _absent_names(conn: sqlite3.Connection, question: Question, absent: tuple[st
     'Docker', in a folder without it, is named."""
     terms = dict(question.words)
     return [word for word in dict.fromkeys(text_name_words(question.text)) if word in absent
-            and not any(_has_near_term(conn, term, len(word)) for term in terms.get(word, ()))]
+            and (_word_chunks(conn, terms.get(word, ())) or    # an acronym the folder never writes in capitals
+                 not any(_has_near_term(conn, term, len(word)) for term in terms.get(word, ())))]
 
 
 def _has_near_term(conn: sqlite3.Connection, term: str, letters: int) -> bool:

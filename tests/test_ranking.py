@@ -674,6 +674,30 @@ class AbsentNameStemTest(TempDirTest):
         self.assertIn("the documents never mention Docker", result.notes[-1].message)
 
 
+class UnwrittenAcronymTest(TempDirTest):
+    """An acronym the folder writes only in small letters is another word: 'REST' is not 'the
+    rest of'."""
+
+    DOCS = {"views.md": "# Views\n\nAdd the view with the rest of the imports at the top of views.py.\n",
+            "deploy.md": "# Deploy\n\nReload the web app after each change.\n",
+            **{f"note{n}.md": f"# Note {n}\n\nThe blog shows post {n}.\n" for n in range(4)}}
+
+    def test_an_acronym_written_only_in_small_letters_is_named_as_never_mentioned(self):
+        write_files(self.docs, self.DOCS)
+        result = docs_qa.search("How do I add a REST view?", self.settings(use_embeddings=False))
+        self.assertEqual(result.hits, [])
+        self.assertIn("the documents never mention REST", result.notes[-1].message)
+        # written in capitals on one page, it is the folder's word again
+        write_files(self.docs, {"api.md": "# API\n\nA REST view returns JSON.\n"})
+        result = docs_qa.search("How do I add a REST view?", self.settings(use_embeddings=False))
+        self.assertIn("api.md", [hit.chunk.path for hit in result.hits])
+
+    def test_a_question_in_capitals_only_tells_no_acronym(self):
+        write_files(self.docs, self.DOCS)
+        result = docs_qa.search("HOW DO I ADD THE REST OF THE IMPORTS TO A VIEW", self.settings(use_embeddings=False))
+        self.assertEqual(result.hits[0].chunk.path, "views.md")
+
+
 class EditDistanceTest(unittest.TestCase):
     def test_swaps_count_one_and_the_limit_stops_early(self):
         self.assertEqual(docs_qa.text_edit_distance("wrod", "word", 2), 1)        # a swap of neighbours
