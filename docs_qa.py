@@ -5558,9 +5558,10 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     total, found, held, named, absent = 0.0, 0.0, [], None, {}   # absent: word -> its weight
     slots: dict[str, int] = {}                                    # a word -> its place in held
     unwritten: set[str] = set()    # acronyms whose letters the folder writes, never in capitals
+    budget = [ACRONYM_WRITTEN_READ]    # fragments read for them, per question (a question of 1,000 acronyms)
     for word, terms in question.words:
         ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms) or _compound_chunks(conn, word)
-        if ids and _is_acronym(word, case_tells) and not _written_as(conn, word, ids):
+        if ids and _is_acronym(word, case_tells) and not _written_as(conn, word, ids, budget):
             ids = set()            # 'REST' where the folder says 'the rest of', 'HTTPS' only in its URLs
             unwritten.add(word)
         if not ids and _ERROR_NAME.fullmatch(word):
@@ -5631,7 +5632,7 @@ def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[s
 
 
 ACRONYM_LETTERS = (2, 6)           # an absent word of so many capitals may be an acronym the folder spells out
-ACRONYM_WRITTEN_READ = 2000        # an acronym's capitals are looked for in at most this many fragments
+ACRONYM_WRITTEN_READ = 2000        # an acronym's capitals are looked for in at most this many fragments a question
 ACRONYM_READ_CHUNKS = 200          # ... looked for in at most this many of the best fragments
 
 
@@ -5767,15 +5768,20 @@ def _is_written_rarely(conn: sqlite3.Connection, word: str, candidates: set[int]
     return df > 0
 
 
-def _written_as(conn: sqlite3.Connection, word: str, candidates: set[int]) -> bool:
-    """Return True when a chunk among candidates (those holding word's stems; the first
-    ACRONYM_WRITTEN_READ of them) writes word exactly, in its capitals: an acronym the folder
-    writes only in small letters is another word ('REST' and 'the rest of the rows', 'HTTPS'
-    and 'https://' in its links)."""
+def _written_as(conn: sqlite3.Connection, word: str, candidates: set[int], budget: list[int]) -> bool:
+    """Return True when a chunk among candidates (those holding word's stems) writes word
+    exactly, in its capitals: an acronym the folder writes only in small letters is another
+    word ('REST' and 'the rest of the rows', 'HTTPS' and 'https://' in its links). The chunks
+    read are taken from budget[0] (a question's share, ACRONYM_WRITTEN_READ); once it is
+    spent, a word counts as written, as before this check."""
     written = re.compile(r"(?<![^\W_])" + re.escape(word) + r"(?![^\W_])")
-    ids = sorted(candidates)[:ACRONYM_WRITTEN_READ]
+    ids = sorted(candidates)
     for start in range(0, len(ids), IDENTIFIER_READ_BATCH):
-        if any(written.search(text) for _, text in _cache_chunk_paths_texts(conn, ids[start:start + IDENTIFIER_READ_BATCH])):
+        batch = ids[start:start + min(IDENTIFIER_READ_BATCH, budget[0])]
+        if not batch:
+            return True
+        budget[0] -= len(batch)
+        if any(written.search(text) for _, text in _cache_chunk_paths_texts(conn, batch)):
             return True
     return False
 
