@@ -7717,6 +7717,7 @@ LEAD_LINE_MAX_CHARS = 100          # a headless note's first line this short, al
 TREE_MIN_LINES = 2                 # a code block with this many branch lines draws a folder tree
 _TREE_LINE = _lazy_re(r"^\s*(?:[│|]\s*)*(?:[├└]──|[|`]--)")
 FIX_MIN_WORDS = 2                  # a unit holding this many question words describes the error ...
+CODE_FOLLOW_LESS = 1.0             # the code right after a quoted command scores this much below it (_code_follows)
 FIX_LINES = 6                      # ... and the units on either side within this many lines say
                                    # what to do (lines, not units: a reply may be four short sentences)
 
@@ -7860,17 +7861,23 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
             overlap *= RELEASE_NOTE_SHARE        # a changelog's item: history, not the explanation
         mine.append((overlap, replace(unit, ranges=_split_ranges(unit.ranges, pieces))))
     if wants.fix:
-        blank = {chunk.start_line + k for k, line in enumerate(chunk.text.split("\n"))   # or markup
-                 if not _QUOTE_MARKS.sub("", line).strip() or _is_markup_line(_QUOTE_MARKS.sub("", line))}
-        mine = _fixes_follow(mine, blank)
+        mine = _fixes_follow(mine, _blank_lines(chunk))
     elif wants.reason or wants.purpose:
         mine = _reasons_follow(mine, wants.reason)
+    elif wants.code:
+        mine = _code_follows(mine, _blank_lines(chunk))
     by_overlap: dict[float, list[_Unit]] = {}
     for overlap, unit in mine:
         by_overlap.setdefault(overlap, []).append(unit)
     return [(-overlap, _unit_rank(unit, pieces), unit.prefer, unit.span, chunk.path, unit)
             for overlap, unit in mine
             if not ((unit.prefer or unit.widened) and _contains_equal(unit, overlap, by_overlap))]
+
+
+def _blank_lines(chunk: Chunk) -> set[int]:
+    """Return the document lines of a chunk that show nothing: blank, or markup only."""
+    return {chunk.start_line + k for k, line in enumerate(chunk.text.split("\n"))
+            if not _QUOTE_MARKS.sub("", line).strip() or _is_markup_line(_QUOTE_MARKS.sub("", line))}
 
 
 RELEASE_NOTE_SHARE = 0.5           # a unit under a release's heading scores this share (a changelog names
@@ -7903,6 +7910,25 @@ def _fixes_follow(mine: list[tuple[float, _Unit]], blank: set[int]) -> list[tupl
             for n in [*_near_units(mine, k, 1, blank), *_near_units(mine, k, -1, blank)]:
                 score, other = out[n]
                 out[n] = (max(score, overlap + (1 if other.has_code else 0)), other)
+    return out
+
+
+def _code_follows(mine: list[tuple[float, _Unit]], blank: set[int]) -> list[tuple[float, _Unit]]:
+    """Return the scored units of a fragment (in document order) with the code right after a
+    unit that shows code and holds FIX_MIN_WORDS question words or more scoring one point
+    (CODE_FOLLOW_LESS) below it: the next step or the variant of a command, in words the question
+    does not use ('Skúsme ich zoradiť podľa dátumu vytvorenia:' and `order_by('created_date')`,
+    then 'Poradie môžeme vymeniť pridaním `-` na začiatok:' and `order_by('-created_date')`).
+    Only across blank or markup lines (blank), never past a heading, and never an output shown
+    (_shows_output)."""
+    out = list(mine)
+    for overlap, unit in mine:
+        if overlap < FIX_MIN_WORDS or unit.prefer or not unit.body:
+            continue
+        for n, (_, other) in enumerate(mine):
+            if not other.prefer and other.body and unit.span[1] < other.span[0] \
+                    and blank.issuperset(range(unit.span[1] + 1, other.span[0])) and not _shows_output(other):
+                out[n] = (max(out[n][0], overlap - CODE_FOLLOW_LESS), other)
     return out
 
 

@@ -663,3 +663,17 @@ class WholeParagraphIntroTest(ExtractiveTest):
         # a question asking for no code keeps the sentence alone
         answer = self.ask({"f.md": text}, "What does the add link open?").answer
         self.assertTrue(answer.startswith("- The add link opens the form."), answer)
+
+
+class CodeFollowsTest(ExtractiveTest):
+    def test_the_variant_right_after_a_quoted_command_comes_with_it(self):
+        # the reversed order is asked for in words the second intro and its code do not use
+        text = ("# Shell\n\n## Ordering\n\nLet's sort the entries by the time they were made:\n\n"
+                "```python\n>>> Post.objects.order_by('created_date')\n```\n\n"
+                "Reverse it by adding `-` at the start:\n\n"
+                "```python\n>>> Post.objects.order_by('-created_date')\n```\n\n"
+                "## Output\n\nYou will see a list:\n\n```\n<QuerySet [<Hello>]>\n```\n")
+        answer = self.ask({"s.md": text}, "How do I sort the entries by the time they were made, newest first?").answer
+        self.assertIn("order_by('-created_date')", answer)
+        # the output shown under the next heading is no variant of the command
+        self.assertNotIn("QuerySet", answer)
