@@ -7049,6 +7049,7 @@ class _Unit:
     lead: int = 0                  # head[:lead] is a sentence shown for context, not matched
     widened: bool = False          # an intro with the sentence before it (gives way to a smaller equal unit)
     for_code: bool = False         # quoted only for a question asking for code (an intro with its whole paragraph)
+    for_steps: bool = False        # quoted only for a question asking for steps (a run of steps, _step_runs)
     caption: str = ""              # the caption over its code ('command-line', 'blog/views.py'), shown as
                                    # its head or body[0]: it frames the code as a heading frames a
                                    # section, and is matched as one (half a point, _scored_units)
@@ -7227,6 +7228,9 @@ def _body(block: _Block) -> tuple[tuple[str, ...], int]:
 # introduces something (ends with ':', or a heading the question matches) with what it
 # introduces, a table row with its header, a term with its definition (14f picks the best).
 
+STEP_RUN_MIN_LISTS = 2             # a run of steps: this many lists or more, code and notes between them ...
+STEP_RUN_MAX_LINES = 40            # ... shown in at most this many lines
+_STEP_CODE_KINDS = _CODE_KINDS - {"indented"}   # four spaces after a list item continue the item
 WIDENED_PARAGRAPH_SENTENCES = 3    # an intro is also quoted with its whole paragraph when it has at most this many
 SHORT_REPLY_WORDS = 4              # a sentence of fewer words ('Yes.', 'Nie muszą.') is quoted with its context
 _SHORT_REPLY = _lazy_re(r"[^\W\d_][^\d:]*[.!]")    # words ending in '.' or '!': no label, date or number
@@ -7268,7 +7272,57 @@ def _units(chunk: Chunk) -> list[_Unit]:
         elif block.kind == "caption" and nxt is not None and (nxt.kind in _CODE_KINDS or nxt.kind == "include"):
             view = _markup_view(block.lines[0])
             units.append(_intro_unit(block.first, view, nxt, caption=view))
+    units.extend(_step_runs(blocks, hidden))
     return [replace(unit, ranges=_without_lines(unit.ranges, hidden)) for unit in units] if hidden else units
+
+
+def _step_runs(blocks: list[_Block], hidden: set[int]) -> list[_Unit]:
+    """Return each run of steps as one unit: list items with the code, captions and notes
+    between them ('* First, push your code', the commands, '* Then, log in and run:', the
+    commands, '* Finally, hit Reload'), STEP_RUN_MIN_LISTS lists or more, up to a heading or
+    other prose, with the sentence that introduces the run as its head when one does. A
+    question asking for steps gets them in order, in one quote (_Wants.steps)."""
+    runs, n = [], 0
+    while n < len(blocks):
+        if blocks[n].kind != "list":
+            n += 1
+            continue
+        run, m = [blocks[n]], n + 1
+        while m < len(blocks) and _introduced(blocks, m - 1, hidden) is blocks[m] \
+                and not blocks[m].lines[0][:1].isspace() and (      # indented: nested in a step, as written
+                blocks[m].kind in ("list", "caption", "include") or blocks[m].kind in _STEP_CODE_KINDS
+                or blocks[m].kind == "paragraph" and m + 1 < len(blocks) and blocks[m + 1].kind == "list"):
+            run.append(blocks[m])             # a paragraph between two steps is a note on the first
+            m += 1
+        if sum(block.kind == "list" for block in run) >= STEP_RUN_MIN_LISTS:
+            intro = blocks[n - 1] if n and blocks[n - 1].kind == "paragraph" \
+                and _introduced(blocks, n - 1, hidden) is run[0] else None
+            unit = _step_run_unit(run, intro)
+            if len(unit.body) <= STEP_RUN_MAX_LINES:
+                runs.append(unit)
+        n = m
+    return runs
+
+
+def _step_run_unit(run: list[_Block], intro: _Block | None) -> _Unit:
+    """Return the unit showing a run of steps (see _step_runs): its head the intro's last
+    sentence, or else the first step; each list line with its mark, code fenced, a caption as
+    its name."""
+    shown: list[str] = []
+    for block in run:
+        if block.kind == "list":
+            shown.extend("  " + line for line in _prose_markup_view(list(block.lines)))
+        elif block.kind == "caption":
+            shown.append("  " + _markup_view(block.lines[0]))
+        elif block.kind == "paragraph":
+            shown.append("  " + _markup_view(" ".join(line.strip() for line in block.lines)))
+        else:
+            shown.extend(_body(block)[0])
+    if intro is not None:
+        first, _, head = _paragraph_sentences([(intro.first + k, line.strip()) for k, line in enumerate(intro.lines)])[-1]
+        return _Unit(((first, run[-1].last),), head, tuple(shown), 0, for_steps=True)
+    return _Unit(((run[0].first, run[-1].last),), _LIST_MARK.sub("", shown[0].strip()), tuple(shown[1:]), 0,
+                 for_steps=True)
 
 
 def _introduced(blocks: list[_Block], n: int, hidden: set[int]) -> _Block | None:
@@ -7570,6 +7624,9 @@ _HOW_IT_WORKS = _lazy_re(r"\b(?:jak (?:to |on |ona |ono |one )?dzialaj?\w*|ako (
 # the sentence naming the thing ('Let's create a virtualenv. Its task is to keep…')
 _PURPOSE_QUESTION = _lazy_re(r"\b(?:po co|do czego|na co|naco|k comu|what for|why do (?:i|we|you) need"
                              r"|what (?:is|are) (?:\S+\s+){1,5}?for)\b")
+# a question asking for steps (folded words): 'what are the steps', 'walk me through', 'krok po kroku'
+_STEPS_QUESTION = _lazy_re(r"\b(?:steps|step by step|sequence|walk (?:me |us )?through|kroki|krokow|krokach|krok po kroku"
+                           r"|po kolei|kolejnosc\w*|kroky|krokov|krok za krokom|postup\w*)\b")
 # ... and the words of a how-it-works frame: its form, not its topic
 _WORKS_FRAME_WORDS = frozenset("dziala dzialaja dzialac funguje funguju fungovat work works worked".split())
 _COPULAS = frozenset("is are means mean stands jest sa to oznacza znaczy je su znamena "     # and what
@@ -7604,6 +7661,7 @@ class _Wants(NamedTuple):
     person: bool = False           # 'kto', 'who', 'komu': a person named ('doc. Mgr. Eva Šimková')
     works: bool = False            # 'jak działa', 'ako funguje', 'how does X work': an explanation
     purpose: bool = False          # 'po co', 'do czego', 'načo', 'what is X for': what a thing is for
+    steps: bool = False            # 'what are the steps', 'krok po kroku', 'postup': the steps in order
 
 
 def _question_wants(text: str) -> _Wants:
@@ -7622,7 +7680,8 @@ def _question_wants(text: str) -> _Wants:
                   _AMOUNT_QUESTION.search(folded) is not None and not date,
                   bool(_WHO_WORDS.intersection(words[:3])) and not _wants_duty(words)
                   and not _PERMISSION_WORDS.intersection(words), works,
-                  _PURPOSE_QUESTION.search(" ".join(words)) is not None)
+                  _PURPOSE_QUESTION.search(" ".join(words)) is not None,
+                  _STEPS_QUESTION.search(" ".join(words)) is not None)
 
 
 def text_has_date(text: str) -> bool:
@@ -7827,7 +7886,8 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
     mine = []
     for unit in _units(chunk):
         if unit.needs_match and not terms & _with_joined(set(tokenizer.tokens(unit.needs_match, language)),
-                                                        unit.needs_match, terms) or unit.for_code and not wants.code:
+                                                        unit.needs_match, terms) or unit.for_code and not wants.code \
+                or unit.for_steps and not wants.steps:
             continue
         held = _with_joined(set(tokenizer.tokens(unit.matched_text, language)), unit.matched_text, terms)
         overlap = sum(1 for word_terms in words_terms if held & word_terms)
@@ -7853,6 +7913,8 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
             overlap += 1
         if overlap and wants.definition and _is_definition(unit.head, terms, tokenizer, language):
             overlap += 1
+        if overlap and unit.for_steps:
+            overlap += 1                        # the steps, in order, as asked
         if overlap and wants.duty:
             overlap += _duty_points(unit.text)
         if overlap and wants.reason and _REASON_WORDS.intersection(text_folded_words(unit.matched_text)):

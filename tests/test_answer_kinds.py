@@ -677,3 +677,34 @@ class CodeFollowsTest(ExtractiveTest):
         self.assertIn("order_by('-created_date')", answer)
         # the output shown under the next heading is no variant of the command
         self.assertNotIn("QuerySet", answer)
+
+
+class StepsTest(ExtractiveTest):
+    RECAP = ("# Deploy\n\n## Deploy again\n\nHere is a recap of the steps to get your changes live:\n\n"
+             "* First, push your code\n\n```\n$ git push\n```\n\n* Then, log in to the server and run:\n\n"
+             "```\n$ git pull\n```\n\n(Use your own folder name.)\n\n* Finally, hit **Reload** on the Web page.\n\n"
+             "## Other\n\nYour changes are live after a reload.\n")
+
+    def test_a_question_asking_for_steps_gets_the_run_of_steps_in_one_quote(self):
+        # the intro and the first step were quoted, and the steps after the first code block lost
+        for question in ("What are the steps to get my changes live?", "Walk me through getting my changes live"):
+            with self.subTest(question):
+                first = self.ask({"d.md": self.RECAP}, question).answer.split("\n- ")[0]
+                self.assertTrue(first.startswith("- Here is a recap of the steps to get your changes live: [d.md:5-21]"), first)
+                self.assertLess(first.index("git push"), first.index("git pull"))
+                self.assertLess(first.index("git pull"), first.index("Reload"))
+
+    def test_a_question_asking_for_one_command_gets_no_run(self):
+        answer = self.ask({"d.md": self.RECAP}, "How do I push my code?").answer
+        self.assertNotIn("git pull", answer)
+
+    def test_code_nested_in_a_step_is_not_cut_out_of_it(self):
+        # four spaces under '1.' continue the step: a run of steps taking them as a code block
+        # of its own showed a fence inside a fence, and the answer lost the unit
+        text = ("# Plugin\n\n## Installing\n\nThe steps to install the plugin:\n\n1. **Check out the plugin**\n\n"
+                "    ```bash\n    git clone https://example.org/plugin.git\n    ```\n\n"
+                "    For the Fish shell:\n\n    ```fish\n    git clone https://example.org/plugin.git\n    ```\n\n"
+                "2. **Add the plugin to your shell**\n")
+        result = self.ask({"p.md": text}, "What are the steps to install the plugin?")
+        self.assertEqual(result.unsupported, [])
+        self.assertEqual([c for c in result.citations if not c.valid], [])
