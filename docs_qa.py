@@ -7714,10 +7714,12 @@ def text_has_deadline(text: str) -> bool:
 
 
 def _is_definition(head: str, terms: set[str], tokenizer: "Tokenizer", language: str) -> bool:
-    """Return True when a unit's head reads as a definition of a question term: the term and
-    a copula ('X is', 'X to', 'X je') among its first DEFINITION_HEAD_WORDS words."""
+    """Return True when a unit's head reads as a definition of a question term: a copula ('X
+    is', 'X to', 'X je') among its first DEFINITION_HEAD_WORDS words, the term before it ('If
+    there is no post with the given pk' defines nothing)."""
     words = text_folded_words(head)[:DEFINITION_HEAD_WORDS]
-    return bool(_COPULAS & set(words)) and bool(terms & set(tokenizer.tokens(" ".join(words), language)))
+    copula = next((k for k, word in enumerate(words) if word in _COPULAS), None)
+    return copula is not None and bool(terms & set(tokenizer.tokens(" ".join(words[:copula]), language)))
 
 
 def _wants_code(words: list[str]) -> bool:

@@ -203,6 +203,14 @@ class DefinitionFrameTest(ExtractiveTest):
             result = self.ask({"t.md": text}, question)
             self.assertTrue(result.answer.startswith(first), result.answer)
 
+    def test_a_definition_names_its_term_before_its_copula(self):
+        # 'If there is no post with the given pk': a copula and the term among the first words,
+        # but the sentence defines nothing; it came first, being earlier
+        text = ("# Terms\n\nIf there is no post with the given pk, we show an error page.\n\n"
+                "The pk of a post is short for primary key, a number given to each post.\n")
+        answer = self.ask({"t.md": text}, "What is the pk of a post?").answer
+        self.assertTrue(answer.startswith("- The pk of a post is short for primary key"), answer)
+
 
 class TroubleshootingTest(ExtractiveTest):
     """A question quoting or naming an error gets the fix next to the error's description."""
