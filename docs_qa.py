@@ -7885,6 +7885,7 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
     heads = [(line, _with_joined(set(tokenizer.tokens(path, language)), path, terms))
              for line, path in _heading_paths(chunk, title)]
     releases = _release_headings(chunk)
+    commands = _command_headings(chunk) if wants.code else []
     mine = []
     for unit in _units(chunk):
         if unit.needs_match and not terms & _with_joined(set(tokenizer.tokens(unit.needs_match, language)),
@@ -7923,6 +7924,8 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
             overlap += 1
         if next((release for line, release in reversed(releases) if line < unit.span[0]), False):
             overlap *= RELEASE_NOTE_SHARE        # a changelog's item: history, not the explanation
+        if wants.code and not unit.has_code:
+            unit = _under_command(unit, commands)
         mine.append((overlap, replace(unit, ranges=_split_ranges(unit.ranges, pieces))))
     if wants.fix:
         mine = _fixes_follow(mine, _blank_lines(chunk))
@@ -7949,6 +7952,27 @@ RELEASE_NOTE_SHARE = 0.5           # a unit under a release's heading scores thi
 _RELEASE_HEADING = _lazy_re(r"^\W*(?:release|version|wersja|verzia|verze)?\s*\[?v?\d+(?:\.\d+)+\]?"
                             r"(?:\s*[-\u2013\u2014:(]\s*\d{4}\b.*)?\s*$", re.I)   # then at most a date:
                                    # a numbered section ('2.1 Zakres stosowania') names no release
+
+
+def _command_headings(chunk: Chunk) -> list[tuple[int, str]]:
+    """Return (line, title) of each heading inside a chunk, the title a command in code
+    ('## `pyenv rehash`'), or None for a heading of another kind (its scope ends there)."""
+    out = []
+    for index, _, heading in _headers(chunk.text.split("\n"), 0):
+        code = _INLINE_CODE.fullmatch(heading.strip())
+        out.append((chunk.start_line + index, heading.strip() if code and _COMMAND_LIKE.search(code.group(1)) else None))
+    return out
+
+
+def _under_command(unit: _Unit, commands: list[tuple[int, str | None]]) -> _Unit:
+    """Return a prose unit under a heading naming a command ('## `pyenv rehash`') with that
+    heading shown first and cited: a reference page's sentences say 'Run this command after
+    you install a package that provides binaries' and never name it. Other units as they are."""
+    line, title = next(((line, title) for line, title in reversed(commands) if line < unit.span[0]), (0, None))
+    if title is None:
+        return unit
+    return replace(unit, ranges=((line, line),) + unit.ranges, head=title, body=("  " + unit.head,) + unit.body,
+                   lead=0)
 
 
 def _release_headings(chunk: Chunk) -> list[tuple[int, bool]]:

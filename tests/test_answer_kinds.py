@@ -716,3 +716,20 @@ class StepsTest(ExtractiveTest):
         result = self.ask({"p.md": text}, "What are the steps to install the plugin?")
         self.assertEqual(result.unsupported, [])
         self.assertEqual([c for c in result.citations if not c.valid], [])
+
+
+class CommandHeadingTest(ExtractiveTest):
+    REFERENCE = ("# Commands\n\n## `widget rehash`\n\nInstalls shims for all binaries known to widget.\n\n"
+                 "Run this command after you install a package that provides binaries.\n\n"
+                 "## `widget local`\n\nSets the local version of a folder.\n")
+
+    def test_a_sentence_under_a_command_heading_is_quoted_with_the_command(self):
+        # the page never names the command in the sentence that answers: 'Run this command…'
+        answer = self.ask({"c.md": self.REFERENCE},
+                          "My binaries are not found after I install a package, what should I run?").answer
+        self.assertTrue(answer.startswith("- `widget rehash` [c.md:3-3] [c.md:7-7]\n"
+                                          "  Run this command after you install a package"), answer)
+
+    def test_a_question_asking_for_no_command_gets_the_sentence_alone(self):
+        answer = self.ask({"c.md": self.REFERENCE}, "Why are binaries not found after a package is installed?").answer
+        self.assertNotIn("`widget rehash` [c.md:3-3]", answer)
