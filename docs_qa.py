@@ -5044,6 +5044,9 @@ def _find(conn: sqlite3.Connection, question: Question, settings: Settings, prog
         return _Found(ranked, hits, reasons, _meta_get(conn, "generation"))
 
 
+POINTER_MAX_LINES = 12             # a fragment that only includes another document is this short (_only_points_elsewhere)
+
+
 def _apply_limits(conn: sqlite3.Connection, fused: list[tuple[int, float]],
                   rankings: dict[str, list[int]], method_scores: dict[str, dict[int, float]],
                   settings: Settings) -> tuple[list[Hit], list[str]]:
@@ -5056,6 +5059,8 @@ def _apply_limits(conn: sqlite3.Connection, fused: list[tuple[int, float]],
     reasons: list[str] = []
     for cid, score in fused:
         chunk, title, url = meta[cid]
+        if _only_points_elsewhere(chunk):
+            continue
         if per_doc[chunk.path] >= settings.per_document_limit:
             reasons.append("per_document_limit")
             continue
@@ -5069,6 +5074,23 @@ def _apply_limits(conn: sqlite3.Connection, fused: list[tuple[int, float]],
                         _score_or_none(method_scores.get("dense", {}), cid, ranks.get("dense", {})),
                         title, url))
     return hits, reasons
+
+
+def _only_points_elsewhere(chunk: Chunk) -> bool:
+    """Return True for a fragment that shows nothing but its headings and the include of
+    another document ('# Set up virtualenv' over '{% include "/django_installation/instructions.md"
+    %}'): the included document is a source of its own, and this one, short and holding the
+    heading's words, outranked it. A fragment of headings alone (a title-only document) stays."""
+    if chunk.end_line - chunk.start_line >= POINTER_MAX_LINES:
+        return False
+    pointer = False
+    for block in _blocks(chunk):
+        if block.kind == "include" and all(_included_file(line).lower().endswith(DOC_EXTENSIONS)
+                                           for line in block.lines if _INCLUDE_MARKER.match(line)):
+            pointer = True
+        elif block.kind not in ("heading", "markup"):
+            return False
+    return pointer
 
 
 def _score_or_none(scores: dict[int, float], cid: int, ranked: dict[int, int]) -> float | None:

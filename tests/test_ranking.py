@@ -698,6 +698,25 @@ class UnwrittenAcronymTest(TempDirTest):
         self.assertEqual(result.hits[0].chunk.path, "views.md")
 
 
+class PointerFragmentTest(TempDirTest):
+    """A fragment that only includes another document is not a source: the document is."""
+
+    def test_an_include_of_a_document_under_a_heading_is_no_hit(self):
+        write_files(self.docs, {
+            "index.md": "# Installation\n\n## Set up a virtual environment\n\n{% include \"/venv/steps.md\" %}\n\n"
+                        "## Install Git\n\n{% include \"/git/install.md\" %}\n",
+            "venv/steps.md": "# Virtual environment\n\nBefore we install Django we set up a virtual environment: "
+                             "it keeps the packages of each project apart.\n",
+            "code.md": "# Code\n\n## Set up the app\n\n{* ../src/app.py hl[3] *}\n"})
+        settings = self.settings(use_embeddings=False)
+        paths = [hit.chunk.path for hit in docs_qa.search("Why set up a virtual environment?", settings).hits]
+        self.assertEqual(paths[0], "venv/steps.md")
+        self.assertNotIn("index.md", paths)
+        # code included from a file is what that page shows: it stays a source
+        paths = [hit.chunk.path for hit in docs_qa.search("How do I set up the app?", settings).hits]
+        self.assertIn("code.md", paths)
+
+
 class EditDistanceTest(unittest.TestCase):
     def test_swaps_count_one_and_the_limit_stops_early(self):
         self.assertEqual(docs_qa.text_edit_distance("wrod", "word", 2), 1)        # a swap of neighbours
