@@ -1156,8 +1156,19 @@ _CONTRACTION_END = lazy_re(r"(?<=[^\W\d_])['\u2019](?i:s|t|d|m|ll|re|ve)(?![^\W_
 _CONTRACTION_NOT = lazy_re(r"(?<![^\W_])(?i:(wo|sha)n['\u2019]t)(?![^\W_])")
 
 
+# a phrase asking how to answer, not about what ('in plain words', 'w skrócie', 'po ľudsky'): its
+# words are content elsewhere ('plain text', 'words'), and a page about them outranked the topic
+# ('in short' and 'w skrócie' only before a comma or the end: 'in short running time facilities')
+_MANNER_PHRASE = lazy_re(r"(?<![^\W_])(?i:in (?:plain|simple|layman['\u2019]?s|lay) (?:words|english|terms|language)"
+                         r"|in a nutshell|po ludzku|prostymi s[łl]owami|prostym j[ęe]zykiem|w prostych s[łl]owach"
+                         r"|po [ľl]udsky|jednoduch[ýy]mi slovami|jednoducho povedan[éeo]|stru[čc]ne"
+                         r"|(?:in (?:short|brief)|in other words|w skr[óo]cie|v skratke)(?=\s*(?:[,.?!:;]|$)))(?![^\W_])")
+
+
 def _without_contractions(text: str) -> str:
-    """Return a question's text with English contractions' endings dropped (_CONTRACTION_END)."""
+    """Return a question's text as its terms read it: English contractions' endings dropped
+    (_CONTRACTION_END), and a phrase asking how to answer (_MANNER_PHRASE)."""
+    text = _MANNER_PHRASE.sub(" ", text)
     if "'" not in text and "\u2019" not in text:
         return text
     text = _CONTRACTION_NOT.sub(lambda m: "will" if m.group(1).lower() == "wo" else "shall", text)

@@ -23,6 +23,16 @@ class QueryTermFrequencyTest(unittest.TestCase):
         self.assertNotIn("polsk", docs_qa.text_query_counts("Co to jest KSeF? Odpowiedz po polsku."))
         self.assertNotIn("angielsk", docs_qa.text_query_counts("Co to jest KSeF? Odpowiedz po angielsku."))
 
+    def test_a_phrase_asking_how_to_answer_names_no_topic(self):
+        # 'in plain words' met a code editor's page on plain text and Word, ranked first
+        for asked, topic in (("So what is a QuerySet, in plain words?", "What is a QuerySet?"),
+                             ("Czy uptime wypisze czas ładniej, po ludzku?", "Czy uptime wypisze czas ładniej?"),
+                             ("Čo je Django, jednoduchými slovami?", "Čo je Django?"),
+                             ("In short, what is Django?", "What is Django?")):
+            self.assertEqual(docs_qa.text_query_counts(asked), docs_qa.text_query_counts(topic), asked)
+        # ... but 'in short' before more words is a topic's ('in short running time facilities')
+        self.assertIn("short", docs_qa.text_query_counts("tunnels for use in short running time facilities"))
+
     def test_ok_names_no_topic(self):
         # 'are my build tools OK?': in capitals, OK weighed as a code word three times a rare
         # word, and a folder that never writes it refused the question for it
