@@ -5891,14 +5891,16 @@ def _implausible_note(conn: sqlite3.Connection, question: Question, shares: _Sha
     never mentions (see _absent_names; Settings.absent_name_gate), or retrieval found nothing
     plausible (too few of the question's words occur in the folder, it names no identifier
     the folder holds and no embedding match is close: shares is _question_coverage's
-    answer), else None: the no-answer gate, shared by search() and search_rankings()."""
+    answer), else None: the no-answer gate, shared by search() and search_rankings().
+    A min_coverage of 0 lets every question through, one naming something unknown too."""
     coverage, folder_coverage, identifier, absent, _ = shares
-    names = _absent_names(conn, question, absent) if settings.absent_name_gate \
+    names = _absent_names(conn, question, absent) if settings.absent_name_gate and settings.min_coverage \
         and _names_absent_weigh(coverage, folder_coverage) else []
     if names:
         return Note("no_plausible_match", f"the documents never mention {', '.join(names)}, and "
                     f"{1 - folder_coverage:.0%} of the question's words (weighted by rarity) occur "
-                    "nowhere in the folder; nothing is returned rather than weak hits")
+                    "nowhere in the folder; nothing is returned rather than weak hits "
+                    "(--min-coverage 0 shows the closest anyway)")
     best_similarity = max(dense_scores, default=None)
     # (refusing a question with an unknown word that the folder's share lets through was
     # measured: it refused 13-34 % of the answerable questions of CACM, ADI and LISA)

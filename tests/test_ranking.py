@@ -642,7 +642,16 @@ class AbsentNameGateTest(TempDirTest):
         spread = "How do I reload collectstatic in Docker?"
         signals = docs_qa.search_gate_signals(spread, settings)
         self.assertLess(signals.coverage, docs_qa.ABSENT_NAME_REST_HELD * signals.folder_coverage)
-        self.assertTrue(docs_qa.search(spread, replace(settings, min_coverage=0.0)).hits)
+        self.assertTrue(docs_qa.search(spread, replace(settings, min_folder_coverage=0.0)).hits)
+
+    def test_min_coverage_zero_lets_a_question_naming_an_unknown_thing_through(self):
+        # --help says 0 lets every question through; the refusal says how to see the closest
+        proc = run_cli(self.QUESTION, "--docs", self.docs, "--no-cache", "--no-embed", "--search", "--json")
+        self.assertIn('"status": "no_answer"', proc.stdout)
+        self.assertIn("--min-coverage 0 shows the closest anyway", proc.stdout)
+        proc = run_cli(self.QUESTION, "--docs", self.docs, "--no-cache", "--no-embed", "--search", "--json",
+                       "--min-coverage", "0")
+        self.assertIn('"status": "ok"', proc.stdout)
 
     def test_a_misspelt_name_of_the_folder_is_no_unknown_name(self):
         # PythonAnywhere, two letters left out: two edits, so no slip (SlipNameTest reads a name
