@@ -7264,7 +7264,7 @@ _POINTS_BACK = _lazy_re(r"(?:w tym|w takim|wtedy|dlatego|v tom|v takom|vtedy|pre
                         r"|tak samo|podobnie|rovnako|podobne|similarly|likewise|the same way|in the same way)\b")
 
 
-def _units(chunk: Chunk) -> list[_Unit]:
+def _units(chunk: Chunk, steps: bool = False) -> list[_Unit]:
     """Return the quotable units of a chunk (see above), in document order. Markup lines
     are a view: no unit quotes or cites them, and a line introduces the block after them;
     a file-name caption is shown as its name between a line and the code it introduces."""
@@ -7296,7 +7296,8 @@ def _units(chunk: Chunk) -> list[_Unit]:
         elif block.kind == "caption" and nxt is not None and (nxt.kind in _CODE_KINDS or nxt.kind == "include"):
             view = _markup_view(block.lines[0])
             units.append(_intro_unit(block.first, view, nxt, caption=view))
-    units.extend(_step_runs(blocks, hidden))
+    if steps:                      # for a question asking for steps (_step_runs): the rest need none
+        units.extend(_step_runs(blocks, hidden))
     return [replace(unit, ranges=_without_lines(unit.ranges, hidden)) for unit in units] if hidden else units
 
 
@@ -7911,7 +7912,7 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
     releases = _release_headings(chunk)
     commands = _command_headings(chunk) if wants.code else []
     mine = []
-    for unit in _units(chunk):
+    for unit in _units(chunk, wants.steps):
         if unit.needs_match and not terms & _with_joined(set(tokenizer.tokens(unit.needs_match, language)),
                                                         unit.needs_match, terms) or unit.for_code and not wants.code \
                 or unit.for_steps and not wants.steps:
@@ -8034,12 +8035,13 @@ def _code_follows(mine: list[tuple[float, _Unit]], blank: set[int]) -> list[tupl
     Only across blank or markup lines (blank), never past a heading, and never an output shown
     (_shows_output)."""
     out = list(mine)
+    coded = [(n, other) for n, (_, other) in enumerate(mine) if not other.prefer and other.body]
     for overlap, unit in mine:
         if overlap < FIX_MIN_WORDS or unit.prefer or not unit.body:
             continue
-        for n, (_, other) in enumerate(mine):
-            if not other.prefer and other.body and unit.span[1] < other.span[0] \
-                    and blank.issuperset(range(unit.span[1] + 1, other.span[0])) and not _shows_output(other):
+        for n, other in coded:
+            if unit.span[1] < other.span[0] and blank.issuperset(range(unit.span[1] + 1, other.span[0])) \
+                    and not _shows_output(other):
                 out[n] = (max(out[n][0], overlap - CODE_FOLLOW_LESS), other)
     return out
 
