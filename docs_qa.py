@@ -7319,7 +7319,9 @@ def _step_runs(blocks: list[_Block], hidden: set[int]) -> list[_Unit]:
                 or blocks[m].kind == "paragraph" and m + 1 < len(blocks) and blocks[m + 1].kind == "list"):
             run.append(blocks[m])             # a paragraph between two steps is a note on the first
             m += 1
-        if sum(block.kind == "list" for block in run) >= STEP_RUN_MIN_LISTS:
+        if sum(block.kind == "list" for block in run) >= STEP_RUN_MIN_LISTS \
+                and all(_body(block)[1] == block.last for block in run if block.kind in _STEP_CODE_KINDS):
+            # (a code block cut at MAX_QUOTED_LINES would leave lines cited and not shown)
             intro = blocks[n - 1] if n and blocks[n - 1].kind == "paragraph" \
                 and _introduced(blocks, n - 1, hidden) is run[0] else None
             unit = _step_run_unit(run, intro)

@@ -706,6 +706,15 @@ class StepsTest(ExtractiveTest):
         answer = self.ask({"d.md": self.RECAP}, "How do I push my code?").answer
         self.assertNotIn("git pull", answer)
 
+    def test_a_run_with_a_long_code_block_is_not_quoted_as_one(self):
+        # the block would be cut at the lines a quote shows, and the run's citation would
+        # cover the lines not shown
+        long_code = "\n".join(f"$ step {n}" for n in range(30))
+        text = (f"# Deploy\n\nHere is a recap of the steps to get your changes live:\n\n* First, run\n\n"
+                f"```\n{long_code}\n```\n\n* Then, hit **Reload**.\n")
+        first = self.ask({"d.md": text}, "What are the steps to get my changes live?").answer.split("\n- ")[0]
+        self.assertFalse("more lines not shown" in first and "Reload" in first, first)
+
     def test_code_nested_in_a_step_is_not_cut_out_of_it(self):
         # four spaces under '1.' continue the step: a run of steps taking them as a code block
         # of its own showed a fence inside a fence, and the answer lost the unit
