@@ -7981,7 +7981,7 @@ _RELEASE_HEADING = _lazy_re(r"^\W*(?:release|version|wersja|verzia|verze)?\s*\[?
                                    # a numbered section ('2.1 Zakres stosowania') names no release
 
 
-def _command_headings(chunk: Chunk) -> list[tuple[int, str]]:
+def _command_headings(chunk: Chunk) -> list[tuple[int, str | None]]:
     """Return (line, title) of each heading inside a chunk, the title a command in code
     ('## `pyenv rehash`'), or None for a heading of another kind (its scope ends there)."""
     out = []
