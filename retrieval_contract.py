@@ -1165,7 +1165,7 @@ _MANNER_PHRASE = lazy_re(r"(?<![^\W_])(?i:in (?:plain|simple|layman['\u2019]?s|l
                          r"|(?:in (?:short|brief)|in other words|w skr[óo]cie|v skratke)(?=\s*(?:[,.?!:;]|$)))(?![^\W_])")
 
 
-def _without_contractions(text: str) -> str:
+def _spoken(text: str) -> str:
     """Return a question's text as its terms read it: English contractions' endings dropped
     (_CONTRACTION_END), and a phrase asking how to answer (_MANNER_PHRASE)."""
     text = _MANNER_PHRASE.sub(" ", text)
@@ -1367,7 +1367,7 @@ def text_query_words(text: str, rules: QueryRules = QUERY_RULES) -> list[tuple[s
     terms, stemmed as text_query_counts stems the whole question (its language decides the
     stemmers and stop words, not the word alone); stop words, contractions' endings and
     boilerplate left out."""
-    text = _without_contractions(text)
+    text = _spoken(text)
     return _query_words(text, _query_plan(text, text_folded_words(text), rules=rules))
 
 
@@ -1406,7 +1406,7 @@ def text_query_counts(text: str, rules: QueryRules = QUERY_RULES) -> dict[str, i
     Porter too, so a short query meets documents of any language. An English question also gets the
     light stems of its code-like words, so they meet Polish documents ('WIS' is 'wi' to
     Porter, 'wis' to them); capitals make a word code-like only when the question has lower case."""
-    text = _without_contractions(text)
+    text = _spoken(text)
     folded = text_folded_words(text)
     return _query_counts(text, folded, _query_plan(text, folded, rules=rules))
 
@@ -1470,7 +1470,7 @@ def question_make(text: Any, limit: int | None = None, field_name: str = "questi
         raise InvalidQueryError(f"the question is longer than {MAX_QUESTION_CHARS} characters", (field_name,))
     told = text_detect_language(cleaned, None)
     language = told or DEFAULT_QUESTION_LANGUAGE
-    spoken = _without_contractions(cleaned)
+    spoken = _spoken(cleaned)
     folded = text_folded_words(spoken)
     plan = _query_plan(spoken, folded, language, rules)
     return Question(cleaned, language, told is not None,
