@@ -5580,9 +5580,10 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     total, found, held, named, absent = 0.0, 0.0, [], None, {}   # absent: word -> its weight
     slots: dict[str, int] = {}                                    # a word -> its place in held
     unwritten: set[str] = set()    # acronyms whose letters the folder writes, never in capitals
-    budget = [ACRONYM_WRITTEN_READ]    # fragments read for them, per question (a question of 1,000 acronyms)
+    budget = [GATE_TEXT_READS]     # fragments still to read for acronyms and compounds (a question
+                                   # may hold a thousand of them)
     for word, terms in question.words:
-        ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms) or _compound_chunks(conn, word)
+        ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms) or _compound_chunks(conn, word, budget)
         if ids and _is_acronym(word, case_tells) and not _written_as(conn, word, ids, budget):
             ids = set()            # 'REST' where the folder says 'the rest of', 'HTTPS' only in its URLs
             unwritten.add(word)
@@ -5654,7 +5655,7 @@ def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[s
 
 
 ACRONYM_LETTERS = (2, 6)           # an absent word of so many capitals may be an acronym the folder spells out
-ACRONYM_WRITTEN_READ = 2000        # an acronym's capitals are looked for in at most this many fragments a question
+GATE_TEXT_READS = 2000             # fragments the gate reads a question for acronyms' capitals and compounds' halves
 ACRONYM_READ_CHUNKS = 200          # ... looked for in at most this many of the best fragments
 
 
@@ -5794,7 +5795,7 @@ def _written_as(conn: sqlite3.Connection, word: str, candidates: set[int], budge
     """Return True when a chunk among candidates (those holding word's stems) writes word
     exactly, in its capitals: an acronym the folder writes only in small letters is another
     word ('REST' and 'the rest of the rows', 'HTTPS' and 'https://' in its links). The chunks
-    read are taken from budget[0] (a question's share, ACRONYM_WRITTEN_READ); once it is
+    read are taken from budget[0] (a question's share, GATE_TEXT_READS); once it is
     spent, a word counts as written, as before this check."""
     written = re.compile(r"(?<![^\W_])" + re.escape(word) + r"(?![^\W_])")
     ids = sorted(candidates)
@@ -5823,19 +5824,22 @@ def _mobile_e_chunks(conn: sqlite3.Connection, terms: list[str]) -> set[int]:
     return _word_chunks(conn, bare) if bare else set()
 
 
-def _compound_chunks(conn: sqlite3.Connection, word: str) -> set[int]:
+def _compound_chunks(conn: sqlite3.Connection, word: str, budget: list[int]) -> set[int]:
     """Return the chunks writing a closed compound apart, its halves side by side ('honeybees'
     -> 'honey bees', 'honey-bees'), trying each split with halves of MIN_COMPOUND_PART letters;
     none for a word over MAX_COMPOUND_LETTERS. Halves anywhere in a fragment are no compound:
     'webpack' is not a page that says 'web' and 'pack' (the npm manual), nor 'refuses' one with
-    'ref' and 'uses'. Side by side is read in the first COMPOUND_READ_CHUNKS fragments holding both."""
+    'ref' and 'uses'. Side by side is read in the first COMPOUND_READ_CHUNKS fragments holding both,
+    taken from budget[0] (a question's share of fragments to read; spent, no compound is read)."""
     folded = text_fold(word)
     if len(folded) > MAX_COMPOUND_LETTERS:
         return set()
     for cut in range(MIN_COMPOUND_PART, len(folded) - MIN_COMPOUND_PART + 1):
         left, right = set(text_query_terms(folded[:cut])), set(text_query_terms(folded[cut:]))
         both = _word_chunks(conn, left) & _word_chunks(conn, right) if left and right else set()
-        apart = {chunk for chunk, (_, text) in _cache_chunk_texts(conn, sorted(both)[:COMPOUND_READ_CHUNKS])
+        read = sorted(both)[:min(COMPOUND_READ_CHUNKS, budget[0])]
+        budget[0] -= len(read)
+        apart = {chunk for chunk, (_, text) in _cache_chunk_texts(conn, read)
                  if _side_by_side(text_tokens(text), left, right)}
         if apart:
             return apart
