@@ -5044,6 +5044,7 @@ def _find(conn: sqlite3.Connection, question: Question, settings: Settings, prog
         return _Found(ranked, hits, reasons, _meta_get(conn, "generation"))
 
 
+_INCLUDE_OPENERS = ("{*", "{!", "--8<--", "include")   # what every _INCLUDE_MARKER holds
 POINTER_MAX_LINES = 12             # a fragment that only includes another document is this short (_only_points_elsewhere)
 
 
@@ -5081,8 +5082,9 @@ def _only_points_elsewhere(chunk: Chunk) -> bool:
     another document ('# Set up virtualenv' over '{% include "/django_installation/instructions.md"
     %}'): the included document is a source of its own, and this one, short and holding the
     heading's words, outranked it. A fragment of headings alone (a title-only document) stays."""
-    if chunk.end_line - chunk.start_line >= POINTER_MAX_LINES:
-        return False
+    if chunk.end_line - chunk.start_line >= POINTER_MAX_LINES or not any(
+            mark in chunk.text for mark in _INCLUDE_OPENERS):
+        return False                 # (most fragments hold no include marker: none is parsed)
     pointer = False
     for block in _blocks(chunk):
         if block.kind == "include" and all(_included_file(line).lower().endswith(DOC_EXTENSIONS)
@@ -7963,7 +7965,7 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
     elif wants.reason or wants.purpose:
         mine = _reasons_follow(mine, wants.reason)
     elif wants.code:
-        mine = _code_follows(mine, _blank_lines(chunk))
+        mine = _code_follows(mine, chunk)
     by_overlap: dict[float, list[_Unit]] = {}
     for overlap, unit in mine:
         by_overlap.setdefault(overlap, []).append(unit)
@@ -8032,19 +8034,21 @@ def _fixes_follow(mine: list[tuple[float, _Unit]], blank: set[int]) -> list[tupl
     return out
 
 
-def _code_follows(mine: list[tuple[float, _Unit]], blank: set[int]) -> list[tuple[float, _Unit]]:
+def _code_follows(mine: list[tuple[float, _Unit]], chunk: Chunk) -> list[tuple[float, _Unit]]:
     """Return the scored units of a fragment (in document order) with the code right after a
     unit that shows code and holds FIX_MIN_WORDS question words or more scoring one point
     (CODE_FOLLOW_LESS) below it: the next step or the variant of a command, in words the question
     does not use ('Skúsme ich zoradiť podľa dátumu vytvorenia:' and `order_by('created_date')`,
     then 'Poradie môžeme vymeniť pridaním `-` na začiatok:' and `order_by('-created_date')`).
-    Only across blank or markup lines (blank), never past a heading, and never an output shown
-    (_shows_output)."""
+    Only across blank or markup lines (_blank_lines), never past a heading, and never an output
+    shown (_shows_output)."""
     out = list(mine)
+    sources = [(overlap, unit) for overlap, unit in mine if overlap >= FIX_MIN_WORDS and not unit.prefer and unit.body]
+    if not sources:
+        return out
     coded = [(n, other) for n, (_, other) in enumerate(mine) if not other.prefer and other.body]
-    for overlap, unit in mine:
-        if overlap < FIX_MIN_WORDS or unit.prefer or not unit.body:
-            continue
+    blank = _blank_lines(chunk)
+    for overlap, unit in sources:
         for n, other in coded:
             if unit.span[1] < other.span[0] and blank.issuperset(range(unit.span[1] + 1, other.span[0])) \
                     and not _shows_output(other):
