@@ -7260,6 +7260,13 @@ def _body(block: _Block) -> tuple[tuple[str, ...], int]:
 
 STEP_RUN_MIN_LISTS = 2             # a run of steps: this many lists or more, code and notes between them ...
 STEP_RUN_MAX_LINES = 40            # ... shown in at most this many lines
+# a sentence that opens with a conjunction or a pronoun tells a story, not a step ('And you have a
+# frontend…', 'We can use OAuth2…', "Let's imagine…"; 'A potem…', 'My użyjemy…', 'Ale…')
+_NARRATIVE_OPENERS = frozenset("and but so or we you i it its this that these those there here let lets the "
+                               "a ale oraz wiec my wy ty on ona ono ich jej jego to ten ta te tu tam "
+                               "aj vsak preto teda vy on ona ono tento tato toto".split())
+STEP_RUN_MIN_SENTENCES = 3         # ... or this many paragraphs of one sentence each in a row ...
+STEP_SENTENCE_MAX_WORDS = 30       # ... of at most this many words (_sentence_runs)
 _STEP_CODE_KINDS = _CODE_KINDS - {"indented"}   # four spaces after a list item continue the item
 WIDENED_PARAGRAPH_SENTENCES = 3    # an intro is also quoted with its whole paragraph when it has at most this many
 SHORT_REPLY_WORDS = 4              # a sentence of fewer words ('Yes.', 'Nie muszą.') is quoted with its context
@@ -7303,7 +7310,7 @@ def _units(chunk: Chunk, steps: bool = False) -> list[_Unit]:
             view = _markup_view(block.lines[0])
             units.append(_intro_unit(block.first, view, nxt, caption=view))
     if steps:                      # for a question asking for steps (_step_runs): the rest need none
-        units.extend(_step_runs(blocks, hidden))
+        units.extend(_step_runs(blocks, hidden) + _sentence_runs(blocks, hidden))
     return [replace(unit, ranges=_without_lines(unit.ranges, hidden)) for unit in units] if hidden else units
 
 
@@ -7334,6 +7341,37 @@ def _step_runs(blocks: list[_Block], hidden: set[int]) -> list[_Unit]:
             if len(unit.body) <= STEP_RUN_MAX_LINES:
                 runs.append(unit)
         n = m
+    return runs
+
+
+def _sentence_runs(blocks: list[_Block], hidden: set[int]) -> list[_Unit]:
+    """Return each run of STEP_RUN_MIN_SENTENCES or more paragraphs of one short sentence each
+    ('Import `TestClient`.', 'Create a `TestClient` by passing your app to it.', 'Create
+    functions whose names start with `test_`.'), with the code right after them, as one unit:
+    steps written as lines of prose, for a question asking for steps."""
+    def one_short_sentence(block: _Block) -> bool:
+        if block.kind != "paragraph" or block.lines[0][:1].isspace():
+            return False
+        text = " ".join(line.strip() for line in block.lines)
+        first = text_folded_words(text)[:1]
+        return len(text_sentences(text)) == 1 and len(text.split()) <= STEP_SENTENCE_MAX_WORDS \
+            and bool(first) and first[0] not in _NARRATIVE_OPENERS
+    runs, n = [], 0
+    while n < len(blocks):
+        m = n
+        while m < len(blocks) and one_short_sentence(blocks[m]) and (m == n or _introduced(blocks, m - 1, hidden) is blocks[m]):
+            m += 1
+        if m - n >= STEP_RUN_MIN_SENTENCES:
+            run = blocks[n:m]
+            if m < len(blocks) and _introduced(blocks, m - 1, hidden) is blocks[m] \
+                    and (blocks[m].kind in _STEP_CODE_KINDS or blocks[m].kind == "include") \
+                    and _body(blocks[m])[1] == blocks[m].last:
+                run.append(blocks[m])
+            shown = [line for block in run for line in (
+                ("  " + _markup_view(" ".join(line.strip() for line in block.lines)),) if block.kind == "paragraph"
+                else _body(block)[0])]
+            runs.append(_Unit(((run[0].first, run[-1].last),), shown[0].strip(), tuple(shown[1:]), 0, for_steps=True))
+        n = max(m, n + 1)
     return runs
 
 

@@ -715,6 +715,20 @@ class StepsTest(ExtractiveTest):
         first = self.ask({"d.md": text}, "What are the steps to get my changes live?").answer.split("\n- ")[0]
         self.assertFalse("more lines not shown" in first and "Reload" in first, first)
 
+    def test_steps_written_as_lines_of_prose_are_one_quote(self):
+        # each step is a paragraph of one short sentence; a story told in short sentences
+        # ('And you have…', 'We can use…') is none
+        text = ("# Testing\n\n## Using the client\n\nImport `TestClient`.\n\n"
+                "Create a `TestClient` by passing your app to it.\n\n"
+                "Create functions with a name that starts with `test_`.\n\n"
+                "Write simple `assert` statements.\n\n## Story\n\nAnd you have a frontend in another domain.\n\n"
+                "We can use tokens for the frontend.\n\nThe frontend asks for a token first.\n")
+        first = self.ask({"t.md": text}, "Walk me through writing a first test with the client").answer.split("\n- ")[0]
+        self.assertTrue(first.startswith("- Import `TestClient`. [t.md:5-11]"), first)
+        self.assertIn("starts with `test_`", first)
+        story = self.ask({"t.md": text}, "What are the steps for the frontend to get a token?").answer
+        self.assertNotIn("[t.md:15-19]", story)
+
     def test_code_nested_in_a_step_is_not_cut_out_of_it(self):
         # four spaces under '1.' continue the step: a run of steps taking them as a code block
         # of its own showed a fence inside a fence, and the answer lost the unit
