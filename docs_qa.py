@@ -5560,6 +5560,7 @@ class _Shares(NamedTuple):
     slips: tuple[tuple[str, tuple[str, ...]], ...] = ()   # words read as others, each with the folder
                                    # terms it is read as: a slip's term one edit away that the best
                                    # chunks hold (_slips_held), an acronym's spelt-out words (_acronyms_held)
+    unwritten: tuple[str, ...] = ()   # absent acronyms whose letters the folder writes, never in capitals
 
 
 def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
@@ -5613,7 +5614,8 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
         found += absent.pop(word)
     if slips:
         best = _best_chunk_weight(held)[0]
-    return _Shares(best / total, found / total, named, tuple(absent), tuple(slips))
+    return _Shares(best / total, found / total, named, tuple(absent), tuple(slips),
+                   tuple(word for word in unwritten if word in absent))
 
 
 def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[str],
@@ -5866,16 +5868,17 @@ def _names_absent_weigh(coverage: float, folder_coverage: float) -> bool:
         and coverage >= ABSENT_NAME_REST_HELD * folder_coverage
 
 
-def _absent_names(conn: sqlite3.Connection, question: Question, absent: tuple[str, ...]) -> list[str]:
+def _absent_names(conn: sqlite3.Connection, question: Question, absent: tuple[str, ...],
+                  unwritten: tuple[str, ...] = ()) -> list[str]:
     """Return the names of the question (text_name_words) among the absent words (no form
     of which the folder holds; _Shares.absent) that are not one slip from a folder word
     either (two for a word of ABSENT_NAME_FUZZY_LONG letters or more; none under
     ABSENT_NAME_FUZZY_MIN letters): 'PythonAnywere' is the folder's PythonAnywhere, while
-    'Docker', in a folder without it, is named."""
+    'Docker', in a folder without it, is named, as is an acronym the folder writes only in small
+    letters (unwritten: _Shares.unwritten), 'REST' beside 'the rest of'."""
     terms = dict(question.words)
     return [word for word in dict.fromkeys(text_name_words(question.text)) if word in absent
-            and (_word_chunks(conn, terms.get(word, ())) or    # an acronym the folder never writes in capitals
-                 not any(_has_near_term(conn, term, len(word)) for term in terms.get(word, ())))]
+            and (word in unwritten or not any(_has_near_term(conn, term, len(word)) for term in terms.get(word, ())))]
 
 
 def _has_near_term(conn: sqlite3.Connection, term: str, letters: int) -> bool:
@@ -5899,8 +5902,8 @@ def _implausible_note(conn: sqlite3.Connection, question: Question, shares: _Sha
     the folder holds and no embedding match is close: shares is _question_coverage's
     answer), else None: the no-answer gate, shared by search() and search_rankings().
     A min_coverage of 0 lets every question through, one naming something unknown too."""
-    coverage, folder_coverage, identifier, absent, _ = shares
-    names = _absent_names(conn, question, absent) if settings.absent_name_gate and settings.min_coverage \
+    coverage, folder_coverage, identifier, absent = shares[:4]
+    names = _absent_names(conn, question, absent, shares.unwritten) if settings.absent_name_gate and settings.min_coverage \
         and _names_absent_weigh(coverage, folder_coverage) else []
     if names:
         return Note("no_plausible_match", f"the documents never mention {', '.join(names)}, and "
@@ -7332,9 +7335,7 @@ def _step_runs(blocks: list[_Block], hidden: set[int]) -> list[_Unit]:
                 or blocks[m].kind == "paragraph" and m + 1 < len(blocks) and blocks[m + 1].kind == "list"):
             run.append(blocks[m])             # a paragraph between two steps is a note on the first
             m += 1
-        if sum(block.kind == "list" for block in run) >= STEP_RUN_MIN_LISTS \
-                and all(_body(block)[1] == block.last for block in run if block.kind in _STEP_CODE_KINDS):
-            # (a code block cut at MAX_QUOTED_LINES would leave lines cited and not shown)
+        if sum(block.kind == "list" for block in run) >= STEP_RUN_MIN_LISTS and all(map(_shown_whole, run)):
             intro = blocks[n - 1] if n and blocks[n - 1].kind == "paragraph" \
                 and _introduced(blocks, n - 1, hidden) is run[0] else None
             unit = _step_run_unit(run, intro)
@@ -7364,21 +7365,23 @@ def _sentence_runs(blocks: list[_Block], hidden: set[int]) -> list[_Unit]:
         if m - n >= STEP_RUN_MIN_SENTENCES:
             run = blocks[n:m]
             if m < len(blocks) and _introduced(blocks, m - 1, hidden) is blocks[m] \
-                    and (blocks[m].kind in _STEP_CODE_KINDS or blocks[m].kind == "include") \
-                    and _body(blocks[m])[1] == blocks[m].last:
+                    and (blocks[m].kind in _STEP_CODE_KINDS or blocks[m].kind == "include") and _shown_whole(blocks[m]):
                 run.append(blocks[m])
-            shown = [line for block in run for line in (
-                ("  " + _markup_view(" ".join(line.strip() for line in block.lines)),) if block.kind == "paragraph"
-                else _body(block)[0])]
-            runs.append(_Unit(((run[0].first, run[-1].last),), shown[0].strip(), tuple(shown[1:]), 0, for_steps=True))
+            runs.append(_step_run_unit(run, None))
         n = max(m, n + 1)
     return runs
 
 
+def _shown_whole(block: _Block) -> bool:
+    """Return True unless a block is code cut at MAX_QUOTED_LINES: a run quoting it would cite
+    lines it does not show."""
+    return block.kind not in _STEP_CODE_KINDS or _body(block)[1] == block.last
+
+
 def _step_run_unit(run: list[_Block], intro: _Block | None) -> _Unit:
-    """Return the unit showing a run of steps (see _step_runs): its head the intro's last
-    sentence, or else the first step; each list line with its mark, code fenced, a caption as
-    its name."""
+    """Return the unit showing a run of steps (_step_runs, _sentence_runs): its head the
+    intro's last sentence, or else the first step; each list line with its mark, a paragraph on
+    a line, code fenced, a caption as its name."""
     shown: list[str] = []
     for block in run:
         if block.kind == "list":
