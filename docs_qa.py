@@ -6962,6 +6962,8 @@ _CODE_SPAN = _lazy_re(r"(`+[^`]*`+)")       # split() keeps the spans, at odd in
 # that follows, shown under the caption x ('… install python3-venv: {% filename %}command-line…')
 _TRAILING_CAPTION = _lazy_re(r"^(.*:)\s*" + _FILENAME_TAG + r"\s*$")
 _WIKI_EMBED = _lazy_re(r"!\[\[[^\]]*\]\]")
+_LINK_TARGET = _lazy_re(r"\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*(?:\s+\"[^\"]*\")?\)")   # '](url "title")': a link's or an
+                                                          # image's target, which the page does not show
 _WIKI_LINK = _lazy_re(r"\[\[(?:[^\]|]*\|)?([^\]|]*)\]\]")       # Obsidian [[Note|alias]] shows alias
 _QUOTE_MARKS = _lazy_re(r"^(?: {0,3}>(?: |$|(?=[^>])))+")   # '> ', '>text', '> > ': a blockquote's
                                                           # markers ('>>> ' is a prompt)
@@ -7041,6 +7043,21 @@ def _included_file(line: str) -> str:
     return next(name for name in _INCLUDE_MARKER.match(line).groups() if name)
 
 
+def _shown_words(text: str) -> str:
+    """Return text without the targets of its links and images ('[page](https://x/y)' ->
+    '[page]'), outside fenced code and `code` spans: a reader of the page sees the link's text."""
+    if "](" not in text:
+        return text
+    lines, fenced = text.split("\n"), False
+    for k, line in enumerate(lines):
+        if _FENCE_LINE.match(line):
+            fenced = not fenced
+        elif not fenced and "](" in line:
+            lines[k] = "".join(part if n % 2 else _LINK_TARGET.sub("]", part)
+                               for n, part in enumerate(_CODE_SPAN.split(line)))
+    return "\n".join(lines)
+
+
 def _is_markup_line(line: str) -> bool:
     """Return True when a line outside code holds only markup (see _MARKUP_PIECE)."""
     return bool(line.strip()) and not _MARKUP_PIECE.sub("", line).strip()
@@ -7097,10 +7114,13 @@ class _Unit:
 
     @property
     def matched_text(self) -> str:
-        """The text a question's words are looked for in: all but the lead and the caption."""
+        """The text a question's words are looked for in: all but the lead and the caption, and
+        its prose as the page shows it, without the targets of its links and images
+        (_shown_words): '![The API token tab](images/pythonanywhere_api_token.png)' says 'API
+        token', not 'PythonAnywhere'."""
         head = "" if self.caption and self.head == self.caption else self.head[self.lead:]
         body = self.body[1:] if self.caption and self.body and self.body[0].strip() == self.caption else self.body
-        return "\n".join((head,) + body)
+        return _shown_words("\n".join((head,) + body))
 
     @property
     def span(self) -> tuple[int, int]:

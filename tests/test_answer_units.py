@@ -247,6 +247,14 @@ class MarkupViewTest(TempDirTest):
         self.assertTrue(all(c.valid for c in result.citations), result.citations)
         return result
 
+    def test_a_links_target_is_no_word_the_unit_says(self):
+        # the page shows 'this page' and the image's alt text, not the words of their targets
+        text = ("# Tokens\n\nRead [this page](https://example.com/deploy/token-setup) first.\n\n"
+                "![Account page](images/deploy-token.png)\n\n"
+                "The deploy token is made on the Account page.\n")
+        self.assert_opens_with({"t.md": text}, "Where do I find the deploy token?",
+                               "- The deploy token is made on the Account page. [t.md:7-7]")
+
     def test_a_file_name_caption_between_a_line_and_its_code_is_shown_as_the_name(self):
         text = ("# Serwer\n\nAby uruchomić serwer, wpisz w konsoli:\n\n"
                 "{% filename %}command-line{% endfilename %}\n\n"
