@@ -2697,7 +2697,9 @@ CACHE_SCHEMA_VERSION = 5          # 2: postings as packed arrays per term; 3: ch
 CACHE_APPLICATION_ID = 0x64514131  # "dQA1": marks a sqlite file as ours
 CACHE_PAGE_SIZE = 16384            # bytes per page of a new file: fewer overflow pages for a frequent
                                    # term's postings and fewer page splits per row (sqlite's default 4096)
-TOKENIZER_VERSION = "t13"         # t13: Slovak and Polish question words' missing forms (akú,
+TOKENIZER_VERSION = "t14"         # t14: the Polish -yć verbs' endings (zobaczyć, zobaczysz,
+                                  # zobaczymy -> zobacz), as -ić's were; t13: Slovak and Polish
+                                  # question words' missing forms (akú,
                                   # ktorému, jakiemu, túto...) are stop words; t12: a front matter's
                                   # title and description count as heading words of the document's
                                   # first chunk; t11: setext headings ('Title' over '====' or '----')

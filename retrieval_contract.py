@@ -588,7 +588,7 @@ owiach owiami aniach eniach aniami eniami aniem eniem aniu eniu ania enia anie e
 iejszego iejszej iejszych iejszy iejsza iejsze
 owego owej owych owym owymi owemu owa owe owy owi owo
 iego iemu iej ich imi ymi ych ego emu ej ym im ach ami owie owi ow em om iem
-am asz amy acie aja ac esz emy ecie eja ec isz imy icie ia ic ujesz ujemy ujecie uja uje owac ujcie uj
+am asz amy acie aja ac esz emy ecie eja ec isz imy icie ia ic ysz ymy yc ujesz ujemy ujecie uja uje owac ujcie uj
 ala alo ali aly ila ilo ili ily yla ylo yli yly ela elo eli ely
 ie ii iu y a e i u o
 """

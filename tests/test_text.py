@@ -140,6 +140,16 @@ class LightStemTest(unittest.TestCase):
         forms = ["faktura", "faktury", "fakturami", "fakturach", "fakturom"]
         self.assertEqual({text_stem(w) for w in forms}, {"faktur"})
 
+    def test_polish_verb_forms_share_a_stem(self):
+        # an -yć verb conjugates as an -ić one, y after cz, rz, sz and ż: zobaczyć, zobaczysz,
+        # zobaczymy, zobacz (as zrobić, zrobisz, zrobimy -> zrob)
+        stem = retrieval_contract.text_stem_polish
+        self.assertEqual({stem(w) for w in ["zobaczyc", "zobaczysz", "zobaczymy", "zobacz"]}, {"zobacz"})
+        self.assertEqual({stem(w) for w in ["policzyc", "policzymy", "policz"]}, {"policz"})
+        self.assertEqual({stem(w) for w in ["zrobic", "zrobisz", "zrobimy"]}, {"zrob"})
+        # a noun's locative in -ycie (Madryt, Madrycie) is no verb form
+        self.assertEqual(stem("madrycie"), "madryc")
+
     def test_slovak_forms_share_a_stem(self):
         # daňové, daňového: a text of no clear language keeps a stem of four letters
         self.assertEqual({text_stem("danove"), text_stem("danoveho")}, {"danov"})
