@@ -5900,28 +5900,24 @@ def _implausible_note(conn: sqlite3.Connection, question: Question, shares: _Sha
                       dense_scores: Iterable[float], settings: Settings) -> Note | None:
     """Return the no_plausible_match note when the question names something the folder
     never mentions (see _absent_names; Settings.absent_name_gate), or retrieval found nothing
-    plausible (too few of the question's words occur in the folder, no embedding match is
-    close, and it names no identifier the folder holds, or names one beside a thing the
-    folder never mentions: shares is _question_coverage's answer), else None: the no-answer gate, shared by search() and search_rankings().
+    plausible (too few of the question's words occur in the folder, it names no identifier
+    the folder holds and no embedding match is close: shares is _question_coverage's
+    answer), else None: the no-answer gate, shared by search() and search_rankings().
     A min_coverage of 0 lets every question through, one naming something unknown too."""
     coverage, folder_coverage, identifier, absent = shares[:4]
-    names_weigh = _names_absent_weigh(coverage, folder_coverage)
-    words_fall_short = coverage < settings.min_coverage and folder_coverage < settings.min_folder_coverage
-    vouched = identifier is not None and settings.identifier_gate
     names = _absent_names(conn, question, absent, shares.unwritten) if settings.absent_name_gate and settings.min_coverage \
-        and (names_weigh or words_fall_short and vouched) else []
-    if names and names_weigh:
+        and _names_absent_weigh(coverage, folder_coverage) else []
+    if names:
         return Note("no_plausible_match", f"the documents never mention {', '.join(names)}, and "
                     f"{1 - folder_coverage:.0%} of the question's words (weighted by rarity) occur "
                     "nowhere in the folder; nothing is returned rather than weak hits "
                     "(--min-coverage 0 shows the closest anyway)")
     best_similarity = max(dense_scores, default=None)
     # (refusing a question with an unknown word that the folder's share lets through was
-    # measured: it refused 13-34 % of the answerable questions of CACM, ADI and LISA.)
-    # An identifier vouches only for a question naming nothing the folder lacks: 'HTTPS for my
-    # PythonAnywhere site' is on the folder's topic, but asks about a thing it never names.
-    if not words_fall_short or (best_similarity is not None and best_similarity >= settings.min_similarity) or (
-            vouched and not names):
+    # measured: it refused 13-34 % of the answerable questions of CACM, ADI and LISA)
+    if coverage >= settings.min_coverage or folder_coverage >= settings.min_folder_coverage or (
+            best_similarity is not None and best_similarity >= settings.min_similarity) or (
+            identifier is not None and settings.identifier_gate):
         return None
     return Note("no_plausible_match",
                 f"the best-matching fragment holds only {coverage:.0%} of the question's words "

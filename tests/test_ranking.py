@@ -693,37 +693,6 @@ class AbsentNameStemTest(TempDirTest):
         self.assertIn("the documents never mention Docker", result.notes[-1].message)
 
 
-class IdentifierBesideUnknownNameTest(TempDirTest):
-    """An identifier vouches only for a question naming nothing the folder lacks: asked about
-    HTTPS for a PyHost site, a folder that names PyHost but never HTTPS has no answer."""
-
-    DOCS = {"deploy.md": "# Deploy\n\nSign up on PyHost and open a console there.\n",
-            "domain.md": "# Names\n\nPick a domain for the blog before you register the name.\n",
-            "note1.md": "# Note 1\n\nThe blog shows post 1 and a list of posts.\n",
-            "note2.md": "# Note 2\n\nThe blog shows post 2; each point is a list item.\n",
-            "note3.md": "# Note 3\n\nThe blog site shows post 3.\n",
-            **{f"note{n}.md": f"# Note {n}\n\nThe blog shows post {n}.\n" for n in range(4, 7)}}
-
-    def test_a_question_naming_a_thing_the_folder_lacks_is_not_carried_by_its_identifier(self):
-        write_files(self.docs, self.DOCS)
-        settings = self.settings(use_embeddings=False)
-        question = "How do I point my domain at my PyHost site and turn on HTTPS?"
-        signals = docs_qa.search_gate_signals(question, settings)
-        # both shares below their bars, and HTTPS missing too little to refuse alone (40 %)
-        self.assertEqual(signals.identifier, "PyHost")
-        self.assertLess(signals.coverage, docs_qa.DEFAULT_MIN_COVERAGE)
-        self.assertLess(signals.folder_coverage, docs_qa.DEFAULT_MIN_FOLDER_COVERAGE)
-        self.assertLess(1 - signals.folder_coverage, docs_qa.ABSENT_NAME_MIN_SHARE)
-        result = docs_qa.search(question, settings)
-        self.assertEqual(result.hits, [])
-        self.assertIn("never mention turn, HTTPS", result.notes[-1].message)
-        # without the unknown name the identifier carries the question, as before
-        result = docs_qa.search("How do I point my domain at my PyHost site?", settings)
-        self.assertEqual(result.hits[0].chunk.path, "deploy.md")
-        # and --min-coverage 0 still lets every question through
-        self.assertTrue(docs_qa.search(question, self.settings(use_embeddings=False, min_coverage=0)).hits)
-
-
 class UnwrittenAcronymTest(TempDirTest):
     """An acronym the folder writes only in small letters is another word: 'REST' is not 'the
     rest of'."""
