@@ -15,6 +15,9 @@ Per language (answerable questions unless said):
 - cites lines: a valid citation of the answer overlaps an answering range;
 - keys: the answer text holds every key as a case-sensitive substring after whitespace runs
   are folded to one space (both sides);
+- keys in the fragments: every key occurs so in one of the returned fragments, so the answer
+  could have quoted it (keys found but not in the answer are lost in choosing the quote,
+  keys not found are lost in ranking);
 - off-topic refused (of the `none` questions), answerable refused;
 - units: the answer's quoted units (bullets of the extractive answer, or valid citations);
 - time: the median seconds of one answer (index built before, not timed);
@@ -77,6 +80,14 @@ def cites_answer(envelope: dict, ranges: list[dict]) -> bool:
     return False
 
 
+def keys_in_sources(envelope: dict, keys: list[str]) -> bool:
+    """Return True when every key occurs (whitespace-normalised) in one of the returned
+    fragments' texts: the answer could have quoted it. Keys found but missing from the answer
+    are lost in choosing the quote; keys not found, in ranking."""
+    texts = [fold_space(source.get("text") or "") for source in envelope.get("sources") or []]
+    return bool(keys) and all(any(fold_space(key) in text for text in texts) for key in keys)
+
+
 def answer_units(envelope: dict) -> int:
     """Return how many units the answer quotes: its bullets, else its valid citations."""
     text = envelope.get("answer") or ""
@@ -133,6 +144,7 @@ def score_language(docs_qa, folder: str, settings_for, show: int) -> tuple[dict,
             "page_top5": bool(wanted & set(pages[:5])),
             "cites": cites_answer(envelope, record["answers"]),
             "keys": bool(record["keys"]) and all(fold_space(k) in answer_text for k in record["keys"]),
+            "keys_found": keys_in_sources(envelope, record["keys"]),
             "units": answer_units(envelope), "seconds": seconds, "weak": is_weak(envelope),
             "confidence": envelope.get("confidence"), "answer": envelope.get("answer") or ""})
     return summarise(rows), rows
@@ -152,6 +164,7 @@ def summarise(rows: list[dict]) -> dict:
         "page_top5": sum(r["page_top5"] for r in answerable),
         "cites": sum(r["cites"] for r in answerable),
         "keys": sum(r["keys"] for r in answerable),
+        "keys_found": sum(r.get("keys_found", False) for r in answerable),
         "off_topic_refused": sum(r["status"] == "no_answer" for r in off_topic),
         "answerable_refused": sum(r["status"] == "no_answer" for r in answerable),
         "units_median": statistics.median([r["units"] for r in answered]) if answered else 0,
@@ -186,9 +199,9 @@ def ratio(part: int, whole: int) -> str:
 
 def markdown_table(results: dict[str, dict]) -> str:
     """Return the per-language measures as a Markdown table."""
-    head = ("| lang | page first | page top 5 | cites lines | keys | off-topic refused | answerable refused "
-            "| units (median) | time (median) | confident with keys | misses shown weak or refused |")
-    lines = [head, "|" + "---|" * 11]
+    head = ("| lang | page first | page top 5 | cites lines | keys | keys in the fragments | off-topic refused "
+            "| answerable refused | units (median) | time (median) | confident with keys | misses shown weak or refused |")
+    lines = [head, "|" + "---|" * 12]
     for lang, m in results.items():
         calibration = (ratio(m["confident_with_keys"], m["confident"]),
                        ratio(m["missing_keys_flagged"], m["missing_keys"]))
@@ -196,7 +209,8 @@ def markdown_table(results: dict[str, dict]) -> str:
             calibration = ("no confidence", f"refused only: {ratio(m['missing_keys_flagged'], m['missing_keys'])}")
         n = m["answerable"]
         lines.append(f"| {lang} | {ratio(m['page_first'], n)} | {ratio(m['page_top5'], n)} | {ratio(m['cites'], n)} "
-                     f"| {ratio(m['keys'], n)} | {ratio(m['off_topic_refused'], m['off_topic'])} "
+                     f"| {ratio(m['keys'], n)} | {ratio(m['keys_found'], n)} "
+                     f"| {ratio(m['off_topic_refused'], m['off_topic'])} "
                      f"| {ratio(m['answerable_refused'], n)} | {m['units_median']:g} "
                      f"| {m['seconds_median']:.3f} s | {calibration[0]} | {calibration[1]} |")
     return "\n".join(lines)

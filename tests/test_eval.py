@@ -70,6 +70,16 @@ class ConfidenceAucTest(unittest.TestCase):
         self.assertEqual(eval_answers.confidence_auc(rows), (None, 1, 0))
 
 
+class KeysInSourcesTest(unittest.TestCase):
+    def test_a_key_counts_when_one_returned_fragment_holds_it_whitespace_folded(self):
+        envelope = {"sources": [{"text": "Run:\n\n    python  manage.py\n    runserver\n"}, {"text": "other"}]}
+        self.assertTrue(eval_answers.keys_in_sources(envelope, ["python manage.py runserver"]))
+        # every key must be found, each in some fragment; none found, or no keys, is False
+        self.assertFalse(eval_answers.keys_in_sources(envelope, ["python manage.py runserver", "migrate"]))
+        self.assertFalse(eval_answers.keys_in_sources({"sources": []}, ["other"]))
+        self.assertFalse(eval_answers.keys_in_sources(envelope, []))
+
+
 if __name__ == "__main__":
     unittest.main()
 
