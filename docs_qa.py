@@ -6684,6 +6684,9 @@ _INLINE_CODE = _lazy_re(r"`([^`\n]+)`")
 # inline code that reads as a command or code: words with a space, a call, an assignment, a
 # template tag (`python -m venv myvenv`, `Post.objects.all()`); not a bare name (`virtualenv`)
 _COMMAND_LIKE = _lazy_re(r"\S\s+\S|[(={]")
+# a line opening with the names of a command-line option, as a manual page lists them ('-t,
+# --total', '--since', '-l'): the unit defines what to type
+_OPTION_NAMES = _lazy_re(r"^\s*--?[A-Za-z][\w-]*(?:,\s*--?[A-Za-z][\w-]*)*(?=[\s=]|$)")
 _EXHAUSTIVE_RE = _lazy_re(
     r"\b(all|every|everything|only|complete list|entire|wszystk\w*|jedyn\w*|kazd\w*|"
     r"vsetk\w*|jedin\w*|kazd\w*|cel\w* zoznam)\b")
@@ -7129,7 +7132,7 @@ class _Unit:
         """True when the unit shows code, a command, a table or numbered steps, or a command
         inline (_COMMAND_LIKE): what a question asking for a command or a "how do I" wants."""
         return (not self.prefer or any(_COMMAND_LIKE.search(code) for code in _INLINE_CODE.findall(self.head))
-                or any(_NUMBERED_ITEM.match(line) for line in self.body[:1]))
+                or any(_NUMBERED_ITEM.match(line) for line in self.body[:1]) or bool(_OPTION_NAMES.match(self.head)))
 
 
 def _blocks(chunk: Chunk) -> list[_Block]:

@@ -756,3 +756,27 @@ class CommandHeadingTest(ExtractiveTest):
     def test_a_question_asking_for_no_command_gets_the_sentence_alone(self):
         answer = self.ask({"c.md": self.REFERENCE}, "Why are binaries not found after a package is installed?").answer
         self.assertNotIn("`widget rehash` [c.md:3-3]", answer)
+
+
+class OptionLineTest(ExtractiveTest):
+    """A manual page's option ('-t, --total' and its description) is what a how-to question
+    asks for: it names what to type."""
+
+    MANUAL = ("# tally\n\ntally prints the sizes of the files in a folder, one line per file.\n\n"
+              "## Options\n\n-b, --bytes\nPrint the sizes in bytes.\n\n"
+              "-t, --total\nPrint a last line with the sum of the sizes.\n\n"
+              "-q, --quiet\nPrint nothing but errors.\n")
+
+    def test_a_how_to_question_opens_with_the_option(self):
+        # the page's opening line holds three of the question's words ('tally', 'prints',
+        # 'sizes') as the option does ('Print', 'sum', 'sizes'): the option's code point
+        # decides, it is what to type
+        answer = self.ask({"tally.1.md": self.MANUAL}, "How do I print the sum of the sizes with tally?").answer
+        self.assertTrue(answer.startswith("- -t, --total Print a last line with the sum of the sizes. [tally.1.md:10-11]"),
+                        answer)
+
+    def test_a_line_opening_with_a_dash_and_a_space_is_no_option(self):
+        answer = self.ask({"n.md": "# Note\n\n- Nie muszą, jeśli sprzedają tylko firmom.\n"},
+                          "Czy muszą mieć kasę, jeśli sprzedają tylko firmom?").answer
+        self.assertFalse(docs_qa._OPTION_NAMES.match("- Nie muszą, jeśli sprzedają tylko firmom."))
+        self.assertIn("Nie muszą", answer)
