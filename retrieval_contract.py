@@ -81,7 +81,7 @@ __all__ = [
     "lazy_re", "Language", "LANGUAGES", "STOP_WORDS", "MAX_QUESTION_CHARS",
     "text_fold", "text_folded_words", "text_words", "text_sentences", "text_detect_language",
     "SuffixStemmer", "text_stem", "text_stem_polish", "text_stem_slovak", "text_stem_english",
-    "Tokenizer", "shared_tokenizer", "STEM_MEMO_MAX", "text_tokens", "text_is_code_word", "text_edit_distance",
+    "Tokenizer", "shared_tokenizer", "STEM_MEMO_MAX", "text_tokens", "text_is_code_word", "text_is_quantity", "text_edit_distance",
     "text_case_tells",
     "text_query_terms", "text_query_words", "text_query_counts", "text_name_words", "text_personal_names", "text_drop_fleeting_e",
     "text_insert_fleeting_e", "text_name_stem", "NAME_VOWELS", "NAME_MIN_STEM_CHARS", "NAME_SUFFIXES",
@@ -1281,9 +1281,23 @@ def text_tokens(text: str) -> list[str]:
     return shared_tokenizer().tokens(text)
 
 
+# a number with a unit or an ordinal's ending (500MB, 4.2G, 30s, 5th, 3am): a value the asker
+# supplies, not a name the documents write
+_QUANTITY = lazy_re(r"\d+(?:[.,]\d+)?(?:[kmgtp]i?b?|b|[mun]?s|sec|min|hrs?|h|d|px|pt|em|st|nd|rd|th|[ap]m|x)?",
+                    re.IGNORECASE)
+
+
+def text_is_quantity(word: str) -> bool:
+    """Return True for a number, alone or with a unit or an ordinal's ending (_QUANTITY)."""
+    return _QUANTITY.fullmatch(word) is not None
+
+
 def text_is_code_word(word: str, case_tells: bool = True) -> bool:
     """Return True for identifiers such as WIS, KSeF, GTU_12, VAT-26, JPK_V7M, 106j; in a
-    text written all in capitals (case_tells False) capitals alone do not make one."""
+    text written all in capitals (case_tells False) capitals alone do not make one; a
+    quantity (500MB, 5th: text_is_quantity) is none."""
+    if word[:1].isdigit() and text_is_quantity(word):
+        return False
     has_digit = any(ch.isdigit() for ch in word)
     has_alpha = any(ch.isalpha() for ch in word)
     joined = any(ch in "_-/." for ch in word)

@@ -693,6 +693,28 @@ class AbsentNameStemTest(TempDirTest):
         self.assertIn("the documents never mention Docker", result.notes[-1].message)
 
 
+class QuantityTest(TempDirTest):
+    """A number with a unit or an ordinal's ending (500MB, 5th) is a value the asker supplies,
+    not a name the documents should write: it neither refuses a question as an unknown name nor
+    weighs as an identifier."""
+
+    DOCS = {"find.md": "# find\n\nfind searches every directory of a hierarchy for files.\n\n-size n\n"
+                       "Matches a file bigger than n units of space. Use M for megabytes.\n\n-name pattern\n"
+                       "Base of file name matches the shell pattern.\n",
+            "du.md": "# du\n\ndu estimates file space usage.\n\n-s, --summarize\nDisplay only a total for each argument.\n",
+            "ls.md": "# ls\n\nls lists directory contents.\n\n-l\nUse a long listing format.\n"}
+
+    def test_a_size_the_folder_never_writes_does_not_refuse_the_question(self):
+        write_files(self.docs, self.DOCS)
+        result = docs_qa.search("find every file bigger than 500MB", self.settings(use_embeddings=False))
+        self.assertEqual(result.hits[0].chunk.path, "find.md")
+        for word in ("500MB", "4.2G", "5th", "30s", "3am"):
+            self.assertFalse(docs_qa.text_is_code_word(word), word)
+            self.assertNotIn(word, docs_qa.text_name_words(f"find it with {word} please"))
+        for word in ("ext4", "GTU_12", "106j", "2FA", "x86"):     # names and identifiers stay
+            self.assertTrue(docs_qa.text_is_code_word(word), word)
+
+
 class UnwrittenAcronymTest(TempDirTest):
     """An acronym the folder writes only in small letters is another word: 'REST' is not 'the
     rest of'."""
