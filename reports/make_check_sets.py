@@ -11,7 +11,10 @@ where the software installed them:
   /usr/lib/node_modules/npm/docs/content);
 - plman (pl): the Polish manual pages (--man-pl, default /usr/share/man/pl), rendered to text
   by groff (its -k preprocessor for UTF-8), section titles made '## ' headings, every line's
-  indent and repeated spaces taken off, so options and their descriptions are prose.
+  indent and repeated spaces taken off, so options and their descriptions are prose;
+- enman (en): 57 English manual pages of everyday commands (ENMAN_PAGES; --man-en, default
+  /usr/share/man), rendered the same way; its questions were written by a session that never
+  ran the tool (reports/answers-real-docs.md, thirteenth round).
 
     python3 reports/make_check_sets.py OUT [--sets pyenv npm plman]
     python3 reports/eval_answers.py OUT/npm --lang en
@@ -36,7 +39,12 @@ PYENV_FILES = ("README.md", "COMMANDS.md", "CHANGELOG.md", "CONTRIBUTING.md", "M
                "plugins/python-build/README.md", "plugins/pyenv-doctor/README.md",
                "plugins/pyenv-update/README.md", "plugins/pyenv-virtualenv/README.md",
                "plugins/pyenv-virtualenv/CHANGELOG.md")
-SETS = {"pyenv": "en", "npm": "en", "plman": "pl"}
+ENMAN_PAGES = ("base64.1 basename.1 chmod.1 chown.1 cp.1 cut.1 date.1 df.1 diff.1 dirname.1 du.1 env.1 "
+               "file.1 find.1 free.1 grep.1 gzip.1 head.1 kill.1 less.1 ln.1 ls.1 md5sum.1 mkdir.1 mv.1 "
+               "nice.1 nl.1 nohup.1 patch.1 pgrep.1 pkill.1 ps.1 readlink.1 realpath.1 rm.1 rmdir.1 sed.1 "
+               "seq.1 sha256sum.1 sort.1 split.1 stat.1 tail.1 tar.1 tee.1 timeout.1 touch.1 tr.1 uniq.1 "
+               "uptime.1 watch.1 wc.1 which.1 xargs.1 groupadd.8 useradd.8 usermod.8").split()
+SETS = {"pyenv": "en", "npm": "en", "plman": "pl", "enman": "en"}
 _MAN_SECTION = re.compile(r"^[A-ZĄĆĘŁŃÓŚŹŻ][A-ZĄĆĘŁŃÓŚŹŻ0-9 ()/,-]+$")
 _MAN_RUNNING_HEAD = re.compile(r"^\S.*\(\d\)\s*$")
 
@@ -85,11 +93,22 @@ def man_text(rendered: str, name: str) -> str:
 
 def build_plman(source: str, docs: str) -> int:
     """Render the manual pages under source (man*/*.gz) into docs as NAME.md; return how many."""
+    pages = sorted(os.path.join(folder, n) for folder, _, names in os.walk(source) for n in names
+                   if n.endswith(".gz")) if os.path.isdir(source) else []
+    return render_man_pages(pages, source, docs)
+
+
+def build_enman(source: str, docs: str) -> int:
+    """Render the ENMAN_PAGES found under source (manN/NAME.N.gz) into docs; return how many."""
+    pages = [os.path.join(source, "man" + name.rsplit(".", 1)[1], name + ".gz") for name in ENMAN_PAGES]
+    return render_man_pages([page for page in pages if os.path.isfile(page)], source, docs)
+
+
+def render_man_pages(pages: list[str], source: str, docs: str) -> int:
+    """Render each gzipped manual page into docs as NAME.md (man_text); return how many."""
     groff = shutil.which("groff")
     if groff is None:
         raise Skipped("groff is not installed")
-    pages = sorted(os.path.join(folder, n) for folder, _, names in os.walk(source) for n in names
-                   if n.endswith(".gz")) if os.path.isdir(source) else []
     if not pages:
         raise Skipped(f"no manual pages under {source}")
     os.makedirs(docs, exist_ok=True)
@@ -105,7 +124,7 @@ def build_plman(source: str, docs: str) -> int:
     return len(pages)
 
 
-BUILDERS = {"pyenv": build_pyenv, "npm": build_npm, "plman": build_plman}
+BUILDERS = {"pyenv": build_pyenv, "npm": build_npm, "plman": build_plman, "enman": build_enman}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,8 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pyenv-root", default=os.path.expanduser("~/.pyenv"))
     parser.add_argument("--npm-docs", default="/usr/lib/node_modules/npm/docs/content")
     parser.add_argument("--man-pl", default="/usr/share/man/pl")
+    parser.add_argument("--man-en", default="/usr/share/man")
     args = parser.parse_args(argv)
-    sources = {"pyenv": args.pyenv_root, "npm": args.npm_docs, "plman": args.man_pl}
+    sources = {"pyenv": args.pyenv_root, "npm": args.npm_docs, "plman": args.man_pl, "enman": args.man_en}
     for name in args.sets:
         target = os.path.join(args.out, name)
         if os.path.exists(target):

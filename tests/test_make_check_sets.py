@@ -102,5 +102,21 @@ class MakeCheckSetsTest(unittest.TestCase):
         self.assertIn("zz - wyświetla ilość pamięci", text)
 
 
+    @unittest.skipIf(shutil.which("groff") is None, "groff is not installed: the manual pages are not rendered")
+    def test_the_english_set_takes_its_listed_pages_only(self):
+        for name, section in (("du", "1"), ("useradd", "8"), ("zz", "1")):      # zz is not listed
+            page = os.path.join(self.root, "man", "man" + section, f"{name}.{section}.gz")
+            os.makedirs(os.path.dirname(page), exist_ok=True)
+            with gzip.open(page, "wb") as fh:
+                fh.write(f".TH {name.upper()} {section}\n.SH NAME\n{name} \\- does a thing\n".encode("utf-8"))
+        code, printed = self.run_main("--sets", "enman", "--man-en", os.path.join(self.root, "man"))
+        self.assertEqual(code, 0, printed)
+        docs = os.path.join(self.out, "enman", "en", "docs")
+        self.assertEqual(sorted(os.listdir(docs)), ["du.1.md", "useradd.8.md"])
+        with open(os.path.join(docs, "du.1.md"), encoding="utf-8") as fh:
+            self.assertIn("du - does a thing", fh.read())
+        code, printed = self.run_main("--sets", "enman", "--man-en", os.path.join(self.root, "nowhere"))
+        self.assertEqual(code, 2)       # the first run's folder is there: untouched
+
 if __name__ == "__main__":
     unittest.main()
