@@ -6687,6 +6687,8 @@ _COMMAND_LIKE = _lazy_re(r"\S\s+\S|[(={]")
 # a line opening with the names of a command-line option, as a manual page lists them ('-t,
 # --total', '--since', '-l'): the unit defines what to type
 _OPTION_NAMES = _lazy_re(r"^\s*--?[A-Za-z][\w-]*(?:,\s*--?[A-Za-z][\w-]*)*(?=[\s=]|$)")
+OPTION_LINE_MAX_CHARS = 60         # an option's line this short is all names and arguments
+                                   # ('-P max-procs, --max-procs=max-procs'), shown whole over its description
 _EXHAUSTIVE_RE = _lazy_re(
     r"\b(all|every|everything|only|complete list|entire|wszystk\w*|jedyn\w*|kazd\w*|"
     r"vsetk\w*|jedin\w*|kazd\w*|cel\w* zoznam)\b")
@@ -7696,7 +7698,8 @@ _EVENT_DEADLINE = _lazy_re(r"\b(?:przed|pred|before|prior to|najpozniej w|najnes
 # a question asking for something to type: a command, code, a "how do I" (folded word starts)
 _CODE_WORD_STARTS = ("command", "komend", "polecen", "prikaz", "run", "type", "wpis", "napis",
                      "uruchom", "spust", "install", "instal", "zainstal", "nainstal", "code", "kod",
-                     "dopis", "wklej", "vloz", "paste")         # dopisać/dopísať: write in; paste
+                     "dopis", "wklej", "vloz", "paste",         # dopisać/dopísať: write in; paste
+                     "flag", "switch", "option", "opcj", "przelacznik", "prepinac")   # an option to type
 _HOW_WORDS = frozenset("how jak ako".split())
 # a question asking why (folded words), and the words that give a reason or a purpose
 _WHY_WORDS = frozenset("why dlaczego czemu preco".split())
@@ -8055,12 +8058,22 @@ _RELEASE_HEADING = _lazy_re(r"^\W*(?:release|version|wersja|verzia|verze)?\s*\[?
 
 def _command_headings(chunk: Chunk) -> list[tuple[int, str | None]]:
     """Return (line, title) of each heading inside a chunk, the title a command in code
-    ('## `pyenv rehash`'), or None for a heading of another kind (its scope ends there)."""
+    ('## `pyenv rehash`'), or None for a heading of another kind (its scope ends there); and
+    of each paragraph a manual page opens with an option's names ('-m, --create-home'), the
+    title those names and its scope the paragraph, which describes it (None from the blank
+    line after it: what follows may be about the command as a whole)."""
+    lines = chunk.text.split("\n")
     out = []
-    for index, _, heading in _headers(chunk.text.split("\n"), 0):
+    for index, _, heading in _headers(lines, 0):
         code = _INLINE_CODE.fullmatch(heading.strip())
         out.append((chunk.start_line + index, heading.strip() if code and _COMMAND_LIKE.search(code.group(1)) else None))
-    return out
+    for index, line in enumerate(lines):
+        option = _OPTION_NAMES.match(line) if not index or not lines[index - 1].strip() else None
+        if option:
+            end = next((k for k in range(index + 1, len(lines)) if not lines[k].strip()), len(lines))
+            title = line.strip() if len(line.strip()) <= OPTION_LINE_MAX_CHARS else option.group().strip()
+            out += [(chunk.start_line + index, title), (chunk.start_line + end, None)]
+    return sorted(out, key=lambda entry: entry[0])
 
 
 def _under_command(unit: _Unit, commands: list[tuple[int, str | None]]) -> _Unit:

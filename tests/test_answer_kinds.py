@@ -775,6 +775,22 @@ class OptionLineTest(ExtractiveTest):
         self.assertTrue(answer.startswith("- -t, --total Print a last line with the sum of the sizes. [tally.1.md:10-11]"),
                         answer)
 
+    def test_a_later_sentence_of_an_options_paragraph_is_shown_under_the_option(self):
+        # the sentence that answers names no option: the paragraph it is in describes -m; the
+        # paragraph after the blank line is the command's again
+        manual = ("# adduser\n\nadduser creates accounts.\n\n-m, --make-home\n"
+                  "Create the account's home folder. The starter files are copied into the new folder.\n\n"
+                  "The starter files are kept in /etc/starter.\n")
+        answer = self.ask({"adduser.8.md": manual}, "How do I get the starter files copied into a new home folder?").answer
+        self.assertTrue(answer.startswith("- -m, --make-home [adduser.8.md:5-5] [adduser.8.md:6-6]\n"
+                                          "  The starter files are copied into the new folder."), answer)
+        self.assertIn("- The starter files are kept in /etc/starter. [adduser.8.md:8-8]", answer)
+
+    def test_a_question_asking_for_a_flag_asks_for_what_to_type(self):
+        for question in ("Which tally flag prints the sum?", "which switch prints the sum", "Jaka opcja wypisuje sumę?",
+                         "Ktorý prepínač vypíše súčet?"):
+            self.assertTrue(docs_qa._question_wants(question).code, question)
+
     def test_a_line_opening_with_a_dash_and_a_space_is_no_option(self):
         answer = self.ask({"n.md": "# Note\n\n- Nie muszą, jeśli sprzedają tylko firmom.\n"},
                           "Czy muszą mieć kasę, jeśli sprzedają tylko firmom?").answer
