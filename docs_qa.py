@@ -7698,8 +7698,11 @@ _EVENT_DEADLINE = _lazy_re(r"\b(?:przed|pred|before|prior to|najpozniej w|najnes
 # a question asking for something to type: a command, code, a "how do I" (folded word starts)
 _CODE_WORD_STARTS = ("command", "komend", "polecen", "prikaz", "run", "type", "wpis", "napis",
                      "uruchom", "spust", "install", "instal", "zainstal", "nainstal", "code", "kod",
-                     "dopis", "wklej", "vloz", "paste",         # dopisać/dopísať: write in; paste
-                     "flag", "switch", "option", "opcj", "przelacznik", "prepinac")   # an option to type
+                     "dopis", "wklej", "vloz", "paste")         # dopisać/dopísať: write in; paste
+# ... or an option to type, named as a whole word ('optional', 'opcjonalny' ask for none)
+_OPTION_WORDS = frozenset("flag flags switch switches option options opcja opcje opcji opcjami opcjach "
+                          "przelacznik przelacznika przelaczniki przelacznikiem prepinac prepinaca prepinace "
+                          "prepinacom prepinacmi".split())
 _HOW_WORDS = frozenset("how jak ako".split())
 # a question asking why (folded words), and the words that give a reason or a purpose
 _WHY_WORDS = frozenset("why dlaczego czemu preco".split())
@@ -7826,7 +7829,7 @@ def _is_definition(head: str, terms: set[str], tokenizer: "Tokenizer", language:
 
 def _wants_code(words: list[str]) -> bool:
     """Return True when a question's folded words ask for a command or code."""
-    return any(w in _HOW_WORDS or w.startswith(_CODE_WORD_STARTS) for w in words)
+    return any(w in _HOW_WORDS or w in _OPTION_WORDS or w.startswith(_CODE_WORD_STARTS) for w in words)
 
 
 def _name_terms(word: str, terms: tuple[str, ...]) -> set[str]:

@@ -790,6 +790,8 @@ class OptionLineTest(ExtractiveTest):
         for question in ("Which tally flag prints the sum?", "which switch prints the sum", "Jaka opcja wypisuje sumę?",
                          "Ktorý prepínač vypíše súčet?"):
             self.assertTrue(docs_qa._question_wants(question).code, question)
+        for question in ("Is the sum optional?", "Czy suma jest opcjonalna?"):     # no option asked for
+            self.assertFalse(docs_qa._question_wants(question).code, question)
 
     def test_a_line_opening_with_a_dash_and_a_space_is_no_option(self):
         answer = self.ask({"n.md": "# Note\n\n- Nie muszą, jeśli sprzedają tylko firmom.\n"},
