@@ -5610,7 +5610,8 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     best, best_chunks = _best_chunk_weight(held, bool(acronyms) or any(len(word) >= SLIP_MIN_LETTERS
                                                                       for word in absent))
     slips = _acronyms_held(conn, acronyms, held, slots, best_chunks)
-    slips += _slips_held(conn, question, [word for word in absent if word not in dict(slips) and word not in unwritten],
+    spelt = dict(slips)
+    slips += _slips_held(conn, question, [word for word in absent if word not in spelt and word not in unwritten],
                          held, slots, best_chunks)
     for word, _ in slips:
         found += absent.pop(word)

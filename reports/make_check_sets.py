@@ -16,11 +16,11 @@ where the software installed them:
   /usr/share/man), rendered the same way; its questions were written by a session that never
   ran the tool (reports/answers-real-docs.md, thirteenth round).
 
-    python3 reports/make_check_sets.py OUT [--sets pyenv npm plman]
+    python3 reports/make_check_sets.py OUT [--sets pyenv npm plman enman]
     python3 reports/eval_answers.py OUT/npm --lang en
 
-A set whose source is missing (or plman without groff) is skipped with a line saying why.
-OUT/SET must not exist yet. Standard library only (groff is run for plman).
+A set whose source is missing (or a manual-page set without groff) is skipped with a line
+saying why. OUT/SET must not exist yet. Standard library only (groff is run for plman and enman).
 """
 
 from __future__ import annotations
