@@ -152,7 +152,7 @@ from retrieval_contract import (ContractError, InvalidQueryError, InvalidRequest
 from retrieval_contract import lazy_re as _lazy_re
 from retrieval_contract import LANGUAGES, MAX_QUESTION_CHARS, error_boundary
 from retrieval_contract import Question, question_make
-from retrieval_contract import (TEXT_WORD_RE, SuffixStemmer, text_stem_polish, text_stem_slovak, text_stem, text_fold, text_folded_words, text_words, text_sentences, text_detect_language, text_stem_english, TEXT_QUESTION_WORD, Tokenizer, shared_tokenizer, text_tokens, text_is_code_word, text_edit_distance, text_case_tells, text_query_terms, text_query_words, text_query_counts, text_name_words, text_personal_names)
+from retrieval_contract import (TEXT_WORD_RE, SuffixStemmer, text_stem_polish, text_stem_slovak, text_stem, text_fold, text_folded_words, text_words, text_sentences, text_detect_language, text_stem_english, TEXT_QUESTION_WORD, Tokenizer, shared_tokenizer, text_tokens, text_is_code_word, text_edit_distance, text_case_tells, text_query_terms, text_query_words, text_query_counts, text_name_words, text_personal_names, text_is_quantity, text_english_lemma_term)
 # graph_store (which never imports this module) is imported where a graph is used: importing
 # it costs a question without --graph about 0.1 s (python3 -X importtime -c "import graph_store")
 
@@ -5561,7 +5561,8 @@ class _Shares(NamedTuple):
     absent: tuple[str, ...]        # the content words no form of which occurs in the folder
     slips: tuple[tuple[str, tuple[str, ...]], ...] = ()   # words read as others, each with the folder
                                    # terms it is read as: a slip's term one edit away that the best
-                                   # chunks hold (_slips_held), an acronym's spelt-out words (_acronyms_held)
+                                   # chunks hold (_slips_held), an acronym's spelt-out words (_acronyms_held),
+                                   # an irregular English form's lemma ('ran': run)
     unwritten: tuple[str, ...] = ()   # absent acronyms whose letters the folder writes, never in capitals
 
 
@@ -5575,9 +5576,11 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     question, and words spread over unrelated chunks do not add up (the folder's share
     counts every word found anywhere, so a long question is not refused for that). An
     error's type that the folder never names (RuntimeError, pasted with its message) weighs
-    nothing: the documents explain the message, rarely the type. A word the folder lacks
+    nothing: the documents explain the message, rarely the type, and so does a number or a
+    quantity it lacks (1700000000, 500MB, 5th: a value the asker supplies). A word the folder lacks
     that is a slip of a word of the best chunk counts as held there (_slips_held), and the
-    ranking reads it as that word (_question_with_slips)."""
+    ranking reads it as that word (_question_with_slips); so is an irregular English form
+    it lacks read as its lemma ('ran' as run, 'indices' as index: text_english_lemma_term)."""
     n_chunks, n_documents = cache_chunk_count(conn), cache_file_count(conn)
     if not n_chunks:
         return _Shares(0.0, 0.0, None, ())   # an IDF over no chunks is negative: it would print -0%
@@ -5587,13 +5590,22 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     unwritten: set[str] = set()    # acronyms whose letters the folder writes, never in capitals
     budget = [GATE_TEXT_READS]     # fragments still to read for acronyms and compounds (a question
                                    # may hold a thousand of them)
+    lemmas: list[tuple[str, tuple[str, ...]]] = []   # irregular forms the folder lacks, read as their lemma
     for word, terms in question.words:
-        ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms) or _compound_chunks(conn, word, budget)
+        ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms)
+        lemma = None if ids or question.language_or("en") != "en" else text_english_lemma_term(word)
+        if lemma and lemma not in terms:   # 'I ran it' over a folder that says 'run'
+            ids = _word_chunks(conn, [lemma])
+            if ids:
+                lemmas.append((word, (lemma,)))
+        ids = ids or _compound_chunks(conn, word, budget)
         if ids and _is_acronym(word, case_tells) and not _written_as(conn, word, ids, budget):
             ids = set()            # 'REST' where the folder says 'the rest of', 'HTTPS' only in its URLs
             unwritten.add(word)
         if not ids and _ERROR_NAME.fullmatch(word):
             continue               # a pasted error's type (§14e) the folder never names: its message speaks
+        if not ids and text_is_quantity(word):
+            continue               # a value the asker supplies (500MB, 1700000000, 5th), not a topic
         weight = bm25_idf(n_chunks, max(1, len(ids))) * (
             CODE_WORD_WEIGHT if text_is_code_word(word, case_tells) else 1)
         total += weight
@@ -5617,6 +5629,7 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
         found += absent.pop(word)
     if slips:
         best = _best_chunk_weight(held)[0]
+    slips += lemmas
     return _Shares(best / total, found / total, named, tuple(absent), tuple(slips),
                    tuple(word for word in unwritten if word in absent))
 

@@ -81,7 +81,7 @@ __all__ = [
     "lazy_re", "Language", "LANGUAGES", "STOP_WORDS", "MAX_QUESTION_CHARS",
     "text_fold", "text_folded_words", "text_words", "text_sentences", "text_detect_language",
     "SuffixStemmer", "text_stem", "text_stem_polish", "text_stem_slovak", "text_stem_english",
-    "Tokenizer", "shared_tokenizer", "STEM_MEMO_MAX", "text_tokens", "text_is_code_word", "text_is_quantity", "text_edit_distance",
+    "Tokenizer", "shared_tokenizer", "STEM_MEMO_MAX", "text_tokens", "text_is_code_word", "text_is_quantity", "text_english_lemma_term", "ENGLISH_IRREGULAR_FORMS", "text_edit_distance",
     "text_case_tells",
     "text_query_terms", "text_query_words", "text_query_counts", "text_name_words", "text_personal_names", "text_drop_fleeting_e",
     "text_insert_fleeting_e", "text_name_stem", "NAME_VOWELS", "NAME_MIN_STEM_CHARS", "NAME_SUFFIXES",
@@ -985,6 +985,49 @@ def text_stem_english(word: str) -> str:
     if word.endswith("ll") and _measure(word) > 1:
         word = word[:-1]
     return word
+
+
+# English words whose form Porter's rules cannot take back to their lemma (irregular verbs and
+# plurals), each with it: a question's "I ran", "got", "built", "indices" then also meets a page's
+# "run", "get", "build", "index". A form that is also another word in use is left out: left (the
+# side), found (to found), saw, lay, lie, fell, rose, bound, ground, wound, spoke, lit, lead, smelt.
+ENGLISH_IRREGULAR_FORMS: dict[str, str] = {form: lemma for lemma, forms in (
+    ("arise", "arose arisen"), ("awake", "awoke awoken"), ("become", "became"), ("begin", "began begun"),
+    ("bend", "bent"), ("blow", "blew blown"), ("break", "broke broken"), ("breed", "bred"),
+    ("bring", "brought"), ("build", "built"), ("burn", "burnt"), ("buy", "bought"), ("catch", "caught"),
+    ("choose", "chose chosen"), ("come", "came"), ("creep", "crept"), ("deal", "dealt"), ("dig", "dug"),
+    ("draw", "drew drawn"), ("dream", "dreamt"), ("drive", "drove driven"), ("eat", "ate eaten"),
+    ("feed", "fed"), ("feel", "felt"), ("fight", "fought"), ("flee", "fled"), ("fly", "flew flown"),
+    ("forbid", "forbade forbidden"), ("forget", "forgot forgotten"), ("forgive", "forgave forgiven"),
+    ("freeze", "froze frozen"), ("get", "got gotten"), ("give", "gave given"), ("go", "went gone"),
+    ("grow", "grew grown"), ("hang", "hung"), ("hear", "heard"), ("hide", "hid hidden"), ("hold", "held"),
+    ("keep", "kept"), ("know", "knew known"), ("learn", "learnt"), ("lend", "lent"), ("lose", "lost"),
+    ("make", "made"), ("mean", "meant"), ("meet", "met"), ("mislead", "misled"),
+    ("mistake", "mistook mistaken"), ("overcome", "overcame"), ("override", "overrode overridden"),
+    ("overwrite", "overwrote overwritten"), ("pay", "paid"), ("rebuild", "rebuilt"), ("rerun", "reran"),
+    ("rewrite", "rewrote rewritten"), ("ride", "rode ridden"), ("ring", "rang rung"), ("rise", "risen"),
+    ("run", "ran"), ("say", "said"), ("seek", "sought"), ("sell", "sold"), ("send", "sent"),
+    ("shake", "shook shaken"), ("shine", "shone"), ("shoot", "shot"), ("show", "shown"),
+    ("shrink", "shrank shrunk"), ("sing", "sang sung"), ("sink", "sank sunk"), ("sit", "sat"),
+    ("sleep", "slept"), ("slide", "slid"), ("speak", "spoken"), ("speed", "sped"), ("spell", "spelt"),
+    ("spend", "spent"), ("spill", "spilt"), ("spin", "spun"), ("stand", "stood"), ("steal", "stole stolen"),
+    ("stick", "stuck"), ("strike", "struck stricken"), ("swear", "swore sworn"), ("sweep", "swept"),
+    ("swim", "swam swum"), ("swing", "swung"), ("take", "took taken"), ("teach", "taught"),
+    ("tear", "tore torn"), ("tell", "told"), ("think", "thought"), ("throw", "threw thrown"),
+    ("understand", "understood"), ("undo", "undid undone"), ("uphold", "upheld"), ("wake", "woke woken"),
+    ("wear", "wore worn"), ("weep", "wept"), ("win", "won"), ("withdraw", "withdrew withdrawn"),
+    ("write", "wrote written"), ("analysis", "analyses"), ("appendix", "appendices"), ("child", "children"),
+    ("crisis", "crises"), ("criterion", "criteria"), ("foot", "feet"), ("hypothesis", "hypotheses"),
+    ("index", "indices"), ("man", "men"), ("matrix", "matrices"), ("mouse", "mice"),
+    ("phenomenon", "phenomena"), ("thesis", "theses"), ("tooth", "teeth"), ("vertex", "vertices"),
+    ("woman", "women")) for form in forms.split()}
+
+
+def text_english_lemma_term(word: str) -> str | None:
+    """Return the index term of an irregular English form's lemma (ENGLISH_IRREGULAR_FORMS:
+    'ran' -> 'run', 'indices' -> 'index'), None for any other word."""
+    lemma = ENGLISH_IRREGULAR_FORMS.get(text_fold(word))
+    return None if lemma is None else text_stem_english(lemma)
 
 
 # --- Languages — one entry per language the detector can return: everything that differs by

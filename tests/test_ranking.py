@@ -714,6 +714,45 @@ class QuantityTest(TempDirTest):
         for word in ("ext4", "GTU_12", "106j", "2FA", "x86"):     # names and identifiers stay
             self.assertTrue(docs_qa.text_is_code_word(word), word)
 
+    def test_a_number_the_folder_never_writes_weighs_nothing_in_the_gate(self):
+        # 'got a unix timestamp 1700000000': the number weighed as the rarest word of the
+        # question and, absent, pulled the folder's share under the bar
+        write_files(self.docs, self.DOCS)
+        settings = self.settings(use_embeddings=False)
+        bare = docs_qa.search_gate_signals("find a file bigger than n units", settings)
+        for value in ("1700000000", "500MB", "5th"):
+            signals = docs_qa.search_gate_signals(f"find a file bigger than {value} units", settings)
+            self.assertEqual((signals.coverage, signals.folder_coverage), (bare.coverage, bare.folder_coverage), value)
+        # a number the folder writes is still evidence: it weighs as any word
+        write_files(self.docs, {"du.md": self.DOCS["du.md"] + "\nThe default block is 512 bytes.\n"})
+        self.assertLess(docs_qa.search_gate_signals("find 512 units", settings).coverage,
+                        docs_qa.search_gate_signals("find units", settings).coverage)
+
+
+class IrregularFormTest(TempDirTest):
+    """An irregular English form the folder lacks ('ran', 'got', 'indices') is read as its
+    lemma, which Porter's rules cannot reach: by the gate and by the ranking."""
+
+    DOCS = {"usermod.md": "# usermod\n\nRun usermod with -a -G to add the user to a group and keep the others.\n",
+            "index.md": "# Index\n\nEach index maps a term to its postings.\n",
+            **{f"note{n}.md": f"# Note {n}\n\nThe group holds user {n} and a term.\n" for n in range(4)}}
+
+    def test_a_past_form_meets_the_pages_lemma(self):
+        write_files(self.docs, self.DOCS)
+        settings = self.settings(use_embeddings=False)
+        signals = docs_qa.search_gate_signals("I ran usermod", settings)
+        self.assertEqual(signals.folder_coverage, 1.0)      # 'ran' read as run: nothing is absent
+        result = docs_qa.search("the indices", settings)
+        self.assertEqual([hit.chunk.path for hit in result.hits][:1], ["index.md"], result.notes)
+
+    def test_only_a_form_the_folder_lacks_is_read_as_its_lemma(self):
+        # a folder writing 'indices' keeps its own word: the lemma is no second term
+        write_files(self.docs, {**self.DOCS, "idx.md": "# Indices\n\nThe indices are rebuilt nightly.\n"})
+        result = docs_qa.search("the indices", self.settings(use_embeddings=False))
+        self.assertEqual([hit.chunk.path for hit in result.hits], ["idx.md"])
+        self.assertIsNone(docs_qa.text_english_lemma_term("left"))     # the side, not leave
+        self.assertEqual(docs_qa.text_english_lemma_term("Ran"), "run")
+
 
 class UnwrittenAcronymTest(TempDirTest):
     """An acronym the folder writes only in small letters is another word: 'REST' is not 'the
