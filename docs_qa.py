@@ -165,7 +165,7 @@ __all__ = [
     "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english", "text_stem_polish",
     "text_stem_slovak", "SuffixStemmer",
     "text_query_terms", "text_query_counts", "text_query_words", "text_edit_distance", "text_sentences", "text_detect_language", "text_case_tells",
-    "text_has_date", "text_has_deadline", "text_has_duration", "text_has_amount",
+    "text_has_date", "text_has_deadline", "text_has_duration", "text_has_amount", "text_has_place",
     "Tokenizer", "Question", "question_make",
     "FileEntry", "CorpusScan", "ScanRun", "corpus_scan", "corpus_scan_begin", "corpus_walk", "corpus_read",
     "corpus_readable", "corpus_reread", "corpus_other_files", "corpus_no_documents_note",
@@ -7765,6 +7765,25 @@ _LIMIT_WORD_STARTS = ("limit", "threshold", "przekrocz", "prekroc", "exceed", "p
                       "above", "below", "hranic", "prog")
 
 
+# a question asking where (folded text): a where-word opening a sentence or before a verb, not a
+# relative 'the folder where pyenv keeps…'; or which file, folder or menu
+_WHERE_QUESTION = _lazy_re(r"(?:^|[.?!:;]\s+)\W*(?:(?:and|so|but|a|i|ale|no|tak|ok|a)\W+)?(?:where|gdzie|kde|kam|dokad|skad|odkial)\b"
+                           r"|\bwhere (?:do|does|did|is|are|was|were|can|could|should|will|would|has|have)\b"
+                           r"|\b(?:in |into |to )?which (?:file|folder|directory|dir|menu|tab|page)\b"
+                           r"|\bw (?:ktorym|jakim) (?:pliku|katalogu|folderze|menu)\b"
+                           r"|\bv (?:ktorom|akom) (?:subore|priecinku|adresari|menu)\b")
+# what a place is written as: a path, a file's name with its extension, a URL, or what to click
+_PLACE = _lazy_re(r"(?:^|[\s(`'\"])(?:~|\.{1,2})?/[\w.-]+|[\w-]{2,}/[\w.-]+|https?://|(?<![\w.])[\w-]{2,}\.(?!\d)[A-Za-z]\w{0,4}\b"
+                  r"|\b(?:click|clicks|tab|tabs|button|menu|sidebar|link|kliknij|klikniesz|przycisk\w*|zakladk\w*"
+                  r"|odnosnik\w*|klikni|kliknite|tlacidl\w*|zalozk\w*|ponuk\w*|odkaz\w*)\b")
+
+
+def text_has_place(text: str) -> bool:
+    """Return True when text writes a place: a path ('/usr/lib/node_modules', '~/.npmrc'), a
+    file's name with its extension ('nohup.out'), a URL, or what to click ('the tab named…')."""
+    return _PLACE.search(text_fold(text)) is not None
+
+
 class _Wants(NamedTuple):
     """What kind of content a question asks for, besides its words (see _question_wants)."""
 
@@ -7781,6 +7800,8 @@ class _Wants(NamedTuple):
     works: bool = False            # 'jak działa', 'ako funguje', 'how does X work': an explanation
     purpose: bool = False          # 'po co', 'do czego', 'načo', 'what is X for': what a thing is for
     steps: bool = False            # 'what are the steps', 'krok po kroku', 'postup': the steps in order
+    place: bool = False            # 'where does X go', 'gdzie', 'kde', 'which file': a path, a file, a URL
+                                   # or where to click
 
 
 def _question_wants(text: str) -> _Wants:
@@ -7800,7 +7821,8 @@ def _question_wants(text: str) -> _Wants:
                   bool(_WHO_WORDS.intersection(words[:3])) and not _wants_duty(words)
                   and not _PERMISSION_WORDS.intersection(words), works,
                   _PURPOSE_QUESTION.search(" ".join(words)) is not None,
-                  _STEPS_QUESTION.search(" ".join(words)) is not None)
+                  _STEPS_QUESTION.search(" ".join(words)) is not None,
+                  _WHERE_QUESTION.search(folded) is not None)
 
 
 def text_has_date(text: str) -> bool:
@@ -8026,6 +8048,8 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
         if overlap and wants.duration and text_has_duration(unit.text):
             overlap += 1
         if overlap and wants.amount and text_has_amount(unit.text):
+            overlap += 1
+        if overlap and wants.place and text_has_place(unit.text):
             overlap += 1
         if overlap and wants.person and any(not terms & set(tokenizer.tokens(name, language))
                                             for name in text_personal_names(unit.text, True)):

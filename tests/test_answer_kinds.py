@@ -400,6 +400,33 @@ class WhoTest(ExtractiveTest):
         self.assertIn("Peter Novák", first)
 
 
+class WhereTest(ExtractiveTest):
+    NOHUP = {"nohup.md": "# nohup\n\nRun COMMAND, ignoring hangup signals.\n\nIf standard input is a terminal, "
+                         "redirect it from an unreadable file. If standard output is a terminal, append output to "
+                         "'nohup.out' if possible. If standard error is a terminal, redirect it to standard output.\n",
+             "tee.md": "# tee\n\nCopy standard input to each FILE, and also to standard output.\n"}
+
+    def test_a_where_question_opens_with_the_sentence_naming_a_place(self):
+        # three sentences hold 'terminal', 'redirect' or 'output' as often; the one naming the
+        # file the output goes to answers 'where', and the one about standard error came first
+        first = self.ask(self.NOHUP, "started a job with nohup from my terminal and didn't redirect anything. "
+                                     "where did its output go?").answer.split("\n")[0]
+        self.assertIn("nohup.out", first)
+
+    def test_where_asks_for_a_place_only_as_a_question_word(self):
+        for asked in ("Where do I click to get an API token?", "Gdzie są zapisywane logi?", "kde nájdem nastavenia",
+                      "So where does the config go?", "In which file is the port set?"):
+            self.assertTrue(docs_qa._question_wants(asked).place, asked)
+        for relative in ("Which variable changes the folder where pyenv keeps versions?",
+                         "can cp skip files where the copy is as recent?"):
+            self.assertFalse(docs_qa._question_wants(relative).place, relative)
+        for place in ("append output to 'nohup.out'", "installed under /usr/lib/node_modules", "see ~/.npmrc",
+                      "open https://example.org", "select the tab named API token", "kliknij przycisk Zapisz"):
+            self.assertTrue(docs_qa.text_has_place(place), place)
+        for other in ("e.g. this one", "version 4.2.5 is out", "Django is a framework."):
+            self.assertFalse(docs_qa.text_has_place(other), other)
+
+
 class WhoMustTest(ExtractiveTest):
     def test_who_must_asks_for_a_kind_of_party_not_a_name(self):
         # 'Kto musi…' is answered by who is obliged (a taxpayer who…); a sentence naming an
