@@ -5577,7 +5577,8 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     counts every word found anywhere, so a long question is not refused for that). An
     error's type that the folder never names (RuntimeError, pasted with its message) weighs
     nothing: the documents explain the message, rarely the type, and so does a number or a
-    quantity it lacks (1700000000, 500MB, 5th: a value the asker supplies). A word the folder lacks
+    quantity it lacks (1700000000, 500MB, 5th: a value the asker supplies), or a word of an example
+    list or an option's arguments (_supplied_values: 'ext4, xfs etc.', '-G docker'). A word the folder lacks
     that is a slip of a word of the best chunk counts as held there (_slips_held), and the
     ranking reads it as that word (_question_with_slips); so is an irregular English form
     it lacks read as its lemma ('ran' as run, 'indices' as index: text_english_lemma_term)."""
@@ -5591,6 +5592,7 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     budget = [GATE_TEXT_READS]     # fragments still to read for acronyms and compounds (a question
                                    # may hold a thousand of them)
     lemmas: list[tuple[str, tuple[str, ...]]] = []   # irregular forms the folder lacks, read as their lemma
+    supplied = _supplied_values(question.text)       # example lists, option arguments
     for word, terms in question.words:
         ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms)
         lemma = None if ids or question.language_or("en") != "en" else text_english_lemma_term(word)
@@ -5604,7 +5606,7 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
             unwritten.add(word)
         if not ids and _ERROR_NAME.fullmatch(word):
             continue               # a pasted error's type (§14e) the folder never names: its message speaks
-        if not ids and text_is_quantity(word):
+        if not ids and (text_is_quantity(word) or word in supplied):
             continue               # a value the asker supplies (500MB, 1700000000, 5th), not a topic
         weight = bm25_idf(n_chunks, max(1, len(ids))) * (
             CODE_WORD_WEIGHT if text_is_code_word(word, case_tells) else 1)
@@ -5632,6 +5634,24 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     slips += lemmas
     return _Shares(best / total, found / total, named, tuple(absent), tuple(slips),
                    tuple(word for word in unwritten if word in absent))
+
+
+# values a question supplies rather than asks about: the words of an example list ('e.g. ext4,
+# xfs', 'ext4, xfs, tmpfs etc.', 'np. …', 'napr. …') and the arguments after a command's option
+# ('usermod -G docker alice')
+_EXAMPLE_LIST = _lazy_re(r"(?i)(?:\be\.?g\.|\bsuch as|\bfor (?:example|instance)|\bnp\.|\bna przyk[łl]ad|\bnapr\.|\bnapr[íi]klad)"
+                         r"\s*:?\s*([^\s,;:?!()]+(?:\s*(?:,|/|\bor\b|\band\b|\blub\b|\balbo\b|\balebo\b)\s*[^\s,;:?!()]+)*)"
+                         r"|((?:[^\s,;:?!()]+\s*,\s*)+[^\s,;:?!()]+),?\s+(?:etc|itd|itp|atd|atď|and so on|and the like)\b")
+_OPTION_ARGUMENTS = _lazy_re(r"(?<![\w-])--?[A-Za-z][\w-]*\s+((?:[^\s-][^\s,;?!()]*\s+)?[^\s-][^\s,;?!()]*)")
+
+
+def _supplied_values(text: str) -> set[str]:
+    """Return the words of a question that are values it supplies (_EXAMPLE_LIST,
+    _OPTION_ARGUMENTS), as text_question_words writes them: the gate does not hold it against
+    the question that the folder lacks them, as with a number."""
+    found = [group for match in _EXAMPLE_LIST.finditer(text) for group in match.groups() if group]
+    found += [match.group(1) for match in _OPTION_ARGUMENTS.finditer(text)]
+    return {word for part in found for word in TEXT_QUESTION_WORD.findall(part)}
 
 
 def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[str],
@@ -5675,13 +5695,17 @@ def _slips_held(conn: sqlite3.Connection, question: Question, absent: Iterable[s
 
 
 ACRONYM_LETTERS = (2, 6)           # an absent word of so many capitals may be an acronym the folder spells out
+SHOUTED_MIN_LETTERS = 5            # ... but one this long ending in ED or ING is a word a program prints
 GATE_TEXT_READS = 2000             # fragments the gate reads a question for acronyms' capitals and compounds' halves
 ACRONYM_READ_CHUNKS = 200          # ... looked for in at most this many of the best fragments
 
 
 def _is_acronym(word: str, case_tells: bool) -> bool:
-    """Return True for a word written in capitals only, ACRONYM_LETTERS long (UJ, NFZ, ZUS)."""
-    return case_tells and word.isalpha() and word.isupper() and ACRONYM_LETTERS[0] <= len(word) <= ACRONYM_LETTERS[1]
+    """Return True for a word written in capitals only, ACRONYM_LETTERS long (UJ, NFZ, ZUS);
+    not a word shouted as a program prints it ('FAILED', 'PENDING': an English past or -ing
+    form of five letters or more)."""
+    return case_tells and word.isalpha() and word.isupper() and ACRONYM_LETTERS[0] <= len(word) <= ACRONYM_LETTERS[1] \
+        and not (len(word) >= SHOUTED_MIN_LETTERS and word.endswith(("ED", "ING")))
 
 
 def _acronyms_held(conn: sqlite3.Connection, acronyms: list[str], held: list[tuple[float, set[int]]],

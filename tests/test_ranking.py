@@ -729,6 +729,38 @@ class QuantityTest(TempDirTest):
                         docs_qa.search_gate_signals("find units", settings).coverage)
 
 
+class SuppliedValueTest(TempDirTest):
+    """Words a question supplies rather than asks about, which the folder need not write: an
+    example list's ('ext4, xfs, tmpfs etc.'), a command option's arguments ('-G docker alice'),
+    a word shouted as a program prints it ('one hunk FAILED')."""
+
+    DOCS = {"df.md": "# df\n\ndf reports file system space usage.\n\n-T, --print-type\nprint file system type\n",
+            "usermod.md": "# usermod\n\nusermod modifies a user account.\n\n-a, --append\nRun it with -G to add the "
+                          "user to supplementary groups; without it the user is removed from every other group.\n",
+            "patch.md": "# patch\n\npatch applies a diff file. A hunk that failed to apply is saved in a .rej file.\n",
+            **{f"note{n}.md": f"# Note {n}\n\nThe system keeps user {n} in a group.\n" for n in range(4)}}
+
+    def test_values_the_question_supplies_do_not_refuse_it(self):
+        write_files(self.docs, self.DOCS)
+        settings = self.settings(use_embeddings=False)
+        for question, page in (("can df tell me whether each mount is ext4, xfs, tmpfs etc?", "df.md"),
+                               ("can df print the type of a mount, e.g. ext4 or xfs?", "df.md"),
+                               ("patch said one hunk FAILED. where is the part it could not apply?", "patch.md")):
+            result = docs_qa.search(question, settings)
+            self.assertEqual([hit.chunk.path for hit in result.hits][:1], [page], (question, result.notes))
+        # an option's arguments weigh nothing when the folder lacks them: nothing else is absent
+        signals = docs_qa.search_gate_signals("usermod -G docker alice removed her from the other groups", settings)
+        self.assertEqual(signals.folder_coverage, 1.0)
+
+    def test_a_thing_asked_about_is_still_a_name_the_folder_never_mentions(self):
+        # outside a list or an option's arguments, an unknown name counts against answering
+        write_files(self.docs, self.DOCS)
+        result = docs_qa.search("how do I add a user to the docker group in Kubernetes?",
+                                self.settings(use_embeddings=False))
+        self.assertEqual(result.hits, [])
+        self.assertIn("Kubernetes", result.notes[-1].message)
+
+
 class IrregularFormTest(TempDirTest):
     """An irregular English form the folder lacks ('ran', 'got', 'indices') is read as its
     lemma, which Porter's rules cannot reach: by the gate and by the ranking."""
