@@ -185,7 +185,7 @@ __all__ = [
     "cache_listings", "cache_put_listings", "cache_try_put_listings",
     "cache_document_frequencies", "cache_terms_near", "cache_terms_one_edit",
     "GitCheckout", "GitState", "git_checkout", "git_head", "git_is_dirty", "git_probe", "git_probe_file",
-    "rrf_fuse", "rrf_floor", "embeddings_read", "embed_languages_parse",
+    "rrf_fuse", "rrf_floor", "rrf_page_lead", "embeddings_read", "embed_languages_parse",
     "Citation", "citation_parse", "citation_validate", "citation_recheck", "citation_format",
     "citation_support",
     "AnswerResult", "answer_check", "answer_extractive",
@@ -4805,6 +4805,19 @@ def rrf_floor(fused: list[tuple[int, float]], rankings: dict[str, list[int]],
         [item for item in fused if item[0] not in protected]
 
 
+def rrf_page_lead(fused: list[tuple[int, float]], lead: int, page_of: dict[int, str]) -> list[tuple[int, float]]:
+    """Return fused with lead (BM25's best fragment) moved before the other fragments of its
+    document: the fusion ranks the pages, and within the page BM25's best leads. A fragment the
+    embeddings ranked nowhere fell below its page's lesser ones and, past the per-document
+    limit, out of the result ('-m, --create-home' for "which useradd flag creates the home
+    folder"). Pages keep their places, so a page's rank (nDCG by document) does not change."""
+    at = next((k for k, (cid, _) in enumerate(fused) if cid == lead), None)
+    if at is None:
+        return fused
+    first = next(k for k, (cid, _) in enumerate(fused) if page_of[cid] == page_of[lead])
+    return fused[:first] + [fused[at]] + [item for k, item in enumerate(fused[first:], first) if k != at]
+
+
 def _dense_agrees(rankings: dict[str, list[int]]) -> bool:
     """Return False when BM25 found candidates and fewer than DENSE_AGREEMENT_MIN of the
     embedding ranking's best DENSE_AGREEMENT_TOP are among them: the two rank different
@@ -5054,8 +5067,11 @@ def _apply_limits(conn: sqlite3.Connection, fused: list[tuple[int, float]],
                   rankings: dict[str, list[int]], method_scores: dict[str, dict[int, float]],
                   settings: Settings) -> tuple[list[Hit], list[str]]:
     """Return the hits within per_document_limit and result_limit, and which limits were
-    proven hit (one candidate past result_limit is looked at, never returned)."""
+    proven hit (one candidate past result_limit is looked at, never returned); in a fused
+    ranking, BM25's best fragment leads its document's (rrf_page_lead)."""
     meta = _cache_chunks(conn, [cid for cid, _ in fused])
+    if "dense" in rankings and rankings.get("bm25"):
+        fused = rrf_page_lead(fused, rankings["bm25"][0], {cid: meta[cid][0].path for cid, _ in fused})
     ranks = {m: {cid: r for r, cid in enumerate(ids, 1)} for m, ids in rankings.items()}
     per_doc: Counter = Counter()
     hits: list[Hit] = []

@@ -199,6 +199,40 @@ class FusionTest(unittest.TestCase):
                          [9, 1, 2, 3])
 
 
+class PageLeadTest(TempDirTest):
+    """In a fused ranking, BM25's best fragment leads its document's fragments: the fusion
+    ranks the pages, BM25 the fragment within one."""
+
+    USERADD = ("# useradd\n\n## Synopsis\n\nuseradd creates a user. The user gets a home folder and files when "
+               "asked. " + "The user and the home and the files. " * 3 + "\n\n## Home\n\nThe home folder of the "
+               "user holds the user files; the home of each user is made from files. " + "User home files. " * 3 +
+               "\n\n## Options\n\n-m, --create-home\nCreate the skeleton home directory.\n\n## Files\n\nThe files "
+               "of the user and the home folder of the user, and more files for the user home. " + "User files home. " * 3 + "\n")
+
+    def test_bm25s_best_fragment_is_not_fused_out_of_its_page(self):
+        # the mock embeddings rank the option's short fragment fifth (it shares few words); past
+        # the per-document limit of two, the page's wordier fragments kept its place and the one
+        # holding 'skeleton' and the flag was dropped
+        write_files(self.docs, {"useradd.md": self.USERADD,
+                                "usermod.md": "# usermod\n\nusermod changes a user: the home folder, the files "
+                                              "and the groups of the user.\n",
+                                "other.md": "# other\n\nThe user may keep files in the home folder.\n"})
+        result = docs_qa.search("which flag creates the skeleton home folder for the user files",
+                                self.settings(per_document_limit=2, limit=3))
+        self.assertEqual(result.mode, "hybrid")
+        first = result.hits[0]
+        self.assertEqual((first.chunk.path, first.bm25_rank), ("useradd.md", 1))
+        self.assertIn("--create-home", first.chunk.text)
+        self.assertEqual([hit.chunk.path for hit in result.hits], ["useradd.md", "useradd.md", "other.md"])
+
+    def test_pages_keep_their_places(self):
+        fused = [(1, 0.5), (2, 0.4), (3, 0.3), (9, 0.1)]
+        page = {1: "a.md", 2: "b.md", 3: "a.md", 9: "b.md"}
+        self.assertEqual([i for i, _ in docs_qa.rrf_page_lead(fused, 9, page)], [1, 9, 2, 3])
+        self.assertEqual(docs_qa.rrf_page_lead(fused, 1, page), fused)     # it leads already
+        self.assertEqual(docs_qa.rrf_page_lead(fused, 7, page), fused)     # not among them
+
+
 BEES = {
     "varroa.md": "# Varroa\n\nVarroa destructor is a parasitic mite of honey bees.\n",
     "pollination.md": "# Pollination\n\nHoney bees pollinate apple orchards and rapeseed fields.\n",
