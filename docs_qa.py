@@ -7365,12 +7365,17 @@ def _units(chunk: Chunk, steps: bool = False) -> list[_Unit]:
     """Return the quotable units of a chunk (see above), in document order. Markup lines
     are a view: no unit quotes or cites them, and a line introduces the block after them;
     a file-name caption is shown as its name between a line and the code it introduces."""
-    blocks, hidden = [], set()
+    blocks, hidden, lines = [], set(), chunk.text.split("\n")
     for block in _blocks(chunk):
         if block.kind == "markup":
             hidden.update(range(block.first, block.last + 1))
         else:
             blocks.append(block)
+        if block.kind == "indented":     # its spaces left on the line after it show nothing
+            after = block.last + 1 - chunk.start_line
+            while after < len(lines) and lines[after] and not lines[after].strip():
+                hidden.add(chunk.start_line + after)
+                after += 1
     units: list[_Unit] = []
     for n, block in enumerate(blocks):
         nxt, caption = _introduced(blocks, n, hidden), ""
@@ -7411,8 +7416,9 @@ def _step_runs(blocks: list[_Block], hidden: set[int]) -> list[_Unit]:
             continue
         run, m = [blocks[n]], n + 1
         while m < len(blocks) and _introduced(blocks, m - 1, hidden) is blocks[m] \
-                and not blocks[m].lines[0][:1].isspace() and (      # indented: nested in a step, as written
+                and (not blocks[m].lines[0][:1].isspace() or _top_level_indented(blocks, m)) and (
                 blocks[m].kind in ("list", "caption", "include") or blocks[m].kind in _STEP_CODE_KINDS
+                or _top_level_indented(blocks, m)                     # indented: nested in a step, as written,
                 or blocks[m].kind == "paragraph" and m + 1 < len(blocks) and blocks[m + 1].kind == "list"):
             run.append(blocks[m])             # a paragraph between two steps is a note on the first
             m += 1
@@ -7424,6 +7430,13 @@ def _step_runs(blocks: list[_Block], hidden: set[int]) -> list[_Unit]:
                 runs.append(unit)
         n = m
     return runs
+
+
+def _top_level_indented(blocks: list[_Block], m: int) -> bool:
+    """Return True when blocks[m] is four-space code after a caption or a note, not after a list
+    item: the list has ended, and it is a code block of its own ('{% filename %}command-line'
+    over '    $ git push'), not the item's continuation."""
+    return blocks[m].kind == "indented" and m > 0 and blocks[m - 1].kind in ("caption", "paragraph", "include")
 
 
 def _sentence_runs(blocks: list[_Block], hidden: set[int]) -> list[_Unit]:

@@ -729,6 +729,19 @@ class StepsTest(ExtractiveTest):
                 self.assertLess(first.index("git push"), first.index("git pull"))
                 self.assertLess(first.index("git pull"), first.index("Reload"))
 
+    def test_four_space_code_after_a_caption_is_a_step_of_the_run(self):
+        # the Django Girls way: '* step', a file-name caption at the margin (the list has ended),
+        # then four-space code whose last line keeps its spaces; the run broke at that code, so
+        # only single steps were quoted
+        text = ("# Deploy\n\nHere is a recap of the steps to get your changes live:\n\n* First, push your code\n\n"
+                "{% filename %}command-line{% endfilename %}\n\n    $ git push\n    \n\n"
+                "* Then, log in to the server and run:\n\n{% filename %}server{% endfilename %}\n\n"
+                "    $ git pull\n    \n\n(Use your own folder name.)\n\n* Finally, hit **Reload** on the Web page.\n")
+        first = self.ask({"d.md": text}, "What are the steps to get my changes live?").answer.split("\n- ")[0]
+        self.assertLess(first.index("git push"), first.index("git pull"))
+        self.assertLess(first.index("git pull"), first.index("Reload"))
+        self.assertIn("[d.md:3-9] [d.md:11-16] [d.md:18-21]", first)     # lines 10 and 17, spaces only, are not cited
+
     def test_a_question_asking_for_one_command_gets_no_run(self):
         answer = self.ask({"d.md": self.RECAP}, "How do I push my code?").answer
         self.assertNotIn("git pull", answer)
