@@ -7361,6 +7361,20 @@ _POINTS_BACK = _lazy_re(r"(?:w tym|w takim|wtedy|dlatego|v tom|v takom|vtedy|pre
                         r"|tak samo|podobnie|rovnako|podobne|similarly|likewise|the same way|in the same way)\b")
 
 
+# a paragraph opening with an example ('E.g. `pip install email-validator`', 'Np.', 'Napríklad')
+# gives one for the paragraph before it
+_EXAMPLE_OPENER = _lazy_re(r"(?:e\.\s?g\.|for example|for instance|np\.|na przyklad|napr\.|napriklad|napr\b)")
+
+
+def _example_unit(before: _Block, example: _Unit) -> _Unit:
+    """Return one unit quoting the last sentence of a paragraph and the first unit of the
+    paragraph after it, which gives its example ('To use `EmailStr`, first install
+    `email_validator`.' 'E.g. `pip install email-validator`'): the sentence says what the
+    example is for, the example what to type (with the code it introduces, if it does)."""
+    first, last, text = _paragraph_sentences([(before.first + k, line.strip()) for k, line in enumerate(before.lines)])[-1]
+    return _joined(_Unit(((first, last),), text, (), 1), example)
+
+
 def _units(chunk: Chunk, steps: bool = False) -> list[_Unit]:
     """Return the quotable units of a chunk (see above), in document order. Markup lines
     are a view: no unit quotes or cites them, and a line introduces the block after them;
@@ -7388,7 +7402,11 @@ def _units(chunk: Chunk, steps: bool = False) -> list[_Unit]:
             heading = blocks[n - 1] if n and blocks[n - 1].kind == "heading" else None
             if heading is not None and _introduced(blocks, n - 1, hidden) is not block:
                 heading = None             # a heading further up answers nothing here
-            units.extend(_paragraph_units(block, nxt, caption, heading))
+            own = _paragraph_units(block, nxt, caption, heading)
+            units.extend(own)
+            if own and n and blocks[n - 1].kind == "paragraph" and _introduced(blocks, n - 1, hidden) is block \
+                    and _EXAMPLE_OPENER.match(text_fold(block.lines[0].lstrip())):
+                units.append(_example_unit(blocks[n - 1], own[0]))
         elif block.kind == "list":
             units.extend(_list_units(block, nxt, caption))
         elif block.kind == "table":

@@ -400,6 +400,26 @@ class WhoTest(ExtractiveTest):
         self.assertIn("Peter Novák", first)
 
 
+class ExampleParagraphTest(ExtractiveTest):
+    def test_a_paragraph_giving_an_example_is_quoted_with_the_sentence_it_exemplifies(self):
+        # one paragraph named the package, the next ('E.g. …') the command: each alone held half
+        # of the question, and a page on another package's install quoted first
+        files = {"models.md": "# Response model\n\nYou can declare a model with an email field.\n\n"
+                              "To use `EmailStr`, first install `email_validator`.\n\n"
+                              "E.g. `pip install email-validator` or `pip install pydantic[email]`.\n",
+                 "forms.md": "# Forms\n\nThe `python-multipart` package is installed with the framework when "
+                             "you run `pip install framework`.\n\nA model can hold form fields.\n"}
+        first = self.ask(files, "EmailStr in my user model doesn't work, what package do I have to install?"
+                         ).answer.split("\n- ")[0]
+        self.assertIn("first install `email_validator`. E.g. `pip install email-validator`", first)
+        self.assertIn("[models.md:5-7]", first)
+        # in Polish too: 'Np.' opens the example
+        files = {"n.md": "# Poczta\n\nAby wysłać pocztę, zainstaluj pakiet `mailer`.\n\nNp. `pip install mailer`.\n\n"
+                         "Pakiet `mailer` wysyła też wiadomości z załącznikami.\n"}
+        first = self.ask(files, "Jak zainstalować pakiet do wysyłania poczty?").answer.split("\n- ")[0]
+        self.assertIn("zainstaluj pakiet `mailer`. Np. `pip install mailer`.", first)
+
+
 class WhereTest(ExtractiveTest):
     NOHUP = {"nohup.md": "# nohup\n\nRun COMMAND, ignoring hangup signals.\n\nIf standard input is a terminal, "
                          "redirect it from an unreadable file. If standard output is a terminal, append output to "
