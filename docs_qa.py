@@ -7457,6 +7457,9 @@ def _top_level_indented(blocks: list[_Block], m: int) -> bool:
     return blocks[m].kind == "indented" and m > 0 and blocks[m - 1].kind in ("caption", "paragraph", "include")
 
 
+_IMAGE_ONLY = _lazy_re(r"!\[[^\]]*\]\([^)]*\)")   # a paragraph that is a picture: no step of prose
+
+
 def _sentence_runs(blocks: list[_Block], hidden: set[int]) -> list[_Unit]:
     """Return each run of STEP_RUN_MIN_SENTENCES or more paragraphs of one short sentence each
     ('Import `TestClient`.', 'Create a `TestClient` by passing your app to it.', 'Create
@@ -7468,7 +7471,7 @@ def _sentence_runs(blocks: list[_Block], hidden: set[int]) -> list[_Unit]:
         text = " ".join(line.strip() for line in block.lines)
         first = text_folded_words(text)[:1]
         return len(text_sentences(text)) == 1 and len(text.split()) <= STEP_SENTENCE_MAX_WORDS \
-            and bool(first) and first[0] not in _NARRATIVE_OPENERS
+            and bool(first) and first[0] not in _NARRATIVE_OPENERS and not _IMAGE_ONLY.fullmatch(text)
     runs, n = [], 0
     while n < len(blocks):
         m = n
@@ -7816,7 +7819,10 @@ _PURPOSE_QUESTION = _lazy_re(r"\b(?:po co|do czego|na co|naco|k comu|what for|wh
                              r"|what (?:is|are) (?:\S+\s+){1,5}?for)\b")
 # a question asking for steps (folded words): 'what are the steps', 'walk me through', 'krok po kroku'
 _STEPS_QUESTION = _lazy_re(r"\b(?:steps|step by step|sequence|walk (?:me |us )?through|kroki|krokow|krokach|krok po kroku"
-                           r"|po kolei|kolejnosc\w*|kroky|krokov|krok za krokom|postup\w*)\b")
+                           r"|po kolei|kolejnosc\w*|kroky|krokov|krok za krokom|postup\w*"
+                           r"|what (?:do|should|must) (?:i|we|you) (?:have to |need to )?do|what (?:needs|has) to be done"
+                           r"|co (?:musze|musimy|trzeba|nalezy|mam|powinnam|powinienem) (?:zrobic|wykonac)|co zrobic"
+                           r"|co (?:musim|musime|treba|mam|mame) (?:spravit|urobit)|co vsetko)\b")
 # ... and the words of a how-it-works frame: its form, not its topic
 _WORKS_FRAME_WORDS = frozenset("dziala dzialaja dzialac funguje funguju fungovat work works worked".split())
 _COPULAS = frozenset("is are means mean stands jest sa to oznacza znaczy je su znamena "     # and what

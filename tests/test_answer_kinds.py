@@ -789,6 +789,17 @@ class StepsTest(ExtractiveTest):
         story = self.ask({"t.md": text}, "What are the steps for the frontend to get a token?").answer
         self.assertNotIn("[t.md:15-19]", story)
 
+    def test_what_to_do_asks_for_steps_and_a_picture_is_no_step(self):
+        for asked in ("Zmenila som CSS, čo musím spraviť na serveri?", "Co zrobić, żeby wpisy dało się dodawać?",
+                      "What do I need to do to get my changes live?", "Čo všetko treba pridať?"):
+            self.assertTrue(docs_qa._question_wants(asked).steps, asked)
+        self.assertFalse(docs_qa._question_wants("What does the server do with my changes?").steps)
+        # a paragraph that is only a picture is no step written as a line of prose
+        text = ("# Edit\n\n## The button\n\nClick the edit button.\n\n![Edit button](images/edit.png)\n\n"
+                "Change the title and save.\n")
+        answer = self.ask({"e.md": text}, "What do I need to do to edit a post title?").answer
+        self.assertNotIn("[e.md:5-9]", answer)
+
     def test_code_nested_in_a_step_is_not_cut_out_of_it(self):
         # four spaces under '1.' continue the step: a run of steps taking them as a code block
         # of its own showed a fence inside a fence, and the answer lost the unit
