@@ -5656,7 +5656,8 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
 # xfs', 'ext4, xfs, tmpfs etc.', 'np. …', 'napr. …') and the arguments after a command's option
 # ('usermod -G docker alice')
 _EXAMPLE_LIST = _lazy_re(r"(?i)(?:\be\.?g\.|\bsuch as|\bfor (?:example|instance)|\bnp\.|\bna przyk[łl]ad|\bnapr\.|\bnapr[íi]klad)"
-                         r"\s*:?\s*([^\s,;:?!()]+(?:\s*(?:,|/|\bor\b|\band\b|\blub\b|\balbo\b|\balebo\b)\s*[^\s,;:?!()]+)*)"
+                         r"\s*:?\s*((?:(?:in|on|as|w|we|na|jako|v|vo|ako)\s+)?[^\s,;:?!()]+(?:\s*(?:,|/|\bor\b|\band\b|\blub\b|\balbo\b"
+                         r"|\balebo\b)\s*(?:(?:in|on|as|w|we|na|jako|v|vo|ako)\s+)?[^\s,;:?!()]+)*)"
                          r"|((?:[^\s,;:?!()]+\s*,\s*)+[^\s,;:?!()]+),?\s+(?:etc|itd|itp|atd|atď|and so on|and the like)\b")
 _OPTION_ARGUMENTS = _lazy_re(r"(?<![\w-])--?[A-Za-z][\w-]*\s+((?:[^\s-][^\s,;?!()]*\s+)?[^\s-][^\s,;?!()]*)")
 

@@ -573,6 +573,7 @@ concerning regarding especially particularly exist exists something anything etc
 anyone anybody someone somebody else whose whether bother dlugo dlho dluho ok okay
 interesuje interesuja chcialbym chcialabym chcielibysmy szukam szukamy prosze polsku angielsku
 zaujima zaujimaju zaujimalo hladam hladame chcel chcela chcem prosim
+np itd itp tzn tj napr atd tzv
 zrobic robic zrobie zrobimy zrobit urobit robit urobim urobime spravit spravim spravime sprawic
 """.split())
 

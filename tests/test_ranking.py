@@ -33,6 +33,13 @@ class QueryTermFrequencyTest(unittest.TestCase):
         # ... but 'in short' before more words is a topic's ('in short running time facilities')
         self.assertIn("short", docs_qa.text_query_counts("tunnels for use in short running time facilities"))
 
+    def test_an_abbreviation_such_as_np_names_no_topic(self):
+        # 'np.' (for example) was a question word, held by every page that gives an example
+        for asked, bare in (("Jak pokazać pamięć, np. w gigabajtach?", "Jak pokazać pamięć w gigabajtach?"),
+                            ("Ako zobraziť pamäť, napr. v gigabajtoch?", "Ako zobraziť pamäť v gigabajtoch?"),
+                            ("pliki, katalogi itd.", "pliki, katalogi")):
+            self.assertEqual(docs_qa.text_query_counts(asked), docs_qa.text_query_counts(bare), asked)
+
     def test_ok_names_no_topic(self):
         # 'are my build tools OK?': in capitals, OK weighed as a code word three times a rare
         # word, and a folder that never writes it refused the question for it
@@ -782,6 +789,9 @@ class SuppliedValueTest(TempDirTest):
                                ("patch said one hunk FAILED. where is the part it could not apply?", "patch.md")):
             result = docs_qa.search(question, settings)
             self.assertEqual([hit.chunk.path for hit in result.hits][:1], [page], (question, result.notes))
+        # an example after a preposition ('np. w gigabajtach', 'e.g. in ext4') is one too
+        self.assertEqual(docs_qa.search_gate_signals("can df print the type, e.g. in ext4", settings).folder_coverage,
+                         docs_qa.search_gate_signals("can df print the type", settings).folder_coverage)
         # an option's arguments weigh nothing when the folder lacks them: nothing else is absent
         signals = docs_qa.search_gate_signals("usermod -G docker alice removed her from the other groups", settings)
         self.assertEqual(signals.folder_coverage, 1.0)
