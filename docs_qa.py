@@ -391,8 +391,9 @@ class SearchResult:
     limits: dict[str, int]
     notes: list[Note]
     stats: IndexStats
-    coverage: float | None = None  # the no-answer gate's: the best fragment's IDF-weighted share
-                                   # of the question (0..1); None when it was not measured
+    coverage: float | None = None  # the best fragment's IDF-weighted share of the question (0..1),
+                                   # the values it supplies ('e.g. ext4') counted as not held, though the
+                                   # gate weighs them nothing; None when it was not measured
     freshness: Freshness = CHECKED  # how fresh the view of the folder ranked was
     question: Question | None = None   # as ranked: a slip ('Wrode') read as the folder's word (§12b)
 
@@ -5201,7 +5202,8 @@ class _Ranked(NamedTuple):
     gate: Note | None                       # no_plausible_match when the gate refused the question
     bm25_matches: int                       # how many chunks hold any of the question's terms
     mode: str                               # "hybrid" or "bm25"
-    coverage: float                         # the gate's: the best fragment's share of the question
+    coverage: float                         # the best fragment's share of the question, the values it
+                                            # supplies counted as not held (_Shares.asked): for the confidence
     question: Question                      # as ranked: its slips read as the folder's words
 
 
@@ -5278,7 +5280,7 @@ def _rank(conn: sqlite3.Connection, question: Question, settings: Settings, dept
     fused = _fuse(question.text, pooled, settings)
     gate = _implausible_note(conn, question, shares, dense_scores, settings)
     return _Ranked(rankings, scores, [] if gate is not None else fused, gate, bm25_matches, mode,
-                   shares.coverage, question)
+                   shares.asked, question)
 
 
 def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settings,
@@ -5580,6 +5582,9 @@ class _Shares(NamedTuple):
                                    # chunks hold (_slips_held), an acronym's spelt-out words (_acronyms_held),
                                    # an irregular English form's lemma ('ran': run)
     unwritten: tuple[str, ...] = ()   # absent acronyms whose letters the folder writes, never in capitals
+    asked: float = 0.0             # the best chunk's share of the question with the values it supplies
+                                   # (which weigh nothing in the gate) counted as not held: the answer's
+                                   # confidence
 
 
 def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
@@ -5609,6 +5614,7 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
                                    # may hold a thousand of them)
     lemmas: list[tuple[str, tuple[str, ...]]] = []   # irregular forms the folder lacks, read as their lemma
     supplied = _supplied_values(question.text)       # example lists, option arguments
+    unheld = 0.0                   # their weight, which no fragment holds
     for word, terms in question.words:
         ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms)
         lemma = None if ids or question.language_or("en") != "en" else text_english_lemma_term(word)
@@ -5623,6 +5629,7 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
         if not ids and _ERROR_NAME.fullmatch(word):
             continue               # a pasted error's type (§14e) the folder never names: its message speaks
         if not ids and (text_is_quantity(word) or word in supplied):
+            unheld += bm25_idf(n_chunks, 1) * (CODE_WORD_WEIGHT if text_is_code_word(word, case_tells) else 1)
             continue               # a value the asker supplies (500MB, 1700000000, 5th), not a topic
         weight = bm25_idf(n_chunks, max(1, len(ids))) * (
             CODE_WORD_WEIGHT if text_is_code_word(word, case_tells) else 1)
@@ -5649,7 +5656,8 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
         best = _best_chunk_weight(held)[0]
     slips += lemmas
     return _Shares(best / total, found / total, named, tuple(absent), tuple(slips),
-                   tuple(word for word in unwritten if word in absent))
+                   tuple(word for word in unwritten if word in absent),
+                   best / (total + unheld))
 
 
 # values a question supplies rather than asks about: the words of an example list ('e.g. ext4,

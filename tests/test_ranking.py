@@ -796,6 +796,18 @@ class SuppliedValueTest(TempDirTest):
         signals = docs_qa.search_gate_signals("usermod -G docker alice removed her from the other groups", settings)
         self.assertEqual(signals.folder_coverage, 1.0)
 
+    def test_a_value_the_folder_lacks_still_lowers_the_answers_confidence(self):
+        # the gate lets the question through, but no page says anything of ext4 or xfs: the
+        # answer may not answer all of it
+        write_files(self.docs, self.DOCS)
+        settings = self.settings(use_embeddings=False)
+        bare = docs_qa.search("can df print the type of a mount?", settings)
+        listed = docs_qa.search("can df print the type of a mount, such as ext4 or xfs?", settings)
+        self.assertEqual([hit.chunk.path for hit in listed.hits][:1], ["df.md"])
+        self.assertLess(listed.coverage, bare.coverage)       # the confidence's share of the question
+        self.assertEqual(docs_qa.search_gate_signals("can df print the type of a mount, such as ext4 or xfs?",
+                                                     settings).coverage, bare.coverage)   # the gate's
+
     def test_a_thing_asked_about_is_still_a_name_the_folder_never_mentions(self):
         # outside a list or an option's arguments, an unknown name counts against answering
         write_files(self.docs, self.DOCS)
