@@ -7858,16 +7858,18 @@ _WHERE_QUESTION = _lazy_re(r"(?:^|[.?!:;]\s+)\W*(?:(?:and|so|but|a|i|ale|no|tak|
                            r"|\b(?:in |into |to )?which (?:file|folder|directory|dir|menu|tab|page)\b"
                            r"|\bw (?:ktorym|jakim) (?:pliku|katalogu|folderze|menu)\b"
                            r"|\bv (?:ktorom|akom) (?:subore|priecinku|adresari|menu)\b")
-# what a place is written as: a path, a file's name with its extension, a URL, or what to click
-_PLACE = _lazy_re(r"(?:^|[\s(`'\"])(?:~|\.{1,2})?/[\w.-]+|[\w-]{2,}/[\w.-]+|https?://|(?<![\w.])[\w-]{2,}\.(?!\d)[A-Za-z]\w{0,4}\b"
-                  r"|\b(?:click|clicks|tab|tabs|button|menu|sidebar|link|kliknij|klikniesz|przycisk\w*|zakladk\w*"
-                  r"|odnosnik\w*|klikni|kliknite|tlacidl\w*|zalozk\w*|ponuk\w*|odkaz\w*)\b")
+# what a place is written as: a path, a file's name with its extension or a URL; and, for a
+# question asking where to click, what to click
+_PLACE = _lazy_re(r"(?:^|[\s(`'\"])(?:~|\.{1,2})?/[\w.-]+|[\w-]{2,}/[\w.-]+|https?://|(?<![\w.])[\w-]{2,}\.(?!\d)[A-Za-z]\w{0,4}\b")
+_CLICK_WORDS = _lazy_re(r"\b(?:click\w*|tab|tabs|button|menu|sidebar|link|klik\w*|przycisk\w*|zakladk\w*|odnosnik\w*"
+                        r"|tlacidl\w*|zalozk\w*|ponuk\w*|odkaz\w*)\b")
 
 
-def text_has_place(text: str) -> bool:
+def text_has_place(text: str, click: bool = False) -> bool:
     """Return True when text writes a place: a path ('/usr/lib/node_modules', '~/.npmrc'), a
-    file's name with its extension ('nohup.out'), a URL, or what to click ('the tab named…')."""
-    return _PLACE.search(text_fold(text)) is not None
+    file's name with its extension ('nohup.out') or a URL; with click, what to click ('the tab
+    named…', 'the button', 'kliknij')."""
+    return (_CLICK_WORDS if click else _PLACE).search(text_fold(text)) is not None
 
 
 class _Wants(NamedTuple):
@@ -7887,7 +7889,7 @@ class _Wants(NamedTuple):
     purpose: bool = False          # 'po co', 'do czego', 'načo', 'what is X for': what a thing is for
     steps: bool = False            # 'what are the steps', 'krok po kroku', 'postup': the steps in order
     place: bool = False            # 'where does X go', 'gdzie', 'kde', 'which file': a path, a file, a URL
-                                   # or where to click
+    click: bool = False            # ... 'where do I click', 'gdzie kliknąć': what to click
 
 
 def _question_wants(text: str) -> _Wants:
@@ -7908,7 +7910,8 @@ def _question_wants(text: str) -> _Wants:
                   and not _PERMISSION_WORDS.intersection(words), works,
                   _PURPOSE_QUESTION.search(" ".join(words)) is not None,
                   _STEPS_QUESTION.search(" ".join(words)) is not None,
-                  _WHERE_QUESTION.search(folded) is not None)
+                  _WHERE_QUESTION.search(folded) is not None,
+                  _WHERE_QUESTION.search(folded) is not None and _CLICK_WORDS.search(folded) is not None)
 
 
 def text_has_date(text: str) -> bool:
@@ -8135,7 +8138,7 @@ def _scored_units(words_terms: list[set[str]], wants: _Wants, chunk: Chunk,
             overlap += 1
         if overlap and wants.amount and text_has_amount(unit.text):
             overlap += 1
-        if overlap and wants.place and text_has_place(unit.text):
+        if overlap and wants.place and text_has_place(unit.text, wants.click):
             overlap += 1
         if overlap and wants.person and any(not terms & set(tokenizer.tokens(name, language))
                                             for name in text_personal_names(unit.text, True)):

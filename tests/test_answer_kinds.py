@@ -433,6 +433,18 @@ class WhereTest(ExtractiveTest):
                                      "where did its output go?").answer.split("\n")[0]
         self.assertIn("nohup.out", first)
 
+    def test_where_to_click_gets_what_to_click_not_a_file_named_in_passing(self):
+        # the intro of a list of errors, naming setup.py, earned a place's point as if it said where
+        # to click, and was quoted with the whole list
+        files = {"token.md": "# Signing up\n\nWhen you have signed up, open your Account page.\n\n"
+                             "Then select the tab named API token and hit the button Create new API token.\n",
+                 "errors.md": "# Errors\n\nIf you see an error while running the `setup.py` script, here are a few "
+                              "common causes:\n\n- Forgetting to create your API token.\n- A mistake in your URL.\n",
+                 "web.md": "# Web\n\nClick through to the Web page to get a link to your site.\n"}
+        answer = self.ask(files, "Where do I click to get an API token?").answer
+        self.assertIn("select the tab named API token", answer)
+        self.assertNotIn("[errors.md:3-6]", answer)     # the intro naming setup.py earned a place's point
+
     def test_where_asks_for_a_place_only_as_a_question_word(self):
         for asked in ("Where do I click to get an API token?", "Gdzie są zapisywane logi?", "kde nájdem nastavenia",
                       "So where does the config go?", "In which file is the port set?"):
@@ -441,8 +453,13 @@ class WhereTest(ExtractiveTest):
                          "can cp skip files where the copy is as recent?"):
             self.assertFalse(docs_qa._question_wants(relative).place, relative)
         for place in ("append output to 'nohup.out'", "installed under /usr/lib/node_modules", "see ~/.npmrc",
-                      "open https://example.org", "select the tab named API token", "kliknij przycisk Zapisz"):
+                      "open https://example.org"):
             self.assertTrue(docs_qa.text_has_place(place), place)
+        for click in ("select the tab named API token", "kliknij przycisk Zapisz", "stlač tlačidlo Reload"):
+            self.assertTrue(docs_qa.text_has_place(click, click=True), click)
+            self.assertFalse(docs_qa.text_has_place(click), click)     # a where-question not about clicking
+        self.assertTrue(docs_qa._question_wants("Where do I click to get an API token?").click)
+        self.assertFalse(docs_qa._question_wants("Where does the output go?").click)
         for other in ("e.g. this one", "version 4.2.5 is out", "Django is a framework."):
             self.assertFalse(docs_qa.text_has_place(other), other)
 
