@@ -7901,7 +7901,8 @@ def _question_wants(text: str) -> _Wants:
     folded, definition = text_fold(text), bool(_DEFINE_QUESTION.search(" ".join(words)))
     named_term = not definition and bool(_TERM_WORDS.intersection(words))   # 'termin złożenia'
     date = named_term or _WHEN_QUESTION.search(folded) is not None
-    return _Wants(date, code and not date, definition and not code, _wants_duty(words),
+    steps = _STEPS_QUESTION.search(" ".join(words)) is not None   # 'what are the steps' defines nothing
+    return _Wants(date, code and not date, definition and not code and not steps, _wants_duty(words),
                   bool(_FIX_WORDS.intersection(words)) or _ERROR_NAME.search(text) is not None, reason,
                   date and (named_term or _DEADLINE_QUESTION.search(folded) is not None or _wants_duty(words)),
                   _HOW_LONG_QUESTION.search(folded) is not None,
@@ -7909,8 +7910,7 @@ def _question_wants(text: str) -> _Wants:
                   bool(_WHO_WORDS.intersection(words[:3])) and not _wants_duty(words)
                   and not _PERMISSION_WORDS.intersection(words), works,
                   _PURPOSE_QUESTION.search(" ".join(words)) is not None,
-                  _STEPS_QUESTION.search(" ".join(words)) is not None,
-                  _WHERE_QUESTION.search(folded) is not None,
+                  steps, _WHERE_QUESTION.search(folded) is not None,
                   _WHERE_QUESTION.search(folded) is not None and _CLICK_WORDS.search(folded) is not None)
 
 

@@ -806,6 +806,12 @@ class StepsTest(ExtractiveTest):
         story = self.ask({"t.md": text}, "What are the steps for the frontend to get a token?").answer
         self.assertNotIn("[t.md:15-19]", story)
 
+    def test_what_are_the_steps_asks_for_no_definition(self):
+        # 'what are' opens a definition question ('What are migrations?'), not 'What are the steps…'
+        self.assertTrue(docs_qa._question_wants("What are migrations?").definition)
+        wants = docs_qa._question_wants("What are the steps to allow cross-origin requests?")
+        self.assertEqual((wants.steps, wants.definition), (True, False))
+
     def test_what_to_do_asks_for_steps_and_a_picture_is_no_step(self):
         for asked in ("Zmenila som CSS, čo musím spraviť na serveri?", "Co zrobić, żeby wpisy dało się dodawać?",
                       "What do I need to do to get my changes live?", "Čo všetko treba pridať?"):
