@@ -5672,8 +5672,8 @@ _OPTION_ARGUMENTS = _lazy_re(r"(?<![\w-])--?[A-Za-z][\w-]*\s+((?:[^\s-][^\s,;?!(
 
 def _supplied_values(text: str) -> set[str]:
     """Return the words of a question that are values it supplies (_EXAMPLE_LIST,
-    _OPTION_ARGUMENTS), as text_question_words writes them: the gate does not hold it against
-    the question that the folder lacks them, as with a number."""
+    _OPTION_ARGUMENTS), split as Question.words splits them (TEXT_QUESTION_WORD): the gate
+    does not hold it against the question that the folder lacks them, as with a number."""
     found = [group for match in _EXAMPLE_LIST.finditer(text) for group in match.groups() if group]
     found += [match.group(1) for match in _OPTION_ARGUMENTS.finditer(text)]
     return {word for part in found for word in TEXT_QUESTION_WORD.findall(part)}
@@ -7372,7 +7372,7 @@ _POINTS_BACK = _lazy_re(r"(?:w tym|w takim|wtedy|dlatego|v tom|v takom|vtedy|pre
 
 # a paragraph opening with an example ('E.g. `pip install email-validator`', 'Np.', 'Napríklad')
 # gives one for the paragraph before it
-_EXAMPLE_OPENER = _lazy_re(r"(?:e\.\s?g\.|for example|for instance|np\.|na przyklad|napr\.|napriklad|napr\b)")
+_EXAMPLE_OPENER = _lazy_re(r"(?:e\.\s?g\.|for example|for instance|np\.|na przyklad|napr\b|napriklad)")
 
 
 def _example_unit(before: _Block, example: _Unit) -> _Unit:
@@ -7853,7 +7853,7 @@ _LIMIT_WORD_STARTS = ("limit", "threshold", "przekrocz", "prekroc", "exceed", "p
 
 # a question asking where (folded text): a where-word opening a sentence or before a verb, not a
 # relative 'the folder where pyenv keeps…'; or which file, folder or menu
-_WHERE_QUESTION = _lazy_re(r"(?:^|[.?!:;]\s+)\W*(?:(?:and|so|but|a|i|ale|no|tak|ok|a)\W+)?(?:where|gdzie|kde|kam|dokad|skad|odkial)\b"
+_WHERE_QUESTION = _lazy_re(r"(?:^|[.?!:;]\s+)\W*(?:(?:and|so|but|a|i|ale|no|tak|ok)\W+)?(?:where|gdzie|kde|kam|dokad|skad|odkial)\b"
                            r"|\bwhere (?:do|does|did|is|are|was|were|can|could|should|will|would|has|have)\b"
                            r"|\b(?:in |into |to )?which (?:file|folder|directory|dir|menu|tab|page)\b"
                            r"|\bw (?:ktorym|jakim) (?:pliku|katalogu|folderze|menu)\b"
@@ -7902,6 +7902,7 @@ def _question_wants(text: str) -> _Wants:
     named_term = not definition and bool(_TERM_WORDS.intersection(words))   # 'termin złożenia'
     date = named_term or _WHEN_QUESTION.search(folded) is not None
     steps = _STEPS_QUESTION.search(" ".join(words)) is not None   # 'what are the steps' defines nothing
+    where = _WHERE_QUESTION.search(folded) is not None
     return _Wants(date, code and not date, definition and not code and not steps, _wants_duty(words),
                   bool(_FIX_WORDS.intersection(words)) or _ERROR_NAME.search(text) is not None, reason,
                   date and (named_term or _DEADLINE_QUESTION.search(folded) is not None or _wants_duty(words)),
@@ -7910,8 +7911,7 @@ def _question_wants(text: str) -> _Wants:
                   bool(_WHO_WORDS.intersection(words[:3])) and not _wants_duty(words)
                   and not _PERMISSION_WORDS.intersection(words), works,
                   _PURPOSE_QUESTION.search(" ".join(words)) is not None,
-                  steps, _WHERE_QUESTION.search(folded) is not None,
-                  _WHERE_QUESTION.search(folded) is not None and _CLICK_WORDS.search(folded) is not None)
+                  steps, where, where and _CLICK_WORDS.search(folded) is not None)
 
 
 def text_has_date(text: str) -> bool:
