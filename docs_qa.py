@@ -5665,16 +5665,23 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
 # ('usermod -G docker alice')
 _EXAMPLE_LIST = _lazy_re(r"(?i)(?:\be\.?g\.|\bsuch as|\bfor (?:example|instance)|\bnp\.|\bna przyk[łl]ad|\bnapr\.|\bnapr[íi]klad)"
                          r"\s*:?\s*((?:(?:in|on|as|w|we|na|jako|v|vo|ako)\s+)?[^\s,;:?!()]+(?:\s*(?:,|/|\bor\b|\band\b|\blub\b|\balbo\b"
-                         r"|\balebo\b)\s*(?:(?:in|on|as|w|we|na|jako|v|vo|ako)\s+)?[^\s,;:?!()]+)*)"
-                         r"|((?:[^\s,;:?!()]+\s*,\s*)+[^\s,;:?!()]+),?\s+(?:etc|itd|itp|atd|atď|and so on|and the like)\b")
+                         r"|\balebo\b)\s*(?:(?:in|on|as|w|we|na|jako|v|vo|ako)\s+)?[^\s,;:?!()]+)*)")
+_LIST_CLOSER = _lazy_re(r"(?i)\b(?:etc|itd|itp|atd|atď|and so on|and the like)\b")
+_CLOSED_LIST = _lazy_re(r"((?:[^\s,;:?!()]+\s*,\s*)+[^\s,;:?!()]+),?\s+$")   # read before a closer only
+CLOSED_LIST_CHARS = 200            # ... in this many characters before it (a long run of commas costs
+                                   # the pattern a pass per start: read everywhere, quadratic)
 _OPTION_ARGUMENTS = _lazy_re(r"(?<![\w-])--?[A-Za-z][\w-]*\s+((?:[^\s-][^\s,;?!()]*\s+)?[^\s-][^\s,;?!()]*)")
 
 
 def _supplied_values(text: str) -> set[str]:
-    """Return the words of a question that are values it supplies (_EXAMPLE_LIST,
-    _OPTION_ARGUMENTS), split as Question.words splits them (TEXT_QUESTION_WORD): the gate
-    does not hold it against the question that the folder lacks them, as with a number."""
-    found = [group for match in _EXAMPLE_LIST.finditer(text) for group in match.groups() if group]
+    """Return the words of a question that are values it supplies (_EXAMPLE_LIST, a comma
+    list closed by 'etc' (_CLOSED_LIST), _OPTION_ARGUMENTS), split as Question.words splits
+    them (TEXT_QUESTION_WORD): the gate does not hold it against the question that the folder
+    lacks them, as with a number."""
+    found = [match.group(1) for match in _EXAMPLE_LIST.finditer(text)]
+    found += [listed.group(1) for closer in _LIST_CLOSER.finditer(text)
+              for listed in [_CLOSED_LIST.search(text[max(0, closer.start() - CLOSED_LIST_CHARS):closer.start()])]
+              if listed]
     found += [match.group(1) for match in _OPTION_ARGUMENTS.finditer(text)]
     return {word for part in found for word in TEXT_QUESTION_WORD.findall(part)}
 
@@ -7860,7 +7867,8 @@ _WHERE_QUESTION = _lazy_re(r"(?:^|[.?!:;]\s+)\W*(?:(?:and|so|but|a|i|ale|no|tak|
                            r"|\bv (?:ktorom|akom) (?:subore|priecinku|adresari|menu)\b")
 # what a place is written as: a path, a file's name with its extension or a URL; and, for a
 # question asking where to click, what to click
-_PLACE = _lazy_re(r"(?:^|[\s(`'\"])(?:~|\.{1,2})?/[\w.-]+|[\w-]{2,}/[\w.-]+|https?://|(?<![\w.])[\w-]{2,}\.(?!\d)[A-Za-z]\w{0,4}\b")
+_PLACE = _lazy_re(r"(?:^|[\s(`'\"])(?:~|\.{1,2})?/[\w.-]+|(?<![\w-])[\w-]{2,}/[\w.-]+|https?://"
+                  r"|(?<![\w.-])[\w-]{2,}\.(?!\d)[A-Za-z]\w{0,4}\b")
 _CLICK_WORDS = _lazy_re(r"\b(?:click\w*|tab|tabs|button|menu|sidebar|link|klik\w*|przycisk\w*|zakladk\w*|odnosnik\w*"
                         r"|tlacidl\w*|zalozk\w*|ponuk\w*|odkaz\w*)\b")
 
