@@ -7774,7 +7774,7 @@ _DURATION = _lazy_re(r"\b\d+\s*(?:dni|dnia|days?|tygodni\w*|weeks?|tyzdn\w*|mies
                      r"|godzin\w*|hodin\w*|hours?|lat|lata|rok|roku|roky|rokov|years?|minut\w*)\b")
 # a question asking how much (folded text): 'ile kosztuje', 'ile wynosi', 'koľko stojí', 'how much', the
 # amount, rate, fee or price named as the thing asked ('wysokość składki', 'stawka VAT', 'výška poplatku')
-_AMOUNT_QUESTION = _lazy_re(r"\b(?:ile|kolko|how much|how many)\b|^\W*(?:jaka|jaki|aka|aky|ake|what|which)?\W*"
+_AMOUNT_QUESTION = _lazy_re(r"\b(?:ile|kolko|how much|how many)\b|^\W*(?:(?:jaka|jaki|aka|aky|ake|what|which)\W+)?"
                             r"(?:jest\s+|je\s+|is\s+(?:the\s+)?)?(?:wysokosc|kwota|stawka|oplata|cena|koszt"
                             r"|vyska|suma|sadzba|poplatok|rate|fee|price|cost|amount)\b"
                             r"|\b(?:wysokosc|kwot\w*|stawk\w*|oplat\w*|vysk\w*|sadzb\w*|poplat\w*"
@@ -7860,7 +7860,7 @@ _LIMIT_WORD_STARTS = ("limit", "threshold", "przekrocz", "prekroc", "exceed", "p
 
 # a question asking where (folded text): a where-word opening a sentence or before a verb, not a
 # relative 'the folder where pyenv keeps…'; or which file, folder or menu
-_WHERE_QUESTION = _lazy_re(r"(?:^|[.?!:;]\s+)\W*(?:(?:and|so|but|a|i|ale|no|tak|ok)\W+)?(?:where|gdzie|kde|kam|dokad|skad|odkial)\b"
+_WHERE_QUESTION = _lazy_re(r"(?:^|[.?!:;]\s+)\W{0,4}(?:(?:and|so|but|a|i|ale|no|tak|ok)\W{1,4})?(?:where|gdzie|kde|kam|dokad|skad|odkial)\b"
                            r"|\bwhere (?:do|does|did|is|are|was|were|can|could|should|will|would|has|have)\b"
                            r"|\b(?:in |into |to )?which (?:file|folder|directory|dir|menu|tab|page)\b"
                            r"|\bw (?:ktorym|jakim) (?:pliku|katalogu|folderze|menu)\b"
