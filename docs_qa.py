@@ -5628,11 +5628,11 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
             unwritten.add(word)
         if not ids and _ERROR_NAME.fullmatch(word):
             continue               # a pasted error's type (§14e) the folder never names: its message speaks
-        if not ids and (text_is_quantity(word) or word in supplied):
-            unheld += bm25_idf(n_chunks, 1) * (CODE_WORD_WEIGHT if text_is_code_word(word, case_tells) else 1)
-            continue               # a value the asker supplies (500MB, 1700000000, 5th), not a topic
         weight = bm25_idf(n_chunks, max(1, len(ids))) * (
             CODE_WORD_WEIGHT if text_is_code_word(word, case_tells) else 1)
+        if not ids and (text_is_quantity(word) or word in supplied):
+            unheld += weight       # a value the asker supplies (500MB, 1700000000, 5th), not a topic:
+            continue               # held against the answer's confidence only
         total += weight
         found += weight if ids else 0.0
         if not ids:
@@ -7387,8 +7387,13 @@ def _example_unit(before: _Block, example: _Unit) -> _Unit:
     paragraph after it, which gives its example ('To use `EmailStr`, first install
     `email_validator`.' 'E.g. `pip install email-validator`'): the sentence says what the
     example is for, the example what to type (with the code it introduces, if it does)."""
-    first, last, text = _paragraph_sentences([(before.first + k, line.strip()) for k, line in enumerate(before.lines)])[-1]
+    first, last, text = _last_sentence(before)
     return _joined(_Unit(((first, last),), text, (), 1), example)
+
+
+def _last_sentence(block: _Block) -> tuple[int, int, str]:
+    """Return the last sentence of a paragraph with the lines it spans (_paragraph_sentences)."""
+    return _paragraph_sentences([(block.first + k, line.strip()) for k, line in enumerate(block.lines)])[-1]
 
 
 def _units(chunk: Chunk, steps: bool = False) -> list[_Unit]:
@@ -7449,12 +7454,8 @@ def _step_runs(blocks: list[_Block], hidden: set[int]) -> list[_Unit]:
             n += 1
             continue
         run, m = [blocks[n]], n + 1
-        while m < len(blocks) and _introduced(blocks, m - 1, hidden) is blocks[m] \
-                and (not blocks[m].lines[0][:1].isspace() or _top_level_indented(blocks, m)) and (
-                blocks[m].kind in ("list", "caption", "include") or blocks[m].kind in _STEP_CODE_KINDS
-                or _top_level_indented(blocks, m)                     # indented: nested in a step, as written,
-                or blocks[m].kind == "paragraph" and m + 1 < len(blocks) and blocks[m + 1].kind == "list"):
-            run.append(blocks[m])             # a paragraph between two steps is a note on the first
+        while m < len(blocks) and _introduced(blocks, m - 1, hidden) is blocks[m] and _continues_steps(blocks, m):
+            run.append(blocks[m])
             m += 1
         if sum(block.kind == "list" for block in run) >= STEP_RUN_MIN_LISTS and all(map(_shown_whole, run)):
             intro = blocks[n - 1] if n and blocks[n - 1].kind == "paragraph" \
@@ -7464,6 +7465,20 @@ def _step_runs(blocks: list[_Block], hidden: set[int]) -> list[_Unit]:
                 runs.append(unit)
         n = m
     return runs
+
+
+def _continues_steps(blocks: list[_Block], m: int) -> bool:
+    """Return True when blocks[m], right after a run of steps, belongs to it: the next list
+    item, a caption, code, an include, or a paragraph between two steps (a note on the first).
+    Indented blocks are nested in a step, as written, unless four-space code stands after a
+    caption or a note (_top_level_indented)."""
+    block = blocks[m]
+    if _top_level_indented(blocks, m):
+        return True
+    if block.lines[0][:1].isspace():
+        return False
+    return block.kind in ("list", "caption", "include") or block.kind in _STEP_CODE_KINDS \
+        or block.kind == "paragraph" and m + 1 < len(blocks) and blocks[m + 1].kind == "list"
 
 
 def _top_level_indented(blocks: list[_Block], m: int) -> bool:
@@ -7524,7 +7539,7 @@ def _step_run_unit(run: list[_Block], intro: _Block | None) -> _Unit:
         else:
             shown.extend(_body(block)[0])
     if intro is not None:
-        first, _, head = _paragraph_sentences([(intro.first + k, line.strip()) for k, line in enumerate(intro.lines)])[-1]
+        first, _, head = _last_sentence(intro)
         return _Unit(((first, run[-1].last),), head, tuple(shown), 0, for_steps=True)
     return _Unit(((run[0].first, run[-1].last),), _LIST_MARK.sub("", shown[0].strip()), tuple(shown[1:]), 0,
                  for_steps=True)
