@@ -7439,7 +7439,10 @@ def _units(chunk: Chunk, steps: bool = False) -> list[_Unit]:
             units.append(_intro_unit(block.first, view, nxt, caption=view))
     if steps:                      # for a question asking for steps (_step_runs): the rest need none
         units.extend(_step_runs(blocks, hidden) + _sentence_runs(blocks, hidden))
-    return [replace(unit, ranges=_without_lines(unit.ranges, hidden)) for unit in units] if hidden else units
+    if not hidden:
+        return units
+    blank = {chunk.start_line + k for k, line in enumerate(lines) if not line.strip()}
+    return [replace(unit, ranges=_without_lines(unit.ranges, hidden, blank)) for unit in units]
 
 
 def _step_runs(blocks: list[_Block], hidden: set[int]) -> list[_Unit]:
@@ -7560,8 +7563,11 @@ def _introduced(blocks: list[_Block], n: int, hidden: set[int]) -> _Block | None
     return nxt
 
 
-def _without_lines(ranges: tuple[tuple[int, int], ...], hidden: set[int]) -> tuple[tuple[int, int], ...]:
-    """Return ranges with the hidden lines cut out (a range around them becomes two)."""
+def _without_lines(ranges: tuple[tuple[int, int], ...], hidden: set[int],
+                   blank: set[int] = frozenset()) -> tuple[tuple[int, int], ...]:
+    """Return ranges with the hidden lines cut out (a range around them becomes two), and
+    the blank lines at the edges of each part: a citation covers the lines shown, never a
+    blank line alone between two markup lines (':::' and '<Tabs>')."""
     out: list[tuple[int, int]] = []
     for a, b in ranges:
         start = None
@@ -7569,7 +7575,13 @@ def _without_lines(ranges: tuple[tuple[int, int], ...], hidden: set[int]) -> tup
             if line <= b and line not in hidden:
                 start = line if start is None else start
             elif start is not None:
-                out.append((start, line - 1))
+                end = line - 1
+                while start <= end and start in blank:
+                    start += 1
+                while end >= start and end in blank:
+                    end -= 1
+                if start <= end:
+                    out.append((start, end))
                 start = None
     return tuple(out) or ranges
 

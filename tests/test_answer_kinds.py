@@ -777,7 +777,8 @@ class StepsTest(ExtractiveTest):
         first = self.ask({"d.md": text}, "What are the steps to get my changes live?").answer.split("\n- ")[0]
         self.assertLess(first.index("git push"), first.index("git pull"))
         self.assertLess(first.index("git pull"), first.index("Reload"))
-        self.assertIn("[d.md:3-9] [d.md:11-16] [d.md:18-21]", first)     # lines 10 and 17, spaces only, are not cited
+        # lines 10 and 17, spaces only, are not cited, nor the blank lines 11 and 18 after them
+        self.assertIn("[d.md:3-9] [d.md:12-16] [d.md:19-21]", first)
 
     def test_a_question_asking_for_one_command_gets_no_run(self):
         answer = self.ask({"d.md": self.RECAP}, "How do I push my code?").answer

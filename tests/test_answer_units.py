@@ -276,10 +276,23 @@ class MarkupViewTest(TempDirTest):
     def test_markup_lines_are_neither_quoted_nor_cited(self):
         text = ("# Install\n\nTo install the tool, run:\n\n<div class=\"termy\">\n\n"
                 "```console\n$ pip install widget-tool\n```\n\n</div>\n")
-        # line 5 (<div>) is skipped: the introducing line and the code are cited apart
+        # line 5 (<div>) is skipped, and so are the blank lines around it: the introducing
+        # line and the code are cited apart, each with exactly the lines shown
         result = self.assert_opens_with({"i.md": text}, "how do I install the tool", (
-            "- To install the tool, run: [i.md:3-4] [i.md:6-9]\n```console\n$ pip install widget-tool\n```"))
+            "- To install the tool, run: [i.md:3-3] [i.md:7-9]\n```console\n$ pip install widget-tool\n```"))
         self.assertNotIn("div", result.answer)
+
+    def test_a_blank_line_between_markup_lines_is_never_cited_alone(self):
+        # a Docusaurus admonition's ':::' (line 5) and a tab's '<Tabs>' (7-8) hid the lines around
+        # line 6, which showed nothing and was cited as '[a.md:6-6]'
+        text = ("# Cache\n\n:::tip Restart order\nRestart the replicas first with "
+                "`cachectl restart --replicas-first`.\n:::\n\n<Tabs>\n<TabItem value=\"linux\" label=\"Linux\">\n\n"
+                "```bash\nsudo systemctl restart cachectl\n```\n\n</TabItem>\n</Tabs>\n")
+        result = self.assert_opens_with({"a.md": text}, "in which order do I restart the replicas", (
+            "- Restart the replicas first with `cachectl restart --replicas-first`. [a.md:4-4] [a.md:10-12]\n"))
+        lines = text.split("\n")
+        for citation in result.citations:
+            self.assertTrue(lines[citation.start_line - 1].strip() and lines[citation.end_line - 1].strip(), citation)
 
     def test_a_code_block_that_only_includes_a_file_shows_the_files_name_not_the_marker(self):
         # MkDocs snippets and FastAPI's includes: the rendered page shows the included code
@@ -380,7 +393,7 @@ class MarkupViewTest(TempDirTest):
                 "main.py</u>\n<span style=\"color: green;\">INFO</span>:     Uvicorn running\n```\n\n</div>\n\n"
                 "Bold text in a page is written like this:\n\n```html\n<b>bold</b>\n```\n")
         result = self.assert_opens_with({"r.md": text}, "How do I run my app in development mode with auto-reload?", (
-            "- To run your app in development mode with auto-reload, use: [r.md:3-4] [r.md:6-10]\n"
+            "- To run your app in development mode with auto-reload, use: [r.md:3-3] [r.md:7-10]\n"
             "```console\n$ fastapi dev main.py\nINFO:     Uvicorn running\n```"))
         self.assertEqual(result.unsupported, [])
         bold = self.ask({"r.md": text}, "how is bold text written in a page").answer
