@@ -5666,8 +5666,8 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
 _EXAMPLE_LIST = _lazy_re(r"(?i)(?:\be\.?g\.|\bsuch as|\bfor (?:example|instance)|\bnp\.|\bna przyk[łl]ad|\bnapr\.|\bnapr[íi]klad)"
                          r"\s*:?\s*((?:(?:in|on|as|w|we|na|jako|v|vo|ako)\s+)?[^\s,;:?!()]+(?:\s*(?:,|/|\bor\b|\band\b|\blub\b|\balbo\b"
                          r"|\balebo\b)\s*(?:(?:in|on|as|w|we|na|jako|v|vo|ako)\s+)?[^\s,;:?!()]+)*)")
-_LIST_CLOSER = _lazy_re(r"(?i)\b(?:etc|itd|itp|atd|atď|and so on|and the like)\b")
-_CLOSED_LIST = _lazy_re(r"((?:[^\s,;:?!()]+\s*,\s*)+[^\s,;:?!()]+),?\s+$")   # read before a closer only
+_LIST_CLOSER = _lazy_re(r"(?i)\b(?:etc|itd|itp|atd|atď|and so on|and the like)\b|\.\.\.|…")   # or an ellipsis
+_CLOSED_LIST = _lazy_re(r"((?:[^\s,;:?!()]+\s*,\s*)+[^\s,;:?!()]+),?\s*$")   # read before a closer only
 CLOSED_LIST_CHARS = 200            # ... in this many characters before it (a long run of commas costs
                                    # the pattern a pass per start: read everywhere, quadratic)
 _OPTION_ARGUMENTS = _lazy_re(r"(?<![\w-])--?[A-Za-z][\w-]*\s+((?:[^\s-][^\s,;?!()]*\s+)?[^\s-][^\s,;?!()]*)")

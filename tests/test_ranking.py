@@ -785,6 +785,8 @@ class SuppliedValueTest(TempDirTest):
         write_files(self.docs, self.DOCS)
         settings = self.settings(use_embeddings=False)
         for question, page in (("can df tell me whether each mount is ext4, xfs, tmpfs etc?", "df.md"),
+                               ("can df tell me whether each mount is ext4, xfs, tmpfs...?", "df.md"),
+                               ("can df tell me whether each mount is (ext4, xfs, tmpfs…)", "df.md"),
                                ("can df print the type of a mount, e.g. ext4 or xfs?", "df.md"),
                                ("patch said one hunk FAILED. where is the part it could not apply?", "patch.md")):
             result = docs_qa.search(question, settings)
