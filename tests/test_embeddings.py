@@ -1,11 +1,16 @@
 """The embedding client against a real stand-in server: request shape, prefixes,
 batching, degradation to BM25, and the on-disk vector cache."""
+import http.server
+import json
+import math
 import random
+import re
 import socket
 import sqlite3
+import threading
 import unittest
 
-from helpers import StubServerCase, docs_qa, write_files
+from helpers import StubServerCase, TempDirTest, docs_qa, write_files
 import parallel
 
 load_tests = parallel.in_worker(__name__)   # the whole suite runs this module in a worker process
@@ -238,3 +243,80 @@ class MockVectorTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class _ChosenVectors(http.server.BaseHTTPRequestHandler):
+    """An embedding server whose vectors are chosen per document: a text naming 'docNN' gets
+    the cosine SIMILARITY[NN] to the question (every other text), in a dimension of its own."""
+
+    SIMILARITY: dict[int, float] = {}
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        data = []
+        for index, text in enumerate(body["input"]):
+            found = re.search(r"doc(\d\d)", text)
+            vector = [0.0] * 32
+            if found:
+                number = int(found.group(1))
+                share = self.SIMILARITY[number]
+                vector[0], vector[number] = share, math.sqrt(1 - share * share)
+            else:
+                vector[0] = 1.0
+            data.append({"index": index, "embedding": vector})
+        payload = json.dumps({"object": "list", "data": data}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+class DenseAgreementBarTest(TempDirTest):
+    """An embedding ranking that shares few of BM25's candidates is fused when the model is made
+    for the question's language (a paraphrase BM25 misses), and set aside when only the user's
+    --embed-languages says it reads it: there, disagreement means it does not."""
+
+    SAID = {"en": "The account you are logged in with is kept in the file number {n}.",
+            "pl": "Konto, na które jesteś zalogowany, jest zapisane w pliku numer {n}."}
+
+    def setUp(self):
+        super().setUp()
+        similarity = {1: 0.95, **{n: 0.9 - 0.001 * n for n in range(8, 14)}, 2: 0.8, 3: 0.79, 4: 0.78,
+                      5: 0.5, 6: 0.49, 7: 0.48}
+        handler = type("Vectors", (_ChosenVectors,), {"SIMILARITY": similarity})
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.addCleanup(self.server.server_close)
+        self.addCleanup(self.server.shutdown)
+
+    def write(self, language):
+        # doc01 says 'whoami' for what the question asks in other words; doc02-07 hold the
+        # question's words (BM25's candidates); doc08-13 hold none. The embeddings rank doc01
+        # first, then doc08-13, then doc02-04: 3 of their best 10 among BM25's candidates
+        files = {"doc01.md": "# whoami\n\ndoc01 Display the npm username.\n"}
+        for n in range(2, 8):
+            files[f"doc{n:02}.md"] = f"# Page {n}\n\ndoc{n:02} {self.SAID[language].format(n=n)}\n"
+        for n in range(8, 14):
+            files[f"doc{n:02}.md"] = f"# Other {n}\n\ndoc{n:02} Cache folders and tarballs, item {n}.\n"
+        write_files(self.docs, files)
+
+    def search(self, question, languages):
+        self.write(docs_qa.question_make(question).language)
+        settings = self.settings(embed_mock=False, embed_model="all-MiniLM-L6-v2", embed_languages=languages,
+                                 base_url=f"http://127.0.0.1:{self.server.server_address[1]}/v1", limit=10)
+        return docs_qa.search(question, settings)
+
+    def test_a_model_made_for_english_is_fused_on_an_english_paraphrase(self):
+        result = self.search("Which account am I logged in with?", "auto")
+        self.assertEqual(result.mode, "hybrid")
+        self.assertNotIn("embeddings_set_aside", [n.code for n in result.notes])
+        self.assertIn("doc01.md", [hit.chunk.path for hit in result.hits])    # found by the embeddings alone
+
+    def test_a_language_only_the_user_says_the_model_reads_keeps_the_higher_bar(self):
+        result = self.search("Na które konto jestem zalogowany?", "all")
+        self.assertIn("embeddings_set_aside", [n.code for n in result.notes])
+        self.assertNotIn("doc01.md", [hit.chunk.path for hit in result.hits])

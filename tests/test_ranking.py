@@ -147,6 +147,14 @@ class DenseAgreementTest(unittest.TestCase):
         self.assertTrue(docs_qa._dense_agrees({"bm25": bm25, "dense": five_shared}))
         self.assertFalse(docs_qa._dense_agrees({"bm25": bm25, "dense": four_shared}))
 
+    def test_a_model_made_for_the_language_needs_a_fifth_of_the_best_ten(self):
+        bm25 = list(range(100, 140))
+        two_shared = [100, 1, 2, 3, 4, 5, 6, 7, 8, 101]                   # 2 of the first 10
+        one_shared = [100, 1, 2, 3, 4, 5, 6, 7, 8, 9, 101]               # 1 of the first 10
+        self.assertTrue(docs_qa._dense_agrees({"bm25": bm25, "dense": two_shared}, docs_qa.DENSE_AGREEMENT_MIN_NAMED))
+        self.assertFalse(docs_qa._dense_agrees({"bm25": bm25, "dense": one_shared}, docs_qa.DENSE_AGREEMENT_MIN_NAMED))
+        self.assertFalse(docs_qa._dense_agrees({"bm25": bm25, "dense": two_shared}))
+
     def test_without_bm25_candidates_the_embedding_ranking_stays(self):
         # a paraphrase whose words the folder lacks: the embeddings are all there is
         self.assertTrue(docs_qa._dense_agrees({"bm25": [], "dense": [1, 2, 3]}))
@@ -165,6 +173,14 @@ class EmbeddingLanguagesTest(unittest.TestCase):
         for model in ("text-embedding-multilingual-e5-small", "text-embedding-bge-m3"):
             with self.subTest(model=model):
                 self.assertEqual([self.reads(lang, model) for lang in ("en", "pl", "sk")], [True] * 3)
+
+    def test_a_model_is_made_for_english_and_by_its_name_for_more(self):
+        # what the user's --embed-languages adds is read, but the model is not made for it
+        named = docs_qa._model_named_for
+        mini = docs_qa.Settings(docs_dir=".", embed_model="all-MiniLM-L6-v2", embed_languages="all")
+        self.assertEqual([named(mini, lang) for lang in ("en", "pl", "sk")], [True, False, False])
+        self.assertTrue(docs_qa.embeddings_read(mini, "pl"))
+        self.assertTrue(named(docs_qa.Settings(docs_dir=".", embed_model="bge-m3"), "sk"))
 
     def test_a_list_names_the_languages_read_and_all_reads_every_one(self):
         self.assertEqual([self.reads(lang, languages="pl,sk") for lang in ("en", "pl", "sk")],
