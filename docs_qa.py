@@ -8073,21 +8073,7 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     smaller unit scoring as well gives way to it, and no unit quoted holds another. The
     best comes first.
     """
-    question = question_make(question)
-    wants = _question_wants(question.text)
-    words_terms = _distinct_words(_name_terms(word, terms) for word, terms in question.words
-                                  if not (wants.definition and text_fold(word) in _DEFINE_FRAME_WORDS
-                                          or wants.amount and text_fold(word) in _AMOUNT_FRAME_WORDS
-                                          or wants.works and text_fold(word) in _WORKS_FRAME_WORDS))
-    scored, tokenizer = [], shared_tokenizer()   # stems remembered across questions
-    titles = {hit.chunk.path: hit.title for hit in result.hits}
-    named = _names_on_pages(result.hits, _personal_names(question), tokenizer)
-    name_words = set(text_name_words(question.text))
-    caption_names = frozenset(term for word, terms in question.words if word in name_words for term in terms)
-    for chunk, pieces in _joined_fragments(result.hits):
-        scored.extend(_scored_units(words_terms, wants, chunk, pieces, tokenizer, titles[chunk.path], caption_names,
-                                    named.get(chunk.path, frozenset())))
-    scored.sort(key=lambda s: s[:5])
+    scored, _ = _ranked_units(question_make(question), result)
     chosen: list[tuple] = []
     for entry in [s for s in scored if s[0] < 0] or scored[:1]:
         if len(chosen) == EXTRACTIVE_UNITS:
@@ -8102,6 +8088,35 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
         else:
             chosen.append(entry)
     return "\n".join(_unit_render(s[5], s[4]) for s in chosen)
+
+
+def _ranked_units(question: Question, result: SearchResult) -> tuple[list[tuple], int]:
+    """Return the units of the returned fragments scored (_scored_units), best first, and the
+    number of question words they were scored against (its distinct words, less the words
+    that only frame a definition, amount or how-it-works question)."""
+    wants = _question_wants(question.text)
+    words_terms = _distinct_words(_name_terms(word, terms) for word, terms in question.words
+                                  if not (wants.definition and text_fold(word) in _DEFINE_FRAME_WORDS
+                                          or wants.amount and text_fold(word) in _AMOUNT_FRAME_WORDS
+                                          or wants.works and text_fold(word) in _WORKS_FRAME_WORDS))
+    scored, tokenizer = [], shared_tokenizer()   # stems remembered across questions
+    titles = {hit.chunk.path: hit.title for hit in result.hits}
+    named = _names_on_pages(result.hits, _personal_names(question), tokenizer)
+    name_words = set(text_name_words(question.text))
+    caption_names = frozenset(term for word, terms in question.words if word in name_words for term in terms)
+    for chunk, pieces in _joined_fragments(result.hits):
+        scored.extend(_scored_units(words_terms, wants, chunk, pieces, tokenizer, titles[chunk.path], caption_names,
+                                    named.get(chunk.path, frozenset())))
+    scored.sort(key=lambda s: s[:5])
+    return scored, len(words_terms)
+
+
+def _best_unit_share(question: Question, result: SearchResult) -> float:
+    """Return how fully the best unit of the returned fragments answers the question (0..1):
+    its score (the question's words it holds, its headings' at half, a point for each kind of
+    content asked for that it brings) per question word, capped at 1."""
+    scored, words = _ranked_units(question, result)
+    return min(1.0, -scored[0][0] / words) if scored and words else 0.0
 
 
 def _overlap_joined(one: _Unit, other: _Unit) -> _Unit | None:
@@ -8580,7 +8595,7 @@ def _confidence_over(question: Question, result: SearchResult, text: str, mode: 
     unit, path = quoted
     return _answer_confidence(question, result.coverage, unit, settings.min_confidence,
                               bool(result.hits) and path == result.hits[0].chunk.path, _ranking_lead(result.hits),
-                              _same_page_share(cites, path))
+                              _same_page_share(cites, path), _best_unit_share(question_make(question), result))
 
 
 def _same_page_share(cites: list[Citation], path: str) -> float:
@@ -8602,8 +8617,8 @@ def _ranking_lead(hits: list[Hit]) -> float:
 
 
 def _answer_confidence(question: str | Question, coverage: float, unit: str, min_confidence: float,
-                       from_first: bool, lead: float, same_page: float = 1.0) -> Confidence:
-    """Return how sure an answer is: the mean, rounded to 0.01, of five parts (0..1 each);
+                       from_first: bool, lead: float, same_page: float = 1.0, best_unit: float = 1.0) -> Confidence:
+    """Return how sure an answer is: the mean, rounded to 0.01, of six parts (0..1 each);
     level high when it reaches min_confidence.
     - the no-answer gate's coverage (the best fragment's IDF-weighted share of the question);
     - the share of the question's words that the answer's first quoted unit holds (a word
@@ -8612,17 +8627,20 @@ def _answer_confidence(question: str | Question, coverage: float, unit: str, min
       0 when the quote chose a unit of a fragment ranked lower (ranking and quote disagree);
     - lead: how clearly the first fragment leads the ranking (_ranking_lead);
     - same_page: the share of the answer's citations naming that unit's document
-      (_same_page_share): quotes from one page agree on where the answer is.
+      (_same_page_share): quotes from one page agree on where the answer is;
+    - best_unit: how fully the best unit of the returned fragments answers the question, as the
+      quote's choice scores it (_best_unit_share): its headings and the kind of content asked
+      for count too (a date for a deadline question, code for a command).
     The two shares say the folder and the quote hold the question's words; a short question's
     words are its topic, which many units hold, so they alone rated wrong answers as sure as
-    right ones (reports/answers-real-docs.md). Agreement, a clear lead and quotes from one page
-    are what the right answers had more often."""
+    right ones (reports/answers-real-docs.md). Agreement, a clear lead, quotes from one page
+    and a unit bringing what is asked are what the right answers had more often."""
     question = question_make(question)
     words = _distinct_words(_name_terms(word, terms) for word, terms in question.words)
     held = _with_joined(set(shared_tokenizer().tokens(unit)), unit, set().union(*words))
     share = sum(1 for terms in words if terms & held) / len(words) if words else 0.0
     parts = (min(max(coverage, 0.0), 1.0), share, 1.0 if from_first else 0.0, min(max(lead, 0.0), 1.0),
-             min(max(same_page, 0.0), 1.0))
+             min(max(same_page, 0.0), 1.0), min(max(best_unit, 0.0), 1.0))
     score = round(sum(parts) / len(parts), 2)
     return Confidence("high" if score >= min_confidence else "low", score)
 

@@ -1,8 +1,8 @@
 """How sure an answer is (section 14g): the confidence every rag answer carries, the mean of
-five parts: the no-answer gate's coverage, the share of the question's words its first quoted
+six parts: the no-answer gate's coverage, the share of the question's words its first quoted
 unit holds, whether that unit comes from the first returned fragment's document, how clearly
-BM25's first fragment leads the second, and the share of the answer's citations that name the
-first unit's document; a low one gets the weak_answer note and the
+BM25's first fragment leads the second, the share of the answer's citations that name the
+first unit's document, and how fully the best unit answers (its score per question word); a low one gets the weak_answer note and the
 closest-passages label in the text output and on MCP, in the question's language (the page's
 label: tests/test_page.py and tests/test_page_browser.py).
 
@@ -12,10 +12,11 @@ grusza, śliwa, wiśnia), so every word has the same weight (each is in one frag
 file the same BM25 score: the best fragment holds 1/5 = 0.2 of the question, the folder all of
 it (the gate passes: no word is unknown to the folder), whichever sentence is quoted first holds
 1 of the 5 words and comes from the first fragment (ties go to it), the first fragment
-leads by nothing, and the three quotes come from three files: score (0.2 + 0.2 + 1 + 0 + 1/3)
-/ 5 = 0.35. INVOICES: one sentence holds both content words of "When are invoices filed?" and
-its file leads the one other file naming invoices by far; the second quote is the payroll
-line that names invoices: score (1 + 1 + 1 + 1 + 1/2) / 5 = 0.9."""
+leads by nothing, the three quotes come from three files, and the best unit scores 1 of 5 (no
+heading, nothing of a kind asked for): score (0.2 + 0.2 + 1 + 0 + 1/3 + 0.2) / 6 = 0.32.
+INVOICES: one sentence holds both content words of "When are invoices filed?" and brings a date
+(the best unit: capped at 1); its file leads the one other file naming invoices by far; the
+second quote is the payroll line that names invoices: score (1 + 1 + 1 + 1 + 1/2 + 1) / 6 = 0.92."""
 from __future__ import annotations
 
 import json
@@ -35,7 +36,7 @@ ORCHARD = {
     "wybor.md": "Wybrać stoi przy domu.\n",
 }
 ORCHARD_QUESTION = "Co wybrać: jabłoń, grusza, śliwa czy wiśnia?"
-ORCHARD_SCORE = 0.35
+ORCHARD_SCORE = 0.32
 INVOICES = {
     "invoices.md": "# Invoices\n\nInvoices are filed by the 25th day of the following month.\n",
     "payroll.md": "Payroll runs on the last Friday of each month, after the invoices.\n",
@@ -49,27 +50,42 @@ RAG_SCHEMA = docs_qa.OPERATIONS["rag"].response_schema
 class ConfidenceSignalTest(unittest.TestCase):
     """The pure parts: the score, the level and the first quoted unit."""
 
-    def test_the_score_is_the_mean_of_five_parts(self):
+    def test_the_score_is_the_mean_of_six_parts(self):
         unit = "Wiśnia stoi przy domu."                         # 1 of the question's 5 words
         # ORCHARD as answered: coverage 0.2, share 0.2, from the first fragment, no lead, one
-        # of three quotes from the first quote's file: (0.2 + 0.2 + 1 + 0 + 1/3) / 5
-        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 0.2, unit, 0.65, True, 0.0, 1 / 3),
-                         docs_qa.Confidence("low", 0.35))
+        # of three quotes from the first quote's file, the best unit 1 of 5:
+        # (0.2 + 0.2 + 1 + 0 + 1/3 + 0.2) / 6
+        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 0.2, unit, 0.65, True, 0.0, 1 / 3, 0.2),
+                         docs_qa.Confidence("low", 0.32))
         # the same unit over a folder whose best fragment held the whole question, with a clear
-        # lead, every quote from one file: (1 + 0.2 + 1 + 1 + 1) / 5
-        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 1.0, unit, 0.65, True, 1.0, 1.0),
-                         docs_qa.Confidence("high", 0.84))
-        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 0.2, unit, 0.35, True, 0.0, 1 / 3).level,
+        # lead, every quote from one file, a best unit answering it all: (1 + 0.2 + 1 + 1 + 1 + 1) / 6
+        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 1.0, unit, 0.65, True, 1.0, 1.0, 1.0),
+                         docs_qa.Confidence("high", 0.87))
+        self.assertEqual(docs_qa._answer_confidence(ORCHARD_QUESTION, 0.2, unit, 0.32, True, 0.0, 1 / 3, 0.2).level,
                          "high")                                # the bar itself is high
         # every word held, but quoted from a lower-ranked fragment with no lead, and the other
-        # quote from another file: (1 + 1 + 0 + 0 + 0.5) / 5
+        # quote from another file: (1 + 1 + 0 + 0 + 0.5 + 1) / 6
         both = "Invoices are filed by the 25th day of the following month."
-        self.assertEqual(docs_qa._answer_confidence(INVOICES_QUESTION, 1.0, both, 0.65, False, 0.0, 0.5),
-                         docs_qa.Confidence("low", 0.5))
+        self.assertEqual(docs_qa._answer_confidence(INVOICES_QUESTION, 1.0, both, 0.65, False, 0.0, 0.5, 1.0),
+                         docs_qa.Confidence("low", 0.58))
         # a word counts under any of its stems, once however often the question says it:
-        # (0 + 0.5 + 0 + 0.5 + 0) / 5
+        # (0 + 0.5 + 0 + 0.5 + 0 + 0) / 6
         self.assertEqual(docs_qa._answer_confidence("invoices invoice filed", 0.0, "the invoice", 0.65,
-                                                    False, 0.5, 0.0).score, 0.2)
+                                                    False, 0.5, 0.0, 0.0).score, 0.17)
+
+    def test_the_best_unit_part_counts_what_a_unit_brings_of_the_kind_asked(self):
+        # "How do I …" asks for a command: of its 3 words (send, site, production) the line holds
+        # 2; followed by the command, the same line and its code score a point more: 3 of 3
+        question = docs_qa.question_make("How do I send the site to production?")
+        shares = []
+        for text in ("# Notes\n\nThe site goes to production from the main branch.\n",
+                     "# Notes\n\nThe site goes to production from the main branch:\n\n```\nmake release\n```\n"):
+            with tempfile.TemporaryDirectory() as docs:
+                write_files(docs, {"deploy.md": text})
+                settings = docs_qa.Settings(docs_dir=docs, cache_dir=None, use_embeddings=False, extractive=True)
+                shares.append(docs_qa._best_unit_share(question, docs_qa.search(question, settings)))
+        self.assertAlmostEqual(shares[0], 2 / 3)
+        self.assertEqual(shares[1], 1.0)
 
     def test_the_same_page_part_is_the_share_of_citations_naming_the_first_quotes_file(self):
         text = "- A [a.md:1-1]\n- B [b.md:2-2]\n- C [a.md:4-4] [a.md:6-6]"
@@ -125,10 +141,10 @@ class ConfidenceAnswerTest(TempDirTest):
     def test_a_clear_match_is_confident(self):
         result = self.ask(INVOICES, INVOICES_QUESTION)
         self.assertTrue(result.answer.startswith("- Invoices are filed by the 25th day"), result.answer)
-        self.assertEqual(result.confidence, docs_qa.Confidence("high", 0.9))
+        self.assertEqual(result.confidence, docs_qa.Confidence("high", 0.92))
         self.assertNotIn("weak_answer", [n.code for n in result.notes])
         envelope = docs_qa.to_envelope(result).to_dict()
-        self.assertEqual(envelope["confidence"], {"level": "high", "score": 0.9})
+        self.assertEqual(envelope["confidence"], {"level": "high", "score": 0.92})
         self.assertEqual(rc.schema_errors(envelope, RAG_SCHEMA), [])
 
     def test_a_passage_holding_a_minority_of_the_question_is_a_weak_answer(self):
@@ -193,13 +209,14 @@ class ConfidenceAssistantTest(StubServerCase):
         invoices = "Invoices are filed by the 25th day of the following month [invoices.md:3]."
         payroll = "Payroll runs on the last Friday of each month [payroll.md:1]."
         first = self.ask(invoices + " " + payroll)
-        # one citation of two names the first sentence's file: (1 + 1 + 1 + 1 + 0.5) / 5
-        self.assertEqual((first.answer_mode, first.confidence), ("assistant", docs_qa.Confidence("high", 0.9)))
+        # one citation of two names the first sentence's file; the best unit of the fragments
+        # (the invoices line, with its date) answers it all: (1 + 1 + 1 + 1 + 0.5 + 1) / 6
+        self.assertEqual((first.answer_mode, first.confidence), ("assistant", docs_qa.Confidence("high", 0.92)))
         # the payroll sentence holds neither 'invoices' nor 'filed', and payroll.md is not the
-        # first fragment's document: (1.0 + 0 + 0 + 1 + 0.5) / 5
+        # first fragment's document; the fragments are as before: (1.0 + 0 + 0 + 1 + 0.5 + 1) / 6
         second = self.ask(payroll + " " + invoices)
         self.assertEqual(len(second.citations), 2, second.answer)
-        self.assertEqual(second.confidence, docs_qa.Confidence("low", 0.5))
+        self.assertEqual(second.confidence, docs_qa.Confidence("low", 0.58))
 
 
 class ConfidenceCliTest(TempDirTest):
@@ -223,8 +240,8 @@ class ConfidenceCliTest(TempDirTest):
     def test_min_confidence_flag_and_environment_lower_the_bar(self):
         write_files(self.docs, ORCHARD)
         base = (ORCHARD_QUESTION, "--docs", self.docs, "--cache-dir", self.cache, "--extractive")
-        for proc in (run_cli(*base, "--min-confidence", "0.35"),
-                     run_cli(*base, env={"DOCS_QA_MIN_CONFIDENCE": "0.35"})):
+        for proc in (run_cli(*base, "--min-confidence", "0.32"),
+                     run_cli(*base, env={"DOCS_QA_MIN_CONFIDENCE": "0.32"})):
             self.assertEqual(proc.returncode, 0, proc.stderr)
             self.assertTrue(proc.stdout.startswith("- "), proc.stdout)
             self.assertNotIn("weak_answer", proc.stdout)
