@@ -5684,19 +5684,24 @@ _LIST_CLOSER = _lazy_re(r"(?i)\b(?:etc|itd|itp|atd|atď|and so on|and the like)\
 _CLOSED_LIST = _lazy_re(r"((?:[^\s,;:?!()]+\s*,\s*)+[^\s,;:?!()]+),?\s*$")   # read before a closer only
 CLOSED_LIST_CHARS = 200            # ... in this many characters before it (a long run of commas costs
                                    # the pattern a pass per start: read everywhere, quadratic)
+_QUOTED_VALUE = _lazy_re("(?<![^\\s(\\[])(['\"\u201c\u201e\u2018])([^'\"\u201c\u201d\u201e\u2018\u2019\\n]{0,200}\\s"
+                         "[^'\"\u201c\u201d\u201e\u2018\u2019\\n]{0,200})['\"\u201d\u2019](?![^\\s.,;:!?)\\]])")
+# (not a `backticked` span: backticks mark code, often the very thing asked about)
 _OPTION_ARGUMENTS = _lazy_re(r"(?<![\w-])--?[A-Za-z][\w-]*\s+((?:[^\s-][^\s,;?!()]*\s+)?[^\s-][^\s,;?!()]*)")
 
 
 def _supplied_values(text: str) -> set[str]:
     """Return the words of a question that are values it supplies (_EXAMPLE_LIST, a comma
-    list closed by 'etc' (_CLOSED_LIST), _OPTION_ARGUMENTS), split as Question.words splits
-    them (TEXT_QUESTION_WORD): the gate does not hold it against the question that the folder
-    lacks them, as with a number."""
+    list closed by 'etc' (_CLOSED_LIST), _OPTION_ARGUMENTS, a quoted span of two words or more
+    (_QUOTED_VALUE: a command line the asker ran, 'python3 myworker.py', or a message they
+    saw)), split as Question.words splits them (TEXT_QUESTION_WORD): the gate does not hold
+    it against the question that the folder lacks them, as with a number."""
     found = [match.group(1) for match in _EXAMPLE_LIST.finditer(text)]
     found += [listed.group(1) for closer in _LIST_CLOSER.finditer(text)
               for listed in [_CLOSED_LIST.search(text[max(0, closer.start() - CLOSED_LIST_CHARS):closer.start()])]
               if listed]
     found += [match.group(1) for match in _OPTION_ARGUMENTS.finditer(text)]
+    found += [match.group(2) for match in _QUOTED_VALUE.finditer(text)]
     return {word for part in found for word in TEXT_QUESTION_WORD.findall(part)}
 
 

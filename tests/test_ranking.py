@@ -814,6 +814,23 @@ class SuppliedValueTest(TempDirTest):
         signals = docs_qa.search_gate_signals("usermod -G docker alice removed her from the other groups", settings)
         self.assertEqual(signals.folder_coverage, 1.0)
 
+    def test_a_quoted_command_line_or_message_is_the_askers_own(self):
+        # 'python3 worker.py' is what the asker ran, which no manual writes; quoted, it weighs
+        # nothing in the gate. A single quoted word or a backticked span is no such value: it
+        # is often what the question asks about.
+        write_files(self.docs, {"pgrep.md": "# pgrep\n\npgrep looks up processes by name. When it finds nothing, "
+                                            "the process may really have another name.\n\n-f, --full\n"
+                                            "The pattern is matched against the full command line.\n",
+                                **{f"note{n}.md": f"# Note {n}\n\nA process {n} has a name.\n" for n in range(4)}})
+        settings = self.settings(use_embeddings=False)
+        quoted = "pgrep finds nothing because the process is really 'python3 worker.py'. how do I match the full line?"
+        self.assertEqual(docs_qa.search_gate_signals(quoted, settings).folder_coverage, 1.0)
+        self.assertEqual([hit.chunk.path for hit in docs_qa.search(quoted, settings).hits][:1], ["pgrep.md"])
+        for held in ("pgrep finds nothing because the process is really `python3 worker.py`",
+                     "pgrep finds nothing because the process is really 'worker'"):
+            with self.subTest(held):
+                self.assertLess(docs_qa.search_gate_signals(held, settings).folder_coverage, 1.0)
+
     def test_a_value_the_folder_lacks_still_lowers_the_answers_confidence(self):
         # the gate lets the question through, but no page says anything of ext4 or xfs: the
         # answer may not answer all of it
