@@ -7628,6 +7628,11 @@ def _paragraph_units(block: _Block, nxt: _Block | None, caption: str = "",
         joined = re.sub(r"\s+:", ":", " ".join(line for _, line in para))
         return [_Unit(((block.first, block.last),), joined, (), 1)]
     sentences = _paragraph_sentences(para)
+    if len(sentences) > 1 and sentences[0][2] == para[0][1] and _OPTION_NAMES.match(para[0][1]):
+        # an option's line ending in '...' ('-j, --join part...': the part may be repeated)
+        # is no sentence of its own: the option and what it does are one entry
+        (a, _, option), (_, b, does) = sentences[:2]
+        sentences[:2] = [(a, b, f"{option} {does}")]
     units = [_Unit(((a, b),), text, (), 1) for a, b, text in sentences]
     if sentences and nxt is not None:
         a, b, text = sentences[-1]

@@ -881,6 +881,16 @@ class OptionLineTest(ExtractiveTest):
                                           "  The starter files are copied into the new folder."), answer)
         self.assertIn("- The starter files are kept in /etc/starter. [adduser.8.md:8-8]", answer)
 
+    def test_an_options_line_ending_in_an_ellipsis_is_one_entry_with_what_it_does(self):
+        # 'part...' (the part may be repeated) read as a sentence's end: the option's line and
+        # its description were two units, the option scoring nothing of the question
+        manual = ("# split\n\n-s, --split archive\nSplits a package into parts.\n\n"
+                  "-j, --join part...\nJoins the parts of a package back into the original file.\n\n"
+                  "The parts may be given in any order.\n")
+        answer = self.ask({"split.1.md": manual}, "how do I join the parts of a package back together?").answer
+        self.assertTrue(answer.startswith("- -j, --join part... Joins the parts of a package back into the original "
+                                          "file. [split.1.md:6-7]\n"), answer)
+
     def test_a_question_asking_for_a_flag_asks_for_what_to_type(self):
         for question in ("Which tally flag prints the sum?", "which switch prints the sum", "Jaka opcja wypisuje sumę?",
                          "Ktorý prepínač vypíše súčet?"):
