@@ -5589,7 +5589,9 @@ class _Shares(NamedTuple):
 
     coverage: float                # the best chunk's share of the question's weight (0..1)
     folder_coverage: float         # the folder's share
-    identifier: str | None         # the first identifier the folder writes rarely, as the question does
+    identifier: str | None         # the first identifier the folder writes rarely, as the question does,
+                                   # else a name ('Hyrkania') it so writes, when the folder lacks none of
+                                   # the question's names
     absent: tuple[str, ...]        # the content words no form of which occurs in the folder
     slips: tuple[tuple[str, tuple[str, ...]], ...] = ()   # words read as others, each with the folder
                                    # terms it is read as: a slip's term one edit away that the best
@@ -5604,7 +5606,10 @@ class _Shares(NamedTuple):
 def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
     """Return (the best chunk's share, the folder's share) (0..1) of the question's weight,
     the first identifier (WIS, GTU_12, CIT-8; not a plain number) of the question that the folder
-    writes the same way in fewer than half its chunks, or None, and the words it lacks: each content word
+    writes the same way in fewer than half its chunks, or None (failing one, the first name the
+    question writes with a capital, 'Hyrkania', that the folder so writes, when it lacks none of
+    the question's names: an encyclopedia's question about what it names, in words its page
+    does not use, 'graniczy' where it says 'sąsiednia'), and the words it lacks: each content word
     weighs its IDF in the folder (a word the folder lacks counts as if one chunk had it;
     code-like words weigh CODE_WORD_WEIGHT times more), and a chunk earns the weight of the
     words it holds under any of their stems. So a word common in the folder cannot carry a
@@ -5628,6 +5633,8 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
                                    # may hold a thousand of them)
     lemmas: list[tuple[str, tuple[str, ...]]] = []   # irregular forms the folder lacks, read as their lemma
     supplied = _supplied_values(question.text)       # example lists, option arguments
+    names = set(text_name_words(question.text)) if case_tells else set()
+    proper = None                  # the first name (not code-like) the folder writes rarely
     unheld = 0.0                   # their weight, which no fragment holds
     for word, terms in question.words:
         ids = _word_chunks(conn, terms) or _mobile_e_chunks(conn, terms)
@@ -5655,8 +5662,13 @@ def _question_coverage(conn: sqlite3.Connection, question: Question) -> _Shares:
         held.append((weight, ids))
         if named is None and _is_identifier(word, case_tells) and _is_written_rarely(conn, word, ids, n_chunks, n_documents):
             named = word
+        elif proper is None and word in names and not text_is_code_word(word, case_tells) \
+                and _is_written_rarely(conn, word, ids, n_chunks, n_documents):
+            proper = word
     if not total:
         return _Shares(0.0, 0.0, named, ())
+    if named is None and proper is not None and not names.intersection(absent):
+        named = proper
     acronyms = [word for word in absent if _is_acronym(word, case_tells)]
     best, best_chunks = _best_chunk_weight(held, bool(acronyms) or any(len(word) >= SLIP_MIN_LETTERS
                                                                       for word in absent))

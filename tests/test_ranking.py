@@ -852,6 +852,35 @@ class SuppliedValueTest(TempDirTest):
         self.assertIn("Kubernetes", result.notes[-1].message)
 
 
+class HeldNameTest(TempDirTest):
+    """A name the question writes with a capital and the folder writes rarely ('Hyrkania')
+    opens the gate as an identifier does, when the folder lacks none of the question's names:
+    an encyclopedia's question about what it names, in words its page does not use."""
+
+    DOCS = {"artabanus.md": "# Artabanus II\n\nHyrkania, z której wywodził się Artabanus, stanowiła jeden z "
+                            "bastionów jego rządów, tak samo jak sąsiednia Partia oraz Karmania.\n",
+            "partia.md": "# Partia\n\nPartia leżała na wschód od Medii; jej władcy bili własną monetę.\n",
+            "medowie.md": "# Medowie\n\nMedowie zamieszkiwali ziemie na zachód od Partii i zakładali tam miasta.\n",
+            "sakowie.md": "# Sakowie\n\nSakowie byli koczownikami, którzy walczyli konno na stepach.\n"}
+
+    def test_a_rare_name_the_folder_holds_opens_the_gate(self):
+        write_files(self.docs, self.DOCS)
+        settings = self.settings(use_embeddings=False)
+        # 'wszystkimi krainami graniczy' occurs nowhere: a quarter of the question is held
+        question = "Z jakimi wszystkimi krainami graniczy Hyrkania?"
+        self.assertEqual(docs_qa.search_gate_signals(question, settings).identifier, "Hyrkania")
+        self.assertEqual([hit.chunk.path for hit in docs_qa.search(question, settings).hits][:1], ["artabanus.md"])
+
+    def test_not_when_the_question_names_something_the_folder_lacks(self):
+        write_files(self.docs, self.DOCS)
+        settings = self.settings(use_embeddings=False)
+        for question in ("Z jakimi krainami graniczy Hyrkania według Strabona?",    # Strabo: never named
+                         "z jakimi krainami graniczy hyrkania?"):                    # no capitals tell a name
+            with self.subTest(question):
+                self.assertIsNone(docs_qa.search_gate_signals(question, settings).identifier)
+                self.assertEqual(docs_qa.search(question, settings).hits, [])
+
+
 class IrregularFormTest(TempDirTest):
     """An irregular English form the folder lacks ('ran', 'got', 'indices') is read as its
     lemma, which Porter's rules cannot reach: by the gate and by the ranking."""
