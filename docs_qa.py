@@ -8446,7 +8446,56 @@ def _heading_paths(chunk: Chunk, title: str | None = None) -> list[tuple[int, st
         out.append((chunk.start_line + index, shown(path)))
     if len(out) == 1 and not path and _is_lead_line(chunk.start_line, lines):
         out.append((chunk.start_line, lines[0]))          # a note without headings, under its first line
+    return _with_collapsibles(out, lines, chunk.start_line)
+
+
+# a collapsible section's title, which frames what it holds as a heading does: HTML's
+# <details><summary>Windows</summary> … </details>, and GitBook/HonKit's
+# <!--sec data-title="Virtual environment: Windows" …--> … <!--endsec-->
+_COLLAPSIBLE_OPEN = _lazy_re(r"(?i)^\s*<!--\s*sec\b[^>]*?\bdata-title=\"([^\"]*)\"|<summary>\s*(.*?)\s*</summary>")
+_COLLAPSIBLE_CLOSE = _lazy_re(r"(?i)^\s*(?:<!--\s*endsec\s*-->|</details>)")
+
+
+def _with_collapsibles(paths: list[tuple[int, str]], lines: list[str], start_line: int) -> list[tuple[int, str]]:
+    """Return the heading paths of a chunk (_heading_paths: (line, headings) in line order) with
+    the titles of the collapsible sections it opens added to the paths of the lines inside them,
+    up to where each closes (_COLLAPSIBLE_OPEN, _COLLAPSIBLE_CLOSE)."""
+    if "<" not in "".join(lines):
+        return paths
+    events = []                    # (line, title) where a section opens, (line, None) where it closes
+    for index, line in enumerate(lines):
+        if "<" not in line:
+            continue
+        opener = _COLLAPSIBLE_OPEN.search(line)
+        if opener:
+            events.append((start_line + index, _markup_view(opener.group(1) or opener.group(2) or "").strip()))
+        elif _COLLAPSIBLE_CLOSE.match(line):
+            events.append((start_line + index, None))
+    if not events:
+        return paths
+    out, open_titles, base, k = [], [], "", 0
+    for line, headings in paths:
+        while k < len(events) and events[k][0] < line:
+            k = _collapsible_event(events[k], open_titles, base, out, k)
+        base = headings
+        out.append((line, " ".join([headings] + open_titles).strip()))
+    while k < len(events):
+        k = _collapsible_event(events[k], open_titles, base, out, k)
     return out
+
+
+def _collapsible_event(event: tuple[int, str | None], open_titles: list[str], base: str,
+                       out: list[tuple[int, str]], k: int) -> int:
+    """Apply one opening or closing of a collapsible section to open_titles and add the path
+    from its line on to out; return the next event's index."""
+    line, title = event
+    if title is None:
+        if open_titles:
+            open_titles.pop()
+    elif title:
+        open_titles.append(title)
+    out.append((line, " ".join([base] + open_titles).strip()))
+    return k + 1
 
 
 def _is_lead_line(start_line: int, lines: list[str]) -> bool:

@@ -282,6 +282,21 @@ class MarkupViewTest(TempDirTest):
             "- To install the tool, run: [i.md:3-3] [i.md:7-9]\n```console\n$ pip install widget-tool\n```"))
         self.assertNotIn("div", result.answer)
 
+    def test_a_collapsible_sections_title_frames_what_it_holds(self):
+        # the same line introduces each system's command; only the section's title, shown as
+        # the fold's label, says which system it is for (GitHub's <details>, HonKit's sec)
+        folds = {"details": ("<details>\n<summary>{}</summary>\n", "</details>\n"),
+                 "sec": ('<!--sec data-title="Install: {}" data-id="x"\ndata-collapse=true ces-->\n', "<!--endsec-->\n")}
+        for kind, (opener, closer) in folds.items():
+            text = "# Install\n\n" + "\n".join(
+                f"{opener.format(system)}\nOpen a terminal and run the installer:\n\n```\n{command}\n```\n\n{closer}"
+                for system, command in (("Linux", "./install.sh"), ("Windows", "install.bat")))
+            with self.subTest(kind):
+                result = self.ask({"readme.md": text}, "how do I run the installer on Windows?")
+                first = result.answer.split("\n- ")[0]
+                self.assertIn("install.bat", first)
+                self.assertNotIn("install.sh", first)
+
     def test_a_blank_line_between_markup_lines_is_never_cited_alone(self):
         # a Docusaurus admonition's ':::' (line 5) and a tab's '<Tabs>' (7-8) hid the lines around
         # line 6, which showed nothing and was cited as '[a.md:6-6]'
