@@ -862,13 +862,18 @@ class OptionLineTest(ExtractiveTest):
               "-t, --total\nPrint a last line with the sum of the sizes.\n\n"
               "-q, --quiet\nPrint nothing but errors.\n")
 
+    def assert_opens_with(self, files, question, expected):
+        """Ask extractively; the answer must open with expected; return the answer."""
+        answer = self.ask(files, question).answer
+        self.assertTrue(answer.startswith(expected), answer)
+        return answer
+
     def test_a_how_to_question_opens_with_the_option(self):
         # the page's opening line holds three of the question's words ('tally', 'prints',
         # 'sizes') as the option does ('Print', 'sum', 'sizes'): the option's code point
         # decides, it is what to type
-        answer = self.ask({"tally.1.md": self.MANUAL}, "How do I print the sum of the sizes with tally?").answer
-        self.assertTrue(answer.startswith("- -t, --total Print a last line with the sum of the sizes. [tally.1.md:10-11]"),
-                        answer)
+        self.assert_opens_with({"tally.1.md": self.MANUAL}, "How do I print the sum of the sizes with tally?",
+                               "- -t, --total Print a last line with the sum of the sizes. [tally.1.md:10-11]")
 
     def test_a_later_sentence_of_an_options_paragraph_is_shown_under_the_option(self):
         # the sentence that answers names no option: the paragraph it is in describes -m; the
@@ -876,9 +881,9 @@ class OptionLineTest(ExtractiveTest):
         manual = ("# adduser\n\nadduser creates accounts.\n\n-m, --make-home\n"
                   "Create the account's home folder. The starter files are copied into the new folder.\n\n"
                   "The starter files are kept in /etc/starter.\n")
-        answer = self.ask({"adduser.8.md": manual}, "How do I get the starter files copied into a new home folder?").answer
-        self.assertTrue(answer.startswith("- -m, --make-home [adduser.8.md:5-5] [adduser.8.md:6-6]\n"
-                                          "  The starter files are copied into the new folder."), answer)
+        answer = self.assert_opens_with({"adduser.8.md": manual}, "How do I get the starter files copied into a new home folder?",
+                                        "- -m, --make-home [adduser.8.md:5-5] [adduser.8.md:6-6]\n"
+                                        "  The starter files are copied into the new folder.")
         self.assertIn("- The starter files are kept in /etc/starter. [adduser.8.md:8-8]", answer)
 
     def test_an_options_line_ending_in_an_ellipsis_is_one_entry_with_what_it_does(self):
@@ -887,9 +892,9 @@ class OptionLineTest(ExtractiveTest):
         manual = ("# split\n\n-s, --split archive\nSplits a package into parts.\n\n"
                   "-j, --join part...\nJoins the parts of a package back into the original file.\n\n"
                   "The parts may be given in any order.\n")
-        answer = self.ask({"split.1.md": manual}, "how do I join the parts of a package back together?").answer
-        self.assertTrue(answer.startswith("- -j, --join part... Joins the parts of a package back into the original "
-                                          "file. [split.1.md:6-7]\n"), answer)
+        self.assert_opens_with({"split.1.md": manual}, "how do I join the parts of a package back together?",
+                               "- -j, --join part... Joins the parts of a package back into the original file. "
+                               "[split.1.md:6-7]\n")
 
     def test_a_question_asking_for_a_flag_asks_for_what_to_type(self):
         for question in ("Which tally flag prints the sum?", "which switch prints the sum", "Jaka opcja wypisuje sumę?",
