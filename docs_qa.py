@@ -5697,7 +5697,7 @@ _CLOSED_LIST = _lazy_re(r"((?:[^\s,;:?!()]+\s*,\s*)+[^\s,;:?!()]+),?\s*$")   # r
 CLOSED_LIST_CHARS = 200            # ... in this many characters before it (a long run of commas costs
                                    # the pattern a pass per start: read everywhere, quadratic)
 _QUOTED_VALUE = _lazy_re("(?<![^\\s(\\[])(['\"\u201c\u201e\u2018])([^'\"\u201c\u201d\u201e\u2018\u2019\\n]{0,200}\\s"
-                         "[^'\"\u201c\u201d\u201e\u2018\u2019\\n]{0,200})['\"\u201d\u2019](?![^\\s.,;:!?)\\]])")
+                         "[^'\"\u201c\u201d\u201e\u2018\u2019\\n]{0,200})['\"\u201c\u201d\u2019](?![^\\s.,;:!?)\\]])")
 # (not a `backticked` span: backticks mark code, often the very thing asked about)
 _OPTION_ARGUMENTS = _lazy_re(r"(?<![\w-])--?[A-Za-z][\w-]*\s+((?:[^\s-][^\s,;?!()]*\s+)?[^\s-][^\s,;?!()]*)")
 

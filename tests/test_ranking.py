@@ -826,6 +826,10 @@ class SuppliedValueTest(TempDirTest):
         quoted = "pgrep finds nothing because the process is really 'python3 worker.py'. how do I match the full line?"
         self.assertEqual(docs_qa.search_gate_signals(quoted, settings).folder_coverage, 1.0)
         self.assertEqual([hit.chunk.path for hit in docs_qa.search(quoted, settings).hits][:1], ["pgrep.md"])
+        for marks in ("\u201e\u201d", "\u201e\u201c", "\u201c\u201d", '""'):   # Polish, Slovak, English quotes
+            with self.subTest(marks):
+                self.assertEqual(docs_qa._supplied_values(f"the process is really {marks[0]}python3 worker.py{marks[1]}."),
+                                 {"python3", "worker.py"})
         for held in ("pgrep finds nothing because the process is really `python3 worker.py`",
                      "pgrep finds nothing because the process is really 'worker'"):
             with self.subTest(held):
