@@ -139,7 +139,7 @@ from json.encoder import encode_basestring_ascii as _json_string
 from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Iterable, Iterator, NamedTuple
 
 if TYPE_CHECKING:                  # annotations only; the HTTP server imports it when it starts
     import socket
@@ -7595,7 +7595,7 @@ def _introduced(blocks: list[_Block], n: int, hidden: set[int]) -> _Block | None
 
 
 def _without_lines(ranges: tuple[tuple[int, int], ...], hidden: set[int],
-                   blank: set[int] = frozenset()) -> tuple[tuple[int, int], ...]:
+                   blank: AbstractSet[int] = frozenset()) -> tuple[tuple[int, int], ...]:
     """Return ranges with the hidden lines cut out (a range around them becomes two), and
     the blank lines at the edges of each part: a citation covers the lines shown, never a
     blank line alone between two markup lines (':::' and '<Tabs>')."""
@@ -8095,7 +8095,12 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     smaller unit scoring as well gives way to it, and no unit quoted holds another. The
     best comes first.
     """
-    scored, _ = _ranked_units(question_make(question), result)
+    return _quote(_ranked_units(question_make(question), result))
+
+
+def _quote(ranked: "_RankedUnits") -> str:
+    """Return the extractive answer quoting the best of the ranked units (answer_extractive)."""
+    scored = ranked.scored
     chosen: list[tuple] = []
     for entry in [s for s in scored if s[0] < 0] or scored[:1]:
         if len(chosen) == EXTRACTIVE_UNITS:
@@ -8112,10 +8117,18 @@ def answer_extractive(question: str | Question, result: SearchResult) -> str:
     return "\n".join(_unit_render(s[5], s[4]) for s in chosen)
 
 
-def _ranked_units(question: Question, result: SearchResult) -> tuple[list[tuple], int]:
+class _RankedUnits(NamedTuple):
+    """The units of a search result's fragments, scored against a question (_ranked_units)."""
+
+    scored: list[tuple]            # _scored_units' entries, best first
+    words: int                     # the question words they were scored against
+
+
+def _ranked_units(question: Question, result: SearchResult) -> _RankedUnits:
     """Return the units of the returned fragments scored (_scored_units), best first, and the
     number of question words they were scored against (its distinct words, less the words
-    that only frame a definition, amount or how-it-works question)."""
+    that only frame a definition, amount or how-it-works question): what the quote chooses
+    from and what the confidence's best_unit part reads, scored once per answer."""
     wants = _question_wants(question.text)
     words_terms = _distinct_words(_name_terms(word, terms) for word, terms in question.words
                                   if not (wants.definition and text_fold(word) in _DEFINE_FRAME_WORDS
@@ -8130,15 +8143,14 @@ def _ranked_units(question: Question, result: SearchResult) -> tuple[list[tuple]
         scored.extend(_scored_units(words_terms, wants, chunk, pieces, tokenizer, titles[chunk.path], caption_names,
                                     named.get(chunk.path, frozenset())))
     scored.sort(key=lambda s: s[:5])
-    return scored, len(words_terms)
+    return _RankedUnits(scored, len(words_terms))
 
 
-def _best_unit_share(question: Question, result: SearchResult) -> float:
+def _best_unit_share(ranked: _RankedUnits) -> float:
     """Return how fully the best unit of the returned fragments answers the question (0..1):
     its score (the question's words it holds, its headings' at half, a point for each kind of
     content asked for that it brings) per question word, capped at 1."""
-    scored, words = _ranked_units(question, result)
-    return min(1.0, -scored[0][0] / words) if scored and words else 0.0
+    return min(1.0, -ranked.scored[0][0] / ranked.words) if ranked.scored and ranked.words else 0.0
 
 
 def _overlap_joined(one: _Unit, other: _Unit) -> _Unit | None:
@@ -8473,29 +8485,17 @@ def _with_collapsibles(paths: list[tuple[int, str]], lines: list[str], start_lin
             events.append((start_line + index, None))
     if not events:
         return paths
-    out, open_titles, base, k = [], [], "", 0
-    for line, headings in paths:
-        while k < len(events) and events[k][0] < line:
-            k = _collapsible_event(events[k], open_titles, base, out, k)
-        base = headings
-        out.append((line, " ".join([headings] + open_titles).strip()))
-    while k < len(events):
-        k = _collapsible_event(events[k], open_titles, base, out, k)
+    out, titles, base = [], [], ""
+    for line, is_fold, text in sorted([(line, False, headings) for line, headings in paths]
+                                      + [(line, True, title) for line, title in events], key=lambda mark: mark[0]):
+        if not is_fold:
+            base = text
+        elif text is None:
+            titles[-1:] = []       # a fold closes
+        elif text:
+            titles.append(text)
+        out.append((line, " ".join([base, *titles]).strip()))
     return out
-
-
-def _collapsible_event(event: tuple[int, str | None], open_titles: list[str], base: str,
-                       out: list[tuple[int, str]], k: int) -> int:
-    """Apply one opening or closing of a collapsible section to open_titles and add the path
-    from its line on to out; return the next event's index."""
-    line, title = event
-    if title is None:
-        if open_titles:
-            open_titles.pop()
-    elif title:
-        open_titles.append(title)
-    out.append((line, " ".join([base] + open_titles).strip()))
-    return k + 1
 
 
 def _is_lead_line(start_line: int, lines: list[str]) -> bool:
@@ -8609,7 +8609,8 @@ def _answer_over(question: Question, result: SearchResult, settings: Settings, c
     if not result.hits:
         return AnswerResult(result, "no_answer", "no_matching_sources", REFUSALS[language],
                             "none", [], [], prompt, list(result.notes))
-    mode, reply, reply_notes = _reply(question, prompt, result, settings, chat, progress)
+    ranked = _ranked_units(question, result)
+    mode, reply, reply_notes = _reply(prompt, ranked, settings, chat, progress)
     # Exhaustiveness is a claim of the model's; a verbatim quote (extractive) makes none.
     complete = False if result.truncated and mode == "assistant" else None
     current = functools.lru_cache(maxsize=None)(
@@ -8625,17 +8626,17 @@ def _answer_over(question: Question, result: SearchResult, settings: Settings, c
         text = (SOURCES_CHANGED if changed else REFUSALS)[language]
     elif caveat:
         text += "\n\n" + CAVEATS[language]
-    confidence = _confidence_over(question, result, text, mode, settings)
+    confidence = _confidence_over(question, result, ranked, text, mode, settings)
     if confidence is not None and confidence.level == "low":
         notes.append(Note("weak_answer", "the closest passages may not answer the question "
                                          f"(confidence {confidence.score:.2f} < {settings.min_confidence:g})"))
     return AnswerResult(readable, "ok", None, text, mode, citations, unsupported, prompt, notes, confidence)
 
 
-def _reply(question: Question, prompt: dict[str, str], result: SearchResult, settings: Settings,
+def _reply(prompt: dict[str, str], ranked: _RankedUnits, settings: Settings,
            chat: _ChatState, progress: ProgressFn | None) -> tuple[str, str, list[Note]]:
-    """Return (mode, reply, notes): the model's reply, or the extractive quote when
-    chat.deadline is None or the model fails (which ends chat for a second pass)."""
+    """Return (mode, reply, notes): the model's reply, or the extractive quote of the ranked
+    units when chat.deadline is None or the model fails (which ends chat for a second pass)."""
     if chat.deadline is not None:
         try:
             if chat.model is None:
@@ -8652,13 +8653,14 @@ def _reply(question: Question, prompt: dict[str, str], result: SearchResult, set
                                    "answered extractively") if exc.kind == "length" else
                               Note("llm_unavailable",
                                    f"the chat model is unavailable ({exc.kind}); answered extractively"))
-    return "extractive", answer_extractive(question, result), list(chat.notes)
+    return "extractive", _quote(ranked), list(chat.notes)
 
 
-def _confidence_over(question: Question, result: SearchResult, text: str, mode: str,
+def _confidence_over(question: Question, result: SearchResult, ranked: _RankedUnits, text: str, mode: str,
                      settings: Settings) -> Confidence | None:
-    """Return the confidence of the answer text to question over result, None when it quotes nothing
-    (the refusal) or the gate's coverage was not measured."""
+    """Return the confidence of the answer text to question over result (ranked: its units
+    scored, _ranked_units), None when it quotes nothing (the refusal) or the gate's coverage
+    was not measured."""
     cites = citation_parse(text, [h.chunk.path for h in result.hits])
     quoted = _first_quoted_unit(text, mode, cites)
     if quoted is None or result.coverage is None:
@@ -8666,7 +8668,7 @@ def _confidence_over(question: Question, result: SearchResult, text: str, mode: 
     unit, path = quoted
     return _answer_confidence(question, result.coverage, unit, settings.min_confidence,
                               bool(result.hits) and path == result.hits[0].chunk.path, _ranking_lead(result.hits),
-                              _same_page_share(cites, path), _best_unit_share(question_make(question), result))
+                              _same_page_share(cites, path), _best_unit_share(ranked))
 
 
 def _same_page_share(cites: list[Citation], path: str) -> float:
@@ -8688,7 +8690,7 @@ def _ranking_lead(hits: list[Hit]) -> float:
 
 
 def _answer_confidence(question: str | Question, coverage: float, unit: str, min_confidence: float,
-                       from_first: bool, lead: float, same_page: float = 1.0, best_unit: float = 1.0) -> Confidence:
+                       from_first: bool, lead: float, same_page: float, best_unit: float) -> Confidence:
     """Return how sure an answer is: the mean, rounded to 0.01, of six parts (0..1 each);
     level high when it reaches min_confidence.
     - the no-answer gate's coverage (the best fragment's IDF-weighted share of the question);

@@ -83,7 +83,7 @@ class ConfidenceSignalTest(unittest.TestCase):
             with tempfile.TemporaryDirectory() as docs:
                 write_files(docs, {"deploy.md": text})
                 settings = docs_qa.Settings(docs_dir=docs, cache_dir=None, use_embeddings=False, extractive=True)
-                shares.append(docs_qa._best_unit_share(question, docs_qa.search(question, settings)))
+                shares.append(docs_qa._best_unit_share(docs_qa._ranked_units(question, docs_qa.search(question, settings))))
         self.assertAlmostEqual(shares[0], 2 / 3)
         self.assertEqual(shares[1], 1.0)
 
