@@ -212,7 +212,7 @@ DEFAULT_MIN_COVERAGE = 0.45        # no-answer gate: IDF-weighted share of the q
                                    # (calibrated: reports/calibrate_gate.py, reports/hybrid-vs-single.md)
 DEFAULT_MIN_FOLDER_COVERAGE = 0.7  # ... or the folder holds this share of it (long questions spread over a fragment)
 DEFAULT_MIN_SIMILARITY = 0.75      # ... unless the best dense cosine reaches this (model-dependent)
-DEFAULT_MIN_CONFIDENCE = 0.65      # an answer scoring below this is shown as weak (reports/answers-real-docs.md)
+DEFAULT_MIN_CONFIDENCE = 0.7       # an answer scoring below this is shown as weak (reports/answers-real-docs.md)
                                    # (the closest passages, not an answer; see _answer_confidence)
 CONFIDENCE_CLEAR_LEAD = 0.3        # the first fragment's BM25 score this share above the second's is a
                                    # clear lead (_ranking_lead); less counts in proportion
