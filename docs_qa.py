@@ -5204,6 +5204,9 @@ PAGE_NAME_TF = 1                  # a fragment of a page naming a person holds t
 PAGE_NAME_MAX_PAGES = 3           # ... when at most this many pages name the person (_with_page_names)
 PAGE_NAME_MAX_CHUNKS = 300        # ... and at most this many fragments (their pages are not looked up)
 DEADLINE_RERANK = 100             # a question asking by when or how long re-scores BM25's best fragments this deep
+PAGE_SECOND_SHARE = 0.3           # a page's best fragment ranks as if it scored this share of the page's
+                                  # second best fragment more (_pages_by_evidence) ...
+PAGE_EVIDENCE_DEPTH = 20          # ... among BM25's best this many (the default pool: 4 x 5), whatever the limit
 
 
 class _Ranked(NamedTuple):
@@ -5320,7 +5323,33 @@ def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settin
     wants = _question_wants(question.text)
     if wants.deadline or wants.duration:
         top = _times_first(conn, top, len(question.words), text_has_deadline if wants.deadline else text_has_duration)
-    return top[:pool + 1], matches
+    return _pages_by_evidence(top[:pool + 1], places), matches
+
+
+def _pages_by_evidence(top: list[tuple[int, float]],
+                       places: Callable[[list[int]], dict[int, tuple[str, int]]]) -> list[tuple[int, float]]:
+    """Return top ((chunk id, score), best first) with one fragment moved first: the best of
+    the page that leads when each page's best fragment among the first PAGE_EVIDENCE_DEPTH
+    counts PAGE_SECOND_SHARE of its page's second best there on top of its own score (the
+    rest in their order, every score unchanged). Of two pages whose best fragments score
+    alike, the one where a second fragment matches the question too is more often the page
+    that explains it, not one that mentions it in passing (reports/answers-real-docs.md,
+    sixteenth round)."""
+    window = top[:PAGE_EVIDENCE_DEPTH]
+    if len(window) < 2:
+        return top
+    paths = {cid: place[0] for cid, place in places([cid for cid, _ in window]).items()}
+    firsts: dict[str, int] = {}                  # a page -> the place of its best fragment in top
+    seconds: dict[str, float] = {}               # ... and its second best's score
+    for n, (cid, score) in enumerate(window):
+        path = paths.get(cid, "")
+        if path not in firsts:
+            firsts[path] = n
+        elif path not in seconds:
+            seconds[path] = score
+    lead = min(firsts.values(), key=lambda n: (-top[n][1] - PAGE_SECOND_SHARE * seconds.get(
+        paths.get(top[n][0], ""), 0.0), n))
+    return [top[lead]] + top[:lead] + top[lead + 1:]
 
 
 def _times_first(conn: sqlite3.Connection, top: list[tuple[int, float]], n_words: int,

@@ -109,6 +109,43 @@ class SectionHeadingTest(TempDirTest):
         self.assertEqual((hits[0].chunk.path, hits[0].chunk.start_line), ("vat.md", 5))
 
 
+class PageEvidenceTest(TempDirTest):
+    """Of two pages whose best fragments score alike, the one where a second fragment matches
+    the question too comes first (its best fragment does), the scores unchanged."""
+
+    NOTES = "# Release notes\n\n- 2.1: restore a backup snapshot faster.\n- 2.0: restore a snapshot of a backup from another host.\n"
+    BACKUPS = ("# Backups\n\n## Restoring\n\nStop the service first. To restore a backup snapshot, run `tool restore "
+               "--snapshot ID` and wait for it to finish before you start the service again; the tool checks the "
+               "files it writes and tells you when the data is whole.\n\n## Snapshots\n\nA backup snapshot is taken "
+               "every night at two; list them with `tool snapshots` before you restore one.\n")
+    QUESTION = "how do I restore a backup snapshot"
+
+    def test_the_page_with_a_second_matching_fragment_leads(self):
+        write_files(self.docs, {"release-notes.md": self.NOTES, "backups.md": self.BACKUPS})
+        hits = docs_qa.search(self.QUESTION, self.settings(use_embeddings=False)).hits
+        self.assertEqual([(h.chunk.path, h.chunk.start_line) for h in hits],
+                         [("backups.md", 7), ("release-notes.md", 1), ("backups.md", 1)])
+        # the notes' line scores higher alone: the order, not BM25's scores, is what changed
+        self.assertGreater(hits[1].bm25_score, hits[0].bm25_score)
+        self.assertGreater(hits[0].bm25_score, hits[2].bm25_score)
+
+    def test_a_page_matching_once_keeps_its_place(self):
+        alone = self.BACKUPS.split("## Snapshots")[0]      # the same page without its second match
+        write_files(self.docs, {"release-notes.md": self.NOTES, "backups.md": alone})
+        hits = docs_qa.search(self.QUESTION, self.settings(use_embeddings=False)).hits
+        self.assertEqual([h.chunk.path for h in hits], ["release-notes.md", "backups.md"])
+
+    def test_only_the_first_place_moves(self):
+        top = [(1, 10.0), (2, 9.0), (3, 8.0), (4, 7.0), (5, 1.0)]
+        page = {1: "a.md", 2: "b.md", 3: "c.md", 4: "b.md", 5: "a.md"}
+        places = lambda ids: {i: (page[i], 1) for i in ids}     # noqa: E731
+        # b: 9 + 0.3 * 7 = 11.1 against a: 10 + 0.3 * 1 = 10.3
+        self.assertEqual(docs_qa._pages_by_evidence(top, places), [(2, 9.0), (1, 10.0), (3, 8.0), (4, 7.0), (5, 1.0)])
+        self.assertEqual(docs_qa._pages_by_evidence(top[:1], places), top[:1])
+        page[4] = "d.md"                                      # b matches once: nothing moves
+        self.assertEqual(docs_qa._pages_by_evidence(top, places), top)
+
+
 class FeedbackTest(TempDirTest):
     """RM3: an English question whose best fragment holds its subject is ranked again with
     that fragment's words, so a fragment that shares them moves up among those the question
