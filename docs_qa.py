@@ -5323,18 +5323,35 @@ def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settin
     wants = _question_wants(question.text)
     if wants.deadline or wants.duration:
         top = _times_first(conn, top, len(question.words), text_has_deadline if wants.deadline else text_has_duration)
-    return _pages_by_evidence(top[:pool + 1], places), matches
+    def says(chunk_id: int) -> bool:
+        [(_, (_, text))] = _cache_chunk_texts(conn, [chunk_id])
+        return _says_the_question(shared_tokenizer().tokens(text), question)
+    return _pages_by_evidence(top[:pool + 1], places, says), matches
+
+
+def _says_the_question(tokens: list[str], question: Question) -> bool:
+    """Return True when a text's terms (tokens, in order, stop words left out) hold the
+    question's two or more content words one after another in the question's order: the text
+    says what the question says (an example's title, a step's heading, an option's
+    description), so no other page's evidence moves it from first (_pages_by_evidence)."""
+    forms = [frozenset(terms) for _, terms in question.words]
+    if len(forms) < 2:
+        return False
+    return any(all(tokens[start + k] in forms[k] for k in range(len(forms)))
+               for start in range(len(tokens) - len(forms) + 1) if tokens[start] in forms[0])
 
 
 def _pages_by_evidence(top: list[tuple[int, float]],
-                       places: Callable[[list[int]], dict[int, tuple[str, int]]]) -> list[tuple[int, float]]:
+                       places: Callable[[list[int]], dict[int, tuple[str, int]]],
+                       says: Callable[[int], bool] | None = None) -> list[tuple[int, float]]:
     """Return top ((chunk id, score), best first) with one fragment moved first: the best of
     the page that leads when each page's best fragment among the first PAGE_EVIDENCE_DEPTH
     counts PAGE_SECOND_SHARE of its page's second best there on top of its own score (the
     rest in their order, every score unchanged). Of two pages whose best fragments score
     alike, the one where a second fragment matches the question too is more often the page
     that explains it, not one that mentions it in passing (reports/answers-real-docs.md,
-    sixteenth round)."""
+    sixteenth round). The first stays first when says(its id) (_says_the_question): a fragment
+    that says what the question says is the known item asked for, whatever its page holds."""
     window = top[:PAGE_EVIDENCE_DEPTH]
     if len(window) < 2:
         return top
@@ -5349,6 +5366,8 @@ def _pages_by_evidence(top: list[tuple[int, float]],
             seconds[path] = score
     lead = min(firsts.values(), key=lambda n: (-top[n][1] - PAGE_SECOND_SHARE * seconds.get(
         paths.get(top[n][0], ""), 0.0), n))
+    if lead == 0 or says is not None and says(top[0][0]):
+        return top
     return [top[lead]] + top[:lead] + top[lead + 1:]
 
 

@@ -113,7 +113,7 @@ class PageEvidenceTest(TempDirTest):
     """Of two pages whose best fragments score alike, the one where a second fragment matches
     the question too comes first (its best fragment does), the scores unchanged."""
 
-    NOTES = "# Release notes\n\n- 2.1: restore a backup snapshot faster.\n- 2.0: restore a snapshot of a backup from another host.\n"
+    NOTES = "# Release notes\n\n- 2.1: snapshots of a backup restore faster.\n- 2.0: restore a snapshot of a backup from another host.\n"
     BACKUPS = ("# Backups\n\n## Restoring\n\nStop the service first. To restore a backup snapshot, run `tool restore "
                "--snapshot ID` and wait for it to finish before you start the service again; the tool checks the "
                "files it writes and tells you when the data is whole.\n\n## Snapshots\n\nA backup snapshot is taken "
@@ -134,6 +134,17 @@ class PageEvidenceTest(TempDirTest):
         write_files(self.docs, {"release-notes.md": self.NOTES, "backups.md": alone})
         hits = docs_qa.search(self.QUESTION, self.settings(use_embeddings=False)).hits
         self.assertEqual([h.chunk.path for h in hits], ["release-notes.md", "backups.md"])
+
+    def test_a_fragment_saying_what_the_question_says_stays_first(self):
+        # the notes' line holds the question's words in its order: the known item asked for
+        said = self.NOTES.replace("snapshots of a backup restore faster", "restore a backup snapshot faster")
+        write_files(self.docs, {"release-notes.md": said, "backups.md": self.BACKUPS})
+        hits = docs_qa.search(self.QUESTION, self.settings(use_embeddings=False)).hits
+        self.assertEqual([h.chunk.path for h in hits], ["release-notes.md", "backups.md", "backups.md"])
+        question = docs_qa.question_make(self.QUESTION)
+        self.assertTrue(docs_qa._says_the_question(["fix", "restor", "backup", "snapshot"], question))
+        self.assertFalse(docs_qa._says_the_question(["restor", "a", "backup", "snapshot"], question))
+        self.assertFalse(docs_qa._says_the_question(["snapshot", "backup", "restor"], question))
 
     def test_only_the_first_place_moves(self):
         top = [(1, 10.0), (2, 9.0), (3, 8.0), (4, 7.0), (5, 1.0)]
