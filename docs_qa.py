@@ -6032,6 +6032,16 @@ def _absent_names(conn: sqlite3.Connection, question: Question, absent: tuple[st
             and (word in unwritten or not any(_has_near_term(conn, term, len(word)) for term in terms.get(word, ())))]
 
 
+def _names_told(names: list[str], question: Question) -> list[str]:
+    """Return the names the folder never mentions (_absent_names) that tell what a question
+    asks about: an identifier the folder writes rarely opens no gate beside one ('a domain and
+    HTTPS on PythonAnywhere': HTTPS is what it asks about). A two-letter acronym ('JS', 'VM',
+    'DB') tells nothing: the folder may write it out ('JavaScript') where the gate's reading of
+    spelt-out acronyms (_acronyms_held, the best fragments) does not look."""
+    case_tells = text_case_tells(question.text)
+    return [name for name in names if not (_is_acronym(name, case_tells) and len(name) == ACRONYM_LETTERS[0])]
+
+
 def _has_near_term(conn: sqlite3.Connection, term: str, letters: int) -> bool:
     """Return True when the folder holds a term one edit away from term, a form of a word
     of so many letters (two edits for long words, found by a scan of the terms with its first
@@ -6050,11 +6060,13 @@ def _implausible_note(conn: sqlite3.Connection, question: Question, shares: _Sha
     """Return the no_plausible_match note when the question names something the folder
     never mentions (see _absent_names; Settings.absent_name_gate), or retrieval found nothing
     plausible (too few of the question's words occur in the folder, it names no identifier
-    the folder holds and no embedding match is close: shares is _question_coverage's
-    answer), else None: the no-answer gate, shared by search() and search_rankings().
+    the folder holds, or names one beside a thing the folder never mentions (_names_told),
+    and no embedding match is close: shares is _question_coverage's answer), else None: the
+    no-answer gate, shared by search() and search_rankings().
     A min_coverage of 0 lets every question through, one naming something unknown too."""
     coverage, folder_coverage, identifier, absent = shares[:4]
-    names = _absent_names(conn, question, absent, shares.unwritten) if settings.absent_name_gate and settings.min_coverage \
+    unknown = functools.partial(_absent_names, conn, question, absent, shares.unwritten)
+    names = unknown() if settings.absent_name_gate and settings.min_coverage \
         and _names_absent_weigh(coverage, folder_coverage) else []
     if names:
         return Note("no_plausible_match", f"the documents never mention {', '.join(names)}, and "
@@ -6066,7 +6078,8 @@ def _implausible_note(conn: sqlite3.Connection, question: Question, shares: _Sha
     # measured: it refused 13-34 % of the answerable questions of CACM, ADI and LISA)
     if coverage >= settings.min_coverage or folder_coverage >= settings.min_folder_coverage or (
             best_similarity is not None and best_similarity >= settings.min_similarity) or (
-            identifier is not None and settings.identifier_gate):
+            identifier is not None and settings.identifier_gate
+            and not (settings.absent_name_gate and _names_told(unknown(), question))):
         return None
     return Note("no_plausible_match",
                 f"the best-matching fragment holds only {coverage:.0%} of the question's words "

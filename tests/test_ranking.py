@@ -933,6 +933,44 @@ class HeldNameTest(TempDirTest):
                 self.assertEqual(docs_qa.search(question, settings).hits, [])
 
 
+class LackedNameTest(TempDirTest):
+    """An identifier the folder writes rarely ('PythonAnywhere') opens the gate only when the
+    question names nothing the folder never mentions: 'a domain and HTTPS on PythonAnywhere' asks about
+    HTTPS, which no page mentions. A two-letter acronym ('JS') is no such name: the folder may
+    write it out. Every word but HTTPS and JS is in the folder, spread over three pages, so
+    the best fragment holds a third of the question and the folder two thirds: neither share
+    opens the gate, nor do the missing words weigh enough to refuse for an unknown name alone."""
+
+    DOCS = {"deploy.md": "# Deploy\n\nCreate an account on PythonAnywhere and upload your code there.\n",
+            "names.md": "# Names\n\nA domain is a name that points at a server.\n",
+            "server.md": "# Server\n\nTurn the server on before you open the blog.\n",
+            **{f"note{n}.md": f"# Note {n}\n\nThe blog keeps post {n} in the list.\n" for n in range(1, 6)}}
+
+    def ask(self, question):
+        settings = self.settings(use_embeddings=False)
+        return docs_qa.search_gate_signals(question, settings), docs_qa.search(question, settings)
+
+    def test_a_question_naming_what_the_folder_lacks_is_refused(self):
+        write_files(self.docs, self.DOCS)
+        signals, result = self.ask("How do I point my domain at PythonAnywhere and turn on HTTPS?")
+        self.assertEqual((round(signals.coverage, 2), round(signals.folder_coverage, 2)), (0.33, 0.67))
+        self.assertEqual(signals.identifier, "PythonAnywhere")
+        self.assertEqual(result.hits, [])
+        self.assertIn("never mention HTTPS", next(n.message for n in result.notes if n.code == "no_plausible_match"))
+        # the switch for questions naming what the folder never mentions turns this off too
+        settings = self.settings(use_embeddings=False, absent_name_gate=False)
+        self.assertTrue(docs_qa.search("How do I point my domain at PythonAnywhere and turn on HTTPS?", settings).hits)
+
+    def test_the_identifier_opens_it_otherwise(self):
+        write_files(self.docs, self.DOCS)
+        for question in ("How do I point my domain at PythonAnywhere and turn on JS?",
+                         "How do I point my domain at PythonAnywhere and turn on the server?"):
+            with self.subTest(question):
+                signals, result = self.ask(question)
+                self.assertEqual(signals.identifier, "PythonAnywhere")
+                self.assertEqual([hit.chunk.path for hit in result.hits][:1], ["names.md"])
+
+
 class IrregularFormTest(TempDirTest):
     """An irregular English form the folder lacks ('ran', 'got', 'indices') is read as its
     lemma, which Porter's rules cannot reach: by the gate and by the ranking."""
