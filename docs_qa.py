@@ -4076,6 +4076,12 @@ def _cache_places(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[s
         conn, "SELECT id, path, start_line FROM chunks WHERE id IN ({ids})", ids)}
 
 
+def _cache_headings(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[str, tuple[str, ...]]]:
+    """Return chunk id -> (path, its heading path) for the given ids."""
+    return {cid: (path, tuple(json.loads(sections))) for cid, path, sections in _rows_by_ids(
+        conn, "SELECT id, path, sections FROM chunks WHERE id IN ({ids})", ids)}
+
+
 def _cache_chunks(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[Chunk, str | None, str | None]]:
     """Return chunk id -> (Chunk, document title, document url) for the given ids."""
     return {row[0]: (Chunk(row[1], row[2], row[3], tuple(json.loads(row[4])), row[5]), row[6], row[7])
@@ -5326,7 +5332,7 @@ def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settin
     def says(chunk_id: int) -> bool:
         [(_, (_, text))] = _cache_chunk_texts(conn, [chunk_id])
         return _says_the_question(shared_tokenizer().tokens(text), question)
-    return _pages_by_evidence(top[:pool + 1], places, says), matches
+    return _pages_by_evidence(top[:pool + 1], functools.partial(_cache_headings, conn), says), matches
 
 
 def _says_the_question(tokens: list[str], question: Question) -> bool:
@@ -5342,7 +5348,7 @@ def _says_the_question(tokens: list[str], question: Question) -> bool:
 
 
 def _pages_by_evidence(top: list[tuple[int, float]],
-                       places: Callable[[list[int]], dict[int, tuple[str, int]]],
+                       places: Callable[[list[int]], dict[int, tuple[str, tuple[str, ...]]]],
                        says: Callable[[int], bool] | None = None) -> list[tuple[int, float]]:
     """Return top ((chunk id, score), best first) with one fragment moved first: the best of
     the page that leads when each page's best fragment among the first PAGE_EVIDENCE_DEPTH
@@ -5350,19 +5356,23 @@ def _pages_by_evidence(top: list[tuple[int, float]],
     rest in their order, every score unchanged). Of two pages whose best fragments score
     alike, the one where a second fragment matches the question too is more often the page
     that explains it, not one that mentions it in passing (reports/answers-real-docs.md,
-    sixteenth round). The first stays first when says(its id) (_says_the_question): a fragment
-    that says what the question says is the known item asked for, whatever its page holds."""
+    sixteenth round). places(ids) gives each fragment's page and heading path: a fragment under
+    a release's heading (a changelog's '## v1.4.0') lends its page nothing, since a changelog
+    names a topic in many entries without explaining it. The first stays first when says(its
+    id) (_says_the_question): a fragment that says what the question says is the known item
+    asked for, whatever its page holds."""
     window = top[:PAGE_EVIDENCE_DEPTH]
     if len(window) < 2:
         return top
-    paths = {cid: place[0] for cid, place in places([cid for cid, _ in window]).items()}
+    where = places([cid for cid, _ in window])
+    paths = {cid: path for cid, (path, _) in where.items()}
     firsts: dict[str, int] = {}                  # a page -> the place of its best fragment in top
     seconds: dict[str, float] = {}               # ... and its second best's score
     for n, (cid, score) in enumerate(window):
-        path = paths.get(cid, "")
+        path, sections = where.get(cid, ("", ()))
         if path not in firsts:
             firsts[path] = n
-        elif path not in seconds:
+        elif path not in seconds and not (sections and _RELEASE_HEADING.match(sections[-1])):
             seconds[path] = score
     lead = min(firsts.values(), key=lambda n: (-top[n][1] - PAGE_SECOND_SHARE * seconds.get(
         paths.get(top[n][0], ""), 0.0), n))

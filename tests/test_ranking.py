@@ -149,12 +149,22 @@ class PageEvidenceTest(TempDirTest):
     def test_only_the_first_place_moves(self):
         top = [(1, 10.0), (2, 9.0), (3, 8.0), (4, 7.0), (5, 1.0)]
         page = {1: "a.md", 2: "b.md", 3: "c.md", 4: "b.md", 5: "a.md"}
-        places = lambda ids: {i: (page[i], 1) for i in ids}     # noqa: E731
+        places = lambda ids: {i: (page[i], ()) for i in ids}    # noqa: E731
         # b: 9 + 0.3 * 7 = 11.1 against a: 10 + 0.3 * 1 = 10.3
         self.assertEqual(docs_qa._pages_by_evidence(top, places), [(2, 9.0), (1, 10.0), (3, 8.0), (4, 7.0), (5, 1.0)])
         self.assertEqual(docs_qa._pages_by_evidence(top[:1], places), top[:1])
         page[4] = "d.md"                                      # b matches once: nothing moves
         self.assertEqual(docs_qa._pages_by_evidence(top, places), top)
+
+    def test_a_changelogs_entries_lend_their_page_nothing(self):
+        top = [(1, 10.0), (2, 9.0), (3, 8.0)]
+        where = {1: ("guide.md", ("Backups",)), 2: ("CHANGELOG.md", ("Changes", "v1.2.0")),
+                 3: ("CHANGELOG.md", ("Changes", "v1.1.0"))}
+        places = lambda ids: {i: where[i] for i in ids}      # noqa: E731
+        # 9 + 0.3 * 8 = 11.4 would lead 10, but the second is a release's entry
+        self.assertEqual(docs_qa._pages_by_evidence(top, places), top)
+        where[3] = ("CHANGELOG.md", ("Changes", "How to upgrade"))
+        self.assertEqual([cid for cid, _ in docs_qa._pages_by_evidence(top, places)], [2, 1, 3])
 
 
 class FeedbackTest(TempDirTest):
