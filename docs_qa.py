@@ -5365,7 +5365,6 @@ def _pages_by_evidence(top: list[tuple[int, float]],
     if len(window) < 2:
         return top
     where = places([cid for cid, _ in window])
-    paths = {cid: path for cid, (path, _) in where.items()}
     firsts: dict[str, int] = {}                  # a page -> the place of its best fragment in top
     seconds: dict[str, float] = {}               # ... and its second best's score
     for n, (cid, score) in enumerate(window):
@@ -5374,8 +5373,8 @@ def _pages_by_evidence(top: list[tuple[int, float]],
             firsts[path] = n
         elif path not in seconds and not (sections and _RELEASE_HEADING.match(sections[-1])):
             seconds[path] = score
-    lead = min(firsts.values(), key=lambda n: (-top[n][1] - PAGE_SECOND_SHARE * seconds.get(
-        paths.get(top[n][0], ""), 0.0), n))
+    lead = min(firsts.items(), key=lambda page: (-top[page[1]][1] - PAGE_SECOND_SHARE * seconds.get(page[0], 0.0),
+                                                 page[1]))[1]
     if lead == 0 or says is not None and says(top[0][0]):
         return top
     return [top[lead]] + top[:lead] + top[lead + 1:]
