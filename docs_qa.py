@@ -165,7 +165,7 @@ __all__ = [
     "text_fold", "text_words", "text_tokens", "text_stem", "text_stem_english", "text_stem_polish",
     "text_stem_slovak", "SuffixStemmer",
     "text_query_terms", "text_query_counts", "text_query_words", "text_edit_distance", "text_sentences", "text_detect_language", "text_case_tells",
-    "text_has_date", "text_has_deadline", "text_has_duration", "text_has_amount", "text_has_place", "text_has_steps",
+    "text_has_date", "text_has_deadline", "text_has_duration", "text_has_amount", "text_has_place",
     "Tokenizer", "Question", "question_make",
     "FileEntry", "CorpusScan", "ScanRun", "corpus_scan", "corpus_scan_begin", "corpus_walk", "corpus_read",
     "corpus_readable", "corpus_reread", "corpus_other_files", "corpus_no_documents_note",
@@ -5209,8 +5209,7 @@ FEEDBACK_RERANK = 100             # ... which re-scores the first pass's best fr
 PAGE_NAME_TF = 1                  # a fragment of a page naming a person holds the name this many units
 PAGE_NAME_MAX_PAGES = 3           # ... when at most this many pages name the person (_with_page_names)
 PAGE_NAME_MAX_CHUNKS = 300        # ... and at most this many fragments (their pages are not looked up)
-DEADLINE_RERANK = 100             # a question asking by when, how long or for steps re-scores BM25's best
-                                  # fragments this deep (_kind_first)
+DEADLINE_RERANK = 100             # a question asking by when or how long re-scores BM25's best fragments this deep
 PAGE_SECOND_SHARE = 0.3           # a page's best fragment ranks as if it scored this share of the page's
                                   # second best fragment more (_pages_by_evidence) ...
 PAGE_EVIDENCE_DEPTH = 20          # ... among BM25's best this many (the default pool: 4 x 5), whatever the limit
@@ -5329,9 +5328,7 @@ def _bm25_ranking(conn: sqlite3.Connection, question: Question, settings: Settin
         top = _top(_feedback_pass(conn, weights, top, settings, n_chunks, mean_length), pool + 1, places)
     wants = _question_wants(question.text)
     if wants.deadline or wants.duration:
-        top = _kind_first(conn, top, len(question.words), text_has_deadline if wants.deadline else text_has_duration)
-    elif wants.steps:
-        top = _kind_first(conn, top, len(question.words), text_has_steps)
+        top = _times_first(conn, top, len(question.words), text_has_deadline if wants.deadline else text_has_duration)
     def says(chunk_id: int) -> bool:
         [(_, (_, text))] = _cache_chunk_texts(conn, [chunk_id])
         return _says_the_question(shared_tokenizer().tokens(text), question)
@@ -5383,17 +5380,15 @@ def _pages_by_evidence(top: list[tuple[int, float]],
     return [top[lead]] + top[:lead] + top[lead + 1:]
 
 
-def _kind_first(conn: sqlite3.Connection, top: list[tuple[int, float]], n_words: int,
-                answers: Callable[[str], bool]) -> list[tuple[int, float]]:
+def _times_first(conn: sqlite3.Connection, top: list[tuple[int, float]], n_words: int,
+                 answers: Callable[[str], bool]) -> list[tuple[int, float]]:
     """Return top ((chunk id, BM25 score), best first) for a question asking by when
-    (_Wants.deadline), how long (_Wants.duration) or for steps (_Wants.steps) with each of its
-    first DEADLINE_RERANK fragments that writes what it asks for (answers: text_has_deadline,
-    text_has_duration, text_has_steps) scored as if it held one more of the question's n_words
-    words: the best score's share per word. The when-word is a stop word, so without this a
-    page's section on its deadlines ('## Terminy: ... płaci je do 20. dnia') ranks below its
-    sections on amounts that repeat the question's other words; and a recap of the steps
-    ('* First, push your code', the commands, '* Then, log in and run:') below a page that
-    names the same things in passing."""
+    (_Wants.deadline) or how long (_Wants.duration) with each of its first DEADLINE_RERANK
+    fragments that writes what it asks for (answers: text_has_deadline, text_has_duration)
+    scored as if it held one more of the question's n_words words: the best score's share per
+    word. The when-word is a stop word, so without this a page's section on its deadlines
+    ('## Terminy: ... płaci je do 20. dnia') ranks below its sections on amounts that repeat
+    the question's other words."""
     if not top:
         return top
     bonus = top[0][1] / max(1, n_words)
@@ -8076,18 +8071,6 @@ def text_has_duration(text: str) -> bool:
     """Return True when text writes a span of time ('przez 10 lat', 'z upływem 5 lat', 'within
     14 days', '30 dni')."""
     return _DURATION.search(text_fold(text)) is not None
-
-
-_STEP_ITEM = _lazy_re(r"(?m)^[ \t]{0,3}(?:[-*+]|\d{1,2}[.)])[ \t]+\S")   # a list item, bulleted or numbered
-STEP_ITEMS_MIN = 3                 # a text writes steps in this many list items, or in two with code among them
-
-
-def text_has_steps(text: str) -> bool:
-    """Return True when text writes steps: STEP_ITEMS_MIN list items or more (bulleted or
-    numbered), or two with a fenced block of code ('* First, push your code', the commands,
-    '* Then, log in and run:')."""
-    items = len(_STEP_ITEM.findall(text))
-    return items >= STEP_ITEMS_MIN or items >= 2 and "```" in text
 
 
 def text_has_deadline(text: str) -> bool:

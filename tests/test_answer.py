@@ -218,42 +218,6 @@ class DeadlineRankingTest(TempDirTest):
         self.assertLess(ranked.index("Skali"), ranked.index("Terminy"), ranked)
 
 
-class StepsRankingTest(TempDirTest):
-    """A question asking for steps ranks the section that writes them (list items with their
-    commands) first, as a deadline question ranks the one that writes a date; a question that
-    does not ask for steps keeps BM25's order."""
-
-    PAGE = ("# Deploy\n\n## Server\n\nYour changes go live on the server. The web app there reads the code in its "
-            "folder each time it starts, and nothing else has to be set for that by you or by anyone on the team.\n\n"
-            "## Recap\n\nTo get them live:\n\n* First, push your code:\n\n```\n$ git push\n```\n\n"
-            "* Then, log in to the server and run:\n\n```\n$ git pull\n```\n\n* Finally, reload the web app.\n")
-    NOTES = ("The sequence of releases is kept.", "Templates are kept in one folder.", "The log is kept for a week.")
-
-    def ranked_sections(self, question: str) -> list[str]:
-        write_files(self.docs, {"deploy.md": self.PAGE, **{f"note{k}.md": f"# Note {k}\n\n{text}\n"
-                                                         for k, text in enumerate(self.NOTES)}})
-        result = docs_qa.search(question, self.settings(use_embeddings=False))
-        return [hit.chunk.sections[-1] for hit in result.hits]
-
-    def test_the_steps_come_first_for_a_question_asking_for_them(self):
-        asked = "What is the sequence to get my changes live on the server?"
-        self.assertEqual(self.ranked_sections(asked)[:2], ["Recap", "Server"])
-        saved, docs_qa.DEADLINE_RERANK = docs_qa.DEADLINE_RERANK, 0     # the rerank off: BM25's order
-        try:
-            self.assertEqual(self.ranked_sections(asked)[:2], ["Server", "Recap"])
-        finally:
-            docs_qa.DEADLINE_RERANK = saved
-
-    def test_not_for_a_question_that_does_not(self):
-        self.assertEqual(self.ranked_sections("How do my changes get live on the server?")[:2], ["Server", "Recap"])
-
-    def test_what_writes_steps(self):
-        self.assertTrue(docs_qa.text_has_steps("1. Stop it.\n2. Start it.\n3. Check it.\n"))
-        self.assertTrue(docs_qa.text_has_steps("* Push:\n\n```\n$ git push\n```\n\n* Pull:\n"))
-        self.assertFalse(docs_qa.text_has_steps("* Push.\n* Pull.\n"))              # two items, no code
-        self.assertFalse(docs_qa.text_has_steps("Run `git push`, then `git pull`.\n```\n$ git push\n```\n"))
-
-
 class ChatModelChoiceTest(StubServerCase):
     """With no chat model configured, the first non-embedding model the server lists."""
 
